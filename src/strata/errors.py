@@ -1,0 +1,114 @@
+"""The one exception tree.
+
+Every error Strata raises on purpose is a :class:`StrataError`. Each carries a
+stable ``code`` (the JSON ``code`` of an API error), the HTTP status the API
+answers with, and ``details`` for machines. Messages name the bad value and
+say what to do about it.
+
+::
+
+    StrataError
+    ├── ConfigError             bad setting or strata.toml
+    ├── StoreError              metadata store unusable
+    │   └── SchemaVersionError  database newer (or older) than this code
+    ├── InvalidArgument         a value the caller passed is malformed (400)
+    │   ├── InvalidName         dataset name rules
+    │   └── InvalidEvent        OpenLineage event fails validation (422)
+    ├── NotFound                unknown dataset, version, job, run … (404)
+    ├── TransactionError        transaction misuse (409)
+    │   ├── TransactionClosed   write/commit/abort after commit or abort
+    │   └── CommitConflict      another commit won (409)
+    ├── SchemaMismatch          APPEND with an incompatible schema (409)
+    ├── LakeError               the lake cannot be written or read (400)
+    │   └── PurgedVersion       the version's containers were purged (410)
+    └── Unauthorized / Forbidden  API auth (401 / 403)
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+
+class StrataError(Exception):
+    """Base of every error Strata raises on purpose."""
+
+    code = "strata_error"
+    http_status = 400
+
+    def __init__(self, message: str, **details: Any) -> None:
+        super().__init__(message)
+        self.message = message
+        self.details: dict[str, Any] = details
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"code": self.code, "message": self.message, "details": self.details}
+
+
+class ConfigError(StrataError):
+    code = "config_error"
+
+
+class StoreError(StrataError):
+    code = "store_error"
+    http_status = 503
+
+
+class SchemaVersionError(StoreError):
+    code = "schema_version"
+
+
+class InvalidArgument(StrataError):
+    code = "invalid_argument"
+    http_status = 400
+
+
+class InvalidName(InvalidArgument):
+    code = "invalid_name"
+
+
+class InvalidEvent(InvalidArgument):
+    code = "invalid_event"
+    http_status = 422
+
+
+class NotFound(StrataError):
+    code = "not_found"
+    http_status = 404
+
+
+class TransactionError(StrataError):
+    code = "transaction_error"
+    http_status = 409
+
+
+class TransactionClosed(TransactionError):
+    code = "transaction_closed"
+
+
+class CommitConflict(TransactionError):
+    code = "commit_conflict"
+
+
+class SchemaMismatch(StrataError):
+    code = "schema_mismatch"
+    http_status = 409
+
+
+class LakeError(StrataError):
+    code = "lake_error"
+    http_status = 400
+
+
+class PurgedVersion(LakeError):
+    code = "purged_version"
+    http_status = 410
+
+
+class Unauthorized(StrataError):
+    code = "unauthorized"
+    http_status = 401
+
+
+class Forbidden(StrataError):
+    code = "forbidden"
+    http_status = 403

@@ -1,0 +1,134 @@
+"""The one settings object.
+
+Precedence, highest first: explicit arguments, ``STRATA_*`` environment
+variables, ``strata.toml`` (in the working directory, or the file named by
+``STRATA_CONFIG``), then defaults. The embedded default needs no server:
+SQLite (WAL) at ``./.strata/meta.db`` and a lake folder at ``./.strata/lake``.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import os
+import tomllib
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, get_type_hints
+
+from strata.errors import ConfigError
+
+ENV_PREFIX = "STRATA_"
+CONFIG_FILE = "strata.toml"
+
+
+@dataclass(frozen=True)
+class Settings:
+    """Resolved configuration. Build it with :meth:`Settings.load`."""
+
+    home: Path = Path(".strata")
+    database_url: str = ""
+    lake_uri: str = ""
+    namespace: str = "strata"
+    spark_master: str = "local[2]"
+    gc_grace_seconds: float = 3600.0
+    commit_retries: int = 20
+    api_host: str = "127.0.0.1"
+    api_port: int = 5000
+    read_tokens: tuple[str, ...] = ()
+    write_tokens: tuple[str, ...] = ()
+    lineage_url: str = ""
+    extra: dict[str, Any] = field(default_factory=dict)
+
+    def __post_init__(self) -> None:
+        home = Path(self.home).expanduser()
+        object.__setattr__(self, "home", home)
+        if not self.database_url:
+            object.__setattr__(self, "database_url", f"sqlite:///{home.resolve() / 'meta.db'}")
+        if not self.lake_uri:
+            object.__setattr__(self, "lake_uri", (home.resolve() / "lake").as_uri())
+        if self.commit_retries < 0:
+            raise ConfigError(
+                f"commit_retries must be 0 or more, got {self.commit_retries}; "
+                "set STRATA_COMMIT_RETRIES to a whole number"
+            )
+
+    @property
+    def is_embedded(self) -> bool:
+        """True when the metadata store is the embedded SQLite file."""
+        return self.database_url.startswith("sqlite")
+
+    @classmethod
+    def load(cls, config_file: str | Path | None = None, **explicit: Any) -> Settings:
+        """Resolve settings from explicit args, environment, ``strata.toml`` and defaults."""
+        names = {f.name for f in dataclasses.fields(cls)}
+        unknown = set(explicit) - names
+        if unknown:
+            raise ConfigError(
+                f"unknown setting(s) {sorted(unknown)}; known settings are {sorted(names)}"
+            )
+        merged: dict[str, Any] = {}
+        merged.update(_from_toml(config_file, names))
+        merged.update(_from_env(names))
+        merged.update({k: v for k, v in explicit.items() if v is not None})
+        return cls(**{k: _coerce(k, v) for k, v in merged.items()})
+
+
+def _from_toml(config_file: str | Path | None, names: set[str]) -> dict[str, Any]:
+    path = Path(config_file or os.environ.get(f"{ENV_PREFIX}CONFIG") or CONFIG_FILE)
+    if not path.exists():
+        if config_file is not None:
+            raise ConfigError(f"config file {str(path)!r} does not exist; create it or drop the argument")
+        return {}
+    try:
+        data = tomllib.loads(path.read_text(encoding="utf-8"))
+    except (tomllib.TOMLDecodeError, UnicodeDecodeError) as exc:
+        raise ConfigError(f"cannot parse {str(path)!r}: {exc}; fix the TOML syntax") from exc
+    table = data.get("strata", data)
+    if not isinstance(table, dict):
+        raise ConfigError(f"[strata] in {str(path)!r} must be a table")
+    unknown = set(table) - names
+    if unknown:
+        raise ConfigError(
+            f"unknown key(s) {sorted(unknown)} in {str(path)!r}; known keys are {sorted(names)}"
+        )
+    if "home" in table and not Path(table["home"]).is_absolute():
+        # Relative paths in a config file are relative to that file, as users expect.
+        table["home"] = str(path.parent / table["home"])
+    return dict(table)
+
+
+def _from_env(names: set[str]) -> dict[str, Any]:
+    out: dict[str, Any] = {}
+    for name in names - {"extra"}:
+        value = os.environ.get(ENV_PREFIX + name.upper())
+        if value is not None and value != "":
+            out[name] = value
+    return out
+
+
+_HINTS = get_type_hints(Settings)
+
+
+def _coerce(name: str, value: Any) -> Any:
+    hint = _HINTS[name]
+    try:
+        if hint is Path:
+            return Path(value)
+        if hint is int:
+            return int(value)
+        if hint is float:
+            return float(value)
+        if hint == tuple[str, ...]:
+            if isinstance(value, str):
+                return tuple(t.strip() for t in value.split(",") if t.strip())
+            return tuple(str(t) for t in value)
+        if hint is str:
+            if not isinstance(value, str):
+                raise TypeError(f"expected a string, got {type(value).__name__}")
+            return value
+    except (TypeError, ValueError) as exc:
+        env = ENV_PREFIX + name.upper()
+        raise ConfigError(
+            f"setting {name!r} has bad value {value!r} ({exc}); fix {env} or strata.toml"
+        ) from exc
+    return value

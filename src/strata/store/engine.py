@@ -1,0 +1,103 @@
+"""Engine set-up for the metadata store: SQLite (WAL) or PostgreSQL."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from contextlib import contextmanager
+from pathlib import Path
+from typing import Any
+
+import sqlalchemy as sa
+from sqlalchemy.engine import URL, Connection, Engine, make_url
+
+from strata.errors import ConfigError, StoreError
+from strata.settings import Settings
+
+
+def normalise_url(url: str) -> URL:
+    """Parse a database URL; ``postgresql://`` means psycopg 3."""
+    try:
+        parsed = make_url(url)
+    except sa.exc.ArgumentError as exc:
+        raise ConfigError(
+            f"database URL {url!r} is not a URL; use sqlite:///path/meta.db or "
+            "postgresql://user@host:5432/db"
+        ) from exc
+    if parsed.drivername in ("postgresql", "postgres"):
+        parsed = parsed.set(drivername="postgresql+psycopg")
+    if parsed.get_backend_name() not in ("sqlite", "postgresql"):
+        raise ConfigError(
+            f"database URL {url!r} names backend {parsed.get_backend_name()!r}; "
+            "Strata supports sqlite and postgresql"
+        )
+    return parsed
+
+
+def create_engine(url: str, **kwargs: Any) -> Engine:
+    """An engine with the pragmas and transaction handling Strata relies on."""
+    parsed = normalise_url(url)
+    if parsed.get_backend_name() == "sqlite":
+        return _sqlite_engine(parsed, **kwargs)
+    kwargs.setdefault("pool_pre_ping", True)
+    kwargs.setdefault("pool_size", 8)
+    kwargs.setdefault("max_overflow", 8)
+    return sa.create_engine(parsed, **kwargs)
+
+
+def engine_for(settings: Settings) -> Engine:
+    return create_engine(settings.database_url)
+
+
+def _sqlite_engine(url: URL, **kwargs: Any) -> Engine:
+    if url.database and url.database != ":memory:":
+        try:
+            Path(url.database).parent.mkdir(parents=True, exist_ok=True)
+        except OSError as exc:
+            raise ConfigError(
+                f"cannot create the folder for SQLite database {url.database!r}: {exc}; "
+                "set STRATA_HOME or STRATA_DATABASE_URL to a writable place"
+            ) from exc
+    kwargs.setdefault("connect_args", {"timeout": 60, "check_same_thread": False})
+    engine = sa.create_engine(url, **kwargs)
+
+    @sa.event.listens_for(engine, "connect")
+    def _on_connect(dbapi_conn: Any, _record: Any) -> None:
+        # Take over BEGIN from pysqlite so writers can ask for IMMEDIATE locks.
+        dbapi_conn.isolation_level = None
+        cur = dbapi_conn.cursor()
+        cur.execute("PRAGMA journal_mode=WAL")
+        cur.execute("PRAGMA synchronous=NORMAL")
+        cur.execute("PRAGMA foreign_keys=ON")
+        cur.execute("PRAGMA busy_timeout=60000")
+        cur.close()
+
+    @sa.event.listens_for(engine, "begin")
+    def _on_begin(conn: Connection) -> None:
+        # A deferred transaction that later writes can fail with SQLITE_BUSY at once
+        # (busy_timeout does not apply to lock upgrades); writers lock up front.
+        mode = conn.get_execution_options().get("sqlite_begin", "DEFERRED")
+        conn.exec_driver_sql(f"BEGIN {mode}")
+
+    return engine
+
+
+@contextmanager
+def write_tx(engine: Engine) -> Iterator[Connection]:
+    """A read-write SQL transaction; on SQLite it takes the write lock at BEGIN."""
+    with engine.connect() as conn:
+        conn = conn.execution_options(sqlite_begin="IMMEDIATE")
+        try:
+            with conn.begin():
+                yield conn
+        except sa.exc.OperationalError as exc:
+            raise StoreError(
+                f"metadata store error: {exc.orig}; check that the database is reachable "
+                "and not locked by another program",
+            ) from exc
+
+
+@contextmanager
+def read_tx(engine: Engine) -> Iterator[Connection]:
+    """A read-only SQL transaction (a consistent snapshot)."""
+    with engine.connect() as conn, conn.begin():
+        yield conn

@@ -1,0 +1,83 @@
+"""Numbered Alembic migrations, applied under a lock so concurrent first uses are safe."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import sqlalchemy as sa
+from alembic import command
+from alembic.config import Config
+from alembic.runtime.migration import MigrationContext
+from alembic.script import ScriptDirectory
+from sqlalchemy.engine import Connection, Engine
+
+from strata.errors import SchemaVersionError
+from strata.store.engine import write_tx
+
+_MIGRATIONS = Path(__file__).parent / "migrations"
+_PG_LOCK_KEY = 0x5374726174  # arbitrary, fixed: one advisory lock for schema changes
+
+
+def _config(connection: Connection | None = None) -> Config:
+    cfg = Config()
+    cfg.set_main_option("script_location", str(_MIGRATIONS))
+    if connection is not None:
+        cfg.attributes["connection"] = connection
+    return cfg
+
+
+def head_revision() -> str:
+    head = ScriptDirectory.from_config(_config()).get_current_head()
+    assert head is not None
+    return head
+
+
+def current_revision(conn: Connection) -> str | None:
+    return MigrationContext.configure(conn).get_current_revision()
+
+
+def _known(revision: str) -> bool:
+    script = ScriptDirectory.from_config(_config())
+    return any(s.revision == revision for s in script.walk_revisions())
+
+
+def _check_not_newer(revision: str | None, url: str) -> None:
+    if revision is not None and not _known(revision):
+        raise SchemaVersionError(
+            f"the metadata store at {url} has schema revision {revision!r}, newer than this "
+            f"Strata knows (head {head_revision()!r}); upgrade Strata to use this database",
+            revision=revision,
+            head=head_revision(),
+        )
+
+
+def upgrade(engine: Engine, revision: str = "head") -> str:
+    """Bring the schema to ``revision``; returns the revision the store is at."""
+    with write_tx(engine) as conn:
+        if conn.dialect.name == "postgresql":
+            conn.execute(sa.text("SELECT pg_advisory_xact_lock(:k)"), {"k": _PG_LOCK_KEY})
+        current = current_revision(conn)
+        _check_not_newer(current, engine.url.render_as_string(hide_password=True))
+        if current != head_revision() or revision != "head":
+            command.upgrade(_config(conn), revision)
+        return current_revision(conn) or ""
+
+
+def downgrade(engine: Engine, revision: str) -> None:
+    with write_tx(engine) as conn:
+        command.downgrade(_config(conn), revision)
+
+
+def check(engine: Engine) -> None:
+    """Refuse a store that is not at this code's head revision."""
+    with engine.connect() as conn:
+        current = current_revision(conn)
+    url = engine.url.render_as_string(hide_password=True)
+    _check_not_newer(current, url)
+    if current != head_revision():
+        raise SchemaVersionError(
+            f"the metadata store at {url} is at schema revision {current!r}, this Strata "
+            f"needs {head_revision()!r}; run `strata init` to migrate it",
+            revision=current,
+            head=head_revision(),
+        )

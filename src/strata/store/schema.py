@@ -1,0 +1,328 @@
+"""The one relational model: lake, lineage and build catalog share these tables.
+
+Conventions: ids are UUIDv7 strings (``uuid``); times are aware UTC
+(:class:`~strata.store.types.UTCDateTime`); JSON columns hold spec-shaped
+documents (facets, schema fields). Every lookup the API makes has an index.
+
+Lake datasets and lineage datasets are the same ``datasets`` rows
+(``is_lake`` tells them apart). A lake commit is a ``dataset_versions`` row
+with a gap-free ``commit_id``; which containers make up each version is the
+interval index ``dataset_files`` (file live for ``added_commit_id <= N <
+removed_commit_id``), so any version resolves with one indexed query and no
+replay of the ``transaction_files`` delta log.
+"""
+
+from __future__ import annotations
+
+import sqlalchemy as sa
+
+from strata.store.types import JSONType, ts_col, uuid_col
+
+metadata = sa.MetaData(
+    naming_convention={
+        "ix": "ix_%(table_name)s_%(column_0_N_name)s",
+        "uq": "uq_%(table_name)s_%(column_0_N_name)s",
+        "ck": "ck_%(table_name)s_%(constraint_name)s",
+        "fk": "fk_%(table_name)s_%(column_0_name)s_%(referred_table_name)s",
+        "pk": "pk_%(table_name)s",
+    }
+)
+
+Name = sa.String  # unbounded on PostgreSQL; names are validated before they get here
+
+namespaces = sa.Table(
+    "namespaces",
+    metadata,
+    sa.Column("name", Name(), primary_key=True),
+    sa.Column("owner", Name(), nullable=True),
+    sa.Column("description", sa.Text(), nullable=True),
+    sa.Column("is_hidden", sa.Boolean(), nullable=False, server_default=sa.false()),
+    ts_col("created_at", nullable=False),
+    ts_col("updated_at", nullable=False),
+)
+
+sources = sa.Table(
+    "sources",
+    metadata,
+    sa.Column("name", Name(), primary_key=True),
+    sa.Column("type", Name(), nullable=False),
+    sa.Column("connection_url", sa.Text(), nullable=True),
+    sa.Column("description", sa.Text(), nullable=True),
+    ts_col("created_at", nullable=False),
+    ts_col("updated_at", nullable=False),
+)
+
+datasets = sa.Table(
+    "datasets",
+    metadata,
+    uuid_col("uuid", primary_key=True),
+    sa.Column("namespace", Name(), sa.ForeignKey("namespaces.name"), nullable=False),
+    sa.Column("name", Name(), nullable=False),
+    sa.Column("type", Name(), nullable=False, server_default="DB_TABLE"),
+    sa.Column("source_name", Name(), nullable=True),
+    sa.Column("physical_name", Name(), nullable=True),
+    sa.Column("is_lake", sa.Boolean(), nullable=False, server_default=sa.false()),
+    uuid_col("current_version_uuid", nullable=True),
+    sa.Column("description", sa.Text(), nullable=True),
+    sa.Column("facets", JSONType, nullable=True),
+    ts_col("created_at", nullable=False),
+    ts_col("updated_at", nullable=False),
+    ts_col("deleted_at", nullable=True),
+    sa.UniqueConstraint("namespace", "name"),
+)
+
+dataset_versions = sa.Table(
+    "dataset_versions",
+    metadata,
+    uuid_col("uuid", primary_key=True),
+    uuid_col("dataset_uuid", sa.ForeignKey("datasets.uuid"), nullable=False),
+    # Gap-free per dataset for lake commits; the put-if-absent of a commit.
+    sa.Column("commit_id", sa.BigInteger(), nullable=True),
+    ts_col("created_at", nullable=False),
+    uuid_col("run_uuid", nullable=True),
+    uuid_col("transaction_uuid", nullable=True),
+    sa.Column("schema_fields", JSONType, nullable=True),
+    sa.Column("facets", JSONType, nullable=True),
+    sa.Column("content_hash", sa.String(64), nullable=True),
+    sa.Column("row_count", sa.BigInteger(), nullable=True),
+    sa.Column("byte_count", sa.BigInteger(), nullable=True),
+    sa.Column("file_count", sa.BigInteger(), nullable=True),
+    sa.Column("lifecycle_state", Name(), nullable=True),
+    sa.UniqueConstraint("dataset_uuid", "commit_id"),
+    sa.Index("ix_dataset_versions_dataset_created", "dataset_uuid", "created_at"),
+    sa.Index("ix_dataset_versions_run", "run_uuid"),
+)
+
+transactions = sa.Table(
+    "transactions",
+    metadata,
+    uuid_col("uuid", primary_key=True),
+    # All datasets of one multi-dataset transaction share a group: all commit or none.
+    uuid_col("group_uuid", nullable=False),
+    uuid_col("dataset_uuid", sa.ForeignKey("datasets.uuid"), nullable=False),
+    sa.Column("type", sa.String(16), nullable=False),
+    sa.Column("state", sa.String(16), nullable=False),
+    ts_col("started_at", nullable=False),
+    ts_col("committed_at", nullable=True),
+    ts_col("ended_at", nullable=True),
+    sa.Column("commit_id", sa.BigInteger(), nullable=True),
+    sa.Column("base_commit_id", sa.BigInteger(), nullable=False),
+    uuid_col("run_uuid", nullable=True),
+    # Container folder relative to the lake root: built from ids, never from names.
+    sa.Column("path", sa.String(200), nullable=False),
+    ts_col("cleaned_at", nullable=True),
+    sa.CheckConstraint("type IN ('SNAPSHOT','APPEND','UPDATE','DELETE')", name="type"),
+    sa.CheckConstraint("state IN ('OPEN','COMMITTED','ABORTED')", name="state"),
+    sa.Index("ix_transactions_state_started", "state", "started_at"),
+    sa.Index("ix_transactions_dataset_commit", "dataset_uuid", "commit_id"),
+    sa.Index("ix_transactions_group", "group_uuid"),
+)
+
+transaction_files = sa.Table(
+    "transaction_files",
+    metadata,
+    uuid_col("txn_uuid", sa.ForeignKey("transactions.uuid"), primary_key=True),
+    sa.Column("path", sa.String(400), primary_key=True),
+    sa.Column("op", sa.String(8), primary_key=True),
+    sa.Column("bytes", sa.BigInteger(), nullable=False),
+    sa.Column("rows", sa.BigInteger(), nullable=False),
+    sa.CheckConstraint("op IN ('ADD','REMOVE')", name="op"),
+)
+
+dataset_files = sa.Table(
+    "dataset_files",
+    metadata,
+    uuid_col("dataset_uuid", sa.ForeignKey("datasets.uuid"), primary_key=True),
+    sa.Column("path", sa.String(400), primary_key=True),
+    sa.Column("bytes", sa.BigInteger(), nullable=False),
+    sa.Column("rows", sa.BigInteger(), nullable=False),
+    sa.Column("added_commit_id", sa.BigInteger(), nullable=False),
+    sa.Column("removed_commit_id", sa.BigInteger(), nullable=True),
+    ts_col("purged_at", nullable=True),
+    sa.Index("ix_dataset_files_added", "dataset_uuid", "added_commit_id"),
+    sa.Index("ix_dataset_files_removed", "dataset_uuid", "removed_commit_id"),
+)
+
+jobs = sa.Table(
+    "jobs",
+    metadata,
+    uuid_col("uuid", primary_key=True),
+    sa.Column("namespace", Name(), sa.ForeignKey("namespaces.name"), nullable=False),
+    sa.Column("simple_name", Name(), nullable=False),
+    sa.Column("name", Name(), nullable=False),  # FQN: parent chain joined by dots
+    uuid_col("parent_job_uuid", sa.ForeignKey("jobs.uuid"), nullable=True),
+    # '' when there is no parent, so (namespace, simple_name, parent) is truly unique.
+    sa.Column("parent_key", sa.String(36), nullable=False, server_default=""),
+    sa.Column("type", Name(), nullable=False, server_default="BATCH"),
+    uuid_col("current_version_uuid", nullable=True),
+    sa.Column("location", sa.Text(), nullable=True),
+    sa.Column("description", sa.Text(), nullable=True),
+    sa.Column("facets", JSONType, nullable=True),
+    ts_col("created_at", nullable=False),
+    ts_col("updated_at", nullable=False),
+    sa.UniqueConstraint("namespace", "simple_name", "parent_key"),
+    sa.Index("ix_jobs_namespace_name", "namespace", "name"),
+    sa.Index("ix_jobs_parent", "parent_job_uuid"),
+)
+
+job_aliases = sa.Table(
+    "job_aliases",
+    metadata,
+    sa.Column("namespace", Name(), primary_key=True),
+    sa.Column("name", Name(), primary_key=True),
+    uuid_col("job_uuid", sa.ForeignKey("jobs.uuid"), primary_key=True),
+)
+
+job_versions = sa.Table(
+    "job_versions",
+    metadata,
+    uuid_col("uuid", primary_key=True),
+    uuid_col("job_uuid", sa.ForeignKey("jobs.uuid"), nullable=False),
+    sa.Column("version", sa.String(64), nullable=False),
+    sa.Column("source_code", sa.Text(), nullable=True),
+    sa.Column("location", sa.Text(), nullable=True),
+    sa.Column("inputs", JSONType, nullable=True),
+    sa.Column("outputs", JSONType, nullable=True),
+    uuid_col("latest_run_uuid", nullable=True),
+    ts_col("created_at", nullable=False),
+    ts_col("updated_at", nullable=False),
+    sa.UniqueConstraint("job_uuid", "version"),
+)
+
+job_version_io = sa.Table(
+    "job_version_io",
+    metadata,
+    uuid_col("job_version_uuid", sa.ForeignKey("job_versions.uuid"), primary_key=True),
+    uuid_col("dataset_uuid", sa.ForeignKey("datasets.uuid"), primary_key=True),
+    sa.Column("io_type", sa.String(8), primary_key=True),
+    uuid_col("job_uuid", sa.ForeignKey("jobs.uuid"), nullable=False),
+    sa.CheckConstraint("io_type IN ('INPUT','OUTPUT')", name="io_type"),
+    sa.Index("ix_job_version_io_dataset", "dataset_uuid", "io_type"),
+    sa.Index("ix_job_version_io_job", "job_uuid", "io_type"),
+)
+
+runs = sa.Table(
+    "runs",
+    metadata,
+    uuid_col("uuid", primary_key=True),
+    uuid_col("job_uuid", sa.ForeignKey("jobs.uuid"), nullable=False),
+    uuid_col("job_version_uuid", sa.ForeignKey("job_versions.uuid"), nullable=True),
+    uuid_col("parent_run_uuid", nullable=True),
+    sa.Column("state", sa.String(16), nullable=False, server_default="NEW"),
+    ts_col("nominal_start_time", nullable=True),
+    ts_col("nominal_end_time", nullable=True),
+    ts_col("started_at", nullable=True),
+    ts_col("ended_at", nullable=True),
+    ts_col("transitioned_at", nullable=True),
+    ts_col("created_at", nullable=False),
+    ts_col("updated_at", nullable=False),
+    sa.Column("facets", JSONType, nullable=True),
+    sa.Column("error", JSONType, nullable=True),
+    sa.CheckConstraint(
+        "state IN ('NEW','RUNNING','COMPLETED','FAILED','ABORTED')", name="state"
+    ),
+    sa.Index("ix_runs_job_created", "job_uuid", "created_at"),
+    sa.Index("ix_runs_parent", "parent_run_uuid"),
+)
+
+run_states = sa.Table(
+    "run_states",
+    metadata,
+    uuid_col("uuid", primary_key=True),
+    uuid_col("run_uuid", sa.ForeignKey("runs.uuid"), nullable=False),
+    sa.Column("state", sa.String(16), nullable=False),
+    ts_col("transitioned_at", nullable=False),
+    uuid_col("event_uuid", nullable=True),
+    sa.Index("ix_run_states_run_time", "run_uuid", "transitioned_at"),
+)
+
+run_inputs = sa.Table(
+    "run_inputs",
+    metadata,
+    uuid_col("run_uuid", sa.ForeignKey("runs.uuid"), primary_key=True),
+    uuid_col("dataset_version_uuid", sa.ForeignKey("dataset_versions.uuid"), primary_key=True),
+    sa.Index("ix_run_inputs_version", "dataset_version_uuid"),
+)
+
+lineage_events = sa.Table(
+    "lineage_events",
+    metadata,
+    uuid_col("uuid", primary_key=True),
+    uuid_col("run_uuid", nullable=True),
+    sa.Column("event_type", sa.String(16), nullable=True),
+    ts_col("event_time", nullable=False),
+    ts_col("received_at", nullable=False),
+    sa.Column("producer", sa.Text(), nullable=True),
+    sa.Column("job_namespace", Name(), nullable=True),
+    sa.Column("job_name", Name(), nullable=True),
+    sa.Column("payload", JSONType, nullable=False),
+    sa.Column("payload_hash", sa.String(64), nullable=False, unique=True),
+    sa.Index("ix_lineage_events_time", "event_time"),
+    sa.Index("ix_lineage_events_run_time", "run_uuid", "event_time"),
+    sa.Index("ix_lineage_events_received", "received_at"),
+)
+
+tags = sa.Table(
+    "tags",
+    metadata,
+    sa.Column("name", Name(), primary_key=True),
+    sa.Column("description", sa.Text(), nullable=True),
+    ts_col("created_at", nullable=False),
+    ts_col("updated_at", nullable=False),
+)
+
+dataset_tags = sa.Table(
+    "dataset_tags",
+    metadata,
+    uuid_col("dataset_uuid", sa.ForeignKey("datasets.uuid"), primary_key=True),
+    sa.Column("tag_name", Name(), sa.ForeignKey("tags.name"), primary_key=True),
+    # '' tags the dataset itself; a field name tags that field.
+    sa.Column("field_name", Name(), primary_key=True, server_default=""),
+    ts_col("tagged_at", nullable=False),
+)
+
+job_tags = sa.Table(
+    "job_tags",
+    metadata,
+    uuid_col("job_uuid", sa.ForeignKey("jobs.uuid"), primary_key=True),
+    sa.Column("tag_name", Name(), sa.ForeignKey("tags.name"), primary_key=True),
+    ts_col("tagged_at", nullable=False),
+)
+
+dataset_symlinks = sa.Table(
+    "dataset_symlinks",
+    metadata,
+    uuid_col("dataset_uuid", sa.ForeignKey("datasets.uuid"), primary_key=True),
+    sa.Column("namespace", Name(), primary_key=True),
+    sa.Column("name", Name(), primary_key=True),
+    sa.Column("type", Name(), nullable=True),
+    sa.Index("ix_dataset_symlinks_name", "namespace", "name"),
+)
+
+column_lineage = sa.Table(
+    "column_lineage",
+    metadata,
+    uuid_col("dataset_version_uuid", sa.ForeignKey("dataset_versions.uuid"), primary_key=True),
+    sa.Column("output_field", Name(), primary_key=True),
+    uuid_col("input_dataset_uuid", sa.ForeignKey("datasets.uuid"), primary_key=True),
+    sa.Column("input_field", Name(), primary_key=True),
+    sa.Column("transformation_type", Name(), nullable=True),
+    sa.Column("transformation_description", sa.Text(), nullable=True),
+    ts_col("created_at", nullable=False),
+    sa.Index("ix_column_lineage_input", "input_dataset_uuid", "input_field"),
+)
+
+build_triggers = sa.Table(
+    "build_triggers",
+    metadata,
+    sa.Column("id", sa.BigInteger().with_variant(sa.Integer(), "sqlite"), primary_key=True,
+              autoincrement=True),
+    uuid_col("dataset_uuid", sa.ForeignKey("datasets.uuid"), nullable=False),
+    sa.Column("commit_id", sa.BigInteger(), nullable=False),
+    ts_col("created_at", nullable=False),
+    ts_col("claimed_at", nullable=True),
+    sa.Column("claimed_by", Name(), nullable=True),
+    ts_col("done_at", nullable=True),
+    sa.Column("error", sa.Text(), nullable=True),
+    sa.Index("ix_build_triggers_pending", "done_at", "claimed_at"),
+)

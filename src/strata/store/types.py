@@ -1,0 +1,53 @@
+"""Column types that behave the same on SQLite and PostgreSQL."""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime
+from typing import Any
+
+import sqlalchemy as sa
+from sqlalchemy.dialects import postgresql
+from sqlalchemy.engine import Dialect
+
+
+class UTCDateTime(sa.types.TypeDecorator[datetime]):
+    """A timezone-aware UTC timestamp.
+
+    SQLite has no time zones, so values are stored as naive UTC there and
+    given their zone back on the way out; PostgreSQL stores ``timestamptz``.
+    Naive datetimes are refused on the way in: their meaning is ambiguous.
+    """
+
+    impl = sa.DateTime(timezone=True)
+    cache_ok = True
+
+    def process_bind_param(self, value: datetime | None, dialect: Dialect) -> datetime | None:
+        if value is None:
+            return None
+        if value.tzinfo is None:
+            raise ValueError(f"naive datetime {value!r}: pass a timezone-aware value")
+        value = value.astimezone(UTC)
+        if dialect.name == "sqlite":
+            return value.replace(tzinfo=None)
+        return value
+
+    def process_result_value(self, value: Any, dialect: Dialect) -> datetime | None:
+        if value is None:
+            return None
+        if isinstance(value, str):  # raw SQLite text, e.g. from a textual query
+            value = datetime.fromisoformat(value)
+        if value.tzinfo is None:
+            return value.replace(tzinfo=UTC)  # type: ignore[no-any-return]
+        return value.astimezone(UTC)  # type: ignore[no-any-return]
+
+
+def uuid_col(name: str, *args: Any, **kwargs: Any) -> sa.Column[str]:
+    """A UUID kept as its 36-character canonical string (portable, readable)."""
+    return sa.Column(name, sa.String(36), *args, **kwargs)
+
+
+def ts_col(name: str, *args: Any, **kwargs: Any) -> sa.Column[datetime]:
+    return sa.Column(name, UTCDateTime(), *args, **kwargs)
+
+
+JSONType = sa.JSON().with_variant(postgresql.JSONB(), "postgresql")

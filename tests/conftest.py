@@ -1,0 +1,142 @@
+"""Shared fixtures: every store test runs on SQLite and on PostgreSQL.
+
+PostgreSQL runs whenever a server answers at ``STRATA_TEST_PG_URL`` (default
+``postgresql://postgres@127.0.0.1:5432/test``); with ``CI`` or
+``STRATA_REQUIRE_PG`` set, a missing server fails the run instead of skipping.
+Each test run makes its own throwaway database on that server.
+"""
+
+from __future__ import annotations
+
+import os
+import uuid
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+import sqlalchemy as sa
+
+from strata.settings import Settings
+from strata.store import migrate
+from strata.store.engine import create_engine
+from strata.store.schema import metadata
+
+PG_ADMIN_URL = os.environ.get(
+    "STRATA_TEST_PG_URL", "postgresql://postgres@127.0.0.1:5432/test"
+)
+REQUIRE_PG = bool(os.environ.get("CI") or os.environ.get("STRATA_REQUIRE_PG"))
+BACKENDS = ["sqlite", "postgresql"]
+
+
+def _pg_available() -> str | None:
+    try:
+        eng = create_engine(PG_ADMIN_URL, poolclass=sa.pool.NullPool)
+        with eng.connect() as conn:
+            conn.execute(sa.text("SELECT 1"))
+        eng.dispose()
+        return None
+    except Exception as exc:  # any failure to connect means "no server"
+        return str(exc)
+
+
+_PG_PROBLEM = _pg_available()
+
+
+class PgDatabases:
+    """Creates and drops throwaway databases on the test server."""
+
+    def __init__(self) -> None:
+        self.created: list[str] = []
+        self.admin = create_engine(
+            PG_ADMIN_URL, poolclass=sa.pool.NullPool, isolation_level="AUTOCOMMIT"
+        )
+
+    def new(self) -> str:
+        name = f"strata_t_{uuid.uuid4().hex[:12]}"
+        with self.admin.connect() as conn:
+            conn.execute(sa.text(f'CREATE DATABASE "{name}"'))
+        self.created.append(name)
+        return sa.engine.make_url(PG_ADMIN_URL).set(database=name).render_as_string(
+            hide_password=False
+        )
+
+    def drop_all(self) -> None:
+        with self.admin.connect() as conn:
+            for name in self.created:
+                conn.execute(sa.text(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)'))
+        self.admin.dispose()
+
+
+@pytest.fixture(scope="session")
+def pg_databases() -> Iterator[PgDatabases]:
+    if _PG_PROBLEM is not None:
+        if REQUIRE_PG:
+            pytest.fail(f"PostgreSQL is required (CI) but does not answer: {_PG_PROBLEM}")
+        pytest.skip(f"no PostgreSQL server at {PG_ADMIN_URL}: {_PG_PROBLEM}")
+    dbs = PgDatabases()
+    yield dbs
+    dbs.drop_all()
+
+
+@pytest.fixture(scope="session")
+def pg_shared_url(pg_databases: PgDatabases) -> str:
+    """One migrated PostgreSQL database for the run; tests truncate it before use."""
+    url = pg_databases.new()
+    eng = create_engine(url, poolclass=sa.pool.NullPool)
+    migrate.upgrade(eng)
+    eng.dispose()
+    return url
+
+
+def _truncate(url: str) -> None:
+    eng = create_engine(url, poolclass=sa.pool.NullPool)
+    names = ", ".join(f'"{t.name}"' for t in metadata.sorted_tables)
+    with eng.begin() as conn:
+        conn.execute(sa.text(f"TRUNCATE {names} RESTART IDENTITY CASCADE"))
+    eng.dispose()
+
+
+@pytest.fixture(params=BACKENDS)
+def backend(request: pytest.FixtureRequest) -> str:
+    return str(request.param)
+
+
+@pytest.fixture
+def db_url(backend: str, tmp_path: Path, request: pytest.FixtureRequest) -> str:
+    """A migrated, empty metadata store on the backend under test."""
+    if backend == "sqlite":
+        url = f"sqlite:///{tmp_path / 'meta.db'}"
+        eng = create_engine(url)
+        migrate.upgrade(eng)
+        eng.dispose()
+        return url
+    url = str(request.getfixturevalue("pg_shared_url"))
+    _truncate(url)
+    return url
+
+
+@pytest.fixture
+def engine(db_url: str) -> Iterator[sa.Engine]:
+    eng = create_engine(db_url)
+    yield eng
+    eng.dispose()
+
+
+@pytest.fixture
+def settings(tmp_path: Path, db_url: str) -> Settings:
+    return Settings(
+        home=tmp_path / ".strata",
+        database_url=db_url,
+        lake_uri=(tmp_path / "lake").as_uri(),
+        gc_grace_seconds=0,
+    )
+
+
+@pytest.fixture(scope="session")
+def spark():  # type: ignore[no-untyped-def]
+    """The one local SparkSession of the test run."""
+    from strata.lake.spark import get_spark
+
+    session = get_spark(Settings())
+    yield session
+    session.stop()
