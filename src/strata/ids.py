@@ -40,3 +40,11 @@ def uuid7() -> uuid.UUID:
 def new_id() -> str:
     """A fresh UUIDv7 as its canonical string."""
     return str(uuid7())
+
+
+_STRATA_NS = uuid.UUID("8a1f4e2c-5b7d-4c3e-9f10-7a6b5c4d3e2f")
+
+
+def stable_id(*parts: str) -> str:
+    """A deterministic UUIDv5 of a natural key, so every writer derives the same id."""
+    return str(uuid.uuid5(_STRATA_NS, "\x1f".join(parts)))

@@ -77,7 +77,9 @@ def _from_toml(config_file: str | Path | None, names: set[str]) -> dict[str, Any
     path = Path(config_file or os.environ.get(f"{ENV_PREFIX}CONFIG") or CONFIG_FILE)
     if not path.exists():
         if config_file is not None:
-            raise ConfigError(f"config file {str(path)!r} does not exist; create it or drop the argument")
+            raise ConfigError(
+                f"config file {str(path)!r} does not exist; create it or drop the argument"
+            )
         return {}
     try:
         data = tomllib.loads(path.read_text(encoding="utf-8"))

@@ -84,8 +84,8 @@ def _sqlite_engine(url: URL, **kwargs: Any) -> Engine:
 @contextmanager
 def write_tx(engine: Engine) -> Iterator[Connection]:
     """A read-write SQL transaction; on SQLite it takes the write lock at BEGIN."""
-    with engine.connect() as conn:
-        conn = conn.execution_options(sqlite_begin="IMMEDIATE")
+    with engine.connect() as raw:
+        conn = raw.execution_options(sqlite_begin="IMMEDIATE")
         try:
             with conn.begin():
                 yield conn

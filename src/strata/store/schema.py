@@ -218,9 +218,7 @@ runs = sa.Table(
     ts_col("updated_at", nullable=False),
     sa.Column("facets", JSONType, nullable=True),
     sa.Column("error", JSONType, nullable=True),
-    sa.CheckConstraint(
-        "state IN ('NEW','RUNNING','COMPLETED','FAILED','ABORTED')", name="state"
-    ),
+    sa.CheckConstraint("state IN ('NEW','RUNNING','COMPLETED','FAILED','ABORTED')", name="state"),
     sa.Index("ix_runs_job_created", "job_uuid", "created_at"),
     sa.Index("ix_runs_parent", "parent_run_uuid"),
 )
@@ -315,8 +313,12 @@ column_lineage = sa.Table(
 build_triggers = sa.Table(
     "build_triggers",
     metadata,
-    sa.Column("id", sa.BigInteger().with_variant(sa.Integer(), "sqlite"), primary_key=True,
-              autoincrement=True),
+    sa.Column(
+        "id",
+        sa.BigInteger().with_variant(sa.Integer(), "sqlite"),
+        primary_key=True,
+        autoincrement=True,
+    ),
     uuid_col("dataset_uuid", sa.ForeignKey("datasets.uuid"), nullable=False),
     sa.Column("commit_id", sa.BigInteger(), nullable=False),
     ts_col("created_at", nullable=False),

@@ -1,0 +1,248 @@
+"""Read-side queries over lake datasets: which versions exist and which files make each."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from datetime import datetime
+from typing import Any
+
+import sqlalchemy as sa
+from sqlalchemy.engine import Connection, RowMapping
+
+from strata.errors import InvalidArgument, NotFound, PurgedVersion
+from strata.ids import stable_id
+from strata.lake.storage import FileEntry
+from strata.store.schema import dataset_files, dataset_versions, datasets, transactions
+
+
+@dataclass(frozen=True)
+class DatasetInfo:
+    uuid: str
+    namespace: str
+    name: str
+    latest_commit_id: int | None
+    row_count: int | None
+    created_at: datetime
+    updated_at: datetime
+
+
+@dataclass(frozen=True)
+class Version:
+    """One committed version of a lake dataset."""
+
+    dataset: str
+    dataset_uuid: str
+    uuid: str
+    commit_id: int
+    committed_at: datetime
+    type: str
+    row_count: int
+    byte_count: int
+    file_count: int
+    content_hash: str
+    schema_fields: list[dict[str, Any]]
+    transaction_uuid: str | None
+    run_uuid: str | None
+    facets: dict[str, Any]
+
+    def to_dict(self) -> dict[str, Any]:
+        out = {k: v for k, v in self.__dict__.items() if k != "facets"}
+        out["committed_at"] = self.committed_at.isoformat()
+        return out
+
+
+def dataset_uuid_for(namespace: str, name: str) -> str:
+    return stable_id("dataset", namespace, name)
+
+
+def find_dataset(conn: Connection, namespace: str, name: str) -> RowMapping | None:
+    return (
+        conn.execute(
+            sa.select(datasets).where(datasets.c.namespace == namespace, datasets.c.name == name)
+        )
+        .mappings()
+        .first()
+    )
+
+
+def require_lake_dataset(conn: Connection, namespace: str, name: str) -> RowMapping:
+    row = find_dataset(conn, namespace, name)
+    if row is None or not row["is_lake"] or row["deleted_at"] is not None:
+        raise NotFound(
+            f"dataset {name!r} does not exist in namespace {namespace!r}; list datasets with "
+            "`strata datasets` or create it with a transaction",
+            dataset=name,
+            namespace=namespace,
+        )
+    return row
+
+
+def latest_commit_id(conn: Connection, dataset_uuid: str) -> int:
+    """The newest commit id of a dataset, 0 when it has none."""
+    value = conn.execute(
+        sa.select(sa.func.max(dataset_versions.c.commit_id)).where(
+            dataset_versions.c.dataset_uuid == dataset_uuid
+        )
+    ).scalar()
+    return int(value or 0)
+
+
+def _version_query() -> sa.Select[Any]:
+    return sa.select(
+        dataset_versions,
+        sa.func.coalesce(transactions.c.type, sa.literal("EXTERNAL")).label("txn_type"),
+    ).select_from(
+        dataset_versions.outerjoin(
+            transactions, transactions.c.uuid == dataset_versions.c.transaction_uuid
+        )
+    )
+
+
+def _to_version(name: str, row: RowMapping) -> Version:
+    return Version(
+        dataset=name,
+        dataset_uuid=row["dataset_uuid"],
+        uuid=row["uuid"],
+        commit_id=int(row["commit_id"]),
+        committed_at=row["created_at"],
+        type=row["txn_type"],
+        row_count=int(row["row_count"] or 0),
+        byte_count=int(row["byte_count"] or 0),
+        file_count=int(row["file_count"] or 0),
+        content_hash=row["content_hash"] or "",
+        schema_fields=list(row["schema_fields"] or []),
+        transaction_uuid=row["transaction_uuid"],
+        run_uuid=row["run_uuid"],
+        facets=dict(row["facets"] or {}),
+    )
+
+
+def resolve_version(
+    conn: Connection,
+    namespace: str,
+    name: str,
+    *,
+    version: int | None = None,
+    as_of: datetime | None = None,
+) -> Version:
+    """The latest version, version ``N``, or the version current at ``as_of``."""
+    ds = require_lake_dataset(conn, namespace, name)
+    q = _version_query().where(
+        dataset_versions.c.dataset_uuid == ds["uuid"], dataset_versions.c.commit_id.is_not(None)
+    )
+    if version is not None and as_of is not None:
+        raise InvalidArgument("pass either version or as_of, not both")
+    if version is not None:
+        q = q.where(dataset_versions.c.commit_id == version)
+    elif as_of is not None:
+        if as_of.tzinfo is None:
+            raise InvalidArgument(
+                f"as_of {as_of.isoformat()!r} has no time zone; pass an aware datetime "
+                "(e.g. 2026-01-31T12:00:00+00:00)",
+                as_of=as_of.isoformat(),
+            )
+        q = q.where(dataset_versions.c.created_at <= as_of)
+    row = conn.execute(q.order_by(dataset_versions.c.commit_id.desc()).limit(1)).mappings().first()
+    if row is not None:
+        return _to_version(name, row)
+    latest = latest_commit_id(conn, ds["uuid"])
+    if latest == 0:
+        raise NotFound(
+            f"dataset {name!r} has no committed version yet; commit a transaction first",
+            dataset=name,
+        )
+    if version is not None:
+        raise NotFound(
+            f"dataset {name!r} has no version {version}: its versions are 1 to {latest}; "
+            f"see `strata versions {name}`",
+            dataset=name,
+            version=version,
+            latest=latest,
+        )
+    first = resolve_version(conn, namespace, name, version=1)
+    assert as_of is not None
+    raise NotFound(
+        f"dataset {name!r} had no version at {as_of.isoformat()}; its first version was "
+        f"committed at {first.committed_at.isoformat()}",
+        dataset=name,
+        as_of=as_of.isoformat(),
+    )
+
+
+def version_files(conn: Connection, dataset_uuid: str, commit_id: int) -> list[FileEntry]:
+    """The containers of one version: one indexed range query, no replay of history."""
+    f = dataset_files.c
+    rows = conn.execute(
+        sa.select(f.path, f.bytes, f.rows, f.purged_at)
+        .where(
+            f.dataset_uuid == dataset_uuid,
+            f.added_commit_id <= commit_id,
+            sa.or_(f.removed_commit_id.is_(None), f.removed_commit_id > commit_id),
+        )
+        .order_by(f.added_commit_id, f.path)
+    ).all()
+    purged = [r.path for r in rows if r.purged_at is not None]
+    if purged:
+        raise PurgedVersion(
+            f"version {commit_id} can no longer be read: {len(purged)} of its containers were "
+            "purged by retention; read a newer version",
+            commit_id=commit_id,
+        )
+    return [FileEntry(r.path, int(r.bytes), int(r.rows)) for r in rows]
+
+
+def list_datasets(conn: Connection, namespace: str) -> list[DatasetInfo]:
+    dv = dataset_versions.c
+    latest = (
+        sa.select(dv.dataset_uuid, sa.func.max(dv.commit_id).label("latest"))
+        .group_by(dv.dataset_uuid)
+        .subquery()
+    )
+    current = dataset_versions.alias("cur")
+    q = (
+        sa.select(
+            datasets.c.uuid,
+            datasets.c.namespace,
+            datasets.c.name,
+            datasets.c.created_at,
+            datasets.c.updated_at,
+            latest.c.latest,
+            current.c.row_count,
+        )
+        .select_from(
+            datasets.outerjoin(latest, latest.c.dataset_uuid == datasets.c.uuid).outerjoin(
+                current, current.c.uuid == datasets.c.current_version_uuid
+            )
+        )
+        .where(
+            datasets.c.namespace == namespace,
+            datasets.c.is_lake.is_(True),
+            datasets.c.deleted_at.is_(None),
+        )
+        .order_by(datasets.c.name)
+    )
+    return [
+        DatasetInfo(
+            uuid=r.uuid,
+            namespace=r.namespace,
+            name=r.name,
+            latest_commit_id=int(r.latest) if r.latest is not None else None,
+            row_count=int(r.row_count) if r.row_count is not None else None,
+            created_at=r.created_at,
+            updated_at=r.updated_at,
+        )
+        for r in conn.execute(q)
+    ]
+
+
+def list_versions(conn: Connection, namespace: str, name: str) -> list[Version]:
+    ds = require_lake_dataset(conn, namespace, name)
+    rows = conn.execute(
+        _version_query()
+        .where(
+            dataset_versions.c.dataset_uuid == ds["uuid"],
+            dataset_versions.c.commit_id.is_not(None),
+        )
+        .order_by(dataset_versions.c.commit_id)
+    ).mappings()
+    return [_to_version(name, r) for r in rows]

@@ -1,0 +1,103 @@
+"""Writing frames as Parquet containers: Spark through Spark, Arrow and pandas through pyarrow."""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any
+
+from strata.errors import InvalidArgument, LakeError
+from strata.ids import new_id
+from strata.lake.storage import FileEntry, Storage
+
+if TYPE_CHECKING:
+    import pyarrow as pa
+
+
+def frame_kind(frame: object) -> str:
+    """``spark``, ``arrow`` or ``pandas``; anything else is refused."""
+    module = type(frame).__module__
+    name = type(frame).__name__
+    if module.startswith("pyspark.") and name == "DataFrame":
+        return "spark"
+    if module.startswith("pyarrow") and name in ("Table", "RecordBatch"):
+        return "arrow"
+    if module.startswith("pandas") and name == "DataFrame":
+        return "pandas"
+    raise InvalidArgument(
+        f"cannot write a {module}.{name}; pass a Spark DataFrame, a pyarrow Table or a "
+        "pandas DataFrame",
+        type=f"{module}.{name}",
+    )
+
+
+def write_frame(storage: Storage, folder: str, frame: Any) -> tuple[list[FileEntry], pa.Schema]:
+    """Write ``frame`` as new containers under ``folder``; return them and their schema."""
+    kind = frame_kind(frame)
+    if kind == "spark":
+        return _write_spark(storage, folder, frame)
+    import pyarrow as pa
+
+    if kind == "pandas":
+        table = pa.Table.from_pandas(frame, preserve_index=False)
+    elif isinstance(frame, pa.RecordBatch):
+        table = pa.Table.from_batches([frame])
+    else:
+        table = frame
+    return _write_arrow(storage, folder, table)
+
+
+def _write_arrow(
+    storage: Storage, folder: str, table: pa.Table
+) -> tuple[list[FileEntry], pa.Schema]:
+    import pyarrow.parquet as pq
+
+    table = table.replace_schema_metadata(None)  # pandas metadata would leak an index name
+    rel = f"{folder}/part-{new_id()}.parquet"
+    try:
+        # Microsecond timestamps: Spark cannot read nanosecond Parquet timestamps.
+        pq.write_table(
+            table,
+            storage.local(rel),
+            filesystem=storage.fs,
+            coerce_timestamps="us",
+            allow_truncated_timestamps=True,
+        )
+        size = storage.fs.get_file_info(storage.local(rel)).size
+    except OSError as exc:
+        raise LakeError(
+            f"cannot write container {storage.spark_uri(rel)!r}: {exc}; check that the lake "
+            "is writable",
+            lake_uri=storage.uri,
+        ) from exc
+    schema = pq.read_schema(storage.local(rel), filesystem=storage.fs)
+    return [FileEntry(rel, int(size or 0), table.num_rows)], schema
+
+
+def _write_spark(storage: Storage, folder: str, frame: Any) -> tuple[list[FileEntry], pa.Schema]:
+    sub = f"{folder}/spark-{new_id()}"
+    try:
+        frame.write.mode("errorifexists").parquet(storage.spark_uri(sub))
+    except Exception as exc:  # Py4J/analysis errors carry the useful message
+        raise LakeError(
+            f"Spark could not write to {storage.spark_uri(sub)!r}: {str(exc).splitlines()[0]}",
+            lake_uri=storage.uri,
+        ) from exc
+    return describe_files(storage, storage.parquet_files(sub))
+
+
+def describe_files(storage: Storage, paths: list[str]) -> tuple[list[FileEntry], pa.Schema]:
+    """Sizes, row counts and the schema of containers, from their Parquet footers."""
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    entries: list[FileEntry] = []
+    schema: pa.Schema | None = None
+    for rel in paths:
+        local = storage.local(rel)
+        meta = pq.read_metadata(local, filesystem=storage.fs)
+        size = storage.fs.get_file_info(local).size
+        entries.append(FileEntry(rel, int(size or 0), meta.num_rows))
+        if schema is None:
+            schema = meta.schema.to_arrow_schema()
+    if schema is None:
+        schema = pa.schema([])
+    return entries, schema.remove_metadata()

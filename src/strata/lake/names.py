@@ -1,0 +1,44 @@
+"""Dataset name rules. Names are labels only: containers live under ids, never names."""
+
+from __future__ import annotations
+
+import unicodedata
+
+from strata.errors import InvalidName
+
+MAX_NAME_BYTES = 1024
+
+
+def validate_dataset_name(name: object) -> str:
+    """Return ``name`` if it is a valid dataset name, else raise :class:`InvalidName`."""
+    if not isinstance(name, str):
+        raise InvalidName(
+            f"dataset name must be a string, got {type(name).__name__} {name!r}", name=repr(name)
+        )
+    problem = _problem(name)
+    if problem:
+        raise InvalidName(
+            f"invalid dataset name {name[:200]!r}: {problem}; use slash-separated words "
+            "like 'raw/clicks'",
+            name=name[:200],
+        )
+    return name
+
+
+def _problem(name: str) -> str | None:
+    if not name.strip():
+        return "it is empty"
+    if len(name.encode("utf-8")) > MAX_NAME_BYTES:
+        return f"it is {len(name.encode('utf-8'))} bytes long, the limit is {MAX_NAME_BYTES}"
+    if name != name.strip():
+        return "it starts or ends with white space"
+    if name.startswith("/") or name.endswith("/"):
+        return "it starts or ends with a slash"
+    if ".." in name:
+        return "it contains '..'"
+    if "//" in name:
+        return "it contains an empty part ('//')"
+    for ch in name:
+        if unicodedata.category(ch) in ("Cc", "Cf", "Zl", "Zp"):
+            return f"it contains the control character U+{ord(ch):04X}"
+    return None

@@ -1,0 +1,66 @@
+"""Version schemas: recorded per version, compared on APPEND and UPDATE."""
+
+from __future__ import annotations
+
+import base64
+from typing import TYPE_CHECKING, Any
+
+from strata.errors import SchemaMismatch
+
+if TYPE_CHECKING:
+    import pyarrow as pa
+
+ARROW_SCHEMA_FACET = "strata_arrowSchema"
+
+# Types that are the same column to every reader, whatever the writer chose.
+_ALIASES = {"large_string": "string", "large_binary": "binary", "large_utf8": "string"}
+
+
+def type_name(t: pa.DataType) -> str:
+    name = str(t)
+    return _ALIASES.get(name, name)
+
+
+def fields_of(schema: pa.Schema) -> list[dict[str, Any]]:
+    """Schema fields in the OpenLineage schema-facet shape (plus nullability)."""
+    return [{"name": f.name, "type": type_name(f.type), "nullable": f.nullable} for f in schema]
+
+
+def encode(schema: pa.Schema) -> str:
+    return base64.b64encode(schema.serialize().to_pybytes()).decode("ascii")
+
+
+def decode(text: str) -> pa.Schema:
+    import pyarrow as pa
+
+    return pa.ipc.read_schema(pa.py_buffer(base64.b64decode(text)))
+
+
+def _key(fields: list[dict[str, Any]]) -> dict[str, str]:
+    return {f["name"]: f["type"] for f in fields}
+
+
+def compatible(current: list[dict[str, Any]], new: list[dict[str, Any]]) -> bool:
+    """Same column names with the same types; order and nullability may differ."""
+    return _key(current) == _key(new)
+
+
+def render(fields: list[dict[str, Any]]) -> str:
+    return ", ".join(f"{f['name']}: {f['type']}" for f in fields) or "(no columns)"
+
+
+def require_compatible(
+    dataset: str, current: list[dict[str, Any]] | None, new: list[dict[str, Any]], what: str
+) -> None:
+    if current is None or compatible(current, new):
+        return
+    raise SchemaMismatch(
+        f"{what} to dataset {dataset!r} has an incompatible schema.\n"
+        f"  dataset schema: {render(current)}\n"
+        f"  written schema: {render(new)}\n"
+        "Write frames with the dataset's columns and types, or replace the data with a "
+        "SNAPSHOT transaction.",
+        dataset=dataset,
+        current=current,
+        written=new,
+    )

@@ -1,0 +1,287 @@
+"""The lake: transactions, reads and garbage collection over one metadata store."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from datetime import UTC, datetime, timedelta
+from typing import TYPE_CHECKING, Any
+
+import sqlalchemy as sa
+from sqlalchemy.engine import Engine
+
+from strata.errors import InvalidArgument
+from strata.ids import new_id
+from strata.lake import catalog, schemas
+from strata.lake.catalog import DatasetInfo, Version
+from strata.lake.names import validate_dataset_name
+from strata.lake.storage import FileEntry, Storage
+from strata.lake.transaction import TYPES, Transaction, _Part, parse_type
+from strata.settings import Settings
+from strata.store import migrate
+from strata.store.engine import engine_for, read_tx, write_tx
+from strata.store.schema import datasets, namespaces, transactions
+from strata.store.upsert import insert_ignore
+
+if TYPE_CHECKING:
+    import pyarrow as pa
+    from pyspark.sql import DataFrame, SparkSession
+
+
+@dataclass(frozen=True)
+class GcReport:
+    """What ``strata gc`` removed."""
+
+    transactions: int
+    folders: int
+    orphan_folders: int
+
+    def to_dict(self) -> dict[str, int]:
+        return dict(self.__dict__)
+
+
+class Lake:
+    """Immutable, versioned datasets in a lake folder, catalogued in the metadata store."""
+
+    def __init__(self, settings: Settings, engine: Engine | None = None) -> None:
+        self.settings = settings
+        self.engine = engine or engine_for(settings)
+        self.storage = Storage(settings.lake_uri)
+        self.namespace = settings.namespace
+
+    # -- transactions -------------------------------------------------------------
+
+    def transaction(
+        self, dataset: str | list[str], type: str = "APPEND", *, run_uuid: str | None = None
+    ) -> Transaction:
+        """Start a transaction on one dataset, or on several that commit together."""
+        return self.start(dataset, type, run_uuid=run_uuid)
+
+    def start(
+        self, dataset: str | list[str], type: str = "APPEND", *, run_uuid: str | None = None
+    ) -> Transaction:
+        kind = parse_type(type)
+        names = [dataset] if isinstance(dataset, str) else list(dataset)
+        if not names:
+            raise InvalidArgument("a transaction needs at least one dataset")
+        for name in names:
+            validate_dataset_name(name)
+        if len(set(names)) != len(names):
+            raise InvalidArgument(f"dataset listed twice in one transaction: {names}")
+        group = new_id()
+        now = datetime.now(UTC)
+        parts: list[_Part] = []
+        with write_tx(self.engine) as conn:
+            insert_ignore(
+                conn,
+                namespaces,
+                {"name": self.namespace, "created_at": now, "updated_at": now},
+                ["name"],
+            )
+            for name in names:
+                ds_uuid = self._ensure_dataset(conn, name, now)
+                base = catalog.latest_commit_id(conn, ds_uuid)
+                base_schema = (
+                    catalog.resolve_version(conn, self.namespace, name, version=base).schema_fields
+                    if base
+                    else None
+                )
+                txn_uuid = new_id()
+                folder = f"{ds_uuid}/{txn_uuid}"
+                # Folder first: a lake that cannot be written fails before anything is recorded.
+                self.storage.make_dir(folder)
+                conn.execute(
+                    transactions.insert().values(
+                        uuid=txn_uuid,
+                        group_uuid=group,
+                        dataset_uuid=ds_uuid,
+                        type=kind,
+                        state="OPEN",
+                        started_at=now,
+                        base_commit_id=base,
+                        run_uuid=run_uuid,
+                        path=folder,
+                    )
+                )
+                parts.append(_Part(name, ds_uuid, txn_uuid, base, base_schema, folder))
+        return Transaction(self, kind, parts, group)
+
+    def _ensure_dataset(self, conn: sa.Connection, name: str, now: datetime) -> str:
+        existing = catalog.find_dataset(conn, self.namespace, name)
+        if existing is not None:
+            if not existing["is_lake"]:
+                # Known so far only from lineage events: the lake now stores it.
+                conn.execute(
+                    datasets.update()
+                    .where(datasets.c.uuid == existing["uuid"])
+                    .values(is_lake=True)
+                )
+            return str(existing["uuid"])
+        ds_uuid = catalog.dataset_uuid_for(self.namespace, name)
+        insert_ignore(
+            conn,
+            datasets,
+            {
+                "uuid": ds_uuid,
+                "namespace": self.namespace,
+                "name": name,
+                "type": "DB_TABLE",
+                "physical_name": f"{self.storage.uri}/{ds_uuid}",
+                "is_lake": True,
+                "created_at": now,
+                "updated_at": now,
+            },
+            ["namespace", "name"],
+        )
+        return ds_uuid
+
+    # -- reads ----------------------------------------------------------------------
+
+    def version(
+        self, dataset: str, version: int | None = None, as_of: datetime | None = None
+    ) -> Version:
+        """The latest version, version ``N`` or the version current at ``as_of``."""
+        validate_dataset_name(dataset)
+        with read_tx(self.engine) as conn:
+            return catalog.resolve_version(
+                conn, self.namespace, dataset, version=version, as_of=as_of
+            )
+
+    def files(
+        self, dataset: str, version: int | None = None, as_of: datetime | None = None
+    ) -> list[FileEntry]:
+        """The containers of a version, relative to the lake root."""
+        validate_dataset_name(dataset)
+        with read_tx(self.engine) as conn:
+            v = catalog.resolve_version(conn, self.namespace, dataset, version=version, as_of=as_of)
+            return catalog.version_files(conn, v.dataset_uuid, v.commit_id)
+
+    def _resolve(
+        self, dataset: str, version: int | None, as_of: datetime | None
+    ) -> tuple[Version, list[FileEntry]]:
+        validate_dataset_name(dataset)
+        with read_tx(self.engine) as conn:
+            v = catalog.resolve_version(conn, self.namespace, dataset, version=version, as_of=as_of)
+            return v, catalog.version_files(conn, v.dataset_uuid, v.commit_id)
+
+    def read_arrow(
+        self, dataset: str, version: int | None = None, as_of: datetime | None = None
+    ) -> pa.Table:
+        """A version as a pyarrow Table, without Spark."""
+        import pyarrow.dataset as pads
+
+        v, files = self._resolve(dataset, version, as_of)
+        schema = self._arrow_schema(v)
+        if not files:
+            return schema.empty_table()
+        data = pads.dataset(
+            [self.storage.local(f.path) for f in files],
+            schema=schema,
+            format="parquet",
+            filesystem=self.storage.fs,
+        )
+        return data.to_table()
+
+    def read(
+        self,
+        dataset: str,
+        version: int | None = None,
+        as_of: datetime | None = None,
+        spark: SparkSession | None = None,
+    ) -> DataFrame:
+        """A version as a Spark DataFrame."""
+        from strata.lake.spark import get_spark
+
+        v, files = self._resolve(dataset, version, as_of)
+        session = spark or get_spark(self.settings)
+        if not files:
+            from pyspark.sql.pandas.types import from_arrow_schema
+
+            return session.createDataFrame([], from_arrow_schema(self._arrow_schema(v)))
+        return session.read.parquet(*[self.storage.spark_uri(f.path) for f in files])
+
+    def _arrow_schema(self, v: Version) -> pa.Schema:
+        import pyarrow as pa
+
+        encoded = v.facets.get(schemas.ARROW_SCHEMA_FACET)
+        return schemas.decode(encoded) if encoded else pa.schema([])
+
+    def datasets(self) -> list[DatasetInfo]:
+        with read_tx(self.engine) as conn:
+            return catalog.list_datasets(conn, self.namespace)
+
+    def versions(self, dataset: str) -> list[Version]:
+        validate_dataset_name(dataset)
+        with read_tx(self.engine) as conn:
+            return catalog.list_versions(conn, self.namespace, dataset)
+
+    # -- garbage collection ---------------------------------------------------------------
+
+    def clean_transactions(self, folders: list[str], txn_uuids: list[str]) -> int:
+        """Delete the folders of aborted transactions and mark them cleaned."""
+        removed = sum(1 for folder in folders if self.storage.delete_dir(folder))
+        with write_tx(self.engine) as conn:
+            conn.execute(
+                transactions.update()
+                .where(transactions.c.uuid.in_(txn_uuids), transactions.c.state == "ABORTED")
+                .values(cleaned_at=datetime.now(UTC))
+            )
+        return removed
+
+    def gc(self, grace_seconds: float | None = None) -> GcReport:
+        """Remove files of aborted and abandoned transactions older than the grace period.
+
+        Committed versions are never touched. A transaction still open after the
+        grace period is taken as abandoned (its writer died) and aborted first, in
+        the same SQL transaction a commit would need, so the two cannot both win.
+        """
+        grace = self.settings.gc_grace_seconds if grace_seconds is None else grace_seconds
+        cutoff = datetime.now(UTC) - timedelta(seconds=grace)
+        t = transactions.c
+        with write_tx(self.engine) as conn:
+            conn.execute(
+                transactions.update()
+                .where(t.state == "OPEN", t.started_at < cutoff)
+                .values(state="ABORTED", ended_at=datetime.now(UTC))
+            )
+            dead = conn.execute(
+                sa.select(t.uuid, t.path).where(
+                    t.state == "ABORTED", t.cleaned_at.is_(None), t.started_at < cutoff
+                )
+            ).all()
+            known = {r.uuid for r in conn.execute(sa.select(t.uuid))}
+        folders = self.clean_transactions([r.path for r in dead], [r.uuid for r in dead])
+        orphans = self._remove_orphans(known, cutoff)
+        return GcReport(transactions=len(dead), folders=folders, orphan_folders=orphans)
+
+    def _remove_orphans(self, known: set[str], cutoff: datetime) -> int:
+        """Transaction folders with no transaction row (the row never committed)."""
+        import pyarrow.fs as pafs
+
+        removed = 0
+        for ds in self.storage.list_dir(""):
+            if ds.type != pafs.FileType.Directory:
+                continue
+            ds_rel = ds.base_name
+            for txn in self.storage.list_dir(ds_rel):
+                if txn.type != pafs.FileType.Directory or txn.base_name in known:
+                    continue
+                mtime = txn.mtime
+                if mtime is not None and mtime.replace(tzinfo=mtime.tzinfo or UTC) >= cutoff:
+                    continue
+                if self.storage.delete_dir(f"{ds_rel}/{txn.base_name}"):
+                    removed += 1
+        return removed
+
+
+def connect(settings: Settings | None = None, **overrides: Any) -> Lake:
+    """Open the lake from settings; the embedded default migrates itself on first use."""
+    settings = settings or Settings.load(**overrides)
+    engine = engine_for(settings)
+    if settings.is_embedded:
+        migrate.upgrade(engine)
+    else:
+        migrate.check(engine)
+    return Lake(settings, engine)
+
+
+__all__ = ["TYPES", "GcReport", "Lake", "connect"]

@@ -1,0 +1,377 @@
+"""Transactions: start → write* → commit or abort, on one or several lake datasets.
+
+Writers put containers under ``<dataset uuid>/<transaction uuid>/`` in the
+lake; nothing is visible until commit. Commit is one SQL transaction that
+takes each dataset's next gap-free commit id, records the file delta and the
+interval index, and raises the build trigger (transactional outbox). All the
+datasets of one transaction commit together or not at all.
+"""
+
+from __future__ import annotations
+
+import hashlib
+from dataclasses import dataclass, field
+from datetime import UTC, datetime, timedelta
+from types import TracebackType
+from typing import TYPE_CHECKING, Any
+
+import sqlalchemy as sa
+from sqlalchemy.engine import Connection
+
+from strata.errors import (
+    CommitConflict,
+    InvalidArgument,
+    SchemaMismatch,
+    TransactionClosed,
+)
+from strata.ids import new_id
+from strata.lake import schemas
+from strata.lake.catalog import Version, latest_commit_id, resolve_version
+from strata.lake.frames import write_frame
+from strata.lake.storage import FileEntry
+from strata.store.engine import write_tx
+from strata.store.schema import (
+    build_triggers,
+    dataset_files,
+    dataset_versions,
+    datasets,
+    transaction_files,
+    transactions,
+)
+
+if TYPE_CHECKING:
+    from strata.lake.service import Lake
+
+TYPES = ("SNAPSHOT", "APPEND", "UPDATE", "DELETE")
+_HASH_MOD = 1 << 256
+
+
+def parse_type(value: object) -> str:
+    text = str(value).upper() if isinstance(value, str) else ""
+    if text not in TYPES:
+        raise InvalidArgument(
+            f"transaction type {value!r} is not one of {', '.join(TYPES)}",
+            type=repr(value),
+        )
+    return text
+
+
+def _file_digest(path: str, size: int, rows: int) -> int:
+    return int.from_bytes(hashlib.sha256(f"{path}\x1f{size}\x1f{rows}".encode()).digest(), "big")
+
+
+@dataclass
+class _Part:
+    """One dataset's share of a transaction."""
+
+    dataset: str
+    dataset_uuid: str
+    txn_uuid: str
+    base_commit_id: int
+    base_schema: list[dict[str, Any]] | None
+    folder: str
+    adds: list[FileEntry] = field(default_factory=list)
+    removes: list[str] = field(default_factory=list)
+    schema_fields: list[dict[str, Any]] | None = None
+    arrow_schema: str | None = None
+
+
+class Transaction:
+    """An open transaction. Use as a context manager or call commit/abort."""
+
+    def __init__(self, lake: Lake, type: str, parts: list[_Part], group_uuid: str) -> None:
+        self._lake = lake
+        self.type = type
+        self.group_uuid = group_uuid
+        self._parts = {p.dataset: p for p in parts}
+        self.state = "OPEN"
+        self.versions: dict[str, Version] = {}
+
+    @property
+    def datasets(self) -> list[str]:
+        return list(self._parts)
+
+    @property
+    def uuid(self) -> str:
+        """The transaction id (of the first dataset's part)."""
+        return next(iter(self._parts.values())).txn_uuid
+
+    def __enter__(self) -> Transaction:
+        return self
+
+    def __exit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        tb: TracebackType | None,
+    ) -> None:
+        if self.state != "OPEN":
+            return
+        if exc_type is None:
+            self.commit()
+        else:
+            self.abort()
+
+    def _require_open(self) -> None:
+        if self.state != "OPEN":
+            raise TransactionClosed(
+                f"transaction {self.uuid} is already {self.state.lower()}; start a new "
+                "transaction to change the data",
+                transaction=self.uuid,
+                state=self.state,
+            )
+
+    def _part(self, dataset: str | None) -> _Part:
+        self._require_open()
+        if dataset is None:
+            if len(self._parts) > 1:
+                raise InvalidArgument(
+                    f"this transaction spans {sorted(self._parts)}; pass dataset= to say which",
+                )
+            return next(iter(self._parts.values()))
+        if dataset not in self._parts:
+            raise InvalidArgument(
+                f"dataset {dataset!r} is not part of this transaction (it spans "
+                f"{sorted(self._parts)})",
+                dataset=dataset,
+            )
+        return self._parts[dataset]
+
+    def write(self, frame: Any, dataset: str | None = None) -> list[FileEntry]:
+        """Write a Spark DataFrame, pyarrow Table or pandas DataFrame as new containers."""
+        part = self._part(dataset)
+        if self.type == "DELETE":
+            raise InvalidArgument(
+                "a DELETE transaction only removes files; call remove(...) or use an UPDATE "
+                "transaction to add data",
+                type=self.type,
+            )
+        entries, schema = write_frame(self._lake.storage, part.folder, frame)
+        fields = schemas.fields_of(schema)
+        if part.schema_fields is not None and not schemas.compatible(part.schema_fields, fields):
+            raise SchemaMismatch(
+                f"frames written in one transaction to {part.dataset!r} must share a schema.\n"
+                f"  earlier write: {schemas.render(part.schema_fields)}\n"
+                f"  this write:    {schemas.render(fields)}",
+                dataset=part.dataset,
+            )
+        if self.type in ("APPEND", "UPDATE"):
+            schemas.require_compatible(part.dataset, part.base_schema, fields, self.type)
+        part.adds.extend(entries)
+        part.schema_fields = fields
+        part.arrow_schema = schemas.encode(schema)
+        return entries
+
+    def remove(self, *paths: str, dataset: str | None = None) -> None:
+        """Remove containers (paths as listed by ``Lake.files``): UPDATE and DELETE only."""
+        part = self._part(dataset)
+        if self.type not in ("UPDATE", "DELETE"):
+            raise InvalidArgument(
+                f"a {self.type} transaction cannot remove files; use UPDATE or DELETE",
+                type=self.type,
+            )
+        part.removes.extend(p for p in paths if p not in part.removes)
+
+    def abort(self) -> None:
+        """Discard the transaction and its files. Aborting twice is an error."""
+        self._require_open()
+        with write_tx(self._lake.engine) as conn:
+            conn.execute(
+                transactions.update()
+                .where(
+                    transactions.c.group_uuid == self.group_uuid,
+                    transactions.c.state == "OPEN",
+                )
+                .values(state="ABORTED", ended_at=datetime.now(UTC))
+            )
+        self.state = "ABORTED"
+        self._lake.clean_transactions(
+            [p.folder for p in self._parts.values()], [p.txn_uuid for p in self._parts.values()]
+        )
+
+    def commit(self) -> Version:
+        """Commit every dataset of the transaction at once; returns the first one's version."""
+        self._require_open()
+        try:
+            with write_tx(self._lake.engine) as conn:
+                self._lock(conn)
+                versions = {p.dataset: self._commit_part(conn, p) for p in self._parts.values()}
+        except (CommitConflict, SchemaMismatch, InvalidArgument, TransactionClosed):
+            # The base is stale or the data is wrong: this transaction can never commit.
+            if self.state == "OPEN":
+                self.abort()
+            raise
+        self.state = "COMMITTED"
+        self.versions = versions
+        return next(iter(versions.values()))
+
+    def _lock(self, conn: Connection) -> None:
+        # SQLite already holds the database write lock (BEGIN IMMEDIATE); PostgreSQL
+        # serialises commits per dataset on the dataset rows, in a fixed order.
+        if conn.dialect.name == "postgresql":
+            ids = sorted(p.dataset_uuid for p in self._parts.values())
+            conn.execute(
+                sa.select(datasets.c.uuid)
+                .where(datasets.c.uuid.in_(ids))
+                .order_by(datasets.c.uuid)
+                .with_for_update()
+            ).all()
+
+    def _commit_part(self, conn: Connection, part: _Part) -> Version:
+        lake = self._lake
+        state = conn.execute(
+            sa.select(transactions.c.state).where(transactions.c.uuid == part.txn_uuid)
+        ).scalar()
+        if state != "OPEN":
+            self.state = str(state)
+            raise TransactionClosed(
+                f"transaction {part.txn_uuid} on {part.dataset!r} was {str(state).lower()} "
+                "(by `strata gc` after the grace period, or by another process); start a new "
+                "transaction",
+                transaction=part.txn_uuid,
+                state=state,
+            )
+        latest = latest_commit_id(conn, part.dataset_uuid)
+        previous = (
+            resolve_version(conn, lake.namespace, part.dataset, version=latest) if latest else None
+        )
+        if self.type != "APPEND" and latest != part.base_commit_id:
+            assert previous is not None
+            raise CommitConflict(
+                f"{self.type} on {part.dataset!r} started from version {part.base_commit_id}, "
+                f"but version {latest} was committed since (transaction "
+                f"{previous.transaction_uuid} at {previous.committed_at.isoformat()}); "
+                "start a new transaction from the latest version and try again",
+                dataset=part.dataset,
+                base_commit_id=part.base_commit_id,
+                winning_commit_id=latest,
+                winning_transaction=previous.transaction_uuid,
+            )
+        fields = part.schema_fields
+        if fields is not None and self.type in ("APPEND", "UPDATE") and previous is not None:
+            schemas.require_compatible(part.dataset, previous.schema_fields, fields, self.type)
+        if fields is None:  # nothing written: the schema stays what it was
+            fields = previous.schema_fields if previous else []
+            arrow = previous.facets.get(schemas.ARROW_SCHEMA_FACET) if previous else None
+        else:
+            arrow = part.arrow_schema
+
+        commit_id = latest + 1
+        now = datetime.now(UTC)
+        if previous is not None and now <= previous.committed_at:
+            # Keep commit times increasing so as-of reads agree with commit order.
+            now = previous.committed_at + timedelta(microseconds=1)
+
+        removed = self._removals(conn, part, commit_id)
+        rows = sum(e.rows for e in part.adds)
+        size = sum(e.bytes for e in part.adds)
+        count = len(part.adds)
+        # Additive set hash: a version's hash follows from its parent's and the delta alone.
+        digest = sum(_file_digest(e.path, e.bytes, e.rows) for e in part.adds)
+        if previous is not None and self.type != "SNAPSHOT":
+            rows += previous.row_count - sum(r.rows for r in removed)
+            size += previous.byte_count - sum(r.bytes for r in removed)
+            count += previous.file_count - len(removed)
+            digest += int(previous.content_hash, 16) - sum(
+                _file_digest(r.path, r.bytes, r.rows) for r in removed
+            )
+
+        if part.adds:
+            conn.execute(
+                dataset_files.insert(),
+                [
+                    {
+                        "dataset_uuid": part.dataset_uuid,
+                        "path": e.path,
+                        "bytes": e.bytes,
+                        "rows": e.rows,
+                        "added_commit_id": commit_id,
+                    }
+                    for e in part.adds
+                ],
+            )
+        log = [
+            {
+                "txn_uuid": part.txn_uuid,
+                "path": e.path,
+                "op": "ADD",
+                "bytes": e.bytes,
+                "rows": e.rows,
+            }
+            for e in part.adds
+        ] + [
+            {
+                "txn_uuid": part.txn_uuid,
+                "path": r.path,
+                "op": "REMOVE",
+                "bytes": r.bytes,
+                "rows": r.rows,
+            }
+            for r in removed
+        ]
+        if log:
+            conn.execute(transaction_files.insert(), log)
+
+        version_uuid = new_id()
+        facets = {schemas.ARROW_SCHEMA_FACET: arrow} if arrow else {}
+        conn.execute(
+            dataset_versions.insert().values(
+                uuid=version_uuid,
+                dataset_uuid=part.dataset_uuid,
+                commit_id=commit_id,
+                created_at=now,
+                transaction_uuid=part.txn_uuid,
+                schema_fields=fields,
+                facets=facets,
+                content_hash=f"{digest % _HASH_MOD:064x}",
+                row_count=rows,
+                byte_count=size,
+                file_count=count,
+                lifecycle_state="COMMITTED",
+            )
+        )
+        conn.execute(
+            datasets.update()
+            .where(datasets.c.uuid == part.dataset_uuid)
+            .values(current_version_uuid=version_uuid, updated_at=now)
+        )
+        conn.execute(
+            transactions.update()
+            .where(transactions.c.uuid == part.txn_uuid)
+            .values(state="COMMITTED", committed_at=now, ended_at=now, commit_id=commit_id)
+        )
+        conn.execute(
+            build_triggers.insert().values(
+                dataset_uuid=part.dataset_uuid, commit_id=commit_id, created_at=now
+            )
+        )
+        return resolve_version(conn, lake.namespace, part.dataset, version=commit_id)
+
+    def _removals(self, conn: Connection, part: _Part, commit_id: int) -> list[Any]:
+        """Mark removed files in the interval index; returns their rows."""
+        f = dataset_files.c
+        live = sa.and_(f.dataset_uuid == part.dataset_uuid, f.removed_commit_id.is_(None))
+        if self.type == "SNAPSHOT":
+            where = live
+        elif part.removes:
+            where = sa.and_(live, f.path.in_(part.removes))
+        else:
+            if self.type == "DELETE":
+                raise InvalidArgument(
+                    f"DELETE on {part.dataset!r} removes no files; call remove(path, ...) with "
+                    "paths from Lake.files()",
+                    dataset=part.dataset,
+                )
+            return []
+        rows = conn.execute(sa.select(f.path, f.bytes, f.rows).where(where)).all()
+        missing = sorted(set(part.removes) - {r.path for r in rows})
+        if missing:
+            raise InvalidArgument(
+                f"cannot remove {missing[:5]} from {part.dataset!r}: not in its latest version; "
+                "list current files with Lake.files()",
+                dataset=part.dataset,
+                paths=missing,
+            )
+        if rows:
+            conn.execute(dataset_files.update().where(where).values(removed_commit_id=commit_id))
+        return list(rows)

@@ -1,0 +1,845 @@
+"""Read-side queries over the lineage model: namespaces, sources, datasets, jobs, runs, tags.
+
+Every function takes an open :class:`~sqlalchemy.engine.Connection` and returns plain
+dataclasses; unknown resources raise :class:`~strata.errors.NotFound`. Lists are pages
+(``limit``/``offset``) with a total, and every list is enriched with a fixed number of
+batched ``IN`` queries, never one query per row.
+"""
+
+from __future__ import annotations
+
+from collections import defaultdict
+from collections.abc import Iterable, Iterator, Sequence
+from dataclasses import dataclass, field
+from datetime import datetime
+from typing import Any, Generic, Literal, TypeVar
+
+import sqlalchemy as sa
+from sqlalchemy.engine import Connection
+
+from strata.errors import InvalidArgument, NotFound
+from strata.store import schema as s
+
+T = TypeVar("T")
+CHUNK = 900  # below SQLite's bound-parameter limit on old builds, and plenty for PostgreSQL
+
+
+@dataclass(frozen=True)
+class Page(Generic[T]):
+    items: list[T]
+    total: int
+
+
+def chunks(values: Iterable[str], size: int = CHUNK) -> Iterator[list[str]]:
+    batch: list[str] = []
+    for v in values:
+        batch.append(v)
+        if len(batch) >= size:
+            yield batch
+            batch = []
+    if batch:
+        yield batch
+
+
+# --- namespaces and sources -------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class Namespace:
+    name: str
+    owner: str | None
+    description: str | None
+    is_hidden: bool
+    created_at: datetime
+    updated_at: datetime
+
+
+def _namespace(row: sa.Row[Any]) -> Namespace:
+    return Namespace(
+        row.name, row.owner, row.description, bool(row.is_hidden), row.created_at, row.updated_at
+    )
+
+
+def list_namespaces(conn: Connection, limit: int, offset: int) -> Page[Namespace]:
+    t = s.namespaces
+    rows = conn.execute(sa.select(t).order_by(t.c.name).limit(limit).offset(offset)).all()
+    total = conn.execute(sa.select(sa.func.count()).select_from(t)).scalar_one()
+    return Page([_namespace(r) for r in rows], total)
+
+
+def get_namespace(conn: Connection, name: str) -> Namespace:
+    row = conn.execute(sa.select(s.namespaces).where(s.namespaces.c.name == name)).first()
+    if row is None:
+        raise NotFound(f"namespace {name!r} not found", namespace=name)
+    return _namespace(row)
+
+
+@dataclass(frozen=True)
+class Source:
+    name: str
+    type: str
+    connection_url: str | None
+    description: str | None
+    created_at: datetime
+    updated_at: datetime
+
+
+def _source(row: sa.Row[Any]) -> Source:
+    return Source(
+        row.name, row.type, row.connection_url, row.description, row.created_at, row.updated_at
+    )
+
+
+def list_sources(conn: Connection, limit: int, offset: int) -> Page[Source]:
+    t = s.sources
+    rows = conn.execute(sa.select(t).order_by(t.c.name).limit(limit).offset(offset)).all()
+    total = conn.execute(sa.select(sa.func.count()).select_from(t)).scalar_one()
+    return Page([_source(r) for r in rows], total)
+
+
+def get_source(conn: Connection, name: str) -> Source:
+    row = conn.execute(sa.select(s.sources).where(s.sources.c.name == name)).first()
+    if row is None:
+        raise NotFound(f"source {name!r} not found", source=name)
+    return _source(row)
+
+
+# --- tags ---------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class Tag:
+    name: str
+    description: str | None
+
+
+def list_tags(conn: Connection, limit: int, offset: int) -> Page[Tag]:
+    t = s.tags
+    rows = conn.execute(sa.select(t).order_by(t.c.name).limit(limit).offset(offset)).all()
+    total = conn.execute(sa.select(sa.func.count()).select_from(t)).scalar_one()
+    return Page([Tag(r.name, r.description) for r in rows], total)
+
+
+def get_tag(conn: Connection, name: str) -> Tag:
+    row = conn.execute(sa.select(s.tags).where(s.tags.c.name == name)).first()
+    if row is None:
+        raise NotFound(f"tag {name!r} not found", tag=name)
+    return Tag(row.name, row.description)
+
+
+# --- datasets -----------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class DatasetRef:
+    namespace: str
+    name: str
+
+
+@dataclass(frozen=True)
+class DatasetVersionRef:
+    namespace: str
+    name: str
+    version: str
+
+
+@dataclass(frozen=True)
+class Field:
+    name: str
+    type: str | None
+    description: str | None
+    tags: list[str]
+
+
+@dataclass(frozen=True)
+class Dataset:
+    uuid: str
+    namespace: str
+    name: str
+    type: str
+    physical_name: str
+    source_name: str | None
+    description: str | None
+    is_lake: bool
+    created_at: datetime
+    updated_at: datetime
+    deleted_at: datetime | None
+    current_version: str | None
+    last_modified_at: datetime | None
+    lifecycle_state: str | None
+    fields: list[Field]
+    tags: list[str]
+    facets: dict[str, Any]
+    commit_id: int | None
+
+
+def _fields(schema_fields: Any, field_tags: dict[str, list[str]]) -> list[Field]:
+    out: list[Field] = []
+    if not isinstance(schema_fields, list):
+        return out
+    for f in schema_fields:
+        if isinstance(f, dict) and isinstance(f.get("name"), str):
+            typ = f.get("type")
+            desc = f.get("description")
+            out.append(
+                Field(
+                    f["name"],
+                    typ if isinstance(typ, str) else None,
+                    desc if isinstance(desc, str) else None,
+                    sorted(field_tags.get(f["name"], [])),
+                )
+            )
+    return out
+
+
+def _dataset_tags(conn: Connection, uuids: Sequence[str]) -> dict[str, dict[str, list[str]]]:
+    """dataset uuid -> field name ('' for the dataset itself) -> tag names."""
+    out: dict[str, dict[str, list[str]]] = defaultdict(lambda: defaultdict(list))
+    t = s.dataset_tags
+    for batch in chunks(uuids):
+        for r in conn.execute(
+            sa.select(t.c.dataset_uuid, t.c.field_name, t.c.tag_name).where(
+                t.c.dataset_uuid.in_(batch)
+            )
+        ):
+            out[r.dataset_uuid][r.field_name].append(r.tag_name)
+    return out
+
+
+def _datasets_from_rows(
+    conn: Connection,
+    rows: Sequence[sa.Row[Any]],
+    version_of: dict[str, str | None] | None = None,
+) -> list[Dataset]:
+    """Datasets with their version's fields; ``version_of`` overrides the current version."""
+    chosen = {
+        r.uuid: (version_of.get(r.uuid) if version_of is not None else r.current_version_uuid)
+        for r in rows
+    }
+    version_ids = [v for v in chosen.values() if v]
+    versions: dict[str, sa.Row[Any]] = {}
+    dv = s.dataset_versions
+    for batch in chunks(version_ids):
+        for v in conn.execute(sa.select(dv).where(dv.c.uuid.in_(batch))):
+            versions[v.uuid] = v
+    tags = _dataset_tags(conn, [r.uuid for r in rows])
+    out = []
+    for r in rows:
+        vid = chosen[r.uuid]
+        v = versions.get(vid) if vid else None
+        dtags = tags.get(r.uuid, {})
+        facets: dict[str, Any] = dict(r.facets or {})
+        if v is not None and isinstance(v.facets, dict):
+            facets.update(v.facets)
+        out.append(
+            Dataset(
+                uuid=r.uuid,
+                namespace=r.namespace,
+                name=r.name,
+                type=r.type,
+                physical_name=r.physical_name or r.name,
+                source_name=r.source_name,
+                description=r.description,
+                is_lake=bool(r.is_lake),
+                created_at=r.created_at,
+                updated_at=r.updated_at,
+                deleted_at=r.deleted_at,
+                current_version=vid,
+                last_modified_at=v.created_at if v is not None else None,
+                lifecycle_state=v.lifecycle_state if v is not None else None,
+                fields=_fields(v.schema_fields if v is not None else None, dtags),
+                tags=sorted(dtags.get("", [])),
+                facets=facets,
+                commit_id=v.commit_id if v is not None else None,
+            )
+        )
+    return out
+
+
+def datasets_by_uuid(
+    conn: Connection, uuids: Iterable[str], version_of: dict[str, str | None] | None = None
+) -> dict[str, Dataset]:
+    rows: list[sa.Row[Any]] = []
+    for batch in chunks(set(uuids)):
+        rows.extend(conn.execute(sa.select(s.datasets).where(s.datasets.c.uuid.in_(batch))))
+    return {d.uuid: d for d in _datasets_from_rows(conn, rows, version_of)}
+
+
+def list_datasets(conn: Connection, namespace: str, limit: int, offset: int) -> Page[Dataset]:
+    get_namespace(conn, namespace)
+    t = s.datasets
+    where = sa.and_(t.c.namespace == namespace, t.c.deleted_at.is_(None))
+    rows = conn.execute(
+        sa.select(t).where(where).order_by(t.c.name).limit(limit).offset(offset)
+    ).all()
+    total = conn.execute(sa.select(sa.func.count()).select_from(t).where(where)).scalar_one()
+    return Page(_datasets_from_rows(conn, rows), total)
+
+
+def dataset_row(conn: Connection, namespace: str, name: str) -> sa.Row[Any]:
+    t = s.datasets
+    row = conn.execute(sa.select(t).where(t.c.namespace == namespace, t.c.name == name)).first()
+    if row is None:
+        raise NotFound(
+            f"dataset {name!r} not found in namespace {namespace!r}",
+            namespace=namespace,
+            dataset=name,
+        )
+    return row
+
+
+def get_dataset(conn: Connection, namespace: str, name: str) -> Dataset:
+    return _datasets_from_rows(conn, [dataset_row(conn, namespace, name)])[0]
+
+
+@dataclass(frozen=True)
+class DatasetVersion:
+    uuid: str
+    dataset: Dataset
+    commit_id: int | None
+    created_at: datetime
+    run_uuid: str | None
+    fields: list[Field]
+    facets: dict[str, Any]
+    lifecycle_state: str | None
+    row_count: int | None
+    content_hash: str | None
+    created_by_run: Run | None = None
+
+
+def _versions_from_rows(
+    conn: Connection, ds: Dataset, rows: Sequence[sa.Row[Any]], with_runs: bool = True
+) -> list[DatasetVersion]:
+    runs = runs_by_uuid(conn, [r.run_uuid for r in rows if r.run_uuid]) if with_runs else {}
+    field_tags = _dataset_tags(conn, [ds.uuid]).get(ds.uuid, {})
+    return [
+        DatasetVersion(
+            uuid=r.uuid,
+            dataset=ds,
+            commit_id=r.commit_id,
+            created_at=r.created_at,
+            run_uuid=r.run_uuid,
+            fields=_fields(r.schema_fields, field_tags),
+            facets=dict(r.facets or {}),
+            lifecycle_state=r.lifecycle_state,
+            row_count=r.row_count,
+            content_hash=r.content_hash,
+            created_by_run=runs.get(r.run_uuid) if r.run_uuid else None,
+        )
+        for r in rows
+    ]
+
+
+def list_dataset_versions(
+    conn: Connection, namespace: str, name: str, limit: int, offset: int
+) -> Page[DatasetVersion]:
+    ds = get_dataset(conn, namespace, name)
+    dv = s.dataset_versions
+    rows = conn.execute(
+        sa.select(dv)
+        .where(dv.c.dataset_uuid == ds.uuid)
+        .order_by(dv.c.created_at.desc(), dv.c.uuid.desc())
+        .limit(limit)
+        .offset(offset)
+    ).all()
+    total = conn.execute(
+        sa.select(sa.func.count()).select_from(dv).where(dv.c.dataset_uuid == ds.uuid)
+    ).scalar_one()
+    return Page(_versions_from_rows(conn, ds, rows), total)
+
+
+def version_row(conn: Connection, dataset_uuid: str, version: str | None) -> sa.Row[Any] | None:
+    """A dataset's version by uuid or commit id; ``None`` asks for the current one."""
+    dv = s.dataset_versions
+    if version is None:
+        cur = conn.execute(
+            sa.select(s.datasets.c.current_version_uuid).where(s.datasets.c.uuid == dataset_uuid)
+        ).scalar()
+        if cur is None:
+            return None
+        return conn.execute(sa.select(dv).where(dv.c.uuid == cur)).first()
+    if version.isdigit() and len(version) < 19:
+        cond = dv.c.commit_id == int(version)
+    else:
+        cond = dv.c.uuid == version.lower()
+    return conn.execute(sa.select(dv).where(dv.c.dataset_uuid == dataset_uuid, cond)).first()
+
+
+def get_dataset_version(
+    conn: Connection, namespace: str, name: str, version: str
+) -> DatasetVersion:
+    ds = get_dataset(conn, namespace, name)
+    row = version_row(conn, ds.uuid, version)
+    if row is None:
+        raise NotFound(
+            f"version {version!r} of dataset {name!r} in namespace {namespace!r} not found",
+            namespace=namespace,
+            dataset=name,
+            version=version,
+        )
+    return _versions_from_rows(conn, ds, [row])[0]
+
+
+# --- runs ---------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class Run:
+    uuid: str
+    job_uuid: str
+    job_namespace: str
+    job_name: str
+    job_version_uuid: str | None
+    parent_run_uuid: str | None
+    state: str
+    created_at: datetime
+    updated_at: datetime
+    nominal_start_time: datetime | None
+    nominal_end_time: datetime | None
+    started_at: datetime | None
+    ended_at: datetime | None
+    facets: dict[str, Any]
+    input_versions: list[DatasetVersionRef] = field(default_factory=list)
+    output_versions: list[DatasetVersionRef] = field(default_factory=list)
+
+    @property
+    def duration_ms(self) -> int | None:
+        if self.started_at is None or self.ended_at is None:
+            return None
+        return int((self.ended_at - self.started_at).total_seconds() * 1000)
+
+
+def _run_select() -> sa.Select[Any]:
+    r, j = s.runs, s.jobs
+    return sa.select(r, j.c.namespace.label("job_namespace"), j.c.name.label("job_name")).join(
+        j, j.c.uuid == r.c.job_uuid
+    )
+
+
+def _runs_from_rows(conn: Connection, rows: Sequence[sa.Row[Any]]) -> list[Run]:
+    ids = [r.uuid for r in rows]
+    inputs: dict[str, list[DatasetVersionRef]] = defaultdict(list)
+    outputs: dict[str, list[DatasetVersionRef]] = defaultdict(list)
+    ri, dv, d = s.run_inputs, s.dataset_versions, s.datasets
+    for batch in chunks(ids):
+        for x in conn.execute(
+            sa.select(ri.c.run_uuid, dv.c.uuid, d.c.namespace, d.c.name)
+            .join(dv, dv.c.uuid == ri.c.dataset_version_uuid)
+            .join(d, d.c.uuid == dv.c.dataset_uuid)
+            .where(ri.c.run_uuid.in_(batch))
+            .order_by(d.c.namespace, d.c.name)
+        ):
+            inputs[x.run_uuid].append(DatasetVersionRef(x.namespace, x.name, x.uuid))
+        for x in conn.execute(
+            sa.select(dv.c.run_uuid, dv.c.uuid, d.c.namespace, d.c.name)
+            .join(d, d.c.uuid == dv.c.dataset_uuid)
+            .where(dv.c.run_uuid.in_(batch))
+            .order_by(d.c.namespace, d.c.name)
+        ):
+            outputs[x.run_uuid].append(DatasetVersionRef(x.namespace, x.name, x.uuid))
+    return [
+        Run(
+            uuid=r.uuid,
+            job_uuid=r.job_uuid,
+            job_namespace=r.job_namespace,
+            job_name=r.job_name,
+            job_version_uuid=r.job_version_uuid,
+            parent_run_uuid=r.parent_run_uuid,
+            state=r.state,
+            created_at=r.created_at,
+            updated_at=r.updated_at,
+            nominal_start_time=r.nominal_start_time,
+            nominal_end_time=r.nominal_end_time,
+            started_at=r.started_at,
+            ended_at=r.ended_at,
+            facets=dict(r.facets or {}),
+            input_versions=inputs.get(r.uuid, []),
+            output_versions=outputs.get(r.uuid, []),
+        )
+        for r in rows
+    ]
+
+
+def runs_by_uuid(conn: Connection, uuids: Iterable[str]) -> dict[str, Run]:
+    rows: list[sa.Row[Any]] = []
+    for batch in chunks(set(uuids)):
+        rows.extend(conn.execute(_run_select().where(s.runs.c.uuid.in_(batch))))
+    return {r.uuid: r for r in _runs_from_rows(conn, rows)}
+
+
+def get_run(conn: Connection, run_id: str) -> Run:
+    run = runs_by_uuid(conn, [run_id.lower()]).get(run_id.lower())
+    if run is None:
+        raise NotFound(f"run {run_id!r} not found", run_id=run_id)
+    return run
+
+
+def list_runs(conn: Connection, job_uuid: str, limit: int, offset: int) -> Page[Run]:
+    r = s.runs
+    # ix_runs_job_created serves both the page (newest first) and the count.
+    rows = conn.execute(
+        _run_select()
+        .where(r.c.job_uuid == job_uuid)
+        .order_by(r.c.created_at.desc(), r.c.uuid.desc())
+        .limit(limit)
+        .offset(offset)
+    ).all()
+    total = conn.execute(
+        sa.select(sa.func.count()).select_from(r).where(r.c.job_uuid == job_uuid)
+    ).scalar_one()
+    return Page(_runs_from_rows(conn, rows), total)
+
+
+def run_job_facets(conn: Connection, run_id: str) -> dict[str, Any]:
+    """The job facets in effect for a run: its job version's, else the job's."""
+    run = get_run(conn, run_id)
+    facets = conn.execute(sa.select(s.jobs.c.facets).where(s.jobs.c.uuid == run.job_uuid)).scalar()
+    return dict(facets or {})
+
+
+# --- jobs ---------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class Job:
+    uuid: str
+    namespace: str
+    name: str
+    simple_name: str
+    parent_job_uuid: str | None
+    parent_job_name: str | None
+    type: str
+    location: str | None
+    description: str | None
+    facets: dict[str, Any]
+    created_at: datetime
+    updated_at: datetime
+    current_version: str | None
+    inputs: list[DatasetRef]
+    outputs: list[DatasetRef]
+    tags: list[str]
+    latest_run: Run | None
+
+
+def _io_by_version(
+    conn: Connection, version_uuids: Iterable[str]
+) -> dict[str, tuple[list[DatasetRef], list[DatasetRef]]]:
+    out: dict[str, tuple[list[DatasetRef], list[DatasetRef]]] = defaultdict(lambda: ([], []))
+    io, d = s.job_version_io, s.datasets
+    for batch in chunks(set(version_uuids)):
+        for x in conn.execute(
+            sa.select(io.c.job_version_uuid, io.c.io_type, d.c.namespace, d.c.name)
+            .join(d, d.c.uuid == io.c.dataset_uuid)
+            .where(io.c.job_version_uuid.in_(batch))
+            .order_by(d.c.namespace, d.c.name)
+        ):
+            pair = out[x.job_version_uuid]
+            (pair[0] if x.io_type == "INPUT" else pair[1]).append(DatasetRef(x.namespace, x.name))
+    return out
+
+
+def _latest_runs(
+    conn: Connection, rows: Sequence[sa.Row[Any]], fallback: bool = True
+) -> dict[str, Run]:
+    """job uuid -> latest run: the current version's latest run, else the newest run."""
+    jv = s.job_versions
+    latest: dict[str, str] = {}
+    cur = {r.current_version_uuid: r.uuid for r in rows if r.current_version_uuid}
+    for batch in chunks(cur):
+        for x in conn.execute(
+            sa.select(jv.c.uuid, jv.c.latest_run_uuid).where(jv.c.uuid.in_(batch))
+        ):
+            if x.latest_run_uuid:
+                latest[cur[x.uuid]] = x.latest_run_uuid
+    r = s.runs
+    # One indexed LIMIT 1 per job without a recorded latest run: fine for a page, not a graph.
+    for row in rows if fallback else ():
+        if row.uuid not in latest:
+            rid = conn.execute(
+                sa.select(r.c.uuid)
+                .where(r.c.job_uuid == row.uuid)
+                .order_by(r.c.created_at.desc(), r.c.uuid.desc())
+                .limit(1)
+            ).scalar()
+            if rid is not None:
+                latest[row.uuid] = rid
+    runs = runs_by_uuid(conn, latest.values())
+    return {job: runs[rid] for job, rid in latest.items() if rid in runs}
+
+
+def jobs_from_rows(
+    conn: Connection,
+    rows: Sequence[sa.Row[Any]],
+    with_latest_run: bool = True,
+    latest_fallback: bool = True,
+) -> list[Job]:
+    io = _io_by_version(conn, [r.current_version_uuid for r in rows if r.current_version_uuid])
+    parents: dict[str, str] = {}
+    j = s.jobs
+    for batch in chunks({r.parent_job_uuid for r in rows if r.parent_job_uuid}):
+        for x in conn.execute(sa.select(j.c.uuid, j.c.name).where(j.c.uuid.in_(batch))):
+            parents[x.uuid] = x.name
+    tags: dict[str, list[str]] = defaultdict(list)
+    jt = s.job_tags
+    for batch in chunks([r.uuid for r in rows]):
+        for x in conn.execute(
+            sa.select(jt.c.job_uuid, jt.c.tag_name).where(jt.c.job_uuid.in_(batch))
+        ):
+            tags[x.job_uuid].append(x.tag_name)
+    latest = _latest_runs(conn, rows, latest_fallback) if with_latest_run else {}
+    out = []
+    for r in rows:
+        ins, outs = io.get(r.current_version_uuid, ([], [])) if r.current_version_uuid else ([], [])
+        out.append(
+            Job(
+                uuid=r.uuid,
+                namespace=r.namespace,
+                name=r.name,
+                simple_name=r.simple_name,
+                parent_job_uuid=r.parent_job_uuid,
+                parent_job_name=parents.get(r.parent_job_uuid) if r.parent_job_uuid else None,
+                type=r.type,
+                location=r.location,
+                description=r.description,
+                facets=dict(r.facets or {}),
+                created_at=r.created_at,
+                updated_at=r.updated_at,
+                current_version=r.current_version_uuid,
+                inputs=ins,
+                outputs=outs,
+                tags=sorted(tags.get(r.uuid, [])),
+                latest_run=latest.get(r.uuid),
+            )
+        )
+    return out
+
+
+def jobs_by_uuid(
+    conn: Connection,
+    uuids: Iterable[str],
+    with_latest_run: bool = True,
+    latest_fallback: bool = True,
+) -> dict[str, Job]:
+    rows: list[sa.Row[Any]] = []
+    for batch in chunks(set(uuids)):
+        rows.extend(conn.execute(sa.select(s.jobs).where(s.jobs.c.uuid.in_(batch))))
+    return {j.uuid: j for j in jobs_from_rows(conn, rows, with_latest_run, latest_fallback)}
+
+
+def get_job(conn: Connection, job_uuid: str) -> Job:
+    job = jobs_by_uuid(conn, [job_uuid]).get(job_uuid)
+    if job is None:
+        raise NotFound(f"job {job_uuid!r} not found", job=job_uuid)
+    return job
+
+
+def list_jobs(conn: Connection, namespace: str, limit: int, offset: int) -> Page[Job]:
+    get_namespace(conn, namespace)
+    j = s.jobs
+    rows = conn.execute(
+        sa.select(j).where(j.c.namespace == namespace).order_by(j.c.name).limit(limit).offset(offset)
+    ).all()
+    total = conn.execute(
+        sa.select(sa.func.count()).select_from(j).where(j.c.namespace == namespace)
+    ).scalar_one()
+    return Page(jobs_from_rows(conn, rows), total)
+
+
+@dataclass(frozen=True)
+class JobResolution:
+    """How a ``(namespace, name)`` in a URL maps to jobs."""
+
+    kind: Literal["found", "moved", "ambiguous"]
+    job_uuid: str | None = None
+    namespace: str | None = None
+    name: str | None = None
+    candidates: list[tuple[str, str]] = field(default_factory=list)
+
+
+def resolve_job(conn: Connection, namespace: str, name: str) -> JobResolution:
+    """Find a job by its FQN, else by an old name or its simple name (to redirect)."""
+    j, a = s.jobs, s.job_aliases
+    hit = conn.execute(
+        sa.select(j.c.uuid).where(j.c.namespace == namespace, j.c.name == name)
+    ).first()
+    if hit is not None:
+        return JobResolution("found", hit.uuid, namespace, name)
+    found = conn.execute(
+        sa.select(j.c.uuid, j.c.namespace, j.c.name)
+        .join(a, a.c.job_uuid == j.c.uuid)
+        .where(a.c.namespace == namespace, a.c.name == name)
+    ).all()
+    if not found:
+        found = conn.execute(
+            sa.select(j.c.uuid, j.c.namespace, j.c.name)
+            .where(j.c.namespace == namespace, j.c.simple_name == name)
+            .order_by(j.c.name)
+            .limit(50)
+        ).all()
+    unique = sorted({(f.namespace, f.name, f.uuid) for f in found})
+    if len(unique) == 1:
+        ns, fqn, uuid = unique[0]
+        return JobResolution("moved", uuid, ns, fqn)
+    if len(unique) > 1:
+        return JobResolution("ambiguous", candidates=[(ns, fqn) for ns, fqn, _ in unique])
+    raise NotFound(
+        f"job {name!r} not found in namespace {namespace!r}", namespace=namespace, job=name
+    )
+
+
+@dataclass(frozen=True)
+class JobVersion:
+    uuid: str
+    version: str
+    job_namespace: str
+    job_name: str
+    location: str | None
+    source_code: str | None
+    created_at: datetime
+    updated_at: datetime
+    inputs: list[DatasetRef]
+    outputs: list[DatasetRef]
+    latest_run: Run | None
+
+
+def _job_versions_from_rows(
+    conn: Connection, job: Job, rows: Sequence[sa.Row[Any]]
+) -> list[JobVersion]:
+    io = _io_by_version(conn, [r.uuid for r in rows])
+    runs = runs_by_uuid(conn, [r.latest_run_uuid for r in rows if r.latest_run_uuid])
+    return [
+        JobVersion(
+            uuid=r.uuid,
+            version=r.version,
+            job_namespace=job.namespace,
+            job_name=job.name,
+            location=r.location,
+            source_code=r.source_code,
+            created_at=r.created_at,
+            updated_at=r.updated_at,
+            inputs=io.get(r.uuid, ([], []))[0],
+            outputs=io.get(r.uuid, ([], []))[1],
+            latest_run=runs.get(r.latest_run_uuid) if r.latest_run_uuid else None,
+        )
+        for r in rows
+    ]
+
+
+def list_job_versions(
+    conn: Connection, job_uuid: str, limit: int, offset: int
+) -> Page[JobVersion]:
+    job = get_job(conn, job_uuid)
+    jv = s.job_versions
+    rows = conn.execute(
+        sa.select(jv)
+        .where(jv.c.job_uuid == job_uuid)
+        .order_by(jv.c.created_at.desc(), jv.c.uuid.desc())
+        .limit(limit)
+        .offset(offset)
+    ).all()
+    total = conn.execute(
+        sa.select(sa.func.count()).select_from(jv).where(jv.c.job_uuid == job_uuid)
+    ).scalar_one()
+    return Page(_job_versions_from_rows(conn, job, rows), total)
+
+
+def get_job_version(conn: Connection, job_uuid: str, version: str) -> JobVersion:
+    """A job version by its id or by its fingerprint."""
+    job = get_job(conn, job_uuid)
+    jv = s.job_versions
+    row = conn.execute(
+        sa.select(jv).where(
+            jv.c.job_uuid == job_uuid, sa.or_(jv.c.uuid == version.lower(), jv.c.version == version)
+        )
+    ).first()
+    if row is None:
+        raise NotFound(
+            f"version {version!r} of job {job.name!r} not found",
+            namespace=job.namespace,
+            job=job.name,
+            version=version,
+        )
+    return _job_versions_from_rows(conn, job, [row])[0]
+
+
+# --- search and events --------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class SearchHit:
+    type: Literal["DATASET", "JOB"]
+    namespace: str
+    name: str
+    updated_at: datetime
+
+
+def search(
+    conn: Connection,
+    q: str,
+    filter: Literal["DATASET", "JOB"] | None,
+    sort: Literal["NAME", "UPDATE_AT"],
+    limit: int,
+    namespace: str | None = None,
+) -> Page[SearchHit]:
+    """Case-insensitive pattern search; ``%`` and ``_`` in ``q`` are wildcards, as in Marquez."""
+    pattern = f"%{q.lower()}%"
+    parts: list[sa.Select[Any]] = []
+    if filter in (None, "DATASET"):
+        d = s.datasets
+        cond = sa.and_(sa.func.lower(d.c.name).like(pattern), d.c.deleted_at.is_(None))
+        if namespace:
+            cond = sa.and_(cond, d.c.namespace == namespace)
+        parts.append(
+            sa.select(
+                sa.literal("DATASET").label("type"),
+                d.c.namespace,
+                d.c.name,
+                d.c.updated_at,
+            ).where(cond)
+        )
+    if filter in (None, "JOB"):
+        j = s.jobs
+        cond = sa.func.lower(j.c.name).like(pattern)
+        if namespace:
+            cond = sa.and_(cond, j.c.namespace == namespace)
+        parts.append(
+            sa.select(sa.literal("JOB").label("type"), j.c.namespace, j.c.name, j.c.updated_at).where(
+                cond
+            )
+        )
+    u = sa.union_all(*parts).subquery() if len(parts) > 1 else parts[0].subquery()
+    order = (
+        [u.c.name, u.c.namespace, u.c.type]
+        if sort == "NAME"
+        else [u.c.updated_at.desc(), u.c.name, u.c.type]
+    )
+    rows = conn.execute(sa.select(u).order_by(*order).limit(limit)).all()
+    total = conn.execute(sa.select(sa.func.count()).select_from(u)).scalar_one()
+    return Page([SearchHit(r.type, r.namespace, r.name, r.updated_at) for r in rows], total)
+
+
+def list_events(
+    conn: Connection,
+    before: datetime | None,
+    after: datetime | None,
+    ascending: bool,
+    limit: int,
+    offset: int,
+) -> Page[dict[str, Any]]:
+    """Raw lineage events by event time (``ix_lineage_events_time``)."""
+    e = s.lineage_events
+    conds = []
+    if before is not None:
+        conds.append(e.c.event_time <= before)
+    if after is not None:
+        conds.append(e.c.event_time >= after)
+    if before is not None and after is not None and after > before:
+        raise InvalidArgument(
+            "'after' is later than 'before'; swap them", before=str(before), after=str(after)
+        )
+    order = [e.c.event_time, e.c.uuid] if ascending else [e.c.event_time.desc(), e.c.uuid.desc()]
+    rows = conn.execute(
+        sa.select(e.c.payload).where(*conds).order_by(*order).limit(limit).offset(offset)
+    ).all()
+    total = conn.execute(sa.select(sa.func.count()).select_from(e).where(*conds)).scalar_one()
+    return Page([dict(r.payload) for r in rows], total)
