@@ -22,10 +22,13 @@ def get_spark(settings: Settings | None = None) -> SparkSession:
         SparkSession.builder.master(settings.spark_master)
         .appName("strata")
         .config("spark.ui.enabled", "false")
+        .config("spark.ui.showConsoleProgress", "false")
         .config("spark.sql.session.timeZone", "UTC")
         # Spark's default INT96 timestamps are unreadable as timestamps by pyarrow readers.
         .config("spark.sql.parquet.outputTimestampType", "TIMESTAMP_MICROS")
         .config("spark.sql.shuffle.partitions", "4")
         .config("spark.driver.memory", "2g")
     )
-    return builder.getOrCreate()
+    session = builder.getOrCreate()
+    session.sparkContext.setLogLevel("ERROR")
+    return session

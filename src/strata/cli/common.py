@@ -1,0 +1,44 @@
+"""What every command shares: settings from the global options, and one error exit."""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from datetime import UTC, datetime
+from typing import Any, TypeVar
+
+import typer
+
+from strata.errors import InvalidArgument, StrataError
+from strata.settings import Settings
+
+F = TypeVar("F", bound=Callable[..., Any])
+
+
+def settings_from(ctx: typer.Context) -> Settings:
+    obj: dict[str, Any] = ctx.obj or {}
+    return Settings.load(config_file=obj.get("config"), **obj.get("overrides", {}))
+
+
+@contextmanager
+def reported() -> Iterator[None]:
+    """Turn a StrataError into a one-line message on stderr and exit status 1."""
+    from strata.cli.output import err_console
+
+    try:
+        yield
+    except StrataError as exc:
+        err_console.print(f"[bold red]error:[/] {exc.message}", highlight=False, markup=True)
+        raise typer.Exit(1) from exc
+
+
+def parse_time(text: str) -> datetime:
+    """ISO 8601; a time without a zone is taken as UTC."""
+    try:
+        value = datetime.fromisoformat(text)
+    except ValueError as exc:
+        raise InvalidArgument(
+            f"cannot read time {text!r}; use ISO 8601 such as 2026-01-31T12:00:00Z",
+            value=text,
+        ) from exc
+    return value if value.tzinfo else value.replace(tzinfo=UTC)

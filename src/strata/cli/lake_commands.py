@@ -1,0 +1,179 @@
+"""Data providers and consumers: ingest, datasets, versions, read, gc."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Annotated
+
+import typer
+
+from strata.cli.common import parse_time, reported, settings_from
+from strata.cli.output import console, emit_json, emit_table
+from strata.errors import InvalidArgument
+from strata.lake.service import connect
+
+FORMATS = ("csv", "json", "parquet")
+
+
+def ingest(
+    ctx: typer.Context,
+    path: Annotated[str, typer.Argument(help="File or folder to load (any path Spark reads).")],
+    dataset: Annotated[str, typer.Argument(help="Lake dataset to write, e.g. raw/clicks.")],
+    format: Annotated[
+        str | None,
+        typer.Option("--format", "-f", help="csv, json or parquet (default: from the extension)."),
+    ] = None,
+    type: Annotated[str, typer.Option("--type", "-t", help="SNAPSHOT or APPEND.")] = "APPEND",
+    json_out: Annotated[
+        bool, typer.Option("--json", help="Print the new version as JSON.")
+    ] = False,
+) -> None:
+    """Load a file into a dataset through Spark, as one transaction."""
+    with reported():
+        fmt = (format or Path(path).suffix.lstrip(".")).lower()
+        if fmt not in FORMATS:
+            raise InvalidArgument(
+                f"cannot tell the format of {path!r} ({fmt or 'no extension'!r}); pass "
+                f"--format with one of {', '.join(FORMATS)}",
+                format=fmt,
+            )
+        if type.upper() not in ("SNAPSHOT", "APPEND"):
+            raise InvalidArgument(
+                f"ingest --type must be SNAPSHOT or APPEND, got {type!r}", type=type
+            )
+        if "://" not in path and not Path(path).exists():
+            raise InvalidArgument(f"no file or folder at {path!r}; check the path", path=path)
+        lake = connect(settings_from(ctx))
+        from strata.lake.spark import get_spark
+
+        spark = get_spark(lake.settings)
+        reader = spark.read.format(fmt)
+        if fmt == "csv":
+            reader = reader.option("header", "true").option("inferSchema", "true")
+        try:
+            frame = reader.load(path)
+        except Exception as exc:  # Spark's analysis errors say what is wrong with the file
+            raise InvalidArgument(
+                f"Spark cannot read {path!r} as {fmt}: {str(exc).splitlines()[0]}", path=path
+            ) from exc
+        with lake.transaction(dataset, type=type) as txn:
+            txn.write(frame)
+        version = txn.versions[dataset]
+        if json_out:
+            emit_json(version.to_dict())
+        else:
+            console.print(
+                f"{dataset}: version {version.commit_id} ({version.type}), "
+                f"{version.row_count} rows in {version.file_count} file(s)"
+            )
+
+
+def datasets(
+    ctx: typer.Context,
+    json_out: Annotated[bool, typer.Option("--json", help="Print JSON.")] = False,
+) -> None:
+    """List lake datasets with their latest version."""
+    with reported():
+        lake = connect(settings_from(ctx))
+        items = lake.datasets()
+        if json_out:
+            emit_json(
+                [
+                    {
+                        "name": d.name,
+                        "namespace": d.namespace,
+                        "latest_version": d.latest_commit_id,
+                        "rows": d.row_count,
+                        "updated_at": d.updated_at,
+                    }
+                    for d in items
+                ]
+            )
+            return
+        emit_table(
+            f"datasets in {lake.namespace}",
+            ["name", "latest version", "rows", "updated"],
+            [(d.name, d.latest_commit_id, d.row_count, d.updated_at) for d in items],
+        )
+
+
+def versions(
+    ctx: typer.Context,
+    dataset: Annotated[str, typer.Argument(help="Lake dataset.")],
+    json_out: Annotated[bool, typer.Option("--json", help="Print JSON.")] = False,
+) -> None:
+    """The version history of a dataset."""
+    with reported():
+        lake = connect(settings_from(ctx))
+        history = lake.versions(dataset)
+        if json_out:
+            emit_json([v.to_dict() for v in history])
+            return
+        emit_table(
+            f"versions of {dataset}",
+            ["version", "committed at", "type", "rows", "files", "content hash"],
+            [
+                (
+                    v.commit_id,
+                    v.committed_at,
+                    v.type,
+                    v.row_count,
+                    v.file_count,
+                    v.content_hash[:12],
+                )
+                for v in history
+            ],
+        )
+
+
+def read(
+    ctx: typer.Context,
+    dataset: Annotated[str, typer.Argument(help="Lake dataset.")],
+    version: Annotated[int | None, typer.Option("--version", "-v", help="Version N.")] = None,
+    as_of: Annotated[
+        str | None,
+        typer.Option("--as-of", help="ISO time; the version current then (UTC if no zone)."),
+    ] = None,
+    limit: Annotated[int, typer.Option("--limit", "-n", min=0, help="Rows to show.")] = 20,
+    json_out: Annotated[bool, typer.Option("--json", help="Print rows as JSON lines.")] = False,
+) -> None:
+    """Show rows of a version (read with pyarrow: no JVM)."""
+    with reported():
+        if version is not None and as_of is not None:
+            raise InvalidArgument("pass --version or --as-of, not both")
+        when = parse_time(as_of) if as_of is not None else None
+        lake = connect(settings_from(ctx))
+        v = lake.version(dataset, version=version, as_of=when)
+        table = lake.read_arrow(dataset, version=v.commit_id).slice(0, limit)
+        rows = table.to_pylist()
+        if json_out:
+            for row in rows:
+                emit_json(row)
+            return
+        emit_table(
+            f"{dataset} version {v.commit_id} ({v.row_count} rows, showing {len(rows)})",
+            table.column_names,
+            [[row[c] for c in table.column_names] for row in rows],
+        )
+
+
+def gc(
+    ctx: typer.Context,
+    grace: Annotated[
+        float | None,
+        typer.Option("--grace", help="Seconds; default from settings (gc_grace_seconds)."),
+    ] = None,
+    json_out: Annotated[bool, typer.Option("--json", help="Print JSON.")] = False,
+) -> None:
+    """Remove files of aborted and abandoned transactions older than the grace period."""
+    with reported():
+        if grace is not None and grace < 0:
+            raise InvalidArgument(f"--grace must be 0 or more seconds, got {grace}")
+        report = connect(settings_from(ctx)).gc(grace)
+        if json_out:
+            emit_json(report.to_dict())
+        else:
+            console.print(
+                f"removed {report.transactions} dead transaction(s): {report.folders} folder(s), "
+                f"{report.orphan_folders} orphan folder(s)"
+            )

@@ -1,0 +1,79 @@
+"""The ``strata`` command: one entry point over the same services the API uses."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Annotated
+
+import typer
+
+from strata.cli import lake_commands
+from strata.cli.common import reported, settings_from
+from strata.cli.demo import demo
+from strata.cli.output import console
+
+app = typer.Typer(
+    name="strata",
+    help="Strata: versioned datasets, builds and lineage for PySpark pipelines.",
+    no_args_is_help=True,
+    pretty_exceptions_enable=False,
+)
+
+
+@app.callback()
+def main(
+    ctx: typer.Context,
+    home: Annotated[Path | None, typer.Option(help="State folder (default ./.strata).")] = None,
+    database_url: Annotated[
+        str | None, typer.Option(help="Metadata store URL (sqlite:///… or postgresql://…).")
+    ] = None,
+    lake_uri: Annotated[
+        str | None, typer.Option(help="Lake root URI (file://, hdfs://, s3a://).")
+    ] = None,
+    config: Annotated[Path | None, typer.Option(help="A strata.toml to read.")] = None,
+) -> None:
+    """Options here override STRATA_* variables and strata.toml."""
+    overrides = {"home": home, "database_url": database_url, "lake_uri": lake_uri}
+    ctx.obj = {"config": config, "overrides": {k: v for k, v in overrides.items() if v is not None}}
+
+
+@app.command()
+def init(ctx: typer.Context) -> None:
+    """Create or migrate the metadata store and the lake folder."""
+    from strata.lake.storage import Storage
+    from strata.store import migrate
+    from strata.store.engine import engine_for
+
+    with reported():
+        settings = settings_from(ctx)
+        revision = migrate.upgrade(engine_for(settings))
+        Storage(settings.lake_uri).make_dir("")
+        url = settings.database_url
+        console.print(
+            f"metadata store {url} at schema revision {revision}; lake {settings.lake_uri}"
+        )
+
+
+@app.command()
+def serve(
+    ctx: typer.Context,
+    host: Annotated[str | None, typer.Option(help="Interface to listen on.")] = None,
+    port: Annotated[int | None, typer.Option(help="Port (default 5000, as Marquez).")] = None,
+) -> None:
+    """Run the lineage server: OpenLineage ingest and the Marquez REST API."""
+    from strata.cli.serve import serve as run
+
+    with reported():
+        run(settings_from(ctx), host=host, port=port)
+
+
+app.command()(lake_commands.ingest)
+app.command()(lake_commands.datasets)
+app.command()(lake_commands.versions)
+app.command()(lake_commands.read)
+app.command()(lake_commands.gc)
+app.command()(demo)
+
+
+if __name__ == "__main__":  # pragma: no cover
+    app()

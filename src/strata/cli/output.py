@@ -1,0 +1,40 @@
+"""Printing data for people (rich tables) or machines (``--json``)."""
+
+from __future__ import annotations
+
+import json
+import sys
+from collections.abc import Sequence
+from datetime import datetime
+from typing import Any
+
+from rich.console import Console
+from rich.table import Table
+
+console = Console()
+err_console = Console(stderr=True, soft_wrap=True)
+
+
+def _default(value: Any) -> Any:
+    if isinstance(value, datetime):
+        return value.isoformat()
+    return str(value)
+
+
+def emit_json(data: Any) -> None:
+    sys.stdout.write(json.dumps(data, default=_default, ensure_ascii=False) + "\n")
+
+
+def emit_table(title: str, columns: Sequence[str], rows: Sequence[Sequence[Any]]) -> None:
+    table = Table(title=title, title_justify="left")
+    for col in columns:
+        table.add_column(col)
+    for row in rows:
+        table.add_row(*["" if v is None else _cell(v) for v in row])
+    console.print(table)
+
+
+def _cell(value: Any) -> str:
+    if isinstance(value, datetime):
+        return value.isoformat(timespec="milliseconds")
+    return str(value)
