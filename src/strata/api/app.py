@@ -1,0 +1,34 @@
+"""The FastAPI application: Marquez v1 routes, Strata routes, errors and auth."""
+
+from __future__ import annotations
+
+from fastapi import APIRouter, Depends, FastAPI
+from sqlalchemy.engine import Engine
+
+from strata.api import errors, paths, redirects
+from strata.api.deps import authorize
+from strata.api.routes import datasets, jobs, lineage, namespaces, runs, search, strata, tags
+from strata.settings import Settings
+from strata.store.engine import engine_for
+
+API_PREFIX = "/api/v1"
+
+
+def create_app(settings: Settings, engine: Engine | None = None) -> FastAPI:
+    """An app over ``engine`` (default: the store named by ``settings``)."""
+    app = FastAPI(
+        title="Strata",
+        version="1",
+        summary="Marquez-compatible lineage API with Strata provenance routes",
+        openapi_url="/openapi.json",
+    )
+    app.state.settings = settings
+    app.state.engine = engine if engine is not None else engine_for(settings)
+    api = APIRouter(prefix=API_PREFIX, dependencies=[Depends(authorize)])
+    for module in (namespaces, datasets, jobs, runs, tags, search, lineage, strata):
+        api.include_router(module.router)
+    app.include_router(api)
+    errors.install(app)
+    app.add_exception_handler(redirects.JobMoved, redirects.handle)
+    app.add_middleware(paths.RawSegmentsMiddleware)
+    return app

@@ -1,0 +1,39 @@
+"""Optional bearer tokens: with any configured, reads need a read or write token, writes a
+write token. Without tokens the API is open, as Marquez is."""
+
+from __future__ import annotations
+
+import hmac
+
+from fastapi import Request
+
+from strata.errors import Forbidden, Unauthorized
+from strata.settings import Settings
+
+_READ_METHODS = frozenset({"GET", "HEAD", "OPTIONS"})
+
+
+def _matches(token: str, allowed: tuple[str, ...]) -> bool:
+    # Constant-time compare against each: token checks must not leak through timing.
+    return any(hmac.compare_digest(token.encode(), a.encode()) for a in allowed)
+
+
+def check(settings: Settings, request: Request) -> None:
+    if not settings.read_tokens and not settings.write_tokens:
+        return
+    header = request.headers.get("authorization", "")
+    scheme, _, token = header.partition(" ")
+    if scheme.lower() != "bearer" or not token.strip():
+        raise Unauthorized(
+            "this server needs a bearer token: send 'Authorization: Bearer <token>'"
+        )
+    token = token.strip()
+    is_write = _matches(token, settings.write_tokens)
+    if request.method in _READ_METHODS:
+        if not (is_write or _matches(token, settings.read_tokens)):
+            raise Unauthorized("the bearer token is not valid for this server")
+        return
+    if not is_write:
+        if _matches(token, settings.read_tokens):
+            raise Forbidden("this token may only read; writes need a write token")
+        raise Unauthorized("the bearer token is not valid for this server")

@@ -1,0 +1,54 @@
+"""Request bodies read by hand: gzip, size limits and JSON errors that name the problem."""
+
+from __future__ import annotations
+
+import json
+import zlib
+from typing import Any
+
+from fastapi import Request
+from starlette.exceptions import HTTPException
+
+from strata.errors import InvalidArgument
+
+MAX_BODY = 64 * 1024 * 1024  # decompressed; events of several MB are normal, GBs are not
+
+
+async def read_json(request: Request) -> Any:
+    raw = bytearray()
+    async for chunk in request.stream():
+        raw.extend(chunk)
+        if len(raw) > MAX_BODY:
+            raise HTTPException(413, f"request body is larger than {MAX_BODY} bytes")
+    encoding = request.headers.get("content-encoding", "identity").strip().lower()
+    data = bytes(raw)
+    if encoding in ("gzip", "x-gzip"):
+        data = _gunzip(data)
+    elif encoding not in ("identity", ""):
+        raise HTTPException(415, f"Content-Encoding {encoding!r} is not supported; use gzip")
+    if not data.strip():
+        raise InvalidArgument("request body is empty; send a JSON document", field="body")
+    try:
+        return json.loads(data)
+    except UnicodeDecodeError as exc:
+        raise InvalidArgument(f"request body is not UTF-8: {exc}", field="body") from exc
+    except json.JSONDecodeError as exc:
+        raise InvalidArgument(
+            f"request body is not JSON: {exc.msg} at line {exc.lineno} column {exc.colno}",
+            field="body",
+        ) from exc
+    except RecursionError as exc:
+        raise InvalidArgument("request body nests too deeply", field="body") from exc
+
+
+def _gunzip(data: bytes) -> bytes:
+    d = zlib.decompressobj(16 + zlib.MAX_WBITS)
+    try:
+        out = d.decompress(data, MAX_BODY + 1)
+    except zlib.error as exc:
+        raise InvalidArgument(f"request body is not valid gzip: {exc}", field="body") from exc
+    if len(out) > MAX_BODY or d.unconsumed_tail:
+        raise HTTPException(413, f"decompressed request body is larger than {MAX_BODY} bytes")
+    if not d.eof:
+        raise InvalidArgument("request body is truncated gzip", field="body")
+    return out

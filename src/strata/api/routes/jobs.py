@@ -1,0 +1,104 @@
+"""Jobs (addressed by FQN, redirected from old or simple names), versions and runs."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from fastapi import APIRouter
+from fastapi.responses import JSONResponse
+
+from strata.api import direct_writes as w
+from strata.api import views
+from strata.api.deps import Conn, Eng, Limit, Offset
+from strata.api.models import JobIn, RunIn
+from strata.api.redirects import job_uuid
+from strata.errors import NotFound
+from strata.lineage import queries as q
+from strata.store.engine import read_tx
+
+router = APIRouter(tags=["Jobs"])
+JOB = "/namespaces/{namespace:seg}/jobs/{job:seg}"
+
+
+@router.get("/namespaces/{namespace:seg}/jobs")
+def list_jobs(conn: Conn, namespace: str, limit: Limit = 100, offset: Offset = 0) -> dict[str, Any]:
+    page = q.list_jobs(conn, namespace, limit, offset)
+    return {"jobs": [views.job(j) for j in page.items], "totalCount": page.total}
+
+
+@router.get(JOB)
+def get_job(conn: Conn, namespace: str, job: str) -> dict[str, Any]:
+    return views.job(q.get_job(conn, job_uuid(conn, namespace, job)))
+
+
+@router.put(JOB)
+def put_job(eng: Eng, namespace: str, job: str, body: JobIn) -> dict[str, Any]:
+    uuid = w.upsert_job(
+        eng,
+        namespace,
+        job,
+        type_=body.type,
+        inputs=[(d.namespace, d.name) for d in body.inputs],
+        outputs=[(d.namespace, d.name) for d in body.outputs],
+        location=body.location,
+        description=body.description,
+    )
+    with read_tx(eng) as conn:
+        return views.job(q.get_job(conn, uuid))
+
+
+@router.get(JOB + "/versions")
+def list_job_versions(
+    conn: Conn, namespace: str, job: str, limit: Limit = 100, offset: Offset = 0
+) -> dict[str, Any]:
+    page = q.list_job_versions(conn, job_uuid(conn, namespace, job), limit, offset)
+    return {"versions": [views.job_version(v) for v in page.items], "totalCount": page.total}
+
+
+@router.get(JOB + "/versions/{version:seg}")
+def get_job_version(conn: Conn, namespace: str, job: str, version: str) -> dict[str, Any]:
+    return views.job_version(q.get_job_version(conn, job_uuid(conn, namespace, job), version))
+
+
+@router.get(JOB + "/runs")
+def list_runs(
+    conn: Conn, namespace: str, job: str, limit: Limit = 100, offset: Offset = 0
+) -> dict[str, Any]:
+    page = q.list_runs(conn, job_uuid(conn, namespace, job), limit, offset)
+    return {"runs": [views.run(r) for r in page.items], "totalCount": page.total}
+
+
+@router.post(JOB + "/runs", status_code=201)
+def create_run(eng: Eng, namespace: str, job: str, body: RunIn | None = None) -> JSONResponse:
+    body = body or RunIn()
+    with read_tx(eng) as conn:
+        res = q.resolve_job(conn, namespace, job)
+    if res.kind != "found" or res.job_uuid is None:
+        raise NotFound(f"job {job!r} not found in namespace {namespace!r}", job=job)
+    run_id = w.create_run(
+        eng,
+        res.job_uuid,
+        str(body.id) if body.id else None,
+        body.nominal_start_time,
+        body.nominal_end_time,
+    )
+    with read_tx(eng) as conn:
+        return JSONResponse(views.run(q.get_run(conn, run_id)), status_code=201)
+
+
+@router.post(JOB + "/tags/{tag:seg}")
+def tag_job(eng: Eng, namespace: str, job: str, tag: str) -> dict[str, Any]:
+    with read_tx(eng) as conn:
+        uuid = job_uuid(conn, namespace, job)
+    w.tag_job(eng, uuid, tag)
+    with read_tx(eng) as conn:
+        return views.job(q.get_job(conn, uuid))
+
+
+@router.delete(JOB + "/tags/{tag:seg}")
+def untag_job(eng: Eng, namespace: str, job: str, tag: str) -> dict[str, Any]:
+    with read_tx(eng) as conn:
+        uuid = job_uuid(conn, namespace, job)
+    w.untag_job(eng, uuid, tag)
+    with read_tx(eng) as conn:
+        return views.job(q.get_job(conn, uuid))

@@ -1,0 +1,135 @@
+"""OpenLineage ingest, raw events, and the lineage graphs."""
+
+from __future__ import annotations
+
+from datetime import datetime
+from typing import Annotated, Any, Literal
+
+from fastapi import APIRouter, Query, Request, Response
+from fastapi.concurrency import run_in_threadpool
+
+from strata.api import views
+from strata.api.body import read_json
+from strata.api.deps import Conn, Depth, Limit, Offset, engine
+from strata.errors import InvalidArgument, InvalidEvent, StoreError, StrataError
+from strata.lineage import graph as g
+from strata.lineage import queries as q
+
+router = APIRouter(tags=["Lineage"])
+
+_EVENT_BODY = {
+    "requestBody": {
+        "required": True,
+        "content": {
+            "application/json": {
+                "schema": {
+                    "type": "object",
+                    "description": "An OpenLineage 2-0-2 RunEvent, DatasetEvent or JobEvent",
+                }
+            }
+        },
+    }
+}
+_BATCH_BODY = {
+    "requestBody": {
+        "required": True,
+        "content": {"application/json": {"schema": {"type": "array", "items": {"type": "object"}}}},
+    }
+}
+
+
+def _ingest() -> Any:
+    try:
+        from strata.lineage import ingest
+    except ImportError as exc:  # the ingest module ships separately from the read side
+        raise StoreError("lineage ingest is not available in this build") from exc
+    return ingest
+
+
+@router.post("/lineage", status_code=201, openapi_extra=_EVENT_BODY)
+async def post_lineage(request: Request) -> Response:
+    payload = await read_json(request)
+    if not isinstance(payload, dict):
+        raise InvalidEvent(
+            f"a lineage event must be a JSON object, got {type(payload).__name__}", path="$"
+        )
+    ingest = _ingest()
+    await run_in_threadpool(ingest.ingest_event, engine(request), payload)
+    return Response(status_code=201)
+
+
+@router.post("/lineage/batch", openapi_extra=_BATCH_BODY)
+async def post_lineage_batch(request: Request) -> dict[str, Any]:
+    payload = await read_json(request)
+    if not isinstance(payload, list):
+        raise InvalidEvent(
+            f"a batch must be a JSON array of events, got {type(payload).__name__}", path="$"
+        )
+    ingest = _ingest()
+    results = await run_in_threadpool(ingest.ingest_batch, engine(request), payload)
+    failed = []
+    per_event = []
+    for i, r in enumerate(results):
+        if isinstance(r, StrataError):
+            failed.append({"index": i, "reason": r.message, "retriable": r.http_status >= 500})
+            per_event.append({"index": i, "status": r.http_status, "error": r.to_dict()})
+        else:
+            per_event.append({"index": i, "status": 201})
+    return {
+        "status": "partial_success" if failed else "success",
+        "summary": {
+            "received": len(results),
+            "successful": len(results) - len(failed),
+            "failed": len(failed),
+            "retriable": sum(1 for f in failed if f["retriable"]),
+            "non_retriable": sum(1 for f in failed if not f["retriable"]),
+        },
+        "failed_events": failed,
+        "results": per_event,
+    }
+
+
+@router.get("/events/lineage")
+def list_events(
+    conn: Conn,
+    before: datetime | None = None,
+    after: datetime | None = None,
+    sortDirection: Annotated[Literal["asc", "desc", "ASC", "DESC"], Query()] = "desc",
+    limit: Limit = 100,
+    offset: Offset = 0,
+) -> dict[str, Any]:
+    page = q.list_events(
+        conn, _aware(before, "before"), _aware(after, "after"), sortDirection.lower() == "asc",
+        limit, offset,
+    )
+    return {"events": page.items, "totalCount": page.total}
+
+
+@router.get("/lineage")
+def get_lineage(
+    conn: Conn,
+    nodeId: Annotated[str, Query(min_length=1, max_length=4096)],
+    depth: Depth = 20,
+    asOf: datetime | None = None,
+) -> dict[str, Any]:
+    nodes = g.lineage_graph(conn, nodeId, depth, _aware(asOf, "asOf"))
+    return {"graph": [views.graph_node(n) for n in nodes]}
+
+
+@router.get("/column-lineage")
+def get_column_lineage(
+    conn: Conn,
+    nodeId: Annotated[str, Query(min_length=1, max_length=4096)],
+    depth: Depth = 20,
+    withDownstream: bool = False,
+) -> dict[str, Any]:
+    nodes = g.column_lineage(conn, nodeId, depth, withDownstream)
+    return {"graph": [views.field_node(n) for n in nodes]}
+
+
+def _aware(value: datetime | None, name: str) -> datetime | None:
+    if value is not None and value.tzinfo is None:
+        raise InvalidArgument(
+            f"{name} must carry a time zone, e.g. 2024-01-01T00:00:00Z", field=name
+        )
+    return value

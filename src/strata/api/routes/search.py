@@ -1,0 +1,50 @@
+"""Search over dataset and job names."""
+
+from __future__ import annotations
+
+from typing import Annotated, Any, Literal
+
+from fastapi import APIRouter, Query
+
+from strata.api import views
+from strata.api.deps import Conn
+from strata.lineage import graph as g
+from strata.lineage import queries as q
+
+router = APIRouter(tags=["Search"])
+
+
+@router.get("/search")
+def search(
+    conn: Conn,
+    q_: Annotated[str, Query(alias="q", min_length=1, max_length=1024)],
+    filter: Annotated[
+        Literal["DATASET", "JOB", "dataset", "job"] | None, Query()
+    ] = None,
+    sort: Annotated[Literal["NAME", "UPDATE_AT", "name", "update_at"], Query()] = "NAME",
+    limit: Annotated[int, Query(ge=0, le=10_000)] = 10,
+    namespace: str | None = None,
+) -> dict[str, Any]:
+    kind = filter.upper() if filter else None
+    order = sort.upper()
+    page = q.search(
+        conn,
+        q_,
+        "DATASET" if kind == "DATASET" else "JOB" if kind == "JOB" else None,
+        "NAME" if order == "NAME" else "UPDATE_AT",
+        limit,
+        namespace,
+    )
+    results = [
+        {
+            "type": h.type,
+            "name": h.name,
+            "updatedAt": views.ts(h.updated_at),
+            "namespace": h.namespace,
+            "nodeId": (g.dataset_node_id if h.type == "DATASET" else g.job_node_id)(
+                h.namespace, h.name
+            ),
+        }
+        for h in page.items
+    ]
+    return {"totalCount": page.total, "results": results}

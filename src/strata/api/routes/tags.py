@@ -1,0 +1,31 @@
+"""Tags."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from fastapi import APIRouter
+
+from strata.api import direct_writes as w
+from strata.api import views
+from strata.api.deps import Conn, Eng, Limit, Offset
+from strata.api.models import TagIn
+from strata.lineage import queries as q
+from strata.store.engine import read_tx
+
+router = APIRouter(tags=["Tags"])
+
+
+@router.get("/tags")
+def list_tags(conn: Conn, limit: Limit = 100, offset: Offset = 0) -> dict[str, Any]:
+    page = q.list_tags(conn, limit, offset)
+    return {"tags": [views.tag(t) for t in page.items], "totalCount": page.total}
+
+
+@router.put("/tags/{tag:seg}")
+def put_tag(eng: Eng, tag: str, body: TagIn | None = None) -> dict[str, Any]:
+    w.upsert_tag(eng, tag, body.description if body else None)
+    with read_tx(eng) as conn:
+        page = q.list_tags(conn, 10_000, 0)
+    # Marquez answers a tag PUT with the whole tag list.
+    return {"tags": [views.tag(t) for t in page.items], "totalCount": page.total}

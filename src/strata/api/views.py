@@ -1,0 +1,264 @@
+"""Marquez-shaped JSON (camelCase) from the read-side dataclasses."""
+
+from __future__ import annotations
+
+from datetime import datetime
+from typing import Any
+
+from strata.lineage import graph as g
+from strata.lineage import provenance as p
+from strata.lineage import queries as q
+
+Json = dict[str, Any]
+
+
+def ts(value: datetime | None) -> str | None:
+    if value is None:
+        return None
+    return value.isoformat().replace("+00:00", "Z")
+
+
+def namespace(n: q.Namespace) -> Json:
+    return {
+        "name": n.name,
+        "createdAt": ts(n.created_at),
+        "updatedAt": ts(n.updated_at),
+        "ownerName": n.owner,
+        "description": n.description,
+        "isHidden": n.is_hidden,
+    }
+
+
+def source(x: q.Source) -> Json:
+    return {
+        "type": x.type,
+        "name": x.name,
+        "createdAt": ts(x.created_at),
+        "updatedAt": ts(x.updated_at),
+        "connectionUrl": x.connection_url,
+        "description": x.description,
+    }
+
+
+def tag(t: q.Tag) -> Json:
+    return {"name": t.name, "description": t.description}
+
+
+def _field(f: q.Field) -> Json:
+    return {"name": f.name, "type": f.type, "tags": f.tags, "description": f.description}
+
+
+def dataset_id(r: q.DatasetRef) -> Json:
+    return {"namespace": r.namespace, "name": r.name}
+
+
+def version_id(r: q.DatasetVersionRef) -> Json:
+    return {"namespace": r.namespace, "name": r.name, "version": r.version}
+
+
+def dataset(d: q.Dataset) -> Json:
+    return {
+        "id": {"namespace": d.namespace, "name": d.name},
+        "type": d.type,
+        "name": d.name,
+        "physicalName": d.physical_name,
+        "createdAt": ts(d.created_at),
+        "updatedAt": ts(d.updated_at),
+        "namespace": d.namespace,
+        "sourceName": d.source_name,
+        "fields": [_field(f) for f in d.fields],
+        "tags": d.tags,
+        "lastModifiedAt": ts(d.last_modified_at),
+        "lastLifecycleState": d.lifecycle_state,
+        "description": d.description,
+        "currentVersion": d.current_version,
+        "columnLineage": None,
+        "facets": d.facets,
+        "deleted": d.deleted_at is not None,
+        "isLake": d.is_lake,
+        "commitId": d.commit_id,
+    }
+
+
+def dataset_version(v: q.DatasetVersion) -> Json:
+    d = v.dataset
+    return {
+        "id": {"namespace": d.namespace, "name": d.name, "version": v.uuid},
+        "type": d.type,
+        "name": d.name,
+        "physicalName": d.physical_name,
+        "createdAt": ts(v.created_at),
+        "version": v.uuid,
+        "namespace": d.namespace,
+        "sourceName": d.source_name,
+        "fields": [_field(f) for f in v.fields],
+        "tags": d.tags,
+        "lifecycleState": v.lifecycle_state,
+        "description": d.description,
+        "createdByRun": run(v.created_by_run) if v.created_by_run else None,
+        "facets": v.facets,
+        "commitId": v.commit_id,
+        "rowCount": v.row_count,
+        "contentHash": v.content_hash,
+    }
+
+
+def run(r: q.Run) -> Json:
+    job_version = (
+        {"namespace": r.job_namespace, "name": r.job_name, "version": r.job_version_uuid}
+        if r.job_version_uuid
+        else None
+    )
+    return {
+        "id": r.uuid,
+        "createdAt": ts(r.created_at),
+        "updatedAt": ts(r.updated_at),
+        "nominalStartTime": ts(r.nominal_start_time),
+        "nominalEndTime": ts(r.nominal_end_time),
+        "state": r.state,
+        "startedAt": ts(r.started_at),
+        "endedAt": ts(r.ended_at),
+        "durationMs": r.duration_ms,
+        "args": {},
+        "jobVersion": job_version,
+        "inputVersions": [version_id(v) for v in r.input_versions],
+        "outputVersions": [version_id(v) for v in r.output_versions],
+        "inputDatasetVersions": [
+            {"datasetVersionId": version_id(v), "facets": {}} for v in r.input_versions
+        ],
+        "outputDatasetVersions": [
+            {"datasetVersionId": version_id(v), "facets": {}} for v in r.output_versions
+        ],
+        "context": {},
+        "facets": r.facets,
+        "parentRunId": r.parent_run_uuid,
+    }
+
+
+def job(j: q.Job) -> Json:
+    return {
+        "id": {"namespace": j.namespace, "name": j.name},
+        "type": j.type,
+        "name": j.name,
+        "simpleName": j.simple_name,
+        "parentJobName": j.parent_job_name,
+        "parentJobUuid": j.parent_job_uuid,
+        "createdAt": ts(j.created_at),
+        "updatedAt": ts(j.updated_at),
+        "namespace": j.namespace,
+        "inputs": [dataset_id(x) for x in j.inputs],
+        "outputs": [dataset_id(x) for x in j.outputs],
+        "location": j.location,
+        "context": {},
+        "description": j.description,
+        "latestRun": run(j.latest_run) if j.latest_run else None,
+        "latestRuns": [run(j.latest_run)] if j.latest_run else [],
+        "facets": j.facets,
+        "currentVersion": j.current_version,
+        "labels": [],
+        "tags": j.tags,
+    }
+
+
+def job_version(v: q.JobVersion) -> Json:
+    return {
+        "id": {"namespace": v.job_namespace, "name": v.job_name, "version": v.uuid},
+        "name": v.job_name,
+        "createdAt": ts(v.created_at),
+        "updatedAt": ts(v.updated_at),
+        "version": v.uuid,
+        "fingerprint": v.version,
+        "namespace": v.job_namespace,
+        "location": v.location,
+        "inputs": [dataset_id(x) for x in v.inputs],
+        "outputs": [dataset_id(x) for x in v.outputs],
+        "latestRun": run(v.latest_run) if v.latest_run else None,
+        "facets": {},
+    }
+
+
+def _edges(edges: list[tuple[str, str]]) -> list[Json]:
+    return [{"origin": o, "destination": d} for o, d in edges]
+
+
+def graph_node(n: g.GraphNode) -> Json:
+    data = dataset(n.data) if n.type == "DATASET" else job(n.data)
+    if n.type == "JOB":
+        data.pop("latestRuns", None)
+    return {
+        "id": n.id,
+        "type": n.type,
+        "data": data,
+        "inEdges": _edges(n.in_edges),
+        "outEdges": _edges(n.out_edges),
+    }
+
+
+def field_node(n: g.FieldNode) -> Json:
+    return {
+        "id": n.id,
+        "type": "DATASET_FIELD",
+        "data": {
+            "namespace": n.namespace,
+            "dataset": n.dataset,
+            "datasetVersion": n.dataset_version,
+            "field": n.field,
+            "fieldType": n.field_type,
+            "transformationDescription": n.transformation_description,
+            "transformationType": n.transformation_type,
+            "inputFields": [
+                {
+                    "namespace": i.namespace,
+                    "dataset": i.dataset,
+                    "datasetVersion": i.dataset_version,
+                    "field": i.field,
+                    "transformationDescription": i.transformation_description,
+                    "transformationType": i.transformation_type,
+                }
+                for i in n.input_fields
+            ],
+        },
+        "inEdges": _edges(n.in_edges),
+        "outEdges": _edges(n.out_edges),
+    }
+
+
+def upstream_run(u: g.UpstreamRun) -> Json:
+    return {
+        "job": {"namespace": u.job_namespace, "name": u.job_name, "version": u.job_version},
+        "run": {"id": u.run_id, "start": ts(u.start), "end": ts(u.end), "status": u.status},
+        "inputs": [
+            {
+                "namespace": i.namespace,
+                "name": i.name,
+                "version": i.version,
+                "producedByRunId": i.produced_by_run_id,
+            }
+            for i in u.inputs
+        ],
+    }
+
+
+def provenance(n: p.ProvenanceNode) -> Json:
+    r = n.run
+    return {
+        "namespace": n.namespace,
+        "name": n.name,
+        "version": n.version,
+        "commitId": n.commit_id,
+        "createdAt": ts(n.created_at),
+        "run": None
+        if r is None
+        else {
+            "id": r.id,
+            "state": r.state,
+            "startedAt": ts(r.started_at),
+            "endedAt": ts(r.ended_at),
+            "job": {"namespace": r.job_namespace, "name": r.job_name},
+            "jobVersion": r.job_version,
+            "programVersion": r.program_version,
+        },
+        "inputs": [provenance(i) for i in n.inputs],
+        "truncated": n.truncated,
+        "repeated": n.repeated,
+    }

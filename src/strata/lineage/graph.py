@@ -1,0 +1,630 @@
+"""Lineage graphs: dataset/job graph (current or as of a time), column lineage, run upstream.
+
+Every traversal is a breadth-first walk that issues a fixed number of batched ``IN``
+queries per level, so cost grows with the size of the answer, not the number of nodes
+visited one by one. Edges come from ``job_version_io`` (both directions are indexed:
+by job version and by dataset).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from collections import defaultdict
+from collections.abc import Iterable
+from dataclasses import dataclass, field
+from datetime import datetime
+from typing import Any, Literal
+
+import sqlalchemy as sa
+from sqlalchemy.engine import Connection
+
+from strata.errors import InvalidArgument, NotFound
+from strata.lineage import queries as q
+from strata.store import schema as s
+
+NodeType = Literal["DATASET", "JOB", "DATASET_FIELD"]
+MAX_DEPTH = 100
+
+
+@dataclass(frozen=True)
+class NodeRef:
+    """A parsed ``nodeId`` resolved against the store."""
+
+    type: NodeType
+    uuid: str
+    namespace: str
+    name: str
+    field: str | None = None
+    version: str | None = None
+
+
+def _splits(text: str) -> list[tuple[str, str]]:
+    """Every ``a:b`` split of ``text``; namespaces (``s3://b``) may hold colons themselves."""
+    return [(text[:i], text[i + 1 :]) for i, ch in enumerate(text) if ch == ":"]
+
+
+def parse_node_id(conn: Connection, node_id: str) -> NodeRef:
+    """Resolve ``dataset:ns:name``, ``job:ns:name`` or ``datasetField:ns:name:field``."""
+    kind, sep, rest = node_id.partition(":")
+    if not sep or not rest:
+        raise InvalidArgument(
+            f"nodeId {node_id!r} is malformed; use dataset:<namespace>:<name>, "
+            "job:<namespace>:<name> or datasetField:<namespace>:<dataset>:<field>",
+            field="nodeId",
+        )
+    version: str | None = None
+    if "#" in rest:
+        # Marquez appends '#<version>' to name a version of the node.
+        rest, version = rest.rsplit("#", 1)
+    if kind == "dataset":
+        for ns, name in _splits(rest):
+            row = _dataset(conn, ns, name)
+            if row is not None:
+                return NodeRef("DATASET", row, ns, name, version=version)
+    elif kind == "job":
+        for ns, name in _splits(rest):
+            j = s.jobs
+            uuid = conn.execute(
+                sa.select(j.c.uuid).where(j.c.namespace == ns, j.c.name == name)
+            ).scalar()
+            if uuid is not None:
+                return NodeRef("JOB", uuid, ns, name, version=version)
+    elif kind == "datasetField":
+        for head, fld in reversed(_splits(rest)):
+            for ns, name in _splits(head):
+                row = _dataset(conn, ns, name)
+                if row is not None and fld:
+                    return NodeRef("DATASET_FIELD", row, ns, name, fld, version)
+    else:
+        raise InvalidArgument(
+            f"nodeId {node_id!r} has unknown type {kind!r}; use dataset, job or datasetField",
+            field="nodeId",
+        )
+    raise NotFound(f"node {node_id!r} not found", node_id=node_id)
+
+
+def _dataset(conn: Connection, ns: str, name: str) -> str | None:
+    d = s.datasets
+    return conn.execute(
+        sa.select(d.c.uuid).where(d.c.namespace == ns, d.c.name == name)
+    ).scalar()
+
+
+def check_depth(depth: int) -> int:
+    if depth < 0 or depth > MAX_DEPTH:
+        raise InvalidArgument(
+            f"depth {depth} is out of range; use 0 to {MAX_DEPTH}", field="depth", depth=depth
+        )
+    return depth
+
+
+# --- dataset/job graph --------------------------------------------------------------------
+
+
+@dataclass
+class GraphNode:
+    id: str
+    type: NodeType
+    data: Any
+    in_edges: list[tuple[str, str]] = field(default_factory=list)
+    out_edges: list[tuple[str, str]] = field(default_factory=list)
+
+
+def dataset_node_id(ns: str, name: str) -> str:
+    return f"dataset:{ns}:{name}"
+
+
+def job_node_id(ns: str, name: str) -> str:
+    return f"job:{ns}:{name}"
+
+
+class _Edges:
+    """Job/dataset edges as the walk finds them; current versions or versions at a time."""
+
+    def __init__(self, conn: Connection, as_of: datetime | None) -> None:
+        self.conn = conn
+        self.as_of = as_of
+
+    def versions(self, job_uuids: Iterable[str]) -> dict[str, str]:
+        """job -> the job version in force (current, or that of its last run at ``as_of``)."""
+        jobs = list(job_uuids)
+        out: dict[str, str] = {}
+        if self.as_of is None:
+            j = s.jobs
+            for batch in q.chunks(jobs):
+                for r in self.conn.execute(
+                    sa.select(j.c.uuid, j.c.current_version_uuid).where(j.c.uuid.in_(batch))
+                ):
+                    if r.current_version_uuid:
+                        out[r.uuid] = r.current_version_uuid
+            return out
+        out.update(self._latest_at(s.runs, jobs, s.runs.c.job_version_uuid))
+        missing = [j for j in jobs if j not in out]
+        if missing:
+            out.update(self._latest_at(s.job_versions, missing, s.job_versions.c.uuid))
+        return out
+
+    def _latest_at(
+        self, table: sa.Table, jobs: list[str], value: sa.Column[Any]
+    ) -> dict[str, str]:
+        out: dict[str, str] = {}
+        for batch in q.chunks(jobs):
+            rn = (
+                sa.func.row_number()
+                .over(
+                    partition_by=table.c.job_uuid,
+                    order_by=(table.c.created_at.desc(), table.c.uuid.desc()),
+                )
+                .label("rn")
+            )
+            inner = (
+                sa.select(table.c.job_uuid, value.label("v"), rn)
+                .where(
+                    table.c.job_uuid.in_(batch),
+                    table.c.created_at <= self.as_of,
+                    value.is_not(None),
+                )
+                .subquery()
+            )
+            for r in self.conn.execute(sa.select(inner.c.job_uuid, inner.c.v).where(inner.c.rn == 1)):
+                out[r.job_uuid] = r.v
+        return out
+
+    def io(self, versions: dict[str, str]) -> list[tuple[str, str, str]]:
+        """(job, dataset, INPUT|OUTPUT) for the given job versions (primary-key lookups)."""
+        by_version = {v: j for j, v in versions.items()}
+        io = s.job_version_io
+        out = []
+        for batch in q.chunks(by_version):
+            for r in self.conn.execute(
+                sa.select(io.c.job_version_uuid, io.c.dataset_uuid, io.c.io_type).where(
+                    io.c.job_version_uuid.in_(batch)
+                )
+            ):
+                out.append((by_version[r.job_version_uuid], r.dataset_uuid, r.io_type))
+        if self.as_of is not None:
+            born = self._datasets_born([d for _, d, _ in out])
+            out = [e for e in out if e[1] in born]
+        return out
+
+    def _datasets_born(self, uuids: list[str]) -> set[str]:
+        d = s.datasets
+        born: set[str] = set()
+        for batch in q.chunks(set(uuids)):
+            born.update(
+                self.conn.execute(
+                    sa.select(d.c.uuid).where(d.c.uuid.in_(batch), d.c.created_at <= self.as_of)
+                ).scalars()
+            )
+        return born
+
+    def jobs_touching(self, dataset_uuids: Iterable[str]) -> dict[str, str]:
+        """job -> version for jobs whose version in force reads or writes any dataset."""
+        io, j = s.job_version_io, s.jobs
+        out: dict[str, str] = {}
+        pairs: set[tuple[str, str]] = set()
+        for batch in q.chunks(set(dataset_uuids)):
+            if self.as_of is None:
+                stmt = (
+                    sa.select(io.c.job_uuid, io.c.job_version_uuid)
+                    .join(j, j.c.current_version_uuid == io.c.job_version_uuid)
+                    .where(io.c.dataset_uuid.in_(batch))
+                )
+                for r in self.conn.execute(stmt):
+                    out[r.job_uuid] = r.job_version_uuid
+            else:
+                stmt = sa.select(io.c.job_uuid, io.c.job_version_uuid).where(
+                    io.c.dataset_uuid.in_(batch)
+                )
+                pairs.update((r.job_uuid, r.job_version_uuid) for r in self.conn.execute(stmt))
+        if self.as_of is not None and pairs:
+            in_force = self.versions({jb for jb, _ in pairs})
+            out = {jb: v for jb, v in in_force.items() if (jb, v) in pairs}
+        return out
+
+    def dataset_versions(self, dataset_uuids: Iterable[str]) -> dict[str, str | None]:
+        """dataset -> its version at ``as_of`` (the latest created at or before it)."""
+        dv = s.dataset_versions
+        out: dict[str, str | None] = dict.fromkeys(dataset_uuids)
+        for batch in q.chunks(list(out)):
+            rn = (
+                sa.func.row_number()
+                .over(
+                    partition_by=dv.c.dataset_uuid,
+                    order_by=(dv.c.created_at.desc(), dv.c.uuid.desc()),
+                )
+                .label("rn")
+            )
+            inner = (
+                sa.select(dv.c.dataset_uuid, dv.c.uuid, rn)
+                .where(dv.c.dataset_uuid.in_(batch), dv.c.created_at <= self.as_of)
+                .subquery()
+            )
+            for r in self.conn.execute(
+                sa.select(inner.c.dataset_uuid, inner.c.uuid).where(inner.c.rn == 1)
+            ):
+                out[r.dataset_uuid] = r.uuid
+        return out
+
+    def latest_runs(self, versions: dict[str, str]) -> dict[str, str]:
+        """job -> the id of its latest run (in force at ``as_of``)."""
+        if self.as_of is not None:
+            return self._latest_at(s.runs, list(versions), s.runs.c.uuid)
+        jv = s.job_versions
+        by_version = {v: j for j, v in versions.items()}
+        out: dict[str, str] = {}
+        for batch in q.chunks(by_version):
+            for r in self.conn.execute(
+                sa.select(jv.c.uuid, jv.c.latest_run_uuid).where(jv.c.uuid.in_(batch))
+            ):
+                if r.latest_run_uuid:
+                    out[by_version[r.uuid]] = r.latest_run_uuid
+        return out
+
+
+def lineage_graph(
+    conn: Connection, node_id: str, depth: int = 20, as_of: datetime | None = None
+) -> list[GraphNode]:
+    """Marquez's lineage graph around a node: jobs sharing datasets, ``depth`` job hops away.
+
+    With ``as_of`` the graph is the one in force then: each job at the version of its last
+    run at or before that time, datasets created by then, at their version of then.
+    """
+    check_depth(depth)
+    start = parse_node_id(conn, node_id)
+    if start.type == "DATASET_FIELD":
+        raise InvalidArgument("use /api/v1/column-lineage for dataset fields", field="nodeId")
+    walker = _Edges(conn, as_of)
+    if as_of is not None:
+        table = s.jobs if start.type == "JOB" else s.datasets
+        born = conn.execute(
+            sa.select(table.c.created_at).where(table.c.uuid == start.uuid)
+        ).scalar()
+        if born is None or born > as_of:
+            raise NotFound(f"node {node_id!r} did not exist at {as_of.isoformat()}")
+    frontier = (
+        walker.versions([start.uuid]) if start.type == "JOB" else walker.jobs_touching([start.uuid])
+    )
+    jobs: dict[str, str] = {}
+    edges: set[tuple[str, str, str]] = set()
+    seen_ds: set[str] = set()
+    for level in range(depth + 1):
+        new = {j: v for j, v in frontier.items() if j not in jobs}
+        if not new:
+            break
+        jobs.update(new)
+        level_edges = walker.io(new)
+        edges.update(level_edges)
+        new_ds = {d for _, d, _ in level_edges} - seen_ds
+        seen_ds |= new_ds
+        if level == depth or not new_ds:
+            break
+        frontier = walker.jobs_touching(new_ds)
+    job_ids = set(jobs)
+    if start.type == "JOB":
+        job_ids.add(start.uuid)
+    else:
+        seen_ds.add(start.uuid)
+    return _build_graph(conn, walker, job_ids, jobs, seen_ds, edges)
+
+
+def _build_graph(
+    conn: Connection,
+    walker: _Edges,
+    job_ids: set[str],
+    versions: dict[str, str],
+    dataset_ids: set[str],
+    edges: set[tuple[str, str, str]],
+) -> list[GraphNode]:
+    version_of = walker.dataset_versions(dataset_ids) if walker.as_of is not None else None
+    datasets = q.datasets_by_uuid(conn, dataset_ids, version_of)
+    jobs = q.jobs_by_uuid(conn, job_ids, with_latest_run=False)
+    latest = walker.latest_runs(versions)
+    runs = q.runs_by_uuid(conn, latest.values())
+    ds_id = {u: dataset_node_id(d.namespace, d.name) for u, d in datasets.items()}
+    job_id = {u: job_node_id(j.namespace, j.name) for u, j in jobs.items()}
+    ins: dict[str, list[q.DatasetRef]] = defaultdict(list)
+    outs: dict[str, list[q.DatasetRef]] = defaultdict(list)
+    nodes: dict[str, GraphNode] = {}
+    for u, d in datasets.items():
+        nodes[ds_id[u]] = GraphNode(ds_id[u], "DATASET", d)
+    for jb, d, io_type in sorted(edges):
+        if jb not in job_id or d not in ds_id:
+            continue
+        ref = q.DatasetRef(datasets[d].namespace, datasets[d].name)
+        if io_type == "INPUT":
+            ins[jb].append(ref)
+            nodes[ds_id[d]].out_edges.append((ds_id[d], job_id[jb]))
+        else:
+            outs[jb].append(ref)
+            nodes[ds_id[d]].in_edges.append((job_id[jb], ds_id[d]))
+    for u, j in jobs.items():
+        rid = latest.get(u)
+        data = dataclasses.replace(
+            j,
+            inputs=sorted(ins[u], key=_ref_key),
+            outputs=sorted(outs[u], key=_ref_key),
+            current_version=versions.get(u),
+            latest_run=runs.get(rid) if rid else None,
+        )
+        node = GraphNode(job_id[u], "JOB", data)
+        node.in_edges = [(dataset_node_id(r.namespace, r.name), job_id[u]) for r in data.inputs]
+        node.out_edges = [(job_id[u], dataset_node_id(r.namespace, r.name)) for r in data.outputs]
+        nodes[job_id[u]] = node
+    for n in nodes.values():
+        n.in_edges.sort()
+        n.out_edges.sort()
+    return [nodes[k] for k in sorted(nodes)]
+
+
+def _ref_key(r: q.DatasetRef) -> tuple[str, str]:
+    return (r.namespace, r.name)
+
+
+# --- column lineage -----------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class InputField:
+    namespace: str
+    dataset: str
+    dataset_version: str | None
+    field: str
+    transformation_description: str | None
+    transformation_type: str | None
+
+
+@dataclass
+class FieldNode:
+    id: str
+    namespace: str
+    dataset: str
+    dataset_version: str | None
+    field: str
+    field_type: str | None
+    transformation_description: str | None = None
+    transformation_type: str | None = None
+    input_fields: list[InputField] = field(default_factory=list)
+    in_edges: list[tuple[str, str]] = field(default_factory=list)
+    out_edges: list[tuple[str, str]] = field(default_factory=list)
+
+
+def field_node_id(ns: str, ds: str, fld: str) -> str:
+    return f"datasetField:{ns}:{ds}:{fld}"
+
+
+def column_lineage(
+    conn: Connection, node_id: str, depth: int = 20, with_downstream: bool = False
+) -> list[FieldNode]:
+    """Field-level lineage of the current dataset versions, upstream (and downstream)."""
+    check_depth(depth)
+    start = parse_node_id(conn, node_id)
+    if start.type == "DATASET_FIELD":
+        assert start.field is not None
+        seeds = {(start.uuid, start.field)}
+    elif start.type == "DATASET":
+        seeds = {(start.uuid, f.name) for f in q.datasets_by_uuid(conn, [start.uuid])[start.uuid].fields}
+        seeds |= {(start.uuid, f) for f in _output_fields(conn, start.uuid)}
+    else:
+        job = q.jobs_by_uuid(conn, [start.uuid], with_latest_run=False)[start.uuid]
+        seeds = set()
+        for ref in job.outputs:
+            uuid = _dataset(conn, ref.namespace, ref.name)
+            if uuid:
+                seeds |= {(uuid, f) for f in _output_fields(conn, uuid)}
+    if not seeds:
+        raise NotFound(f"node {node_id!r} has no fields", node_id=node_id)
+    # (out dataset, out field) -> rows of (in dataset, in field, type, description)
+    edges: dict[tuple[str, str], set[tuple[str, str, str | None, str | None]]] = defaultdict(set)
+    seen = set(seeds)
+    up = set(seeds)
+    down = set(seeds) if with_downstream else set()
+    for _ in range(depth):
+        nxt_up: set[tuple[str, str]] = set()
+        for out_key, rows in _upstream_edges(conn, up).items():
+            edges[out_key] |= rows
+            nxt_up |= {(r[0], r[1]) for r in rows}
+        nxt_down: set[tuple[str, str]] = set()
+        for out_key, row in _downstream_edges(conn, down):
+            edges[out_key].add(row)
+            nxt_down.add(out_key)
+        up = nxt_up - seen
+        down = nxt_down - seen
+        seen |= up | down
+        if not up and not down:
+            break
+    return _field_nodes(conn, seen, edges)
+
+
+def _output_fields(conn: Connection, dataset_uuid: str) -> set[str]:
+    cl, d = s.column_lineage, s.datasets
+    return set(
+        conn.execute(
+            sa.select(cl.c.output_field)
+            .join(d, d.c.current_version_uuid == cl.c.dataset_version_uuid)
+            .where(d.c.uuid == dataset_uuid)
+            .distinct()
+        ).scalars()
+    )
+
+
+def _current_versions(conn: Connection, dataset_uuids: Iterable[str]) -> dict[str, str | None]:
+    d = s.datasets
+    out: dict[str, str | None] = {}
+    for batch in q.chunks(set(dataset_uuids)):
+        for r in conn.execute(
+            sa.select(d.c.uuid, d.c.current_version_uuid).where(d.c.uuid.in_(batch))
+        ):
+            out[r.uuid] = r.current_version_uuid
+    return out
+
+
+def _upstream_edges(
+    conn: Connection, keys: set[tuple[str, str]]
+) -> dict[tuple[str, str], set[tuple[str, str, str | None, str | None]]]:
+    out: dict[tuple[str, str], set[tuple[str, str, str | None, str | None]]] = defaultdict(set)
+    if not keys:
+        return out
+    current = _current_versions(conn, {d for d, _ in keys})
+    by_version = {v: d for d, v in current.items() if v}
+    cl = s.column_lineage
+    for batch in q.chunks(by_version):
+        for r in conn.execute(sa.select(cl).where(cl.c.dataset_version_uuid.in_(batch))):
+            key = (by_version[r.dataset_version_uuid], r.output_field)
+            if key in keys:
+                out[key].add(
+                    (
+                        r.input_dataset_uuid,
+                        r.input_field,
+                        r.transformation_type,
+                        r.transformation_description,
+                    )
+                )
+    return out
+
+
+def _downstream_edges(
+    conn: Connection, keys: set[tuple[str, str]]
+) -> list[tuple[tuple[str, str], tuple[str, str, str | None, str | None]]]:
+    out: list[tuple[tuple[str, str], tuple[str, str, str | None, str | None]]] = []
+    if not keys:
+        return out
+    cl, d = s.column_lineage, s.datasets
+    for batch in q.chunks({ds for ds, _ in keys}):
+        for r in conn.execute(
+            sa.select(cl, d.c.uuid.label("out_dataset"))
+            .join(d, d.c.current_version_uuid == cl.c.dataset_version_uuid)
+            .where(cl.c.input_dataset_uuid.in_(batch))
+        ):
+            if (r.input_dataset_uuid, r.input_field) in keys:
+                out.append(
+                    (
+                        (r.out_dataset, r.output_field),
+                        (
+                            r.input_dataset_uuid,
+                            r.input_field,
+                            r.transformation_type,
+                            r.transformation_description,
+                        ),
+                    )
+                )
+    return out
+
+
+def _field_nodes(
+    conn: Connection,
+    keys: set[tuple[str, str]],
+    edges: dict[tuple[str, str], set[tuple[str, str, str | None, str | None]]],
+) -> list[FieldNode]:
+    all_keys = set(keys) | {(r[0], r[1]) for rows in edges.values() for r in rows}
+    datasets = q.datasets_by_uuid(conn, {d for d, _ in all_keys})
+    types = {(u, f.name): f.type for u, d in datasets.items() for f in d.fields}
+    nodes: dict[tuple[str, str], FieldNode] = {}
+    for key in all_keys:
+        ds = datasets.get(key[0])
+        if ds is None:
+            continue
+        nodes[key] = FieldNode(
+            field_node_id(ds.namespace, ds.name, key[1]),
+            ds.namespace,
+            ds.name,
+            ds.current_version,
+            key[1],
+            types.get(key),
+        )
+    for out_key, rows in edges.items():
+        node = nodes.get(out_key)
+        if node is None:
+            continue
+        for in_ds, in_field, t_type, t_desc in sorted(rows, key=lambda r: (r[0], r[1])):
+            src = nodes.get((in_ds, in_field))
+            if src is None:
+                continue
+            node.input_fields.append(
+                InputField(src.namespace, src.dataset, src.dataset_version, in_field, t_desc, t_type)
+            )
+            node.transformation_type = node.transformation_type or t_type
+            node.transformation_description = node.transformation_description or t_desc
+            # As Marquez: every edge starts at the node that lists it.
+            node.in_edges.append((node.id, src.id))
+            src.out_edges.append((src.id, node.id))
+    for n in nodes.values():
+        n.in_edges.sort()
+        n.out_edges.sort()
+    return sorted(nodes.values(), key=lambda n: n.id)
+
+
+# --- run-level upstream lineage -----------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class UpstreamInput:
+    namespace: str
+    name: str
+    version: str
+    produced_by_run_id: str | None
+
+
+@dataclass(frozen=True)
+class UpstreamRun:
+    job_namespace: str
+    job_name: str
+    job_version: str | None
+    run_id: str
+    start: datetime | None
+    end: datetime | None
+    status: str
+    inputs: list[UpstreamInput]
+
+
+def upstream_runs(conn: Connection, run_id: str, depth: int = 20) -> list[UpstreamRun]:
+    """Marquez's run upstream lineage: run -> exact input versions -> runs that wrote them."""
+    check_depth(depth)
+    root = q.get_run(conn, run_id)
+    out: list[UpstreamRun] = []
+    seen = {root.uuid}
+    level = [root.uuid]
+    for _ in range(depth + 1):
+        if not level:
+            break
+        runs = q.runs_by_uuid(conn, level)
+        inputs = _run_inputs(conn, level)
+        nxt: list[str] = []
+        for rid in level:
+            run = runs.get(rid)
+            if run is None:
+                continue
+            ins = inputs.get(rid, [])
+            out.append(
+                UpstreamRun(
+                    run.job_namespace,
+                    run.job_name,
+                    run.job_version_uuid,
+                    run.uuid,
+                    run.started_at,
+                    run.ended_at,
+                    run.state,
+                    ins,
+                )
+            )
+            for i in ins:
+                if i.produced_by_run_id and i.produced_by_run_id not in seen:
+                    seen.add(i.produced_by_run_id)
+                    nxt.append(i.produced_by_run_id)
+        level = nxt
+    return out
+
+
+def _run_inputs(conn: Connection, run_ids: list[str]) -> dict[str, list[UpstreamInput]]:
+    ri, dv, d = s.run_inputs, s.dataset_versions, s.datasets
+    out: dict[str, list[UpstreamInput]] = defaultdict(list)
+    for batch in q.chunks(run_ids):
+        for r in conn.execute(
+            sa.select(ri.c.run_uuid, dv.c.uuid, dv.c.run_uuid.label("producer"), d.c.namespace, d.c.name)
+            .join(dv, dv.c.uuid == ri.c.dataset_version_uuid)
+            .join(d, d.c.uuid == dv.c.dataset_uuid)
+            .where(ri.c.run_uuid.in_(batch))
+            .order_by(d.c.namespace, d.c.name)
+        ):
+            out[r.run_uuid].append(UpstreamInput(r.namespace, r.name, r.uuid, r.producer))
+    return out
