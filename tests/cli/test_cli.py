@@ -1,0 +1,145 @@
+"""The ``strata`` command as a user runs it, on SQLite and PostgreSQL."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pyarrow as pa
+import pytest
+from typer.testing import CliRunner
+
+from strata.cli.main import app
+from strata.lake.service import Lake
+from strata.settings import Settings
+
+runner = CliRunner()
+
+
+def invoke(settings: Settings, *args: str) -> tuple[int, str, str]:
+    result = runner.invoke(
+        app,
+        ["--database-url", settings.database_url, "--lake-uri", settings.lake_uri, *args],
+        catch_exceptions=False,
+    )
+    return result.exit_code, result.stdout, result.stderr
+
+
+def test_every_command_has_help() -> None:
+    for command in ("init", "ingest", "datasets", "versions", "read", "gc", "demo", "serve"):
+        result = runner.invoke(app, [command, "--help"])
+        assert result.exit_code == 0, command
+        assert "Usage" in result.stdout
+
+
+def test_demo_walks_through_the_transaction_service(settings: Settings) -> None:
+    code, out, _ = invoke(settings, "demo", "--no-spark")
+    assert code == 0, out
+    assert "APPEND from pyarrow -> version 1" in out
+    assert "SNAPSHOT" in out and "Time travel" in out
+    history = Lake(settings).versions("demo/clicks")
+    assert [(v.commit_id, v.type, v.row_count) for v in history] == [
+        (1, "APPEND", 2),
+        (2, "APPEND", 3),
+        (3, "SNAPSHOT", 3),
+    ]
+
+
+def test_versions_and_read_print_json(settings: Settings) -> None:
+    lake = Lake(settings)
+    for n in (2, 3):
+        with lake.transaction("raw/nums", type="APPEND") as txn:
+            txn.write(pa.table({"n": list(range(n))}))
+    code, out, _ = invoke(settings, "versions", "raw/nums", "--json")
+    assert code == 0
+    assert [v["row_count"] for v in json.loads(out)] == [2, 5]
+
+    code, out, _ = invoke(settings, "read", "raw/nums", "--version", "1", "--json")
+    assert code == 0
+    assert [json.loads(line) for line in out.splitlines()] == [{"n": 0}, {"n": 1}]
+
+    code, out, _ = invoke(settings, "read", "raw/nums", "--limit", "3", "--json")
+    assert len(out.splitlines()) == 3
+
+    first = lake.version("raw/nums", version=1).committed_at
+    code, out, _ = invoke(settings, "read", "raw/nums", "--as-of", first.isoformat(), "--json")
+    assert code == 0 and len(out.splitlines()) == 2
+
+    code, out, _ = invoke(settings, "datasets", "--json")
+    assert json.loads(out)[0]["name"] == "raw/nums"
+    assert json.loads(out)[0]["latest_version"] == 2
+
+
+@pytest.mark.parametrize(
+    ("args", "needle"),
+    [
+        (("read", "nope/missing"), "'nope/missing' does not exist"),
+        (("read", "bad/../name"), "contains '..'"),
+        (("read", "raw/x", "--as-of", "yesterday"), "cannot read time 'yesterday'"),
+        (("ingest", "/no/such/file.csv", "raw/x"), "no file or folder at '/no/such/file.csv'"),
+        (("ingest", "data.xls", "raw/x"), "pass --format"),
+        (("ingest", "data.csv", "raw/x", "--type", "DELETE"), "SNAPSHOT or APPEND"),
+        (("gc", "--grace", "-1"), "0 or more"),
+    ],
+)
+def test_bad_input_is_one_clear_line_and_exit_1(
+    settings: Settings, args: tuple[str, ...], needle: str
+) -> None:
+    code, out, err = invoke(settings, *args)
+    assert code == 1
+    assert needle in err
+    assert "Traceback" not in err + out
+
+
+def test_unknown_version_names_the_range(settings: Settings) -> None:
+    with Lake(settings).transaction("raw/one", type="APPEND") as txn:
+        txn.write(pa.table({"n": [1]}))
+    code, _, err = invoke(settings, "read", "raw/one", "--version", "7")
+    assert code == 1
+    assert "no version 7" in err and "1 to 1" in err
+
+
+@pytest.mark.spark
+def test_ingest_csv_through_spark(settings: Settings, spark: object, tmp_path: Path) -> None:
+    src = tmp_path / "clicks.csv"
+    src.write_text("user,clicks\nada,3\nbob,1\n", encoding="utf-8")
+    code, out, err = invoke(settings, "ingest", str(src), "raw/clicks", "--json")
+    assert code == 0, err
+    version = json.loads(out)
+    assert version["commit_id"] == 1 and version["row_count"] == 2
+    code, out, err = invoke(settings, "ingest", str(src), "raw/clicks", "--type", "SNAPSHOT")
+    assert code == 0, err
+    assert "version 2 (SNAPSHOT), 2 rows" in out
+    rows = Lake(settings).read_arrow("raw/clicks").to_pylist()
+    assert sorted((r["user"], r["clicks"]) for r in rows) == [("ada", 3), ("bob", 1)]
+
+
+def test_console_script_on_the_embedded_default(tmp_path: Path) -> None:
+    """The installed `strata` command migrates ./.strata on first use and runs the demo."""
+    env = {k: v for k, v in os.environ.items() if not k.startswith("STRATA_")}
+    exe = Path(sys.executable).with_name("strata")
+    done = subprocess.run(
+        [str(exe), "demo", "--no-spark"],
+        cwd=tmp_path,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=120,
+        check=False,
+    )
+    assert done.returncode == 0, done.stderr
+    assert (tmp_path / ".strata" / "meta.db").exists()
+    assert (tmp_path / ".strata" / "lake").is_dir()
+    again = subprocess.run(
+        [str(exe), "versions", "demo/clicks", "--json"],
+        cwd=tmp_path,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=120,
+        check=False,
+    )
+    assert [v["commit_id"] for v in json.loads(again.stdout)] == [1, 2, 3]
