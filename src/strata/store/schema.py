@@ -68,6 +68,8 @@ datasets = sa.Table(
     ts_col("created_at", nullable=False),
     ts_col("updated_at", nullable=False),
     ts_col("deleted_at", nullable=True),
+    # Lineage ingest bookkeeping: which event each merged facet came from.
+    sa.Column("fold_state", JSONType, nullable=True),
     sa.UniqueConstraint("namespace", "name"),
 )
 
@@ -88,7 +90,10 @@ dataset_versions = sa.Table(
     sa.Column("byte_count", sa.BigInteger(), nullable=True),
     sa.Column("file_count", sa.BigInteger(), nullable=True),
     sa.Column("lifecycle_state", Name(), nullable=True),
+    # The producer's own version label (OpenLineage `version` facet).
+    sa.Column("external_version", Name(), nullable=True),
     sa.UniqueConstraint("dataset_uuid", "commit_id"),
+    sa.Index("ix_dataset_versions_external", "dataset_uuid", "external_version"),
     sa.Index("ix_dataset_versions_dataset_created", "dataset_uuid", "created_at"),
     sa.Index("ix_dataset_versions_run", "run_uuid"),
 )
@@ -160,6 +165,8 @@ jobs = sa.Table(
     sa.Column("facets", JSONType, nullable=True),
     ts_col("created_at", nullable=False),
     ts_col("updated_at", nullable=False),
+    # Lineage ingest bookkeeping: raw event name, parent and facet provenance.
+    sa.Column("fold_state", JSONType, nullable=True),
     sa.UniqueConstraint("namespace", "simple_name", "parent_key"),
     sa.Index("ix_jobs_namespace_name", "namespace", "name"),
     sa.Index("ix_jobs_parent", "parent_job_uuid"),

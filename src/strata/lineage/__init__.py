@@ -1,0 +1,1 @@
+"""OpenLineage ingest (write path) and lineage queries (read path)."""

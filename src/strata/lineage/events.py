@@ -1,0 +1,139 @@
+"""A validated OpenLineage event as plain dataclasses."""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from dataclasses import dataclass, field
+from datetime import datetime
+from typing import Any
+
+from strata.lineage.validate import EventKind, check_uuid, parse_time, validate
+
+TERMINAL = {"COMPLETE": "COMPLETED", "FAIL": "FAILED", "ABORT": "ABORTED"}
+ACTIVE = frozenset({"START", "RUNNING", "OTHER"})
+
+
+@dataclass(frozen=True)
+class DatasetRef:
+    namespace: str
+    name: str
+    facets: dict[str, Any] = field(default_factory=dict)
+    io_facets: dict[str, Any] = field(default_factory=dict)  # inputFacets / outputFacets
+
+    @property
+    def key(self) -> tuple[str, str]:
+        return (self.namespace, self.name)
+
+
+@dataclass(frozen=True)
+class ParentRef:
+    run_id: str
+    namespace: str
+    name: str
+
+
+@dataclass(frozen=True)
+class Event:
+    kind: EventKind
+    payload: dict[str, Any]
+    payload_hash: str
+    event_time: datetime
+    event_type: str | None
+    producer: str
+    run_id: str | None = None
+    run_facets: dict[str, Any] = field(default_factory=dict)
+    job_namespace: str | None = None
+    job_name: str | None = None
+    job_facets: dict[str, Any] = field(default_factory=dict)
+    inputs: tuple[DatasetRef, ...] = ()
+    outputs: tuple[DatasetRef, ...] = ()
+    dataset: DatasetRef | None = None
+    parent: ParentRef | None = None
+
+    @property
+    def is_terminal(self) -> bool:
+        return self.event_type in TERMINAL
+
+    def fold_key(self) -> tuple[datetime, int, str]:
+        """Fold order: event time, then terminal after non-terminal, then content."""
+        return (self.event_time, 1 if self.is_terminal else 0, self.payload_hash)
+
+    def stamp(self) -> list[str]:
+        """Order-comparable ``[time, hash]`` for latest-wins merges."""
+        return [iso(self.event_time), self.payload_hash]
+
+
+def iso(t: datetime) -> str:
+    """Fixed-width UTC text, so string order is time order."""
+    return t.strftime("%Y-%m-%dT%H:%M:%S.%fZ")
+
+
+def canonical_json(payload: Any) -> str:
+    return json.dumps(payload, sort_keys=True, separators=(",", ":"), ensure_ascii=False)
+
+
+def payload_hash(payload: Any) -> str:
+    return hashlib.sha256(canonical_json(payload).encode("utf-8")).hexdigest()
+
+
+def _facets(value: Any) -> dict[str, Any]:
+    return dict(value) if isinstance(value, dict) else {}
+
+
+def _dataset(raw: dict[str, Any], io_key: str | None) -> DatasetRef:
+    return DatasetRef(
+        namespace=raw["namespace"],
+        name=raw["name"],
+        facets=_facets(raw.get("facets")),
+        io_facets=_facets(raw.get(io_key)) if io_key else {},
+    )
+
+
+def parse_event(payload: dict[str, Any], *, check: bool = True) -> Event:
+    """Validate (unless ``check`` is False, for stored events) and parse ``payload``."""
+    kind = validate(payload) if check else _kind(payload)
+    common: dict[str, Any] = {
+        "kind": kind,
+        "payload": payload,
+        "payload_hash": payload_hash(payload),
+        "event_time": parse_time(payload["eventTime"], "$.eventTime"),
+        "event_type": payload.get("eventType") if kind == "RunEvent" else None,
+        "producer": payload.get("producer", ""),
+    }
+    if kind == "DatasetEvent":
+        return Event(**common, dataset=_dataset(payload["dataset"], None))
+    job = payload["job"]
+    common.update(
+        job_namespace=job["namespace"],
+        job_name=job["name"],
+        job_facets=_facets(job.get("facets")),
+        inputs=tuple(_dataset(d, "inputFacets") for d in payload.get("inputs") or ()),
+        outputs=tuple(_dataset(d, "outputFacets") for d in payload.get("outputs") or ()),
+    )
+    if kind == "JobEvent":
+        return Event(**common)
+    run = payload["run"]
+    run_facets = _facets(run.get("facets"))
+    parent = None
+    raw_parent = run_facets.get("parent")
+    if isinstance(raw_parent, dict):
+        parent = ParentRef(
+            run_id=check_uuid(raw_parent["run"]["runId"], "$.run.facets.parent.run.runId"),
+            namespace=raw_parent["job"]["namespace"],
+            name=raw_parent["job"]["name"],
+        )
+    return Event(
+        **common,
+        run_id=check_uuid(run["runId"], "$.run.runId"),
+        run_facets=run_facets,
+        parent=parent,
+    )
+
+
+def _kind(payload: dict[str, Any]) -> EventKind:
+    if "run" in payload:
+        return "RunEvent"
+    if "dataset" in payload and "job" not in payload:
+        return "DatasetEvent"
+    return "JobEvent"

@@ -1,0 +1,157 @@
+"""Reading the standard facets Strata maps onto columns."""
+
+from __future__ import annotations
+
+import hashlib
+from dataclasses import dataclass
+from datetime import datetime
+from typing import Any
+
+from strata.lineage.events import canonical_json
+from strata.lineage.validate import parse_time
+
+
+def get(facets: dict[str, Any], name: str) -> dict[str, Any]:
+    value = facets.get(name)
+    return value if isinstance(value, dict) else {}
+
+
+def text(value: Any) -> str | None:
+    return value if isinstance(value, str) else None
+
+
+def integer(value: Any) -> int | None:
+    if isinstance(value, bool) or not isinstance(value, int | float):
+        return None
+    return int(value)
+
+
+def schema_fields(facets: dict[str, Any]) -> list[dict[str, Any]] | None:
+    fields = get(facets, "schema").get("fields")
+    if not isinstance(fields, list):
+        return None
+    return [f for f in fields if isinstance(f, dict)]
+
+
+def dataset_version_label(facets: dict[str, Any]) -> str | None:
+    """The ``version`` facet's ``datasetVersion``, as text."""
+    value = get(facets, "version").get("datasetVersion")
+    if isinstance(value, bool) or value is None:
+        return None
+    return str(value) if isinstance(value, str | int) else None
+
+
+def description(facets: dict[str, Any]) -> str | None:
+    return text(get(facets, "documentation").get("description"))
+
+
+def location(facets: dict[str, Any]) -> str | None:
+    return text(get(facets, "sourceCodeLocation").get("url"))
+
+
+def nominal_times(
+    facets: dict[str, Any],
+) -> tuple[datetime | None, datetime | None]:
+    nominal = get(facets, "nominalTime")
+    out: list[datetime | None] = []
+    for key in ("nominalStartTime", "nominalEndTime"):
+        value = nominal.get(key)
+        path = f"$.run.facets.nominalTime.{key}"
+        out.append(parse_time(value, path) if value is not None else None)
+    return out[0], out[1]
+
+
+def job_type(facets: dict[str, Any]) -> str:
+    kind = text(get(facets, "jobType").get("processingType"))
+    return "STREAM" if kind and kind.upper().startswith("STREAM") else "BATCH"
+
+
+def symlinks(facets: dict[str, Any]) -> list[tuple[str, str, str | None]]:
+    out: dict[tuple[str, str], str | None] = {}
+    for ident in get(facets, "symlinks").get("identifiers") or ():
+        if (
+            isinstance(ident, dict)
+            and isinstance(ident.get("namespace"), str)
+            and isinstance(ident.get("name"), str)
+        ):
+            out.setdefault((ident["namespace"], ident["name"]), text(ident.get("type")))
+    return [(ns, name, kind) for (ns, name), kind in sorted(out.items())]
+
+
+def data_source(facets: dict[str, Any]) -> tuple[str, str | None] | None:
+    source = get(facets, "dataSource")
+    name = text(source.get("name"))
+    return (name, text(source.get("uri"))) if name else None
+
+
+@dataclass(frozen=True)
+class ColumnEdge:
+    output_field: str
+    input_namespace: str
+    input_name: str
+    input_field: str
+    transformation_type: str | None
+    transformation_description: str | None
+
+
+def column_edges(facets: dict[str, Any]) -> list[ColumnEdge]:
+    """Edges of a ``columnLineage`` facet, old and new shapes alike.
+
+    The old shape puts ``transformationType``/``transformationDescription`` on
+    the output field; the new one lists ``transformations`` per input field.
+    Several transformations of one input field become one edge whose type is
+    DIRECT when any is direct and whose description lists them all.
+    """
+    edges: dict[tuple[str, str, str, str], ColumnEdge] = {}
+    fields = get(facets, "columnLineage").get("fields")
+    if not isinstance(fields, dict):
+        return []
+    for out_field, spec in sorted(fields.items()):
+        if not isinstance(spec, dict):
+            continue
+        for inp in spec.get("inputFields") or ():
+            if not isinstance(inp, dict):
+                continue
+            ns, name, fld = inp.get("namespace"), inp.get("name"), inp.get("field")
+            if not (isinstance(ns, str) and isinstance(name, str) and isinstance(fld, str)):
+                continue
+            kind, desc = _transformation(inp, spec)
+            edges[(out_field, ns, name, fld)] = ColumnEdge(out_field, ns, name, fld, kind, desc)
+    return list(edges.values())
+
+
+def _transformation(inp: dict[str, Any], spec: dict[str, Any]) -> tuple[str | None, str | None]:
+    items = [t for t in inp.get("transformations") or () if isinstance(t, dict)]
+    if not items:
+        return text(spec.get("transformationType")), text(spec.get("transformationDescription"))
+    types = [text(t.get("type")) or "" for t in items]
+    kind = "DIRECT" if "DIRECT" in types else (types[0] or None)
+    parts = []
+    for t in items:
+        label = "/".join(p for p in (text(t.get("type")), text(t.get("subtype"))) if p)
+        extra = text(t.get("description"))
+        if t.get("masking") is True:
+            extra = f"{extra}; masking" if extra else "masking"
+        parts.append(f"{label} ({extra})" if extra else label)
+    return kind, ", ".join(parts) or None
+
+
+def job_fingerprint(
+    inputs: list[tuple[str, str]], outputs: list[tuple[str, str]], job_facets: dict[str, Any]
+) -> str:
+    """sha256 of the job's io and source: the same program on the same data is one version."""
+    doc = {
+        "inputs": sorted(inputs),
+        "outputs": sorted(outputs),
+        "location": {
+            k: v for k, v in get(job_facets, "sourceCodeLocation").items() if not k.startswith("_")
+        },
+        "sourceCode": {
+            k: v for k, v in get(job_facets, "sourceCode").items() if not k.startswith("_")
+        },
+    }
+    return hashlib.sha256(canonical_json(doc).encode("utf-8")).hexdigest()
+
+
+def source_code(job_facets: dict[str, Any]) -> str | None:
+    return text(get(job_facets, "sourceCode").get("sourceCode"))

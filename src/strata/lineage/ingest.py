@@ -1,0 +1,131 @@
+"""Ingest OpenLineage events: one SQL transaction per event.
+
+The raw event is kept in ``lineage_events`` (an identical event is a no-op)
+and the model is re-derived from the stored event set: a run event refolds
+that run (see :mod:`strata.lineage.runs`), a JobEvent upserts the job, its io
+edges and a job version, a DatasetEvent upserts the dataset and its facets.
+A DatasetEvent creates no dataset version: it says what a dataset looks
+like, not that new data was written; versions come from run outputs and
+lake commits. Invalid events store nothing.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from datetime import UTC, datetime
+from typing import Any
+
+import sqlalchemy as sa
+from sqlalchemy.engine import Connection, Engine
+
+from strata.errors import InvalidEvent, StrataError
+from strata.lineage import jobs, keys, rows, runs
+from strata.lineage.events import Event, parse_event
+from strata.lineage.validate import EventKind
+from strata.store import schema as s
+from strata.store.engine import write_tx
+
+_PG_LOCK_KEY = 0x4C696E65  # serialises lineage writers on PostgreSQL; SQLite locks at BEGIN
+
+
+@dataclass(frozen=True)
+class IngestResult:
+    """What one event did."""
+
+    kind: EventKind
+    event_uuid: str
+    payload_hash: str
+    event_time: datetime
+    run_id: str | None
+    job_namespace: str | None
+    job_name: str | None
+    duplicate: bool
+
+
+def ingest_event(
+    engine: Engine, payload: dict[str, Any], *, received_at: datetime | None = None
+) -> IngestResult:
+    """Validate and store one event; raises :class:`InvalidEvent` and stores nothing if bad."""
+    event = parse_event(payload)
+    received = received_at or datetime.now(UTC)
+    try:
+        with write_tx(engine) as conn:
+            if conn.dialect.name == "postgresql":
+                conn.execute(sa.text("SELECT pg_advisory_xact_lock(:k)"), {"k": _PG_LOCK_KEY})
+            duplicate = not _store(conn, event, received)
+            if not duplicate:
+                _apply(conn, event)
+    except sa.exc.IntegrityError as exc:
+        raise InvalidEvent(f"event conflicts with stored lineage: {exc.orig}", path="$") from exc
+    return IngestResult(
+        kind=event.kind,
+        event_uuid=keys.event_uuid(event.payload_hash),
+        payload_hash=event.payload_hash,
+        event_time=event.event_time,
+        run_id=event.run_id,
+        job_namespace=event.job_namespace,
+        job_name=event.job_name,
+        duplicate=duplicate,
+    )
+
+
+def ingest_batch(
+    engine: Engine, payloads: list[dict[str, Any]]
+) -> list[IngestResult | StrataError]:
+    """Ingest each event on its own; one bad event does not stop the others."""
+    out: list[IngestResult | StrataError] = []
+    for payload in payloads:
+        try:
+            out.append(ingest_event(engine, payload))
+        except StrataError as exc:
+            out.append(exc)
+    return out
+
+
+def _store(conn: Connection, event: Event, received: datetime) -> bool:
+    e = s.lineage_events
+    values = {
+        "uuid": keys.event_uuid(event.payload_hash),
+        "run_uuid": event.run_id,
+        "event_type": event.event_type,
+        "event_time": event.event_time,
+        "received_at": received,
+        "producer": event.producer,
+        "job_namespace": event.job_namespace,
+        "job_name": event.job_name,
+        "payload": event.payload,
+        "payload_hash": event.payload_hash,
+    }
+    return rows.insert_ignore(conn, e, values, ["payload_hash"])
+
+
+def _apply(conn: Connection, event: Event) -> None:
+    if event.kind == "RunEvent":
+        assert event.run_id is not None
+        runs.recompute_run(conn, event.run_id)
+    elif event.kind == "JobEvent":
+        _apply_job_event(conn, event)
+    else:
+        datasets = runs.touch_event_datasets(conn, event)
+        for dataset in datasets.values():
+            rows.refresh_dataset(conn, dataset)
+
+
+def _apply_job_event(conn: Connection, event: Event) -> None:
+    assert event.job_namespace is not None and event.job_name is not None
+    job = jobs.touch_job(conn, event.job_namespace, event.job_name, event.event_time)
+    jobs.merge_job_event(conn, job, event, None)
+    datasets = runs.touch_event_datasets(conn, event)
+    for dataset in sorted(set(datasets.values())):
+        rows.refresh_dataset(conn, dataset)
+    jobs.refresh_job(conn, job)
+    version, fingerprint = jobs.ensure_job_version(
+        conn,
+        job,
+        {d.key: datasets[d.key] for d in event.inputs},
+        {d.key: datasets[d.key] for d in event.outputs},
+        event.job_facets,
+        event.event_time,
+    )
+    jobs.add_static_version(conn, job, fingerprint, event.stamp())
+    jobs.refresh_job_versions(conn, {version})

@@ -1,0 +1,261 @@
+"""Jobs: identity, parents and names, aliases, versions.
+
+A job is keyed by its namespace and the name its events use (the "raw"
+name, kept in ``fold_state``). Its parent is the one named by the latest
+event (by event time) that carried a parent facet, and it sticks: an event
+without a parent facet never removes it. The stored ``name`` is the FQN:
+the parent's FQN, a dot, and the simple name (the raw name without the
+parent's prefix, as Marquez does). When the raw name differs from the FQN
+it is kept in ``job_aliases`` so a lookup by it can redirect.
+"""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime
+from typing import Any
+
+import sqlalchemy as sa
+from sqlalchemy.engine import Connection
+
+from strata.errors import InvalidEvent
+from strata.lineage import facets as fx
+from strata.lineage import keys
+from strata.lineage.events import Event
+from strata.lineage.rows import insert_ignore, merge_stamped, touch_namespace, widen_times
+from strata.store import schema as s
+
+_MAX_DEPTH = 64
+
+
+def touch_job(conn: Connection, namespace: str, raw_name: str, at: datetime) -> str:
+    """The job's uuid, creating it (without parent) when new."""
+    touch_namespace(conn, namespace, at)
+    t = s.jobs
+    uuid = keys.job_uuid(namespace, raw_name)
+    values = {
+        "uuid": uuid,
+        "namespace": namespace,
+        "simple_name": raw_name,
+        "name": raw_name,
+        "parent_key": "",
+        "facets": {},
+        "fold_state": {"raw": raw_name, "facets": {}, "parent": None, "static": {}},
+        "created_at": at,
+        "updated_at": at,
+    }
+    if not insert_ignore(conn, t, values, ["uuid"]):
+        widen_times(conn, t, t.c.uuid == uuid, at)
+    return uuid
+
+
+def _state(conn: Connection, job_uuid: str) -> tuple[dict[str, Any], dict[str, Any]]:
+    t = s.jobs
+    row = conn.execute(sa.select(t.c.facets, t.c.fold_state).where(t.c.uuid == job_uuid)).one()
+    return dict(row.facets or {}), dict(row.fold_state or {})
+
+
+def merge_job_event(conn: Connection, job_uuid: str, ev: Event, parent_job: str | None) -> None:
+    """Fold one event's job facets and parent into the job (latest event time wins)."""
+    current, state = _state(conn, job_uuid)
+    stamp = ev.stamp()
+    stamps = dict(state.get("facets") or {})
+    changed = merge_stamped(current, stamps, ev.job_facets, stamp)
+    parent = state.get("parent")
+    if parent_job is not None and parent_job != job_uuid and (parent is None or parent[:2] < stamp):
+        state["parent"] = [*stamp, parent_job]
+        changed = True
+    if changed:
+        state["facets"] = stamps
+        t = s.jobs
+        conn.execute(
+            t.update().where(t.c.uuid == job_uuid).values(facets=current, fold_state=state)
+        )
+
+
+def add_static_version(conn: Connection, job_uuid: str, fingerprint: str, stamp: list[str]) -> None:
+    """Remember a version declared by a JobEvent (it has no run to keep it alive)."""
+    _, state = _state(conn, job_uuid)
+    static = dict(state.get("static") or {})
+    if fingerprint not in static or list(static[fingerprint]) < stamp:
+        static[fingerprint] = stamp
+        state["static"] = static
+        t = s.jobs
+        conn.execute(t.update().where(t.c.uuid == job_uuid).values(fold_state=state))
+
+
+def _effective_parent(conn: Connection, job_uuid: str, wanted: str | None) -> str | None:
+    """``wanted`` unless it would close a cycle of parents."""
+    t = s.jobs
+    node = wanted
+    for _ in range(_MAX_DEPTH):
+        if node is None:
+            return wanted
+        if node == job_uuid:
+            return None
+        node = conn.execute(sa.select(t.c.parent_job_uuid).where(t.c.uuid == node)).scalar()
+    return None
+
+
+def refresh_job(conn: Connection, job_uuid: str, _seen: frozenset[str] = frozenset()) -> None:
+    """Recompute name, parent, alias and facet-derived columns; cascade to children."""
+    t = s.jobs
+    row = conn.execute(sa.select(t).where(t.c.uuid == job_uuid)).one()
+    state = row.fold_state or {}
+    raw: str = state.get("raw") or row.name
+    wanted = state["parent"][2] if state.get("parent") else None
+    parent = _effective_parent(conn, job_uuid, wanted)
+    simple, fqn = raw, raw
+    if parent is not None:
+        prow = conn.execute(sa.select(t.c.name, t.c.fold_state).where(t.c.uuid == parent)).one()
+        praw = (prow.fold_state or {}).get("raw") or prow.name
+        for prefix in (prow.name, praw):
+            if raw.startswith(prefix + "."):
+                simple = raw[len(prefix) + 1 :]
+                break
+        fqn = f"{prow.name}.{simple}"
+    parent_key = parent or ""
+    clash = conn.execute(
+        sa.select(t.c.name).where(
+            t.c.namespace == row.namespace,
+            t.c.simple_name == simple,
+            t.c.parent_key == parent_key,
+            t.c.uuid != job_uuid,
+        )
+    ).scalar()
+    if clash is not None:
+        raise InvalidEvent(
+            f"job {raw!r} in namespace {row.namespace!r} would be named {fqn!r}, which job "
+            f"{clash!r} already has under the same parent; send the job's full name",
+            path="$.job.name",
+            namespace=row.namespace,
+            name=raw,
+        )
+    merged: dict[str, Any] = row.facets or {}
+    conn.execute(
+        t.update()
+        .where(t.c.uuid == job_uuid)
+        .values(
+            simple_name=simple,
+            name=fqn,
+            parent_job_uuid=parent,
+            parent_key=parent_key,
+            type=fx.job_type(merged),
+            description=fx.description(merged),
+            location=fx.location(merged),
+        )
+    )
+    a = s.job_aliases
+    conn.execute(a.delete().where(a.c.job_uuid == job_uuid))
+    if raw != fqn:
+        conn.execute(a.insert().values(namespace=row.namespace, name=raw, job_uuid=job_uuid))
+    if fqn != row.name and job_uuid not in _seen:
+        children = conn.execute(sa.select(t.c.uuid).where(t.c.parent_job_uuid == job_uuid))
+        kids: list[Any] = list(children.scalars().all())
+        for child in kids:
+            refresh_job(conn, str(child), _seen | {job_uuid})
+
+
+def ensure_job_version(
+    conn: Connection,
+    job_uuid: str,
+    inputs: dict[tuple[str, str], str],
+    outputs: dict[tuple[str, str], str],
+    job_facets: dict[str, Any],
+    at: datetime,
+) -> tuple[str, str]:
+    """The ``(uuid, fingerprint)`` of the version for this io and source."""
+    fp = fx.job_fingerprint(list(inputs), list(outputs), job_facets)
+    uuid = keys.job_version_uuid(job_uuid, fp)
+    values = {
+        "uuid": uuid,
+        "job_uuid": job_uuid,
+        "version": fp,
+        "source_code": fx.source_code(job_facets),
+        "location": fx.location(job_facets),
+        "inputs": [{"namespace": ns, "name": n} for ns, n in sorted(inputs)],
+        "outputs": [{"namespace": ns, "name": n} for ns, n in sorted(outputs)],
+        "created_at": at,
+        "updated_at": at,
+    }
+    if insert_ignore(conn, s.job_versions, values, ["uuid"]):
+        edges = {(d, "INPUT") for d in inputs.values()} | {(d, "OUTPUT") for d in outputs.values()}
+        if edges:
+            conn.execute(
+                s.job_version_io.insert(),
+                [
+                    {
+                        "job_version_uuid": uuid,
+                        "dataset_uuid": d,
+                        "io_type": io,
+                        "job_uuid": job_uuid,
+                    }
+                    for d, io in sorted(edges)
+                ],
+            )
+    return uuid, fp
+
+
+def _from_stamp(stamp: list[str]) -> datetime:
+    return datetime.strptime(stamp[0], "%Y-%m-%dT%H:%M:%S.%fZ").replace(tzinfo=UTC)
+
+
+def refresh_job_versions(conn: Connection, version_uuids: set[str]) -> None:
+    """Recompute times and latest run of these versions, drop orphans, move current."""
+    jv, r, io = s.job_versions, s.runs, s.job_version_io
+    jobs: set[str] = set()
+    for v in sorted(version_uuids):
+        row = conn.execute(sa.select(jv.c.job_uuid, jv.c.version).where(jv.c.uuid == v)).first()
+        if row is None:
+            continue
+        jobs.add(row.job_uuid)
+        _, state = _state(conn, row.job_uuid)
+        static = (state.get("static") or {}).get(row.version)
+        agg = conn.execute(
+            sa.select(sa.func.min(r.c.created_at), sa.func.max(r.c.updated_at)).where(
+                r.c.job_uuid == row.job_uuid, r.c.job_version_uuid == v
+            )
+        ).one()
+        times = [t for t in (agg[0], agg[1]) if t is not None]
+        if static:
+            times.append(_from_stamp(static))
+        if not times:
+            conn.execute(io.delete().where(io.c.job_version_uuid == v))
+            conn.execute(jv.delete().where(jv.c.uuid == v))
+            continue
+        latest = conn.execute(
+            sa.select(r.c.uuid)
+            .where(r.c.job_uuid == row.job_uuid, r.c.job_version_uuid == v)
+            .order_by(r.c.updated_at.desc(), r.c.uuid.desc())
+            .limit(1)
+        ).scalar()
+        conn.execute(
+            jv.update()
+            .where(jv.c.uuid == v)
+            .values(created_at=min(times), updated_at=max(times), latest_run_uuid=latest)
+        )
+    for job in sorted(jobs):
+        refresh_current_version(conn, job)
+
+
+def refresh_current_version(conn: Connection, job_uuid: str) -> None:
+    """The job's current version: that of its latest run, or a later JobEvent's."""
+    r, t = s.runs, s.jobs
+    run = conn.execute(
+        sa.select(r.c.created_at, r.c.job_version_uuid)
+        .where(r.c.job_uuid == job_uuid, r.c.job_version_uuid.is_not(None))
+        .order_by(r.c.created_at.desc(), r.c.uuid.desc())
+        .limit(1)
+    ).first()
+    best: tuple[datetime, str] | None = (run[0], run[1]) if run is not None else None
+    _, state = _state(conn, job_uuid)
+    static = state.get("static") or {}
+    if static:
+        fp, stamp = max(static.items(), key=lambda kv: (list(kv[1]), kv[0]))
+        at = _from_stamp(stamp)
+        if best is None or at > best[0]:
+            best = (at, keys.job_version_uuid(job_uuid, fp))
+    conn.execute(
+        t.update()
+        .where(t.c.uuid == job_uuid)
+        .values(current_version_uuid=best[1] if best else None)
+    )

@@ -1,0 +1,166 @@
+"""Validate an OpenLineage event against the pinned 2-0-2 core schema.
+
+Decisions:
+
+- The event is classified first (RunEvent: ``run`` and ``job``; DatasetEvent:
+  ``dataset``; JobEvent: ``job`` without ``run``) and then checked against
+  that one definition, so an error names the real problem rather than the
+  three ``oneOf`` branches.
+- ``schemaURL`` is not required: Marquez accepts events without it and
+  producers in the wild omit it. ``eventType`` is optional, as in the spec.
+- ``runId`` must be a UUID. Marquez maps other strings to a name-based UUID,
+  which silently merges unrelated runs that share an id such as ``run_id``;
+  a clear refusal naming ``$.run.runId`` is safer for a history-preserving
+  store. The same rule applies to the parent facet's ``run.runId``.
+- Times are parsed leniently: a zone-less time is UTC and digits beyond
+  microseconds are dropped (see :func:`parse_time`).
+"""
+
+from __future__ import annotations
+
+import copy
+import json
+import re
+import uuid
+from datetime import UTC, datetime, timedelta, timezone
+from functools import cache
+from importlib import resources
+from typing import Any, Literal
+
+from jsonschema import Draft202012Validator
+from jsonschema.exceptions import ValidationError, best_match
+
+from strata.errors import InvalidEvent
+
+EventKind = Literal["RunEvent", "DatasetEvent", "JobEvent"]
+
+_TIME = re.compile(
+    r"^(\d{4})-(\d{2})-(\d{2})[Tt ](\d{2}):(\d{2})(?::(\d{2})(?:[.,](\d+))?)?"
+    r"\s*(Z|z|[+-]\d{2}(?::?\d{2})?)?$"
+)
+
+
+@cache
+def _schema() -> dict[str, Any]:
+    text = resources.files("strata.lineage.spec").joinpath("OpenLineage.json").read_text("utf-8")
+    schema: dict[str, Any] = json.loads(text)
+    base = schema["$defs"]["BaseEvent"]
+    base["required"] = [r for r in base["required"] if r != "schemaURL"]
+    return schema
+
+
+@cache
+def _validator(kind: EventKind) -> Draft202012Validator:
+    schema = copy.deepcopy(_schema())
+    schema.pop("oneOf", None)
+    schema["$ref"] = f"#/$defs/{kind}"
+    return Draft202012Validator(schema)
+
+
+def json_path(parts: Any) -> str:
+    """``$.run.runId`` style path from a jsonschema path deque."""
+    out = "$"
+    for part in parts:
+        out += f"[{part}]" if isinstance(part, int) else f".{part}"
+    return out
+
+
+def classify(payload: Any) -> EventKind:
+    """Which of the three event kinds ``payload`` is; InvalidEvent if none."""
+    if not isinstance(payload, dict):
+        raise InvalidEvent(
+            f"an OpenLineage event must be a JSON object, got {type(payload).__name__}",
+            path="$",
+        )
+    if "run" in payload:
+        return "RunEvent"
+    if "dataset" in payload and "job" not in payload:
+        return "DatasetEvent"
+    if "job" in payload:
+        return "JobEvent"
+    raise InvalidEvent(
+        "an OpenLineage event needs `run` and `job` (RunEvent), `dataset` (DatasetEvent) "
+        "or `job` (JobEvent); none was found at $",
+        path="$",
+    )
+
+
+def validate(payload: Any) -> EventKind:
+    """Check ``payload`` against the schema and Strata's extra rules; returns its kind."""
+    kind = classify(payload)
+    errors = list(_validator(kind).iter_errors(payload))
+    if errors:
+        err: ValidationError = best_match(errors)
+        path = json_path(err.absolute_path)
+        raise InvalidEvent(f"invalid {kind} at {path}: {err.message}", path=path, kind=kind)
+    parse_time(payload["eventTime"], "$.eventTime")
+    if kind == "RunEvent":
+        check_uuid(payload["run"]["runId"], "$.run.runId")
+        parent = (payload["run"].get("facets") or {}).get("parent")
+        if parent is not None:
+            check_parent(parent)
+    return kind
+
+
+def check_uuid(value: Any, path: str) -> str:
+    """The canonical lower-case form of a UUID string; InvalidEvent otherwise."""
+    try:
+        if not isinstance(value, str):
+            raise ValueError
+        return str(uuid.UUID(value))
+    except ValueError:
+        raise InvalidEvent(
+            f"{path} must be a UUID, got {value!r}; OpenLineage run ids are UUIDs "
+            "(use a UUIDv7 for new runs)",
+            path=path,
+            value=value,
+        ) from None
+
+
+def check_parent(parent: Any) -> None:
+    path = "$.run.facets.parent"
+    if not isinstance(parent, dict):
+        raise InvalidEvent(f"{path} must be an object", path=path)
+    run = parent.get("run")
+    job = parent.get("job")
+    if not isinstance(run, dict) or "runId" not in run:
+        raise InvalidEvent(f"{path}.run.runId is required", path=f"{path}.run.runId")
+    check_uuid(run["runId"], f"{path}.run.runId")
+    if not isinstance(job, dict):
+        raise InvalidEvent(f"{path}.job is required", path=f"{path}.job")
+    for key in ("namespace", "name"):
+        if not isinstance(job.get(key), str) or not job[key]:
+            raise InvalidEvent(
+                f"{path}.job.{key} must be a non-empty string", path=f"{path}.job.{key}"
+            )
+
+
+def parse_time(value: Any, path: str) -> datetime:
+    """An aware UTC datetime from an ISO-8601 string.
+
+    Zone-less times are taken as UTC; fractions beyond microseconds are
+    truncated (nanosecond producers such as Java clients send nine digits).
+    """
+    m = _TIME.match(value.strip()) if isinstance(value, str) else None
+    if m is None:
+        raise InvalidEvent(
+            f"{path} must be an ISO-8601 date-time such as 2024-01-31T12:00:00Z, got {value!r}",
+            path=path,
+            value=value,
+        )
+    year, month, day, hour, minute, second, frac, zone = m.groups()
+    micros = int((frac or "0")[:6].ljust(6, "0"))
+    tz: timezone = UTC
+    if zone and zone not in ("Z", "z"):
+        digits = zone[1:].replace(":", "")
+        offset = timedelta(hours=int(digits[:2]), minutes=int(digits[2:4] or 0))
+        tz = timezone(-offset if zone[0] == "-" else offset)
+    try:
+        parsed = datetime(
+            int(year), int(month), int(day), int(hour), int(minute), int(second or 0), micros, tz
+        )
+    except ValueError as exc:
+        raise InvalidEvent(
+            f"{path} is not a valid date-time ({exc}): {value!r}", path=path
+        ) from exc
+    return parsed.astimezone(UTC)
