@@ -1,0 +1,43 @@
+"""``strata serve``: the lineage server (OpenLineage ingest plus the Marquez REST API)."""
+
+from __future__ import annotations
+
+from strata.errors import SchemaVersionError
+from strata.settings import Settings
+from strata.store import migrate
+from strata.store.engine import engine_for
+
+
+def serve(settings: Settings, host: str | None = None, port: int | None = None) -> None:
+    """Serve the API with uvicorn until interrupted.
+
+    The embedded SQLite store is migrated on first use; a PostgreSQL store must already be
+    at this code's schema revision (``strata init`` migrates it), since a server silently
+    changing a shared database's schema would surprise every other user of it.
+    """
+    import uvicorn
+
+    from strata.api import create_app
+
+    engine = engine_for(settings)
+    if settings.is_embedded:
+        migrate.upgrade(engine)
+    else:
+        try:
+            migrate.check(engine)
+        except SchemaVersionError as exc:
+            engine.dispose()
+            raise SchemaVersionError(
+                f"refusing to serve: {exc.message}", **exc.details
+            ) from exc
+    app = create_app(settings, engine)
+    try:
+        uvicorn.run(
+            app,
+            host=host or settings.api_host,
+            port=port or settings.api_port,
+            log_level="info",
+            proxy_headers=True,
+        )
+    finally:
+        engine.dispose()
