@@ -44,7 +44,9 @@ def rid(label: str) -> str:
 def ds(namespace: str, name: str, **facets: Any) -> dict[str, Any]:
     out: dict[str, Any] = {"namespace": namespace, "name": name}
     if facets:
-        out["facets"] = {k: {"_producer": PRODUCER, "_schemaURL": PRODUCER, **v} for k, v in facets.items()}
+        out["facets"] = {
+            k: {"_producer": PRODUCER, "_schemaURL": PRODUCER, **v} for k, v in facets.items()
+        }
     return out
 
 
@@ -63,7 +65,8 @@ def run_event(
     job_facets: dict[str, Any] | None = None,
 ) -> dict[str, Any]:
     facets: dict[str, Any] = {
-        k: {"_producer": PRODUCER, "_schemaURL": PRODUCER, **v} for k, v in (run_facets or {}).items()
+        k: {"_producer": PRODUCER, "_schemaURL": PRODUCER, **v}
+        for k, v in (run_facets or {}).items()
     }
     if parent is not None:
         facets["parent"] = {
@@ -100,9 +103,20 @@ _SKIP = {"lineage_events": {"received_at"}}
 def dump(engine: sa.Engine) -> dict[str, list[tuple[Any, ...]]]:
     """Every lineage table's rows, sorted, JSON normalised, without arrival columns."""
     tables = [
-        s.namespaces, s.sources, s.datasets, s.dataset_versions, s.jobs, s.job_aliases,
-        s.job_versions, s.job_version_io, s.runs, s.run_states, s.run_inputs,
-        s.lineage_events, s.dataset_symlinks, s.column_lineage,
+        s.namespaces,
+        s.sources,
+        s.datasets,
+        s.dataset_versions,
+        s.jobs,
+        s.job_aliases,
+        s.job_versions,
+        s.job_version_io,
+        s.runs,
+        s.run_states,
+        s.run_inputs,
+        s.lineage_events,
+        s.dataset_symlinks,
+        s.column_lineage,
     ]
     out: dict[str, list[tuple[Any, ...]]] = {}
     with engine.connect() as conn:
@@ -111,8 +125,7 @@ def dump(engine: sa.Engine) -> dict[str, list[tuple[Any, ...]]]:
             rows = conn.execute(sa.select(*cols)).all()
             norm = [
                 tuple(
-                    json.dumps(v, sort_keys=True) if isinstance(v, dict | list) else v
-                    for v in row
+                    json.dumps(v, sort_keys=True) if isinstance(v, dict | list) else v for v in row
                 )
                 for row in rows
             ]

@@ -93,6 +93,7 @@ def validate(payload: Any) -> EventKind:
         err: ValidationError = best_match(errors)
         path = json_path(err.absolute_path)
         raise InvalidEvent(f"invalid {kind} at {path}: {err.message}", path=path, kind=kind)
+    _check_text(payload, "$")
     parse_time(payload["eventTime"], "$.eventTime")
     if kind == "RunEvent":
         check_uuid(payload["run"]["runId"], "$.run.runId")
@@ -164,3 +165,18 @@ def parse_time(value: Any, path: str) -> datetime:
             f"{path} is not a valid date-time ({exc}): {value!r}", path=path
         ) from exc
     return parsed.astimezone(UTC)
+
+
+def _check_text(value: Any, path: str) -> None:
+    """Refuse NUL characters: PostgreSQL cannot store them in text or JSONB."""
+    if isinstance(value, str):
+        if "\x00" in value:
+            raise InvalidEvent(f"{path} contains a NUL character; remove it", path=path)
+    elif isinstance(value, dict):
+        for key, item in value.items():
+            if "\x00" in key:
+                raise InvalidEvent(f"a key in {path} contains a NUL character", path=path)
+            _check_text(item, f"{path}.{key}")
+    elif isinstance(value, list):
+        for i, item in enumerate(value):
+            _check_text(item, f"{path}[{i}]")

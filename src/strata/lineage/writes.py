@@ -1,0 +1,248 @@
+"""Marquez-style writes (the REST API's PUT and POST routes).
+
+Namespaces and sources are plain upserts. Datasets, jobs and run lifecycle
+calls are turned into OpenLineage events (DatasetEvent, JobEvent, RunEvent)
+and go through :func:`~strata.lineage.ingest.ingest_event`, so they build
+exactly the model the equivalent events build. ``create_run`` sends a
+RunEvent without ``eventType`` (the run stays NEW); its ``args`` are kept as
+the ``runArgs`` run facet.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from datetime import UTC, datetime
+from typing import Any, Literal
+
+import sqlalchemy as sa
+from sqlalchemy.engine import Engine
+
+from strata.errors import InvalidArgument, NotFound
+from strata.ids import new_id
+from strata.lineage.events import iso
+from strata.lineage.ingest import IngestResult, ingest_event
+from strata.lineage.rows import insert_ignore
+from strata.lineage.validate import check_uuid
+from strata.store import schema as s
+from strata.store.engine import read_tx, write_tx
+
+PRODUCER = "https://github.com/strata/strata/lineage/writes"
+_SCHEMA = "https://openlineage.io/spec/2-0-2/OpenLineage.json#/$defs/"
+_ACTIONS = {"start": "START", "complete": "COMPLETE", "fail": "FAIL", "abort": "ABORT"}
+
+RunAction = Literal["start", "complete", "fail", "abort"]
+DatasetId = tuple[str, str]
+
+
+def _now(at: datetime | None) -> datetime:
+    if at is None:
+        return datetime.now(UTC)
+    if at.tzinfo is None:
+        raise InvalidArgument(f"time {at.isoformat()} has no time zone; pass an aware datetime")
+    return at.astimezone(UTC)
+
+
+def _facet(**fields: Any) -> dict[str, Any]:
+    return {"_producer": PRODUCER, "_schemaURL": PRODUCER, **fields}
+
+
+def upsert_namespace(
+    engine: Engine,
+    name: str,
+    *,
+    owner: str | None = None,
+    description: str | None = None,
+    at: datetime | None = None,
+) -> None:
+    now = _now(at)
+    t = s.namespaces
+    with write_tx(engine) as conn:
+        values = {"owner": owner or "anonymous", "description": description, "updated_at": now}
+        if not insert_ignore(conn, t, {"name": name, "created_at": now, **values}, ["name"]):
+            conn.execute(t.update().where(t.c.name == name).values(**values))
+
+
+def upsert_source(
+    engine: Engine,
+    name: str,
+    *,
+    type: str,
+    connection_url: str | None = None,
+    description: str | None = None,
+    at: datetime | None = None,
+) -> None:
+    now = _now(at)
+    t = s.sources
+    values = {
+        "type": type,
+        "connection_url": connection_url,
+        "description": description,
+        "updated_at": now,
+    }
+    with write_tx(engine) as conn:
+        if not insert_ignore(conn, t, {"name": name, "created_at": now, **values}, ["name"]):
+            conn.execute(t.update().where(t.c.name == name).values(**values))
+
+
+def upsert_dataset(
+    engine: Engine,
+    namespace: str,
+    name: str,
+    *,
+    type: str = "DB_TABLE",
+    physical_name: str | None = None,
+    source_name: str | None = None,
+    fields: Sequence[dict[str, Any]] | None = None,
+    description: str | None = None,
+    facets: dict[str, Any] | None = None,
+    at: datetime | None = None,
+) -> IngestResult:
+    """Create or update a dataset's metadata (a DatasetEvent; no new version)."""
+    now = _now(at)
+    all_facets: dict[str, Any] = dict(facets or {})
+    if fields is not None:
+        all_facets["schema"] = _facet(fields=[dict(f) for f in fields])
+    if description is not None:
+        all_facets["documentation"] = _facet(description=description)
+    if source_name is not None:
+        with read_tx(engine) as conn:
+            url = conn.execute(
+                sa.select(s.sources.c.connection_url).where(s.sources.c.name == source_name)
+            ).scalar()
+        all_facets["dataSource"] = _facet(name=source_name, uri=url or source_name)
+    event = {
+        "eventTime": iso(now),
+        "dataset": {"namespace": namespace, "name": name, "facets": all_facets},
+        "producer": PRODUCER,
+        "schemaURL": _SCHEMA + "DatasetEvent",
+    }
+    result = ingest_event(engine, event)
+    d = s.datasets
+    with write_tx(engine) as conn:
+        conn.execute(
+            d.update()
+            .where(d.c.namespace == namespace, d.c.name == name)
+            .values(type=type, physical_name=physical_name or name)
+        )
+    return result
+
+
+def upsert_job(
+    engine: Engine,
+    namespace: str,
+    name: str,
+    *,
+    location: str | None = None,
+    description: str | None = None,
+    inputs: Sequence[DatasetId] = (),
+    outputs: Sequence[DatasetId] = (),
+    facets: dict[str, Any] | None = None,
+    at: datetime | None = None,
+) -> IngestResult:
+    """Create or update a job and declare a version for its io (a JobEvent)."""
+    now = _now(at)
+    job_facets: dict[str, Any] = dict(facets or {})
+    if location is not None:
+        job_facets["sourceCodeLocation"] = _facet(type="git", url=location)
+    if description is not None:
+        job_facets["documentation"] = _facet(description=description)
+    event = {
+        "eventTime": iso(now),
+        "job": {"namespace": namespace, "name": name, "facets": job_facets},
+        "inputs": [{"namespace": ns, "name": n} for ns, n in inputs],
+        "outputs": [{"namespace": ns, "name": n} for ns, n in outputs],
+        "producer": PRODUCER,
+        "schemaURL": _SCHEMA + "JobEvent",
+    }
+    return ingest_event(engine, event)
+
+
+def _job_raw_name(engine: Engine, namespace: str, name: str) -> str:
+    """The name events use for the job ``name`` (FQN or alias) in ``namespace``."""
+    j, a = s.jobs, s.job_aliases
+    with read_tx(engine) as conn:
+        row = conn.execute(
+            sa.select(j.c.fold_state, j.c.name).where(j.c.namespace == namespace, j.c.name == name)
+        ).first()
+        if row is None:
+            row = conn.execute(
+                sa.select(j.c.fold_state, j.c.name)
+                .join(a, a.c.job_uuid == j.c.uuid)
+                .where(a.c.namespace == namespace, a.c.name == name)
+            ).first()
+    if row is None:
+        raise NotFound(
+            f"job {name!r} not found in namespace {namespace!r}; create it first",
+            namespace=namespace,
+            job=name,
+        )
+    return str((row.fold_state or {}).get("raw") or row.name)
+
+
+def _run_event(
+    namespace: str,
+    job: str,
+    run_id: str,
+    event_type: str | None,
+    at: datetime,
+    facets: dict[str, Any],
+) -> dict[str, Any]:
+    event: dict[str, Any] = {
+        "eventTime": iso(at),
+        "run": {"runId": run_id, "facets": facets},
+        "job": {"namespace": namespace, "name": job},
+        "producer": PRODUCER,
+        "schemaURL": _SCHEMA + "RunEvent",
+    }
+    if event_type is not None:
+        event["eventType"] = event_type
+    return event
+
+
+def create_run(
+    engine: Engine,
+    namespace: str,
+    job: str,
+    *,
+    run_id: str | None = None,
+    nominal_start_time: datetime | None = None,
+    nominal_end_time: datetime | None = None,
+    args: dict[str, str] | None = None,
+    at: datetime | None = None,
+) -> str:
+    """A NEW run of an existing job; returns its id."""
+    raw = _job_raw_name(engine, namespace, job)
+    run = check_uuid(run_id, "runId") if run_id is not None else new_id()
+    facets: dict[str, Any] = {}
+    if nominal_start_time is not None:
+        nominal = {"nominalStartTime": iso(_now(nominal_start_time))}
+        if nominal_end_time is not None:
+            nominal["nominalEndTime"] = iso(_now(nominal_end_time))
+        facets["nominalTime"] = _facet(**nominal)
+    if args:
+        facets["runArgs"] = _facet(args=dict(args))
+    ingest_event(engine, _run_event(namespace, raw, run, None, _now(at), facets))
+    return run
+
+
+def mark_run(
+    engine: Engine, run_id: str, action: str, *, at: datetime | None = None
+) -> IngestResult:
+    """Move a run: ``start``, ``complete``, ``fail`` or ``abort`` at ``at`` (default now)."""
+    event_type = _ACTIONS.get(action.lower())
+    if event_type is None:
+        raise InvalidArgument(
+            f"unknown run action {action!r}; use one of {sorted(_ACTIONS)}", action=action
+        )
+    run = check_uuid(run_id, "runId")
+    r, j = s.runs, s.jobs
+    with read_tx(engine) as conn:
+        row = conn.execute(
+            sa.select(j.c.namespace, j.c.fold_state, j.c.name)
+            .join(r, r.c.job_uuid == j.c.uuid)
+            .where(r.c.uuid == run)
+        ).first()
+    if row is None:
+        raise NotFound(f"run {run_id!r} not found", run_id=run_id)
+    raw = str((row.fold_state or {}).get("raw") or row.name)
+    return ingest_event(engine, _run_event(row.namespace, raw, run, event_type, _now(at), {}))
