@@ -41,7 +41,11 @@ class Seeder:
         self.namespace(ns)
         uuid = new_id()
         self._ins(
-            s.datasets, uuid=uuid, namespace=ns, name=name, created_at=self.tick(),
+            s.datasets,
+            uuid=uuid,
+            namespace=ns,
+            name=name,
+            created_at=self.tick(),
             updated_at=self.clock,
         )
         if fields is not None:
@@ -49,20 +53,29 @@ class Seeder:
         return uuid
 
     def version(
-        self, dataset_uuid: str, run_uuid: str | None, fields: list[str] | None = None,
-        commit_id: int | None = None, current: bool = True,
+        self,
+        dataset_uuid: str,
+        run_uuid: str | None,
+        fields: list[str] | None = None,
+        commit_id: int | None = None,
+        current: bool = True,
     ) -> str:
         uuid = new_id()
         self._ins(
-            s.dataset_versions, uuid=uuid, dataset_uuid=dataset_uuid, created_at=self.tick(),
-            run_uuid=run_uuid, commit_id=commit_id,
+            s.dataset_versions,
+            uuid=uuid,
+            dataset_uuid=dataset_uuid,
+            created_at=self.tick(),
+            run_uuid=run_uuid,
+            commit_id=commit_id,
             schema_fields=[{"name": f, "type": "STRING"} for f in (fields or ["a"])],
             facets={},
         )
         if current:
             with self.engine.begin() as conn:
                 conn.execute(
-                    s.datasets.update().where(s.datasets.c.uuid == dataset_uuid)
+                    s.datasets.update()
+                    .where(s.datasets.c.uuid == dataset_uuid)
                     .values(current_version_uuid=uuid)
                 )
         return uuid
@@ -74,9 +87,16 @@ class Seeder:
         uuid = new_id()
         fqn = f"{parent_name}.{simple}" if parent_name else simple
         self._ins(
-            s.jobs, uuid=uuid, namespace=ns, simple_name=simple, name=fqn,
-            parent_job_uuid=parent, parent_key=parent or "", created_at=self.tick(),
-            updated_at=self.clock, facets={},
+            s.jobs,
+            uuid=uuid,
+            namespace=ns,
+            simple_name=simple,
+            name=fqn,
+            parent_job_uuid=parent,
+            parent_key=parent or "",
+            created_at=self.tick(),
+            updated_at=self.clock,
+            facets={},
         )
         return uuid
 
@@ -85,38 +105,60 @@ class Seeder:
     ) -> str:
         uuid = new_id()
         self._ins(
-            s.job_versions, uuid=uuid, job_uuid=job_uuid, version=version or uuid,
-            created_at=self.tick(), updated_at=self.clock,
+            s.job_versions,
+            uuid=uuid,
+            job_uuid=job_uuid,
+            version=version or uuid,
+            created_at=self.tick(),
+            updated_at=self.clock,
         )
         with self.engine.begin() as conn:
             for d in inputs:
-                conn.execute(s.job_version_io.insert().values(
-                    job_version_uuid=uuid, dataset_uuid=d, io_type="INPUT", job_uuid=job_uuid))
+                conn.execute(
+                    s.job_version_io.insert().values(
+                        job_version_uuid=uuid, dataset_uuid=d, io_type="INPUT", job_uuid=job_uuid
+                    )
+                )
             for d in outputs:
-                conn.execute(s.job_version_io.insert().values(
-                    job_version_uuid=uuid, dataset_uuid=d, io_type="OUTPUT", job_uuid=job_uuid))
+                conn.execute(
+                    s.job_version_io.insert().values(
+                        job_version_uuid=uuid, dataset_uuid=d, io_type="OUTPUT", job_uuid=job_uuid
+                    )
+                )
             conn.execute(
                 s.jobs.update().where(s.jobs.c.uuid == job_uuid).values(current_version_uuid=uuid)
             )
         return uuid
 
     def run(
-        self, job_uuid: str, job_version: str | None, inputs: list[str] = (),  # type: ignore[assignment]
-        state: str = "COMPLETED", run_id: str | None = None,
+        self,
+        job_uuid: str,
+        job_version: str | None,
+        inputs: list[str] = (),  # type: ignore[assignment]
+        state: str = "COMPLETED",
+        run_id: str | None = None,
     ) -> str:
         uuid = run_id or new_id()
         start = self.tick()
         self._ins(
-            s.runs, uuid=uuid, job_uuid=job_uuid, job_version_uuid=job_version, state=state,
-            created_at=start, updated_at=start, started_at=start,
-            ended_at=start + timedelta(seconds=5), facets={"x": {"y": 1}},
+            s.runs,
+            uuid=uuid,
+            job_uuid=job_uuid,
+            job_version_uuid=job_version,
+            state=state,
+            created_at=start,
+            updated_at=start,
+            started_at=start,
+            ended_at=start + timedelta(seconds=5),
+            facets={"x": {"y": 1}},
         )
         with self.engine.begin() as conn:
             for v in inputs:
                 conn.execute(s.run_inputs.insert().values(run_uuid=uuid, dataset_version_uuid=v))
             if job_version:
                 conn.execute(
-                    s.job_versions.update().where(s.job_versions.c.uuid == job_version)
+                    s.job_versions.update()
+                    .where(s.job_versions.c.uuid == job_version)
                     .values(latest_run_uuid=uuid)
                 )
         return uuid
@@ -126,8 +168,12 @@ class Seeder:
 
     def column(self, version: str, out_field: str, in_dataset: str, in_field: str) -> None:
         self._ins(
-            s.column_lineage, dataset_version_uuid=version, output_field=out_field,
-            input_dataset_uuid=in_dataset, input_field=in_field, transformation_type="IDENTITY",
+            s.column_lineage,
+            dataset_version_uuid=version,
+            output_field=out_field,
+            input_dataset_uuid=in_dataset,
+            input_field=in_field,
+            transformation_type="IDENTITY",
             created_at=self.clock,
         )
 

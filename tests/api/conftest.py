@@ -4,11 +4,11 @@ from collections.abc import Iterator
 
 import pytest
 import sqlalchemy as sa
+from api_seed import Seeder
 from fastapi.testclient import TestClient
 
 from strata.api import create_app
 from strata.settings import Settings
-from api_seed import Seeder
 
 
 @pytest.fixture

@@ -81,7 +81,11 @@ def test_lineage_graph(client: TestClient, seed: Seeder) -> None:
     ids = [n["id"] for n in graph]
     assert ids == sorted(ids)
     assert set(ids) == {
-        "dataset:ns:raw", "dataset:ns:mid", "dataset:ns:out", "job:ns:job1", "job:ns:job2",
+        "dataset:ns:raw",
+        "dataset:ns:mid",
+        "dataset:ns:out",
+        "job:ns:job1",
+        "job:ns:job2",
     }
     by_id = {n["id"]: n for n in graph}
     mid = by_id["dataset:ns:mid"]
@@ -139,8 +143,12 @@ def test_run_upstream_and_provenance(client: TestClient, seed: Seeder) -> None:
         runs = get(client, url, **params)["runs"]
         assert [r["run"]["id"] for r in runs] == [ids["run2"], ids["run1"]]
         assert runs[0]["inputs"] == [
-            {"namespace": "ns", "name": "mid", "version": ids["mid_v1"],
-             "producedByRunId": ids["run1"]}
+            {
+                "namespace": "ns",
+                "name": "mid",
+                "version": ids["mid_v1"],
+                "producedByRunId": ids["run1"],
+            }
         ]
         assert runs[0]["job"] == {"namespace": "ns", "name": "job2", "version": ids["job2_v"]}
 
@@ -191,8 +199,11 @@ def test_search_and_tags(client: TestClient, seed: Seeder) -> None:
     res = get(client, "/api/v1/search", q="JOB", filter="JOB")
     assert res["totalCount"] == 2
     assert res["results"][0] == {
-        "type": "JOB", "name": "job1", "updatedAt": res["results"][0]["updatedAt"],
-        "namespace": "ns", "nodeId": "job:ns:job1",
+        "type": "JOB",
+        "name": "job1",
+        "updatedAt": res["results"][0]["updatedAt"],
+        "namespace": "ns",
+        "nodeId": "job:ns:job1",
     }
     assert get(client, "/api/v1/search", q="i")["totalCount"] == 1  # only mid
     assert get(client, "/api/v1/search", q="o", sort="UPDATE_AT", limit=1)["totalCount"] == 3

@@ -24,9 +24,7 @@ def check(settings: Settings, request: Request) -> None:
     header = request.headers.get("authorization", "")
     scheme, _, token = header.partition(" ")
     if scheme.lower() != "bearer" or not token.strip():
-        raise Unauthorized(
-            "this server needs a bearer token: send 'Authorization: Bearer <token>'"
-        )
+        raise Unauthorized("this server needs a bearer token: send 'Authorization: Bearer <token>'")
     token = token.strip()
     is_write = _matches(token, settings.write_tokens)
     if request.method in _READ_METHODS:

@@ -30,9 +30,7 @@ def _ensure_namespace(conn: Connection, name: str, owner: str | None = None) -> 
     t = s.namespaces
     if conn.execute(sa.select(t.c.name).where(t.c.name == name)).first() is None:
         now = _now()
-        conn.execute(
-            t.insert().values(name=name, owner=owner, created_at=now, updated_at=now)
-        )
+        conn.execute(t.insert().values(name=name, owner=owner, created_at=now, updated_at=now))
 
 
 def upsert_namespace(engine: Engine, name: str, owner: str, description: str | None) -> None:
@@ -46,9 +44,7 @@ def upsert_namespace(engine: Engine, name: str, owner: str, description: str | N
         )
 
 
-def upsert_source(
-    engine: Engine, name: str, type_: str, url: str, description: str | None
-) -> None:
+def upsert_source(engine: Engine, name: str, type_: str, url: str, description: str | None) -> None:
     t = s.sources
     now = _now()
     with write_tx(engine) as conn:
@@ -197,7 +193,9 @@ def upsert_dataset(
         if uuid is None:
             uuid = new_id()
             conn.execute(
-                d.insert().values(uuid=uuid, namespace=namespace, name=name, created_at=now, **values)
+                d.insert().values(
+                    uuid=uuid, namespace=namespace, name=name, created_at=now, **values
+                )
             )
         else:
             conn.execute(d.update().where(d.c.uuid == uuid).values(**values))
@@ -367,7 +365,9 @@ def create_run(
 
 def _record_state(conn: Connection, run_id: str, state: str, at: datetime) -> None:
     conn.execute(
-        s.run_states.insert().values(uuid=new_id(), run_uuid=run_id, state=state, transitioned_at=at)
+        s.run_states.insert().values(
+            uuid=new_id(), run_uuid=run_id, state=state, transitioned_at=at
+        )
     )
 
 

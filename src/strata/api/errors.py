@@ -43,7 +43,9 @@ async def _validation_error(_request: Request, exc: Exception) -> JSONResponse:
     first = errors[0] if errors else {"field": "", "message": "invalid request"}
     in_body = any(e["in"] == "body" for e in errors)
     if any(e.get("type") == "json_invalid" for e in exc.errors()):
-        return error_response(400, "malformed_json", f"request body is not JSON: {first['message']}")
+        return error_response(
+            400, "malformed_json", f"request body is not JSON: {first['message']}"
+        )
     return error_response(
         422 if in_body else 400,
         "invalid_argument",

@@ -42,8 +42,7 @@ class RawSegmentsMiddleware:
             if isinstance(raw, bytes | bytearray):
                 text = bytes(raw).split(b"?", 1)[0].decode("latin-1")
                 parts = [
-                    _escape(unquote(p, encoding="utf-8", errors="replace"))
-                    for p in text.split("/")
+                    _escape(unquote(p, encoding="utf-8", errors="replace")) for p in text.split("/")
                 ]
                 scope = dict(scope)
                 scope["path"] = "/".join(parts)

@@ -27,9 +27,7 @@ def serve(settings: Settings, host: str | None = None, port: int | None = None) 
             migrate.check(engine)
         except SchemaVersionError as exc:
             engine.dispose()
-            raise SchemaVersionError(
-                f"refusing to serve: {exc.message}", **exc.details
-            ) from exc
+            raise SchemaVersionError(f"refusing to serve: {exc.message}", **exc.details) from exc
     app = create_app(settings, engine)
     try:
         uvicorn.run(

@@ -11,7 +11,8 @@ from __future__ import annotations
 import dataclasses
 from collections import defaultdict
 from collections.abc import Iterable
-from dataclasses import dataclass, field
+from dataclasses import dataclass
+from dataclasses import field as dc_field
 from datetime import datetime
 from typing import Any, Literal
 
@@ -85,9 +86,7 @@ def parse_node_id(conn: Connection, node_id: str) -> NodeRef:
 
 def _dataset(conn: Connection, ns: str, name: str) -> str | None:
     d = s.datasets
-    return conn.execute(
-        sa.select(d.c.uuid).where(d.c.namespace == ns, d.c.name == name)
-    ).scalar()
+    return conn.execute(sa.select(d.c.uuid).where(d.c.namespace == ns, d.c.name == name)).scalar()
 
 
 def check_depth(depth: int) -> int:
@@ -106,8 +105,8 @@ class GraphNode:
     id: str
     type: NodeType
     data: Any
-    in_edges: list[tuple[str, str]] = field(default_factory=list)
-    out_edges: list[tuple[str, str]] = field(default_factory=list)
+    in_edges: list[tuple[str, str]] = dc_field(default_factory=list)
+    out_edges: list[tuple[str, str]] = dc_field(default_factory=list)
 
 
 def dataset_node_id(ns: str, name: str) -> str:
@@ -144,9 +143,7 @@ class _Edges:
             out.update(self._latest_at(s.job_versions, missing, s.job_versions.c.uuid))
         return out
 
-    def _latest_at(
-        self, table: sa.Table, jobs: list[str], value: sa.Column[Any]
-    ) -> dict[str, str]:
+    def _latest_at(self, table: sa.Table, jobs: list[str], value: sa.Column[Any]) -> dict[str, str]:
         out: dict[str, str] = {}
         for batch in q.chunks(jobs):
             rn = (
@@ -166,7 +163,9 @@ class _Edges:
                 )
                 .subquery()
             )
-            for r in self.conn.execute(sa.select(inner.c.job_uuid, inner.c.v).where(inner.c.rn == 1)):
+            for r in self.conn.execute(
+                sa.select(inner.c.job_uuid, inner.c.v).where(inner.c.rn == 1)
+            ):
                 out[r.job_uuid] = r.v
         return out
 
@@ -328,16 +327,16 @@ def _build_graph(
     nodes: dict[str, GraphNode] = {}
     for u, d in datasets.items():
         nodes[ds_id[u]] = GraphNode(ds_id[u], "DATASET", d)
-    for jb, d, io_type in sorted(edges):
-        if jb not in job_id or d not in ds_id:
+    for jb, du, io_type in sorted(edges):
+        if jb not in job_id or du not in ds_id:
             continue
-        ref = q.DatasetRef(datasets[d].namespace, datasets[d].name)
+        ref = q.DatasetRef(datasets[du].namespace, datasets[du].name)
         if io_type == "INPUT":
             ins[jb].append(ref)
-            nodes[ds_id[d]].out_edges.append((ds_id[d], job_id[jb]))
+            nodes[ds_id[du]].out_edges.append((ds_id[du], job_id[jb]))
         else:
             outs[jb].append(ref)
-            nodes[ds_id[d]].in_edges.append((job_id[jb], ds_id[d]))
+            nodes[ds_id[du]].in_edges.append((job_id[jb], ds_id[du]))
     for u, j in jobs.items():
         rid = latest.get(u)
         data = dataclasses.replace(
@@ -384,9 +383,9 @@ class FieldNode:
     field_type: str | None
     transformation_description: str | None = None
     transformation_type: str | None = None
-    input_fields: list[InputField] = field(default_factory=list)
-    in_edges: list[tuple[str, str]] = field(default_factory=list)
-    out_edges: list[tuple[str, str]] = field(default_factory=list)
+    input_fields: list[InputField] = dc_field(default_factory=list)
+    in_edges: list[tuple[str, str]] = dc_field(default_factory=list)
+    out_edges: list[tuple[str, str]] = dc_field(default_factory=list)
 
 
 def field_node_id(ns: str, ds: str, fld: str) -> str:
@@ -403,7 +402,9 @@ def column_lineage(
         assert start.field is not None
         seeds = {(start.uuid, start.field)}
     elif start.type == "DATASET":
-        seeds = {(start.uuid, f.name) for f in q.datasets_by_uuid(conn, [start.uuid])[start.uuid].fields}
+        seeds = {
+            (start.uuid, f.name) for f in q.datasets_by_uuid(conn, [start.uuid])[start.uuid].fields
+        }
         seeds |= {(start.uuid, f) for f in _output_fields(conn, start.uuid)}
     else:
         job = q.jobs_by_uuid(conn, [start.uuid], with_latest_run=False)[start.uuid]
@@ -541,7 +542,9 @@ def _field_nodes(
             if src is None:
                 continue
             node.input_fields.append(
-                InputField(src.namespace, src.dataset, src.dataset_version, in_field, t_desc, t_type)
+                InputField(
+                    src.namespace, src.dataset, src.dataset_version, in_field, t_desc, t_type
+                )
             )
             node.transformation_type = node.transformation_type or t_type
             node.transformation_description = node.transformation_description or t_desc
@@ -620,7 +623,9 @@ def _run_inputs(conn: Connection, run_ids: list[str]) -> dict[str, list[Upstream
     out: dict[str, list[UpstreamInput]] = defaultdict(list)
     for batch in q.chunks(run_ids):
         for r in conn.execute(
-            sa.select(ri.c.run_uuid, dv.c.uuid, dv.c.run_uuid.label("producer"), d.c.namespace, d.c.name)
+            sa.select(
+                ri.c.run_uuid, dv.c.uuid, dv.c.run_uuid.label("producer"), d.c.namespace, d.c.name
+            )
             .join(dv, dv.c.uuid == ri.c.dataset_version_uuid)
             .join(d, d.c.uuid == dv.c.dataset_uuid)
             .where(ri.c.run_uuid.in_(batch))

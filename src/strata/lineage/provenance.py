@@ -9,6 +9,7 @@ from __future__ import annotations
 from collections import defaultdict
 from dataclasses import dataclass, field
 from datetime import datetime
+
 import sqlalchemy as sa
 from sqlalchemy.engine import Connection
 
@@ -149,7 +150,8 @@ def _with_inputs(conn: Connection, run_ids: list[str]) -> set[str]:
     out: set[str] = set()
     for batch in q.chunks(run_ids):
         out.update(
-            conn.execute(sa.select(ri.c.run_uuid).where(ri.c.run_uuid.in_(batch)).distinct())
-            .scalars()
+            conn.execute(
+                sa.select(ri.c.run_uuid).where(ri.c.run_uuid.in_(batch)).distinct()
+            ).scalars()
         )
     return out

@@ -220,8 +220,8 @@ def _datasets_from_rows(
     versions: dict[str, sa.Row[Any]] = {}
     dv = s.dataset_versions
     for batch in chunks(version_ids):
-        for v in conn.execute(sa.select(dv).where(dv.c.uuid.in_(batch))):
-            versions[v.uuid] = v
+        for row in conn.execute(sa.select(dv).where(dv.c.uuid.in_(batch))):
+            versions[row.uuid] = row
     tags = _dataset_tags(conn, [r.uuid for r in rows])
     out = []
     for r in rows:
@@ -637,7 +637,11 @@ def list_jobs(conn: Connection, namespace: str, limit: int, offset: int) -> Page
     get_namespace(conn, namespace)
     j = s.jobs
     rows = conn.execute(
-        sa.select(j).where(j.c.namespace == namespace).order_by(j.c.name).limit(limit).offset(offset)
+        sa.select(j)
+        .where(j.c.namespace == namespace)
+        .order_by(j.c.name)
+        .limit(limit)
+        .offset(offset)
     ).all()
     total = conn.execute(
         sa.select(sa.func.count()).select_from(j).where(j.c.namespace == namespace)
@@ -725,9 +729,7 @@ def _job_versions_from_rows(
     ]
 
 
-def list_job_versions(
-    conn: Connection, job_uuid: str, limit: int, offset: int
-) -> Page[JobVersion]:
+def list_job_versions(conn: Connection, job_uuid: str, limit: int, offset: int) -> Page[JobVersion]:
     job = get_job(conn, job_uuid)
     jv = s.job_versions
     rows = conn.execute(
@@ -803,9 +805,9 @@ def search(
         if namespace:
             cond = sa.and_(cond, j.c.namespace == namespace)
         parts.append(
-            sa.select(sa.literal("JOB").label("type"), j.c.namespace, j.c.name, j.c.updated_at).where(
-                cond
-            )
+            sa.select(
+                sa.literal("JOB").label("type"), j.c.namespace, j.c.name, j.c.updated_at
+            ).where(cond)
         )
     u = sa.union_all(*parts).subquery() if len(parts) > 1 else parts[0].subquery()
     order = (

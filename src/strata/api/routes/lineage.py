@@ -94,13 +94,19 @@ def list_events(
     conn: Conn,
     before: datetime | None = None,
     after: datetime | None = None,
-    sortDirection: Annotated[Literal["asc", "desc", "ASC", "DESC"], Query()] = "desc",
+    sort_direction: Annotated[
+        Literal["asc", "desc", "ASC", "DESC"], Query(alias="sortDirection")
+    ] = "desc",
     limit: Limit = 100,
     offset: Offset = 0,
 ) -> dict[str, Any]:
     page = q.list_events(
-        conn, _aware(before, "before"), _aware(after, "after"), sortDirection.lower() == "asc",
-        limit, offset,
+        conn,
+        _aware(before, "before"),
+        _aware(after, "after"),
+        sort_direction.lower() == "asc",
+        limit,
+        offset,
     )
     return {"events": page.items, "totalCount": page.total}
 
@@ -108,22 +114,22 @@ def list_events(
 @router.get("/lineage")
 def get_lineage(
     conn: Conn,
-    nodeId: Annotated[str, Query(min_length=1, max_length=4096)],
+    node_id: Annotated[str, Query(alias="nodeId", min_length=1, max_length=4096)],
     depth: Depth = 20,
-    asOf: datetime | None = None,
+    as_of: Annotated[datetime | None, Query(alias="asOf")] = None,
 ) -> dict[str, Any]:
-    nodes = g.lineage_graph(conn, nodeId, depth, _aware(asOf, "asOf"))
+    nodes = g.lineage_graph(conn, node_id, depth, _aware(as_of, "asOf"))
     return {"graph": [views.graph_node(n) for n in nodes]}
 
 
 @router.get("/column-lineage")
 def get_column_lineage(
     conn: Conn,
-    nodeId: Annotated[str, Query(min_length=1, max_length=4096)],
+    node_id: Annotated[str, Query(alias="nodeId", min_length=1, max_length=4096)],
     depth: Depth = 20,
-    withDownstream: bool = False,
+    with_downstream: Annotated[bool, Query(alias="withDownstream")] = False,
 ) -> dict[str, Any]:
-    nodes = g.column_lineage(conn, nodeId, depth, withDownstream)
+    nodes = g.column_lineage(conn, node_id, depth, with_downstream)
     return {"graph": [views.field_node(n) for n in nodes]}
 
 

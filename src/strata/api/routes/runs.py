@@ -51,8 +51,10 @@ def _upstream(conn: Conn, run_id: UUID, depth: int) -> dict[str, Any]:
 
 
 @router.get("/runlineage/upstream", tags=["Lineage"])
-def run_lineage_upstream(conn: Conn, runId: UUID, depth: Depth = 20) -> dict[str, Any]:
-    return _upstream(conn, runId, depth)
+def run_lineage_upstream(
+    conn: Conn, run_id: Annotated[UUID, Query(alias="runId")], depth: Depth = 20
+) -> dict[str, Any]:
+    return _upstream(conn, run_id, depth)
 
 
 @router.get("/runs/{id}/lineage/upstream", tags=["Lineage"])

@@ -18,9 +18,7 @@ router = APIRouter(tags=["Search"])
 def search(
     conn: Conn,
     q_: Annotated[str, Query(alias="q", min_length=1, max_length=1024)],
-    filter: Annotated[
-        Literal["DATASET", "JOB", "dataset", "job"] | None, Query()
-    ] = None,
+    filter: Annotated[Literal["DATASET", "JOB", "dataset", "job"] | None, Query()] = None,
     sort: Annotated[Literal["NAME", "UPDATE_AT", "name", "update_at"], Query()] = "NAME",
     limit: Annotated[int, Query(ge=0, le=10_000)] = 10,
     namespace: str | None = None,

@@ -1,0 +1,117 @@
+"""A real uvicorn server: openlineage-python sends (gzip, API key), marquez-python reads."""
+
+from __future__ import annotations
+
+import socket
+import threading
+import time
+import uuid
+from collections.abc import Iterator
+from datetime import UTC, datetime
+
+import pytest
+import sqlalchemy as sa
+import uvicorn
+
+from strata.api import create_app
+from strata.settings import Settings
+
+pytest.importorskip("strata.lineage.ingest")
+marquez_client = pytest.importorskip("marquez_client")
+pytest.importorskip("openlineage.client")
+
+WRITE, READ = "w-token", "r-token"
+
+
+def _free_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return int(sock.getsockname()[1])
+
+
+@pytest.fixture
+def server(settings: Settings, engine: sa.Engine) -> Iterator[str]:
+    import dataclasses
+
+    secured = dataclasses.replace(settings, write_tokens=(WRITE,), read_tokens=(READ,))
+    port = _free_port()
+    config = uvicorn.Config(
+        create_app(secured, engine), host="127.0.0.1", port=port, log_level="warning"
+    )
+    srv = uvicorn.Server(config)
+    thread = threading.Thread(target=srv.run, daemon=True)
+    thread.start()
+    deadline = time.monotonic() + 20
+    while not srv.started and time.monotonic() < deadline:
+        time.sleep(0.05)
+    assert srv.started, "uvicorn did not start"
+    yield f"http://127.0.0.1:{port}"
+    srv.should_exit = True
+    thread.join(timeout=10)
+
+
+def test_openlineage_client_to_marquez_client(server: str) -> None:
+    import requests
+    from openlineage.client import OpenLineageClient
+    from openlineage.client.event_v2 import (
+        InputDataset,
+        Job,
+        OutputDataset,
+        Run,
+        RunEvent,
+        RunState,
+    )
+    from openlineage.client.transport.http import ApiKeyTokenProvider, HttpConfig, HttpTransport
+
+    transport = HttpTransport(
+        HttpConfig(
+            url=server,
+            compression="gzip",  # type: ignore[arg-type]
+            auth=ApiKeyTokenProvider({"apiKey": WRITE}),
+        )
+    )
+    client = OpenLineageClient(transport=transport)
+    run_id = str(uuid.uuid4())
+    job = Job(namespace="live", name="daily.load")
+    for state in (RunState.START, RunState.COMPLETE):
+        client.emit(
+            RunEvent(
+                eventType=state,
+                eventTime=datetime.now(UTC).isoformat(),
+                run=Run(runId=run_id),
+                job=job,
+                producer="https://example.com/live-test",
+                inputs=[InputDataset(namespace="live", name="src/raw")],
+                outputs=[OutputDataset(namespace="live", name="dst/clean")],
+            )
+        )
+        time.sleep(0.01)
+
+    mq = marquez_client.MarquezClient(server, api_key=READ)
+    assert "live" in [n["name"] for n in mq.list_namespaces()["namespaces"]]
+    got = mq.get_job("live", "daily.load")
+    assert got["name"] == "daily.load" and got["latestRun"]["state"] == "COMPLETED"
+    runs = mq.list_job_runs("live", "daily.load")["runs"]
+    assert [r["id"] for r in runs] == [run_id]
+    assert mq.get_job_run(run_id)["state"] == "COMPLETED"
+    ds = mq.get_dataset("live", "dst/clean")
+    assert ds["name"] == "dst/clean" and ds["currentVersion"]
+    assert mq.list_dataset_versions("live", "dst/clean")["versions"]
+
+    # Auth: no token 401, a read token may not write.
+    assert requests.get(f"{server}/api/v1/namespaces", timeout=5).status_code == 401
+    r = requests.put(
+        f"{server}/api/v1/namespaces/x",
+        json={"ownerName": "me"},
+        headers={"Authorization": f"Bearer {READ}"},
+        timeout=5,
+    )
+    assert r.status_code == 403 and r.json()["code"] == "forbidden"
+    r = requests.put(
+        f"{server}/api/v1/namespaces/x",
+        json={"ownerName": "me"},
+        headers={"Authorization": f"Bearer {WRITE}"},
+        timeout=5,
+    )
+    assert r.status_code == 200
+    assert requests.get(f"{server}/openapi.json", timeout=5).status_code == 200
