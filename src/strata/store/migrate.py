@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 
 import sqlalchemy as sa
@@ -11,7 +13,7 @@ from alembic.runtime.migration import MigrationContext
 from alembic.script import ScriptDirectory
 from sqlalchemy.engine import Connection, Engine
 
-from strata.errors import SchemaVersionError
+from strata.errors import SchemaVersionError, StoreError
 from strata.store.engine import write_tx
 
 _MIGRATIONS = Path(__file__).parent / "migrations"
@@ -51,9 +53,47 @@ def _check_not_newer(revision: str | None, url: str) -> None:
         )
 
 
+@contextmanager
+def _schema_tx(engine: Engine) -> Iterator[Connection]:
+    """A write transaction for schema changes.
+
+    SQLite alters tables by copying them and dropping the original; with foreign
+    keys enforced, dropping a table that other rows reference fails. So on SQLite
+    enforcement is off while migrations run (the pragma is a no-op inside a
+    transaction, hence before BEGIN) and the references are checked once at the end.
+    """
+    if engine.dialect.name != "sqlite":
+        with write_tx(engine) as conn:
+            yield conn
+        return
+    with engine.connect() as raw:
+        dbapi = raw.connection.dbapi_connection
+        assert dbapi is not None
+        cur = dbapi.cursor()
+        cur.execute("PRAGMA foreign_keys=OFF")
+        try:
+            conn = raw.execution_options(sqlite_begin="IMMEDIATE")
+            with conn.begin():
+                yield conn
+                broken = conn.exec_driver_sql("PRAGMA foreign_key_check").all()
+                if broken:
+                    raise StoreError(
+                        f"schema migration left {len(broken)} broken reference(s), first "
+                        f"{tuple(broken[0])}; the migration was rolled back",
+                    )
+        except sa.exc.OperationalError as exc:
+            raise StoreError(
+                f"metadata store error: {exc.orig}; check that the database is reachable "
+                "and not locked by another program",
+            ) from exc
+        finally:
+            cur.execute("PRAGMA foreign_keys=ON")
+            cur.close()
+
+
 def upgrade(engine: Engine, revision: str = "head") -> str:
     """Bring the schema to ``revision``; returns the revision the store is at."""
-    with write_tx(engine) as conn:
+    with _schema_tx(engine) as conn:
         if conn.dialect.name == "postgresql":
             conn.execute(sa.text("SELECT pg_advisory_xact_lock(:k)"), {"k": _PG_LOCK_KEY})
         current = current_revision(conn)
@@ -64,7 +104,7 @@ def upgrade(engine: Engine, revision: str = "head") -> str:
 
 
 def downgrade(engine: Engine, revision: str) -> None:
-    with write_tx(engine) as conn:
+    with _schema_tx(engine) as conn:
         command.downgrade(_config(conn), revision)
 
 
