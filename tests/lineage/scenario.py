@@ -109,6 +109,18 @@ def story() -> list[dict[str, Any]]:
             "schemaURL": "https://openlineage.io/spec/2-0-2/OpenLineage.json#/$defs/JobEvent",
         },
         {
+            "eventTime": at(11),
+            "dataset": ds("ext", "source", dataSource={"name": "warehouse", "uri": "s3://new"}),
+            "producer": PRODUCER,
+            "schemaURL": "https://openlineage.io/spec/2-0-2/OpenLineage.json#/$defs/DatasetEvent",
+        },
+        {
+            "eventTime": at(9),
+            "dataset": ds("ext", "source", dataSource={"name": "warehouse", "uri": "s3://old"}),
+            "producer": PRODUCER,
+            "schemaURL": "https://openlineage.io/spec/2-0-2/OpenLineage.json#/$defs/DatasetEvent",
+        },
+        {
             "eventTime": at(9),
             "dataset": ds("lake", "raw", documentation={"description": "raw rows"}),
             "producer": PRODUCER,

@@ -40,6 +40,7 @@ def deliveries(draw: st.DrawFn) -> list[dict[str, Any]]:
 def test_any_order_with_duplicates_gives_the_same_tables(engine: sa.Engine) -> None:
     expected = replay(engine, EVENTS)
     assert expected["dataset_versions"] and expected["run_inputs"] and expected["job_aliases"]
+    assert [r[2] for r in expected["sources"]] == ["s3://new"]
     assert expected == replay(engine, list(reversed(EVENTS)))
 
     @settings(

@@ -57,17 +57,29 @@ def touch_namespace(conn: Connection, name: str, at: datetime) -> None:
 
 
 def touch_source(conn: Connection, name: str, uri: str | None, at: datetime) -> None:
+    """Create or widen a source; its URL is the one of the latest event (ties: largest URL)."""
     t = s.sources
-    kind = (uri.split(":", 1)[0].upper() if uri and ":" in uri else "") or "DB"
     values = {
         "name": name,
-        "type": kind,
+        "type": _source_type(uri),
         "connection_url": uri,
         "created_at": at,
         "updated_at": at,
     }
-    if not insert_ignore(conn, t, values, ["name"]):
-        widen_times(conn, t, t.c.name == name, at)
+    if insert_ignore(conn, t, values, ["name"]):
+        return
+    row = conn.execute(sa.select(t).where(t.c.name == name)).one()
+    widen_times(conn, t, t.c.name == name, at)
+    if uri is None or uri == row.connection_url:
+        return
+    if at > row.updated_at or (at == row.updated_at and uri > (row.connection_url or "")):
+        conn.execute(
+            t.update().where(t.c.name == name).values(connection_url=uri, type=_source_type(uri))
+        )
+
+
+def _source_type(uri: str | None) -> str:
+    return (uri.split(":", 1)[0].upper() if uri and ":" in uri else "") or "DB"
 
 
 def touch_dataset(conn: Connection, namespace: str, name: str, at: datetime) -> str:
