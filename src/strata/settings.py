@@ -93,7 +93,7 @@ def _from_toml(config_file: str | Path | None, names: set[str]) -> dict[str, Any
         raise ConfigError(
             f"unknown key(s) {sorted(unknown)} in {str(path)!r}; known keys are {sorted(names)}"
         )
-    if "home" in table and not Path(table["home"]).is_absolute():
+    if isinstance(table.get("home"), str) and not Path(table["home"]).is_absolute():
         # Relative paths in a config file are relative to that file, as users expect.
         table["home"] = str(path.parent / table["home"])
     return dict(table)
@@ -114,6 +114,8 @@ _HINTS = get_type_hints(Settings)
 def _coerce(name: str, value: Any) -> Any:
     hint = _HINTS[name]
     try:
+        if isinstance(value, bool) and hint is not bool:
+            raise TypeError(f"expected {getattr(hint, '__name__', hint)}, got a boolean")
         if hint is Path:
             return Path(value)
         if hint is int:

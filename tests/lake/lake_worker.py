@@ -32,7 +32,6 @@ import pyarrow as pa
 import pyarrow.dataset
 import pyarrow.fs
 import pyarrow.parquet
-import sqlalchemy as sa
 
 from strata.lake.service import Lake
 from strata.settings import Settings
@@ -63,7 +62,7 @@ def append_loop(job: dict[str, Any]) -> None:
     settings = Settings(
         home=job["home"], database_url=job["database_url"], lake_uri=job["lake_uri"]
     )
-    engine = create_engine(job["database_url"], poolclass=sa.pool.NullPool)
+    engine = create_engine(job["database_url"])
     lake = Lake(settings, engine)
     rng = random.Random(job["writer"])
     go = job.get("go")

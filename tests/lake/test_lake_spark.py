@@ -1,0 +1,70 @@
+"""Spark in and out of the lake: Spark writes, Spark and Arrow reads agree."""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime
+
+import pyarrow as pa
+import pytest
+
+from strata.errors import SchemaMismatch
+from strata.lake.service import Lake
+
+pytestmark = pytest.mark.spark
+
+
+def _rows(table: pa.Table) -> list[tuple[object, ...]]:
+    return sorted(zip(*(table.column(n).to_pylist() for n in table.schema.names), strict=True))
+
+
+def test_spark_and_arrow_reads_agree(lake: Lake, spark) -> None:  # type: ignore[no-untyped-def]
+    ds = "spark/events"
+    ts = datetime(2026, 1, 2, 3, 4, 5, 678901, tzinfo=UTC)
+    with lake.transaction(ds, "APPEND") as txn:
+        txn.write(
+            pa.table(
+                {
+                    "id": pa.array([1, 2], pa.int64()),
+                    "name": ["a", None],
+                    "at": pa.array([ts, ts], pa.timestamp("us", tz="UTC")),
+                }
+            )
+        )
+    frame = spark.createDataFrame(
+        [(3, "c", ts), (4, "d", ts)], "id long, name string, at timestamp"
+    ).repartition(2)
+    with lake.transaction(ds, "APPEND") as txn:
+        entries = txn.write(frame)
+    assert len(entries) >= 1 and sum(e.rows for e in entries) == 2
+    assert all(e.path.endswith(".parquet") for e in entries)
+    v2 = txn.versions[ds]
+    assert v2.row_count == 4
+
+    for version in (1, 2):
+        arrow = lake.read_arrow(ds, version=version)
+        sdf = lake.read(ds, version=version, spark=spark)
+        assert sorted(sdf.columns) == sorted(arrow.schema.names)
+        spark_rows = sorted(tuple(r[n] for n in arrow.schema.names) for r in sdf.collect())
+        arrow_rows = _rows(arrow)
+        assert len(spark_rows) == len(arrow_rows) == (2 if version == 1 else 4)
+        for s_row, a_row in zip(spark_rows, arrow_rows, strict=True):
+            assert s_row[:2] == a_row[:2]
+            # Same instant, whatever zone each reader attaches.
+            assert s_row[2].replace(tzinfo=UTC) == a_row[2]
+
+    # Spark is held to the dataset schema like any writer.
+    with pytest.raises(SchemaMismatch, match="id: string"), lake.transaction(ds, "APPEND") as txn:
+        txn.write(spark.createDataFrame([("x", "y", ts)], "id string, name string, at timestamp"))
+    assert [v.commit_id for v in lake.versions(ds)] == [1, 2]
+
+
+def test_spark_reads_an_empty_version(lake: Lake, spark) -> None:  # type: ignore[no-untyped-def]
+    ds = "spark/emptied"
+    with lake.transaction(ds, "APPEND") as txn:
+        txn.write(pa.table({"id": pa.array([1], pa.int64()), "name": ["a"]}))
+    with lake.transaction(ds, "DELETE") as txn:
+        txn.remove(*(f.path for f in lake.files(ds)))
+    sdf = lake.read(ds, spark=spark)
+    assert sdf.count() == 0
+    assert sdf.columns == ["id", "name"]
+    assert lake.read(ds, version=1, spark=spark).collect()[0]["name"] == "a"
