@@ -9,7 +9,7 @@ from typing import Annotated
 import typer
 
 from strata.cli.common import reported, settings_from
-from strata.cli.output import console, emit_table
+from strata.cli.output import console, emit_table, emit_versions
 from strata.lake.service import connect
 
 DATASET = "demo/clicks"
@@ -82,18 +82,4 @@ def demo(
             console.print(f"   Spark reads version {first.commit_id} with {n} rows too.")
 
         console.print("5. History:")
-        emit_table(
-            f"versions of {DATASET}",
-            ["version", "committed at", "type", "rows", "files", "content hash"],
-            [
-                (
-                    v.commit_id,
-                    v.committed_at,
-                    v.type,
-                    v.row_count,
-                    v.file_count,
-                    v.content_hash[:12],
-                )
-                for v in lake.versions(DATASET)
-            ],
-        )
+        emit_versions(DATASET, lake.versions(DATASET))

@@ -8,7 +8,7 @@ from typing import Annotated
 import typer
 
 from strata.cli.common import parse_time, reported, settings_from
-from strata.cli.output import console, emit_json, emit_table
+from strata.cli.output import console, emit_json, emit_table, emit_versions
 from strata.errors import InvalidArgument
 from strata.lake.service import connect
 
@@ -109,21 +109,7 @@ def versions(
         if json_out:
             emit_json([v.to_dict() for v in history])
             return
-        emit_table(
-            f"versions of {dataset}",
-            ["version", "committed at", "type", "rows", "files", "content hash"],
-            [
-                (
-                    v.commit_id,
-                    v.committed_at,
-                    v.type,
-                    v.row_count,
-                    v.file_count,
-                    v.content_hash[:12],
-                )
-                for v in history
-            ],
-        )
+        emit_versions(dataset, history)
 
 
 def read(

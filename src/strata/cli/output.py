@@ -6,10 +6,13 @@ import json
 import sys
 from collections.abc import Sequence
 from datetime import datetime
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from rich.console import Console
 from rich.table import Table
+
+if TYPE_CHECKING:
+    from strata.lake.catalog import Version
 
 console = Console()
 err_console = Console(stderr=True, soft_wrap=True)
@@ -32,6 +35,18 @@ def emit_table(title: str, columns: Sequence[str], rows: Sequence[Sequence[Any]]
     for row in rows:
         table.add_row(*["" if v is None else _cell(v) for v in row])
     console.print(table)
+
+
+def emit_versions(dataset: str, versions: Sequence[Version]) -> None:
+    """A dataset's version history as a table."""
+    emit_table(
+        f"versions of {dataset}",
+        ["version", "committed at", "type", "rows", "files", "content hash"],
+        [
+            (v.commit_id, v.committed_at, v.type, v.row_count, v.file_count, v.content_hash[:12])
+            for v in versions
+        ],
+    )
 
 
 def _cell(value: Any) -> str:
