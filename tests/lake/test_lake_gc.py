@@ -180,3 +180,22 @@ def test_gc_racing_a_commit_never_deletes_committed_files(lake: Lake) -> None:
     else:
         assert lake.versions(ds) == []
         assert not local.exists()
+
+
+def test_gc_removes_files_written_after_gc_aborted_the_transaction(lake: Lake) -> None:
+    """A writer slower than the grace period may keep writing after gc aborted it
+    (object stores and Spark create folders on write); those files are collected too."""
+    txn = lake.transaction("gc/slow-writer", "APPEND")
+    [entry] = txn.write(ids(1))
+    assert lake.gc(grace_seconds=0).transactions == 1
+    folder = Path(lake.storage.local(entry.path)).parent
+    assert not folder.exists()
+    # What the late writer leaves behind: its folder again, with a new container.
+    folder.mkdir(parents=True)
+    pq.write_table(ids(2), folder / "part-late.parquet")
+    with pytest.raises(TransactionClosed):
+        txn.commit()
+    report = lake.gc(grace_seconds=0)
+    assert report.orphan_folders == 1
+    assert not folder.exists()
+    assert lake.versions("gc/slow-writer") == []

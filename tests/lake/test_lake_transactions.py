@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from datetime import timedelta
+from datetime import timedelta, timezone
 from pathlib import Path
 
 import pandas as pd
@@ -68,6 +68,11 @@ def test_append_append_snapshot_and_time_travel(lake: Lake) -> None:
     assert read_ids(lake, ds, as_of=v3.committed_at - timedelta(microseconds=1)) == [1, 2, 3]
     assert read_ids(lake, ds, as_of=v3.committed_at + timedelta(days=1)) == [10, 11]
     assert lake.version(ds, as_of=v2.committed_at).commit_id == 2
+    # as_of in any time zone means the same instant.
+    east, west = timezone(timedelta(hours=5)), timezone(timedelta(hours=-7))
+    assert lake.version(ds, as_of=v2.committed_at.astimezone(east)).commit_id == 2
+    just_before = (v2.committed_at - timedelta(microseconds=1)).astimezone(west)
+    assert lake.version(ds, as_of=just_before).commit_id == 1
     assert lake.version(ds).uuid == v3.uuid
 
     [info] = lake.datasets()
@@ -377,3 +382,23 @@ def test_aborted_data_cannot_be_read(lake: Lake) -> None:
             sa.select(transactions.c.cleaned_at).where(transactions.c.uuid == txn.uuid)
         ).scalar()
     assert cleaned is not None
+
+
+def test_append_keeps_columns_nullable_once_they_held_nulls(lake: Lake) -> None:
+    """A version's schema describes all its rows, not only the newest frame's."""
+    required = pa.schema([pa.field("id", pa.int64(), nullable=False)])
+    commit(lake, "null/a", "APPEND", pa.table({"id": pa.array([None, 1], pa.int64())}))
+    v2 = commit(lake, "null/a", "APPEND", pa.Table.from_pylist([{"id": 2}], schema=required))
+    assert v2.schema_fields == [{"name": "id", "type": "int64", "nullable": True}]
+    assert lake.version("null/a").schema_fields == v2.schema_fields
+    table = lake.read_arrow("null/a")
+    assert table.schema.field("id").nullable
+    table.validate(full=True)
+    # What was read can be written again, e.g. as another dataset's snapshot.
+    commit(lake, "null/copy", "SNAPSHOT", table)
+    assert lake.read_arrow("null/copy").column("id").null_count == 1
+    # Columns that never held nulls stay required.
+    commit(lake, "null/b", "APPEND", pa.Table.from_pylist([{"id": 1}], schema=required))
+    v = commit(lake, "null/b", "APPEND", pa.Table.from_pylist([{"id": 2}], schema=required))
+    assert v.schema_fields == [{"name": "id", "type": "int64", "nullable": False}]
+    assert not lake.read_arrow("null/b").schema.field("id").nullable

@@ -45,6 +45,28 @@ def compatible(current: list[dict[str, Any]], new: list[dict[str, Any]]) -> bool
     return _key(current) == _key(new)
 
 
+def keep_nullable(
+    previous: list[dict[str, Any]], fields: list[dict[str, Any]], arrow: str | None
+) -> tuple[list[dict[str, Any]], str | None]:
+    """The schema of a version that keeps earlier containers: a column that could hold
+    nulls before still can, whatever the newest frame declared."""
+    import pyarrow as pa
+
+    was_nullable = {f["name"] for f in previous if f.get("nullable", True)}
+    if not any(f["name"] in was_nullable and not f["nullable"] for f in fields):
+        return fields, arrow
+    fields = [{**f, "nullable": f["nullable"] or f["name"] in was_nullable} for f in fields]
+    if arrow:
+        schema = decode(arrow)
+        metadata: Any = schema.metadata
+        schema = pa.schema(
+            [f.with_nullable(True) if f.name in was_nullable else f for f in schema],
+            metadata=metadata,
+        )
+        arrow = encode(schema)
+    return fields, arrow
+
+
 def render(fields: list[dict[str, Any]]) -> str:
     return ", ".join(f"{f['name']}: {f['type']}" for f in fields) or "(no columns)"
 

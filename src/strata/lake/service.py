@@ -248,13 +248,15 @@ class Lake:
                     t.state == "ABORTED", t.cleaned_at.is_(None), t.started_at < cutoff
                 )
             ).all()
-            known = {r.uuid for r in conn.execute(sa.select(t.uuid))}
+            # Folders of aborted transactions are fair game even once cleaned: a writer
+            # slower than the grace period may have written into its folder again.
+            known = {r.uuid for r in conn.execute(sa.select(t.uuid).where(t.state != "ABORTED"))}
         folders = self.clean_transactions([r.path for r in dead], [r.uuid for r in dead])
         orphans = self._remove_orphans(known, cutoff)
         return GcReport(transactions=len(dead), folders=folders, orphan_folders=orphans)
 
     def _remove_orphans(self, known: set[str], cutoff: datetime) -> int:
-        """Transaction folders with no transaction row (the row never committed)."""
+        """Transaction folders with no open or committed transaction row."""
         import pyarrow.fs as pafs
 
         removed = 0

@@ -255,6 +255,8 @@ class Transaction:
             arrow = previous.facets.get(schemas.ARROW_SCHEMA_FACET) if previous else None
         else:
             arrow = part.arrow_schema
+            if previous is not None and self.type in ("APPEND", "UPDATE"):
+                fields, arrow = schemas.keep_nullable(previous.schema_fields, fields, arrow)
 
         commit_id = latest + 1
         now = datetime.now(UTC)
