@@ -87,6 +87,22 @@ def latest_commit_id(conn: Connection, dataset_uuid: str) -> int:
     return int(value or 0)
 
 
+def latest_version(conn: Connection, name: str, dataset_uuid: str) -> Version | None:
+    """The newest committed version of a known dataset (one indexed query), or None."""
+    dv = dataset_versions.c
+    row = (
+        conn.execute(
+            _version_query()
+            .where(dv.dataset_uuid == dataset_uuid, dv.commit_id.is_not(None))
+            .order_by(dv.commit_id.desc())
+            .limit(1)
+        )
+        .mappings()
+        .first()
+    )
+    return _to_version(name, row) if row is not None else None
+
+
 def _version_query() -> sa.Select[Any]:
     return sa.select(
         dataset_versions,

@@ -39,8 +39,9 @@ def create_engine(url: str, **kwargs: Any) -> Engine:
     if parsed.get_backend_name() == "sqlite":
         return _sqlite_engine(parsed, **kwargs)
     kwargs.setdefault("pool_pre_ping", True)
-    kwargs.setdefault("pool_size", 8)
-    kwargs.setdefault("max_overflow", 8)
+    if "poolclass" not in kwargs:  # NullPool and friends take no size arguments
+        kwargs.setdefault("pool_size", 8)
+        kwargs.setdefault("max_overflow", 8)
     return sa.create_engine(parsed, **kwargs)
 
 
