@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from datetime import UTC, datetime
+from pathlib import Path
 
 import pyarrow as pa
 import pytest
@@ -52,9 +53,14 @@ def test_spark_and_arrow_reads_agree(lake: Lake, spark) -> None:  # type: ignore
             # Same instant, whatever zone each reader attaches.
             assert s_row[2].replace(tzinfo=UTC) == a_row[2]
 
-    # Spark is held to the dataset schema like any writer.
-    with pytest.raises(SchemaMismatch, match="id: string"), lake.transaction(ds, "APPEND") as txn:
-        txn.write(spark.createDataFrame([("x", "y", ts)], "id string, name string, at timestamp"))
+    # Spark is held to the dataset schema like any writer, and its refused output is deleted.
+    txn = lake.transaction(ds, "APPEND")
+    bad = spark.createDataFrame([("x", "y", ts)], "id string, name string, at timestamp")
+    with pytest.raises(SchemaMismatch, match="id: string"):
+        txn.write(bad)
+    folder = Path(lake.storage.local(f"{txn._parts[ds].dataset_uuid}/{txn.uuid}"))
+    assert folder.is_dir() and list(folder.iterdir()) == []
+    txn.abort()
     assert [v.commit_id for v in lake.versions(ds)] == [1, 2]
 
 

@@ -402,3 +402,20 @@ def test_append_keeps_columns_nullable_once_they_held_nulls(lake: Lake) -> None:
     v = commit(lake, "null/b", "APPEND", pa.Table.from_pylist([{"id": 2}], schema=required))
     assert v.schema_fields == [{"name": "id", "type": "int64", "nullable": False}]
     assert not lake.read_arrow("null/b").schema.field("id").nullable
+
+
+def test_refused_frames_leave_no_files_behind(lake: Lake) -> None:
+    """A write refused for its schema deletes its containers; the transaction may go on."""
+    ds = "typed/strays"
+    commit(lake, ds, "APPEND", ids(1))
+    txn = lake.transaction(ds, "APPEND")
+    with pytest.raises(SchemaMismatch):
+        txn.write(pa.table({"id": ["not a number"]}))
+    [good] = txn.write(ids(2))
+    with pytest.raises(SchemaMismatch, match="share a schema"):
+        txn.write(pa.table({"other": [1.5]}))
+    version = txn.commit()
+    folder = Path(lake.storage.local(good.path)).parent
+    assert sorted(p.name for p in folder.iterdir()) == [Path(good.path).name]
+    assert version.file_count == 2
+    assert read_ids(lake, ds) == [1, 2]

@@ -77,6 +77,19 @@ class Storage:
         self.fs.delete_dir(path)
         return True
 
+    def discard(self, folder: str, paths: list[str]) -> None:
+        """Delete fresh containers under ``folder``, with any writer folder they sit in."""
+        import pyarrow.fs as pafs
+
+        tops = {p[len(folder) + 1 :].split("/")[0] for p in paths if p.startswith(folder + "/")}
+        for top in sorted(tops):
+            path = self.local(f"{folder}/{top}")
+            kind = self.fs.get_file_info(path).type
+            if kind == pafs.FileType.Directory:
+                self.fs.delete_dir(path)
+            elif kind == pafs.FileType.File:
+                self.fs.delete_file(path)
+
     def list_dir(self, rel: str) -> list[pafs.FileInfo]:
         import pyarrow.fs as pafs
 
