@@ -26,7 +26,7 @@ from strata.errors import (
 )
 from strata.ids import new_id
 from strata.lake import schemas
-from strata.lake.catalog import Version, latest_commit_id, resolve_version
+from strata.lake.catalog import Version, latest_version
 from strata.lake.frames import write_frame
 from strata.lake.storage import FileEntry
 from strata.store.engine import write_tx
@@ -226,23 +226,8 @@ class Transaction:
             ).all()
 
     def _commit_part(self, conn: Connection, part: _Part) -> Version:
-        lake = self._lake
-        state = conn.execute(
-            sa.select(transactions.c.state).where(transactions.c.uuid == part.txn_uuid)
-        ).scalar()
-        if state != "OPEN":
-            self.state = str(state)
-            raise TransactionClosed(
-                f"transaction {part.txn_uuid} on {part.dataset!r} was {str(state).lower()} "
-                "(by `strata gc` after the grace period, or by another process); start a new "
-                "transaction",
-                transaction=part.txn_uuid,
-                state=state,
-            )
-        latest = latest_commit_id(conn, part.dataset_uuid)
-        previous = (
-            resolve_version(conn, lake.namespace, part.dataset, version=latest) if latest else None
-        )
+        previous = latest_version(conn, part.dataset, part.dataset_uuid)
+        latest = previous.commit_id if previous is not None else 0
         if self.type != "APPEND" and latest != part.base_commit_id:
             assert previous is not None
             raise CommitConflict(
@@ -345,17 +330,50 @@ class Transaction:
             .where(datasets.c.uuid == part.dataset_uuid)
             .values(current_version_uuid=version_uuid, updated_at=now)
         )
-        conn.execute(
-            transactions.update()
-            .where(transactions.c.uuid == part.txn_uuid)
-            .values(state="COMMITTED", committed_at=now, ended_at=now, commit_id=commit_id)
+        # Only an OPEN transaction commits: the state test and the change are one statement,
+        # so an abort by `strata gc` cannot slip in between (the SQL transaction rolls back).
+        closed = (
+            conn.execute(
+                transactions.update()
+                .where(transactions.c.uuid == part.txn_uuid, transactions.c.state == "OPEN")
+                .values(state="COMMITTED", committed_at=now, ended_at=now, commit_id=commit_id)
+            ).rowcount
+            != 1
         )
+        if closed:
+            state = conn.execute(
+                sa.select(transactions.c.state).where(transactions.c.uuid == part.txn_uuid)
+            ).scalar()
+            self.state = str(state)
+            raise TransactionClosed(
+                f"transaction {part.txn_uuid} on {part.dataset!r} was {str(state).lower()} "
+                "(by `strata gc` after the grace period, or by another process); start a new "
+                "transaction",
+                transaction=part.txn_uuid,
+                state=state,
+            )
         conn.execute(
             build_triggers.insert().values(
                 dataset_uuid=part.dataset_uuid, commit_id=commit_id, created_at=now
             )
         )
-        return resolve_version(conn, lake.namespace, part.dataset, version=commit_id)
+        # Everything a read of the new row would return is known here: no query needed.
+        return Version(
+            dataset=part.dataset,
+            dataset_uuid=part.dataset_uuid,
+            uuid=version_uuid,
+            commit_id=commit_id,
+            committed_at=now,
+            type=self.type,
+            row_count=rows,
+            byte_count=size,
+            file_count=count,
+            content_hash=f"{digest % _HASH_MOD:064x}",
+            schema_fields=list(fields),
+            transaction_uuid=part.txn_uuid,
+            run_uuid=None,
+            facets=facets,
+        )
 
     def _removals(self, conn: Connection, part: _Part, commit_id: int) -> list[Any]:
         """Mark removed files in the interval index; returns their rows."""
