@@ -117,6 +117,25 @@ def job_node_id(ns: str, name: str) -> str:
     return f"job:{ns}:{name}"
 
 
+def _expand_select() -> sa.Select[Any]:
+    """Edges of the jobs whose current version touches any of ``:datasets`` (built once)."""
+    a, b, j = s.job_version_io, s.job_version_io.alias("other"), s.jobs
+    return (
+        sa.select(b.c.job_uuid, b.c.job_version_uuid, b.c.dataset_uuid, b.c.io_type)
+        .select_from(a)
+        # Through the job's primary key; current_version_uuid alone has no index.
+        .join(
+            j,
+            sa.and_(j.c.uuid == a.c.job_uuid, j.c.current_version_uuid == a.c.job_version_uuid),
+        )
+        .join(b, b.c.job_version_uuid == a.c.job_version_uuid)
+        .where(a.c.dataset_uuid.in_(sa.bindparam("datasets", expanding=True)))
+    )
+
+
+_EXPAND = _expand_select()
+
+
 class _Edges:
     """Job/dataset edges as the walk finds them; current versions or versions at a time."""
 
@@ -133,7 +152,7 @@ class _Edges:
             for batch in q.chunks(jobs):
                 for r in self.conn.execute(
                     sa.select(j.c.uuid, j.c.current_version_uuid).where(j.c.uuid.in_(batch))
-                ):
+                ).all():
                     if r.current_version_uuid:
                         out[r.uuid] = r.current_version_uuid
             return out
@@ -165,7 +184,7 @@ class _Edges:
             )
             for r in self.conn.execute(
                 sa.select(inner.c.job_uuid, inner.c.v).where(inner.c.rn == 1)
-            ):
+            ).all():
                 out[r.job_uuid] = r.v
         return out
 
@@ -179,7 +198,7 @@ class _Edges:
                 sa.select(io.c.job_version_uuid, io.c.dataset_uuid, io.c.io_type).where(
                     io.c.job_version_uuid.in_(batch)
                 )
-            ):
+            ).all():
                 out.append((by_version[r.job_version_uuid], r.dataset_uuid, r.io_type))
         if self.as_of is not None:
             born = self._datasets_born([d for _, d, _ in out])
@@ -204,22 +223,54 @@ class _Edges:
         pairs: set[tuple[str, str]] = set()
         for batch in q.chunks(set(dataset_uuids)):
             if self.as_of is None:
+                # Through the job's primary key: a join on current_version_uuid alone has
+                # no index to use and scans every job.
                 stmt = (
                     sa.select(io.c.job_uuid, io.c.job_version_uuid)
-                    .join(j, j.c.current_version_uuid == io.c.job_version_uuid)
+                    .join(
+                        j,
+                        sa.and_(
+                            j.c.uuid == io.c.job_uuid,
+                            j.c.current_version_uuid == io.c.job_version_uuid,
+                        ),
+                    )
                     .where(io.c.dataset_uuid.in_(batch))
                 )
-                for r in self.conn.execute(stmt):
+                for r in self.conn.execute(stmt).all():
                     out[r.job_uuid] = r.job_version_uuid
             else:
                 stmt = sa.select(io.c.job_uuid, io.c.job_version_uuid).where(
                     io.c.dataset_uuid.in_(batch)
                 )
-                pairs.update((r.job_uuid, r.job_version_uuid) for r in self.conn.execute(stmt))
+                pairs.update(
+                    (r.job_uuid, r.job_version_uuid) for r in self.conn.execute(stmt).all()
+                )
         if self.as_of is not None and pairs:
             in_force = self.versions({jb for jb, _ in pairs})
             out = {jb: v for jb, v in in_force.items() if (jb, v) in pairs}
         return out
+
+    def expand(
+        self, dataset_uuids: Iterable[str], known: Iterable[str]
+    ) -> tuple[dict[str, str], list[tuple[str, str, str]]]:
+        """Jobs (not in ``known``) whose version in force touches the datasets, with their edges.
+
+        For the current graph this is one query per batch: the touching edges, the job's
+        current version and that version's other edges, joined in the database.
+        """
+        seen = set(known)
+        if self.as_of is not None:
+            touching = self.jobs_touching(dataset_uuids)
+            new = {jb: v for jb, v in touching.items() if jb not in seen}
+            return new, self.io(new)
+        out: dict[str, str] = {}
+        edges: set[tuple[str, str, str]] = set()
+        for batch in q.chunks(set(dataset_uuids)):
+            for r in self.conn.execute(_EXPAND, {"datasets": batch}).all():
+                if r.job_uuid not in seen:
+                    out[r.job_uuid] = r.job_version_uuid
+                    edges.add((r.job_uuid, r.dataset_uuid, r.io_type))
+        return out, sorted(edges)
 
     def dataset_versions(self, dataset_uuids: Iterable[str]) -> dict[str, str | None]:
         """dataset -> its version at ``as_of`` (the latest created at or before it)."""
@@ -241,7 +292,7 @@ class _Edges:
             )
             for r in self.conn.execute(
                 sa.select(inner.c.dataset_uuid, inner.c.uuid).where(inner.c.rn == 1)
-            ):
+            ).all():
                 out[r.dataset_uuid] = r.uuid
         return out
 
@@ -255,7 +306,7 @@ class _Edges:
         for batch in q.chunks(by_version):
             for r in self.conn.execute(
                 sa.select(jv.c.uuid, jv.c.latest_run_uuid).where(jv.c.uuid.in_(batch))
-            ):
+            ).all():
                 if r.latest_run_uuid:
                     out[by_version[r.uuid]] = r.latest_run_uuid
         return out
@@ -274,6 +325,10 @@ def lineage_graph(
     if start.type == "DATASET_FIELD":
         raise InvalidArgument("use /api/v1/column-lineage for dataset fields", field="nodeId")
     walker = _Edges(conn, as_of)
+    if conn.dialect.name == "postgresql":
+        # Many small indexed lookups: starting parallel workers for them costs more than
+        # it saves (and competes with other requests). Reset when the transaction ends.
+        conn.exec_driver_sql("SET LOCAL max_parallel_workers_per_gather = 0")
     if as_of is not None:
         table = s.jobs if start.type == "JOB" else s.datasets
         born = conn.execute(
@@ -281,24 +336,25 @@ def lineage_graph(
         ).scalar()
         if born is None or born > as_of:
             raise NotFound(f"node {node_id!r} did not exist at {as_of.isoformat()}")
-    frontier = (
-        walker.versions([start.uuid]) if start.type == "JOB" else walker.jobs_touching([start.uuid])
-    )
+    if start.type == "JOB":
+        new = walker.versions([start.uuid])
+        level_edges = walker.io(new)
+    else:
+        new, level_edges = walker.expand([start.uuid], ())
     jobs: dict[str, str] = {}
     edges: set[tuple[str, str, str]] = set()
     seen_ds: set[str] = set()
+    # Breadth first, one batch of queries per job hop: each level's jobs and their edges.
     for level in range(depth + 1):
-        new = {j: v for j, v in frontier.items() if j not in jobs}
         if not new:
             break
         jobs.update(new)
-        level_edges = walker.io(new)
         edges.update(level_edges)
         new_ds = {d for _, d, _ in level_edges} - seen_ds
         seen_ds |= new_ds
         if level == depth or not new_ds:
             break
-        frontier = walker.jobs_touching(new_ds)
+        new, level_edges = walker.expand(new_ds, jobs)
     job_ids = set(jobs)
     if start.type == "JOB":
         job_ids.add(start.uuid)
@@ -317,7 +373,8 @@ def _build_graph(
 ) -> list[GraphNode]:
     version_of = walker.dataset_versions(dataset_ids) if walker.as_of is not None else None
     datasets = q.datasets_by_uuid(conn, dataset_ids, version_of)
-    jobs = q.jobs_by_uuid(conn, job_ids, with_latest_run=False)
+    # Inputs and outputs come from the walk's edges, so the jobs are read without them.
+    jobs = q.jobs_by_uuid(conn, job_ids, with_latest_run=False, with_io=False)
     latest = walker.latest_runs(versions)
     runs = q.runs_by_uuid(conn, latest.values())
     ds_id = {u: dataset_node_id(d.namespace, d.name) for u, d in datasets.items()}
@@ -455,7 +512,7 @@ def _current_versions(conn: Connection, dataset_uuids: Iterable[str]) -> dict[st
     for batch in q.chunks(set(dataset_uuids)):
         for r in conn.execute(
             sa.select(d.c.uuid, d.c.current_version_uuid).where(d.c.uuid.in_(batch))
-        ):
+        ).all():
             out[r.uuid] = r.current_version_uuid
     return out
 
@@ -470,7 +527,7 @@ def _upstream_edges(
     by_version = {v: d for d, v in current.items() if v}
     cl = s.column_lineage
     for batch in q.chunks(by_version):
-        for r in conn.execute(sa.select(cl).where(cl.c.dataset_version_uuid.in_(batch))):
+        for r in conn.execute(sa.select(cl).where(cl.c.dataset_version_uuid.in_(batch))).all():
             key = (by_version[r.dataset_version_uuid], r.output_field)
             if key in keys:
                 out[key].add(
@@ -496,7 +553,7 @@ def _downstream_edges(
             sa.select(cl, d.c.uuid.label("out_dataset"))
             .join(d, d.c.current_version_uuid == cl.c.dataset_version_uuid)
             .where(cl.c.input_dataset_uuid.in_(batch))
-        ):
+        ).all():
             if (r.input_dataset_uuid, r.input_field) in keys:
                 out.append(
                     (
@@ -630,6 +687,6 @@ def _run_inputs(conn: Connection, run_ids: list[str]) -> dict[str, list[Upstream
             .join(d, d.c.uuid == dv.c.dataset_uuid)
             .where(ri.c.run_uuid.in_(batch))
             .order_by(d.c.namespace, d.c.name)
-        ):
+        ).all():
             out[r.run_uuid].append(UpstreamInput(r.namespace, r.name, r.uuid, r.producer))
     return out

@@ -201,7 +201,7 @@ def _dataset_tags(conn: Connection, uuids: Sequence[str]) -> dict[str, dict[str,
             sa.select(t.c.dataset_uuid, t.c.field_name, t.c.tag_name).where(
                 t.c.dataset_uuid.in_(batch)
             )
-        ):
+        ).all():
             out[r.dataset_uuid][r.field_name].append(r.tag_name)
     return out
 
@@ -220,7 +220,7 @@ def _datasets_from_rows(
     versions: dict[str, sa.Row[Any]] = {}
     dv = s.dataset_versions
     for batch in chunks(version_ids):
-        for row in conn.execute(sa.select(dv).where(dv.c.uuid.in_(batch))):
+        for row in conn.execute(sa.select(dv).where(dv.c.uuid.in_(batch))).all():
             versions[row.uuid] = row
     tags = _dataset_tags(conn, [r.uuid for r in rows])
     out = []
@@ -256,12 +256,17 @@ def _datasets_from_rows(
     return out
 
 
+# Rows for reading, without the ingest bookkeeping (``fold_state``), which can be large.
+_DATASETS = sa.select(*[c for c in s.datasets.c if c.name != "fold_state"])
+_JOBS = sa.select(*[c for c in s.jobs.c if c.name != "fold_state"])
+
+
 def datasets_by_uuid(
     conn: Connection, uuids: Iterable[str], version_of: dict[str, str | None] | None = None
 ) -> dict[str, Dataset]:
     rows: list[sa.Row[Any]] = []
     for batch in chunks(set(uuids)):
-        rows.extend(conn.execute(sa.select(s.datasets).where(s.datasets.c.uuid.in_(batch))))
+        rows.extend(conn.execute(_DATASETS.where(s.datasets.c.uuid.in_(batch))).all())
     return {d.uuid: d for d in _datasets_from_rows(conn, rows, version_of)}
 
 
@@ -416,27 +421,48 @@ def _run_select() -> sa.Select[Any]:
     )
 
 
+def _run_io_select() -> sa.Select[Any]:
+    """Inputs and outputs of the runs in ``:ids``, in one round trip (built once, reused)."""
+    ri, dv, d = s.run_inputs, s.dataset_versions, s.datasets
+    ids: sa.BindParameter[str] = sa.bindparam("ids", expanding=True)
+    ins = (
+        sa.select(
+            sa.literal_column("'I'").label("kind"),
+            ri.c.run_uuid,
+            dv.c.uuid,
+            d.c.namespace,
+            d.c.name,
+        )
+        .join(dv, dv.c.uuid == ri.c.dataset_version_uuid)
+        .join(d, d.c.uuid == dv.c.dataset_uuid)
+        .where(ri.c.run_uuid.in_(ids))
+    )
+    outs = (
+        sa.select(
+            sa.literal_column("'O'").label("kind"),
+            dv.c.run_uuid,
+            dv.c.uuid,
+            d.c.namespace,
+            d.c.name,
+        )
+        .join(d, d.c.uuid == dv.c.dataset_uuid)
+        .where(dv.c.run_uuid.in_(ids))
+    )
+    both = sa.union_all(ins, outs).subquery()
+    return sa.select(both).order_by(both.c.namespace, both.c.name, both.c.uuid)
+
+
+_RUN_IO = _run_io_select()
+
+
 def _runs_from_rows(conn: Connection, rows: Sequence[sa.Row[Any]]) -> list[Run]:
     ids = [r.uuid for r in rows]
     inputs: dict[str, list[DatasetVersionRef]] = defaultdict(list)
     outputs: dict[str, list[DatasetVersionRef]] = defaultdict(list)
-    ri, dv, d = s.run_inputs, s.dataset_versions, s.datasets
     for batch in chunks(ids):
-        for x in conn.execute(
-            sa.select(ri.c.run_uuid, dv.c.uuid, d.c.namespace, d.c.name)
-            .join(dv, dv.c.uuid == ri.c.dataset_version_uuid)
-            .join(d, d.c.uuid == dv.c.dataset_uuid)
-            .where(ri.c.run_uuid.in_(batch))
-            .order_by(d.c.namespace, d.c.name)
-        ):
-            inputs[x.run_uuid].append(DatasetVersionRef(x.namespace, x.name, x.uuid))
-        for x in conn.execute(
-            sa.select(dv.c.run_uuid, dv.c.uuid, d.c.namespace, d.c.name)
-            .join(d, d.c.uuid == dv.c.dataset_uuid)
-            .where(dv.c.run_uuid.in_(batch))
-            .order_by(d.c.namespace, d.c.name)
-        ):
-            outputs[x.run_uuid].append(DatasetVersionRef(x.namespace, x.name, x.uuid))
+        for x in conn.execute(_RUN_IO, {"ids": batch}).all():
+            into = inputs if x.kind == "I" else outputs
+            into[x.run_uuid].append(DatasetVersionRef(x.namespace, x.name, x.uuid))
     return [
         Run(
             uuid=r.uuid,
@@ -463,7 +489,7 @@ def _runs_from_rows(conn: Connection, rows: Sequence[sa.Row[Any]]) -> list[Run]:
 def runs_by_uuid(conn: Connection, uuids: Iterable[str]) -> dict[str, Run]:
     rows: list[sa.Row[Any]] = []
     for batch in chunks(set(uuids)):
-        rows.extend(conn.execute(_run_select().where(s.runs.c.uuid.in_(batch))))
+        rows.extend(conn.execute(_run_select().where(s.runs.c.uuid.in_(batch))).all())
     return {r.uuid: r for r in _runs_from_rows(conn, rows)}
 
 
@@ -474,20 +500,34 @@ def get_run(conn: Connection, run_id: str) -> Run:
     return run
 
 
-def list_runs(conn: Connection, job_uuid: str, limit: int, offset: int) -> Page[Run]:
-    r = s.runs
-    # ix_runs_job_created serves both the page (newest first) and the count.
-    rows = conn.execute(
+def _list_runs_select() -> sa.Select[Any]:
+    r, c = s.runs, s.job_run_counts
+    job: sa.BindParameter[str] = sa.bindparam("job", type_=sa.String())
+    # The total is kept per job by triggers on ``runs`` (counting a busy job's runs would
+    # read every one of its index entries) and rides along with the page: ix_runs_job_created
+    # serves the page, newest first, without touching the job's older runs.
+    total_of = sa.select(c.c.run_count).where(c.c.job_uuid == job).scalar_subquery()
+    return (
         _run_select()
-        .where(r.c.job_uuid == job_uuid)
+        .add_columns(total_of.label("total_runs"))
+        .where(r.c.job_uuid == job)
         .order_by(r.c.created_at.desc(), r.c.uuid.desc())
-        .limit(limit)
-        .offset(offset)
-    ).all()
-    total = conn.execute(
-        sa.select(sa.func.count()).select_from(r).where(r.c.job_uuid == job_uuid)
-    ).scalar_one()
-    return Page(_runs_from_rows(conn, rows), total)
+        .limit(sa.bindparam("limit", type_=sa.Integer()))
+        .offset(sa.bindparam("offset", type_=sa.Integer()))
+    )
+
+
+_LIST_RUNS = _list_runs_select()
+
+
+def list_runs(conn: Connection, job_uuid: str, limit: int, offset: int) -> Page[Run]:
+    rows = conn.execute(_LIST_RUNS, {"job": job_uuid, "limit": limit, "offset": offset}).all()
+    if rows:
+        total = rows[0].total_runs
+    else:
+        c = s.job_run_counts
+        total = conn.execute(sa.select(c.c.run_count).where(c.c.job_uuid == job_uuid)).scalar()
+    return Page(_runs_from_rows(conn, rows), int(total or 0))
 
 
 def run_job_facets(conn: Connection, run_id: str) -> dict[str, Any]:
@@ -532,7 +572,7 @@ def _io_by_version(
             .join(d, d.c.uuid == io.c.dataset_uuid)
             .where(io.c.job_version_uuid.in_(batch))
             .order_by(d.c.namespace, d.c.name)
-        ):
+        ).all():
             pair = out[x.job_version_uuid]
             (pair[0] if x.io_type == "INPUT" else pair[1]).append(DatasetRef(x.namespace, x.name))
     return out
@@ -548,7 +588,7 @@ def _latest_runs(
     for batch in chunks(cur):
         for x in conn.execute(
             sa.select(jv.c.uuid, jv.c.latest_run_uuid).where(jv.c.uuid.in_(batch))
-        ):
+        ).all():
             if x.latest_run_uuid:
                 latest[cur[x.uuid]] = x.latest_run_uuid
     r = s.runs
@@ -572,19 +612,24 @@ def jobs_from_rows(
     rows: Sequence[sa.Row[Any]],
     with_latest_run: bool = True,
     latest_fallback: bool = True,
+    with_io: bool = True,
 ) -> list[Job]:
-    io = _io_by_version(conn, [r.current_version_uuid for r in rows if r.current_version_uuid])
+    io = (
+        _io_by_version(conn, [r.current_version_uuid for r in rows if r.current_version_uuid])
+        if with_io
+        else {}
+    )
     parents: dict[str, str] = {}
     j = s.jobs
     for batch in chunks({r.parent_job_uuid for r in rows if r.parent_job_uuid}):
-        for x in conn.execute(sa.select(j.c.uuid, j.c.name).where(j.c.uuid.in_(batch))):
+        for x in conn.execute(sa.select(j.c.uuid, j.c.name).where(j.c.uuid.in_(batch))).all():
             parents[x.uuid] = x.name
     tags: dict[str, list[str]] = defaultdict(list)
     jt = s.job_tags
     for batch in chunks([r.uuid for r in rows]):
         for x in conn.execute(
             sa.select(jt.c.job_uuid, jt.c.tag_name).where(jt.c.job_uuid.in_(batch))
-        ):
+        ).all():
             tags[x.job_uuid].append(x.tag_name)
     latest = _latest_runs(conn, rows, latest_fallback) if with_latest_run else {}
     out = []
@@ -619,11 +664,14 @@ def jobs_by_uuid(
     uuids: Iterable[str],
     with_latest_run: bool = True,
     latest_fallback: bool = True,
+    with_io: bool = True,
 ) -> dict[str, Job]:
     rows: list[sa.Row[Any]] = []
     for batch in chunks(set(uuids)):
-        rows.extend(conn.execute(sa.select(s.jobs).where(s.jobs.c.uuid.in_(batch))))
-    return {j.uuid: j for j in jobs_from_rows(conn, rows, with_latest_run, latest_fallback)}
+        rows.extend(conn.execute(_JOBS.where(s.jobs.c.uuid.in_(batch))).all())
+    return {
+        j.uuid: j for j in jobs_from_rows(conn, rows, with_latest_run, latest_fallback, with_io)
+    }
 
 
 def get_job(conn: Connection, job_uuid: str) -> Job:

@@ -230,6 +230,73 @@ runs = sa.Table(
     sa.Index("ix_runs_parent", "parent_run_uuid"),
 )
 
+# Runs per job, kept by triggers on ``runs`` (below) so a job's run list can report its
+# total without counting hundreds of thousands of index entries per request. A job with no
+# runs has no row. SQLite drops a table's triggers with the table: a migration that
+# rebuilds ``runs`` in batch mode must create them again (see ``RUN_COUNT_TRIGGERS``).
+job_run_counts = sa.Table(
+    "job_run_counts",
+    metadata,
+    uuid_col("job_uuid", primary_key=True),
+    sa.Column("run_count", sa.BigInteger(), nullable=False),
+)
+
+RUN_COUNT_TRIGGERS: dict[str, list[str]] = {
+    "postgresql": [
+        """
+        CREATE FUNCTION strata_job_run_counts() RETURNS trigger LANGUAGE plpgsql AS $$
+        BEGIN
+          IF TG_OP <> 'INSERT' THEN
+            UPDATE job_run_counts SET run_count = run_count - 1 WHERE job_uuid = OLD.job_uuid;
+            DELETE FROM job_run_counts WHERE job_uuid = OLD.job_uuid AND run_count <= 0;
+          END IF;
+          IF TG_OP <> 'DELETE' THEN
+            INSERT INTO job_run_counts (job_uuid, run_count) VALUES (NEW.job_uuid, 1)
+            ON CONFLICT (job_uuid) DO UPDATE SET run_count = job_run_counts.run_count + 1;
+          END IF;
+          RETURN NULL;
+        END $$
+        """,
+        """
+        CREATE TRIGGER trg_runs_count AFTER INSERT OR DELETE ON runs
+        FOR EACH ROW EXECUTE FUNCTION strata_job_run_counts()
+        """,
+        """
+        CREATE TRIGGER trg_runs_count_move AFTER UPDATE OF job_uuid ON runs
+        FOR EACH ROW WHEN (OLD.job_uuid IS DISTINCT FROM NEW.job_uuid)
+        EXECUTE FUNCTION strata_job_run_counts()
+        """,
+    ],
+    "sqlite": [
+        """
+        CREATE TRIGGER trg_runs_count AFTER INSERT ON runs BEGIN
+          INSERT INTO job_run_counts (job_uuid, run_count) VALUES (NEW.job_uuid, 1)
+          ON CONFLICT (job_uuid) DO UPDATE SET run_count = run_count + 1;
+        END
+        """,
+        """
+        CREATE TRIGGER trg_runs_count_delete AFTER DELETE ON runs BEGIN
+          UPDATE job_run_counts SET run_count = run_count - 1 WHERE job_uuid = OLD.job_uuid;
+          DELETE FROM job_run_counts WHERE job_uuid = OLD.job_uuid AND run_count <= 0;
+        END
+        """,
+        """
+        CREATE TRIGGER trg_runs_count_move AFTER UPDATE OF job_uuid ON runs
+        WHEN OLD.job_uuid IS NOT NEW.job_uuid BEGIN
+          UPDATE job_run_counts SET run_count = run_count - 1 WHERE job_uuid = OLD.job_uuid;
+          DELETE FROM job_run_counts WHERE job_uuid = OLD.job_uuid AND run_count <= 0;
+          INSERT INTO job_run_counts (job_uuid, run_count) VALUES (NEW.job_uuid, 1)
+          ON CONFLICT (job_uuid) DO UPDATE SET run_count = run_count + 1;
+        END
+        """,
+    ],
+}
+# After the whole model, so ``runs`` exists whatever order the tables are created in.
+for _dialect, _statements in RUN_COUNT_TRIGGERS.items():
+    for _sql in _statements:
+        _ddl = sa.DDL(_sql)  # type: ignore[no-untyped-call]
+        sa.event.listen(metadata, "after_create", _ddl.execute_if(dialect=_dialect))
+
 run_states = sa.Table(
     "run_states",
     metadata,
