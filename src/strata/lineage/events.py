@@ -92,11 +92,13 @@ def _dataset(raw: dict[str, Any], io_key: str | None) -> DatasetRef:
 
 def parse_event(payload: dict[str, Any], *, check: bool = True) -> Event:
     """Validate (unless ``check`` is False, for stored events) and parse ``payload``."""
-    kind = validate(payload) if check else _kind(payload)
+    text = canonical_json(payload) if isinstance(payload, dict) else None
+    kind = validate(payload, text) if check else _kind(payload)
+    assert text is not None
     common: dict[str, Any] = {
         "kind": kind,
         "payload": payload,
-        "payload_hash": payload_hash(payload),
+        "payload_hash": hashlib.sha256(text.encode("utf-8")).hexdigest(),
         "event_time": parse_time(payload["eventTime"], "$.eventTime"),
         "event_type": payload.get("eventType") if kind == "RunEvent" else None,
         "producer": payload.get("producer", ""),

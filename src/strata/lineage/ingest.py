@@ -1,8 +1,9 @@
-"""Ingest OpenLineage events: one SQL transaction per event.
+"""Ingest OpenLineage events: one SQL transaction per event or per batch.
 
 The raw event is kept in ``lineage_events`` (an identical event is a no-op)
-and the model is re-derived from the stored event set: a run event refolds
-that run (see :mod:`strata.lineage.runs`), a JobEvent upserts the job, its io
+and the model is kept equal to a function of the stored event set: a run
+event brings its run's rows up to the fold of all of its events (see
+:mod:`strata.lineage.runs`), a JobEvent upserts the job, its io
 edges and a job version, a DatasetEvent upserts the dataset and its facets.
 A DatasetEvent creates no dataset version: it says what a dataset looks
 like, not that new data was written; versions come from run outputs and
@@ -18,7 +19,7 @@ from typing import Any
 import sqlalchemy as sa
 from sqlalchemy.engine import Connection, Engine
 
-from strata.errors import InvalidEvent, StrataError
+from strata.errors import InvalidEvent, StoreError, StrataError
 from strata.lineage import jobs, keys, rows, runs
 from strata.lineage.events import Event, parse_event
 from strata.lineage.validate import EventKind
@@ -42,6 +43,14 @@ class IngestResult:
     duplicate: bool
 
 
+_LOCK = sa.text("SELECT pg_advisory_xact_lock(:k)")
+
+
+def _lock(conn: Connection) -> None:
+    if conn.dialect.name == "postgresql":
+        conn.execute(_LOCK, {"k": _PG_LOCK_KEY})
+
+
 def ingest_event(
     engine: Engine, payload: dict[str, Any], *, received_at: datetime | None = None
 ) -> IngestResult:
@@ -50,13 +59,20 @@ def ingest_event(
     received = received_at or datetime.now(UTC)
     try:
         with write_tx(engine) as conn:
-            if conn.dialect.name == "postgresql":
-                conn.execute(sa.text("SELECT pg_advisory_xact_lock(:k)"), {"k": _PG_LOCK_KEY})
+            _lock(conn)
             duplicate = not _store(conn, event, received)
             if not duplicate:
                 _apply(conn, event)
     except sa.exc.IntegrityError as exc:
-        raise InvalidEvent(f"event conflicts with stored lineage: {exc.orig}", path="$") from exc
+        raise _conflict(exc) from exc
+    return _result(event, duplicate)
+
+
+def _conflict(exc: sa.exc.IntegrityError) -> InvalidEvent:
+    return InvalidEvent(f"event conflicts with stored lineage: {exc.orig}", path="$")
+
+
+def _result(event: Event, duplicate: bool) -> IngestResult:
     return IngestResult(
         kind=event.kind,
         event_uuid=keys.event_uuid(event.payload_hash),
@@ -72,17 +88,60 @@ def ingest_event(
 def ingest_batch(
     engine: Engine, payloads: list[dict[str, Any]]
 ) -> list[IngestResult | StrataError]:
-    """Ingest each event on its own; one bad event does not stop the others."""
-    out: list[IngestResult | StrataError] = []
+    """Ingest many events in one SQL transaction; one bad event does not stop the others.
+
+    Each event runs under its own savepoint, so a refused event leaves nothing
+    behind and the result is what ingesting them one by one would give. If the
+    transaction itself fails (the store, not an event), every event is retried
+    on its own so each gets its own answer.
+    """
+    out: list[IngestResult | StrataError | None] = []
+    parsed: list[Event | None] = []
     for payload in payloads:
         try:
-            out.append(ingest_event(engine, payload))
+            parsed.append(parse_event(payload))
+            out.append(None)
         except StrataError as exc:
+            parsed.append(None)
             out.append(exc)
-    return out
+    if not any(parsed):
+        return [r for r in out if r is not None]
+    received = datetime.now(UTC)
+    try:
+        with write_tx(engine) as conn:
+            _lock(conn)
+            for i, event in enumerate(parsed):
+                if event is not None:
+                    out[i] = _ingest_nested(conn, event, received)
+    except StoreError:
+        return [r if r is not None else _one(engine, p) for r, p in zip(out, payloads, strict=True)]
+    return [r for r in out if r is not None]
+
+
+def _ingest_nested(
+    conn: Connection, event: Event, received: datetime
+) -> IngestResult | StrataError:
+    try:
+        with conn.begin_nested():
+            duplicate = not _store(conn, event, received)
+            if not duplicate:
+                _apply(conn, event)
+    except sa.exc.IntegrityError as exc:
+        return _conflict(exc)
+    except StrataError as exc:
+        return exc
+    return _result(event, duplicate)
+
+
+def _one(engine: Engine, payload: dict[str, Any]) -> IngestResult | StrataError:
+    try:
+        return ingest_event(engine, payload)
+    except StrataError as exc:
+        return exc
 
 
 def _store(conn: Connection, event: Event, received: datetime) -> bool:
+    """Insert the raw event; False if an identical one is already stored."""
     e = s.lineage_events
     values = {
         "uuid": keys.event_uuid(event.payload_hash),
@@ -101,14 +160,11 @@ def _store(conn: Connection, event: Event, received: datetime) -> bool:
 
 def _apply(conn: Connection, event: Event) -> None:
     if event.kind == "RunEvent":
-        assert event.run_id is not None
-        runs.recompute_run(conn, event.run_id)
+        runs.apply_run_event(conn, event)
     elif event.kind == "JobEvent":
         _apply_job_event(conn, event)
     else:
-        datasets = runs.touch_event_datasets(conn, event)
-        for dataset in datasets.values():
-            rows.refresh_dataset(conn, dataset)
+        runs.touch_event_datasets(conn, event)
 
 
 def _apply_job_event(conn: Connection, event: Event) -> None:

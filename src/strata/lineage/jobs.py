@@ -11,6 +11,7 @@ it is kept in ``job_aliases`` so a lookup by it can redirect.
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import Any
 
@@ -21,19 +22,32 @@ from strata.errors import InvalidEvent
 from strata.lineage import facets as fx
 from strata.lineage import keys
 from strata.lineage.events import Event
-from strata.lineage.rows import insert_ignore, merge_stamped, touch_namespace, widen_times
+from strata.lineage.rows import (
+    cached,
+    insert_ignore,
+    merge_stamped,
+    touch_namespace,
+    widening_upsert,
+)
 from strata.store import schema as s
 
 _MAX_DEPTH = 64
 
 
-def touch_job(conn: Connection, namespace: str, raw_name: str, at: datetime) -> str:
-    """The job's uuid, creating it (without parent) when new."""
-    touch_namespace(conn, namespace, at)
+@dataclass
+class JobRow:
+    """A job's merge state, read back by the upsert that touched it."""
+
+    uuid: str
+    facets: dict[str, Any]
+    fold_state: dict[str, Any]
+
+
+def touch_job_row(conn: Connection, namespace: str, raw_name: str, at: datetime) -> JobRow:
+    """Create (without parent) or widen the job, not its namespace, and read it back."""
     t = s.jobs
-    uuid = keys.job_uuid(namespace, raw_name)
     values = {
-        "uuid": uuid,
+        "uuid": keys.job_uuid(namespace, raw_name),
         "namespace": namespace,
         "simple_name": raw_name,
         "name": raw_name,
@@ -43,33 +57,67 @@ def touch_job(conn: Connection, namespace: str, raw_name: str, at: datetime) -> 
         "created_at": at,
         "updated_at": at,
     }
-    if not insert_ignore(conn, t, values, ["uuid"]):
-        widen_times(conn, t, t.c.uuid == uuid, at)
-    return uuid
+    stmt = widening_upsert(conn, t, list(values), ["uuid"], ["uuid", "facets", "fold_state"])
+    row = conn.execute(stmt, values).one()
+    return JobRow(str(row.uuid), row.facets or {}, row.fold_state or {})
+
+
+def touch_job(conn: Connection, namespace: str, raw_name: str, at: datetime) -> str:
+    """The job's uuid, creating it (without parent) when new."""
+    touch_namespace(conn, namespace, at)
+    return touch_job_row(conn, namespace, raw_name, at).uuid
 
 
 def _state(conn: Connection, job_uuid: str) -> tuple[dict[str, Any], dict[str, Any]]:
     t = s.jobs
-    row = conn.execute(sa.select(t.c.facets, t.c.fold_state).where(t.c.uuid == job_uuid)).one()
+    row = conn.execute(
+        cached(
+            ("job-state",),
+            lambda: sa.select(t.c.facets, t.c.fold_state).where(t.c.uuid == sa.bindparam("u")),
+        ),
+        {"u": job_uuid},
+    ).one()
     return dict(row.facets or {}), dict(row.fold_state or {})
 
 
-def merge_job_event(conn: Connection, job_uuid: str, ev: Event, parent_job: str | None) -> None:
-    """Fold one event's job facets and parent into the job (latest event time wins)."""
-    current, state = _state(conn, job_uuid)
+def merge_job_event(conn: Connection, job: JobRow | str, ev: Event, parent_job: str | None) -> bool:
+    """Fold one event's job facets and parent into the job (latest event time wins).
+
+    True when something a refresh derives from (facet values, parent) changed.
+    """
+    if isinstance(job, str):
+        current, state = _state(conn, job)
+        job_uuid = job
+    else:
+        current, state = dict(job.facets), dict(job.fold_state)
+        job_uuid = job.uuid
+    before = dict(current)
     stamp = ev.stamp()
     stamps = dict(state.get("facets") or {})
     changed = merge_stamped(current, stamps, ev.job_facets, stamp)
     parent = state.get("parent")
+    derived = current != before
     if parent_job is not None and parent_job != job_uuid and (parent is None or parent[:2] < stamp):
         state["parent"] = [*stamp, parent_job]
         changed = True
+        derived = derived or parent is None or parent[2] != parent_job
     if changed:
         state["facets"] = stamps
         t = s.jobs
         conn.execute(
-            t.update().where(t.c.uuid == job_uuid).values(facets=current, fold_state=state)
+            cached(
+                ("job-merge",),
+                lambda: (
+                    t.update()
+                    .where(t.c.uuid == sa.bindparam("key"))
+                    .values(facets=sa.bindparam("facets"), fold_state=sa.bindparam("fold_state"))
+                ),
+            ),
+            {"key": job_uuid, "facets": current, "fold_state": state},
         )
+        if not isinstance(job, str):
+            job.facets, job.fold_state = current, state
+    return derived
 
 
 def add_static_version(conn: Connection, job_uuid: str, fingerprint: str, stamp: list[str]) -> None:

@@ -7,7 +7,8 @@ event they came from, so every write here commutes with every other.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
 
@@ -19,41 +20,119 @@ from strata.lineage import facets as fx
 from strata.lineage import keys
 from strata.store import schema as s
 
+_CACHE: dict[tuple[Any, ...], Any] = {}
+
+
+def cached(key: tuple[Any, ...], build: Callable[[], Any]) -> Any:
+    """A statement built once per ``key``: building and cache-keying a construct costs
+    more than executing it, so hot statements are reused with bound parameters."""
+    stmt = _CACHE.get(key)
+    if stmt is None:
+        stmt = _CACHE[key] = build()
+    return stmt
+
+
+def _dialect(conn: Connection) -> Any:
+    return postgresql if conn.dialect.name == "postgresql" else sqlite
+
 
 def insert_ignore(
     conn: Connection, table: sa.Table, values: dict[str, Any], index: Sequence[str]
 ) -> bool:
     """Insert unless a row with the same ``index`` columns exists; True if inserted."""
-    dialect: Any = postgresql if conn.dialect.name == "postgresql" else sqlite
-    stmt = (
-        dialect.insert(table)
-        .values(values)
-        .on_conflict_do_nothing(index_elements=list(index))
-        .returning(table.c[index[0]])
+    dialect = _dialect(conn)
+    stmt = cached(
+        ("ignore", dialect.__name__, table.name, tuple(values), tuple(index)),
+        lambda: (
+            dialect.insert(table)
+            .on_conflict_do_nothing(index_elements=list(index))
+            .returning(table.c[index[0]])
+        ),
     )
     # rowcount is not reliable for ON CONFLICT DO NOTHING on every driver; RETURNING is.
-    return conn.execute(stmt).first() is not None
+    return conn.execute(stmt, values).first() is not None
 
 
-def widen_times(conn: Connection, table: sa.Table, where: Any, at: datetime) -> None:
-    """Stretch ``created_at``/``updated_at`` of one row to cover ``at``."""
-    row = conn.execute(sa.select(table.c.created_at, table.c.updated_at).where(where)).first()
-    if row is None:
+def upsert(conn: Connection, table: sa.Table, columns: Sequence[str], index: Sequence[str]) -> Any:
+    """INSERT, or overwrite every given column of the row with the same ``index``."""
+    dialect = _dialect(conn)
+
+    def build() -> Any:
+        stmt = dialect.insert(table)
+        return stmt.on_conflict_do_update(
+            index_elements=list(index),
+            set_={c: stmt.excluded[c] for c in columns if c not in index},
+        )
+
+    return cached(("upsert", dialect.__name__, table.name, tuple(columns), tuple(index)), build)
+
+
+def widening_upsert(
+    conn: Connection,
+    table: sa.Table,
+    columns: Sequence[str],
+    index: Sequence[str],
+    returning: Sequence[str],
+) -> Any:
+    """INSERT, or stretch the existing row's created/updated times to cover the new ones."""
+    dialect = _dialect(conn)
+
+    def build() -> Any:
+        stmt = dialect.insert(table)
+        new = stmt.excluded
+        created, updated = table.c.created_at, table.c.updated_at
+        stmt = stmt.on_conflict_do_update(
+            index_elements=list(index),
+            set_={
+                "created_at": sa.case((new.created_at < created, new.created_at), else_=created),
+                "updated_at": sa.case((new.updated_at > updated, new.updated_at), else_=updated),
+            },
+            # Without RETURNING only rows that really widen are written.
+            where=None if returning else sa.or_(new.created_at < created, new.updated_at > updated),
+        )
+        return stmt.returning(*(table.c[c] for c in returning)) if returning else stmt
+
+    return cached(
+        ("widen", dialect.__name__, table.name, tuple(columns), tuple(index), tuple(returning)),
+        build,
+    )
+
+
+def widen_times(conn: Connection, table: sa.Table, key: str, value: Any, at: datetime) -> None:
+    """Stretch the times of the row whose ``key`` is ``value`` to cover ``at``."""
+    col = table.c[key]
+
+    def build() -> Any:
+        at_ = sa.bindparam("at", type_=col.table.c.created_at.type)
+        return (
+            table.update()
+            .where(
+                col == sa.bindparam("key"),
+                sa.or_(at_ < table.c.created_at, at_ > table.c.updated_at),
+            )
+            .values(
+                created_at=sa.case((at_ < table.c.created_at, at_), else_=table.c.created_at),
+                updated_at=sa.case((at_ > table.c.updated_at, at_), else_=table.c.updated_at),
+            )
+        )
+
+    conn.execute(cached(("widen-update", table.name, key), build), {"key": value, "at": at})
+
+
+def touch_namespaces(conn: Connection, names: dict[str, tuple[datetime, datetime]]) -> None:
+    """Create or widen namespaces, each to cover its ``(earliest, latest)`` times."""
+    if not names:
         return
-    values: dict[str, datetime] = {}
-    if at < row.created_at:
-        values["created_at"] = at
-    if at > row.updated_at:
-        values["updated_at"] = at
-    if values:
-        conn.execute(table.update().where(where).values(**values))
+    t = s.namespaces
+    rows = [
+        {"name": n, "owner": "anonymous", "created_at": lo, "updated_at": hi}
+        for n, (lo, hi) in sorted(names.items())
+    ]
+    conn.execute(widening_upsert(conn, t, list(rows[0]), ["name"], ()), rows)
 
 
 def touch_namespace(conn: Connection, name: str, at: datetime) -> None:
-    t = s.namespaces
-    values = {"name": name, "owner": "anonymous", "created_at": at, "updated_at": at}
-    if not insert_ignore(conn, t, values, ["name"]):
-        widen_times(conn, t, t.c.name == name, at)
+    touch_namespaces(conn, {name: (at, at)})
 
 
 def touch_source(conn: Connection, name: str, uri: str | None, at: datetime) -> None:
@@ -68,8 +147,11 @@ def touch_source(conn: Connection, name: str, uri: str | None, at: datetime) -> 
     }
     if insert_ignore(conn, t, values, ["name"]):
         return
-    row = conn.execute(sa.select(t).where(t.c.name == name)).one()
-    widen_times(conn, t, t.c.name == name, at)
+    row = conn.execute(
+        cached(("source",), lambda: sa.select(t).where(t.c.name == sa.bindparam("name"))),
+        {"name": name},
+    ).one()
+    widen_times(conn, t, "name", name, at)
     if uri is None or uri == row.connection_url:
         return
     if at > row.updated_at or (at == row.updated_at and uri > (row.connection_url or "")):
@@ -82,29 +164,40 @@ def _source_type(uri: str | None) -> str:
     return (uri.split(":", 1)[0].upper() if uri and ":" in uri else "") or "DB"
 
 
+@dataclass
+class DatasetRow:
+    """What ingest needs of a dataset row, read back by the upsert that touched it."""
+
+    uuid: str
+    is_lake: bool
+    facets: dict[str, Any]
+    fold_state: dict[str, Any]
+
+
+def touch_dataset_row(conn: Connection, namespace: str, name: str, at: datetime) -> DatasetRow:
+    """Create or widen the dataset (not its namespace) and read it back in one statement."""
+    t = s.datasets
+    values = {
+        "uuid": keys.dataset_uuid(namespace, name),
+        "namespace": namespace,
+        "name": name,
+        "physical_name": name,
+        "facets": {},
+        "fold_state": {"facets": {}},
+        "created_at": at,
+        "updated_at": at,
+    }
+    stmt = widening_upsert(
+        conn, t, list(values), ["namespace", "name"], ["uuid", "is_lake", "facets", "fold_state"]
+    )
+    row = conn.execute(stmt, values).one()
+    return DatasetRow(str(row.uuid), bool(row.is_lake), row.facets or {}, row.fold_state or {})
+
+
 def touch_dataset(conn: Connection, namespace: str, name: str, at: datetime) -> str:
     """The dataset's uuid, creating the namespace and dataset rows when new."""
     touch_namespace(conn, namespace, at)
-    t = s.datasets
-    uuid = keys.dataset_uuid(namespace, name)
-    row = conn.execute(sa.select(t.c.uuid).where(t.c.namespace == namespace, t.c.name == name))
-    existing = row.scalar_one_or_none()
-    if existing is not None:
-        widen_times(conn, t, t.c.uuid == existing, at)
-        return str(existing)
-    conn.execute(
-        t.insert().values(
-            uuid=uuid,
-            namespace=namespace,
-            name=name,
-            physical_name=name,
-            facets={},
-            fold_state={"facets": {}},
-            created_at=at,
-            updated_at=at,
-        )
-    )
-    return uuid
+    return touch_dataset_row(conn, namespace, name, at).uuid
 
 
 def merge_stamped(
@@ -125,27 +218,39 @@ def merge_stamped(
 
 
 def merge_dataset_facets(
-    conn: Connection, dataset_uuid: str, new: dict[str, Any], stamp: list[str]
-) -> None:
+    conn: Connection, row: DatasetRow, new: dict[str, Any], stamp: list[str]
+) -> bool:
+    """Fold ``new`` facets into the dataset; True if the merged facet values changed."""
     if not new:
-        return
+        return False
+    current = dict(row.facets)
+    stamps = dict(row.fold_state.get("facets") or {})
+    if not merge_stamped(current, stamps, new, stamp):
+        return False
+    values_changed = current != row.facets
+    row.facets, row.fold_state = current, {**row.fold_state, "facets": stamps}
     t = s.datasets
-    row = conn.execute(sa.select(t.c.facets, t.c.fold_state).where(t.c.uuid == dataset_uuid)).one()
-    current = dict(row.facets or {})
-    state = dict(row.fold_state or {})
-    stamps = dict(state.get("facets") or {})
-    if merge_stamped(current, stamps, new, stamp):
-        state["facets"] = stamps
-        conn.execute(
-            t.update().where(t.c.uuid == dataset_uuid).values(facets=current, fold_state=state)
-        )
+    stmt = cached(
+        ("dataset-facets",),
+        lambda: (
+            t.update()
+            .where(t.c.uuid == sa.bindparam("key"))
+            .values(facets=sa.bindparam("facets"), fold_state=sa.bindparam("fold_state"))
+        ),
+    )
+    conn.execute(stmt, {"key": row.uuid, "facets": current, "fold_state": row.fold_state})
+    return values_changed
 
 
-def refresh_dataset(conn: Connection, dataset_uuid: str) -> None:
+def refresh_dataset(
+    conn: Connection, dataset_uuid: str, facets: dict[str, Any] | None = None
+) -> None:
     """Columns derived from the dataset's merged facets: description, source, symlinks."""
     t = s.datasets
-    row = conn.execute(sa.select(t.c.facets, t.c.is_lake).where(t.c.uuid == dataset_uuid)).one()
-    merged: dict[str, Any] = row.facets or {}
+    if facets is None:
+        row = conn.execute(sa.select(t.c.facets).where(t.c.uuid == dataset_uuid)).one()
+        facets = row.facets or {}
+    merged: dict[str, Any] = facets
     values: dict[str, Any] = {}
     desc = fx.description(merged)
     if desc is not None:

@@ -1,4 +1,4 @@
-"""Re-derive everything one run determines from all of its stored events."""
+"""Keep what one run determines equal to the fold of all of its stored events."""
 
 from __future__ import annotations
 
@@ -13,11 +13,15 @@ from strata.lineage import jobs, keys, versions
 from strata.lineage.events import Event, parse_event
 from strata.lineage.fold import RunFold, fold_run
 from strata.lineage.rows import (
+    DatasetRow,
+    cached,
     insert_ignore,
     merge_dataset_facets,
     refresh_dataset,
-    touch_dataset,
+    touch_dataset_row,
+    touch_namespaces,
     touch_source,
+    upsert,
     widen_times,
 )
 from strata.store import schema as s
@@ -25,8 +29,10 @@ from strata.store import schema as s
 
 def load_events(conn: Connection, run_uuid: str) -> list[Event]:
     e = s.lineage_events
-    rows = conn.execute(sa.select(e.c.payload).where(e.c.run_uuid == run_uuid))
-    payloads: list[Any] = list(rows.scalars().all())
+    stmt = cached(
+        ("run-events",), lambda: sa.select(e.c.payload).where(e.c.run_uuid == sa.bindparam("r"))
+    )
+    payloads: list[Any] = list(conn.execute(stmt, {"r": run_uuid}).scalars().all())
     return [parse_event(p, check=False) for p in payloads]
 
 
@@ -43,76 +49,171 @@ def touch_placeholder_run(conn: Connection, run_uuid: str, job_uuid: str, at: da
     }
     if insert_ignore(conn, r, values, ["uuid"]):
         return
-    own = conn.execute(sa.select(e.c.uuid).where(e.c.run_uuid == run_uuid).limit(1)).first()
+    own = conn.execute(
+        cached(
+            ("run-has-events",),
+            lambda: sa.select(e.c.uuid).where(e.c.run_uuid == sa.bindparam("r")).limit(1),
+        ),
+        {"r": run_uuid},
+    ).first()
     if own is None:
-        widen_times(conn, r, r.c.uuid == run_uuid, at)
+        widen_times(conn, r, "uuid", run_uuid, at)
 
 
-def touch_event_datasets(conn: Connection, ev: Event) -> dict[tuple[str, str], str]:
-    """Create the event's datasets and fold its dataset facets into them."""
-    out: dict[tuple[str, str], str] = {}
+def touch_event(conn: Connection, ev: Event) -> tuple[dict[tuple[str, str], DatasetRow], set[str]]:
+    """Namespaces, datasets, sources and dataset facets of one event.
+
+    Returns the event's dataset rows and the datasets whose facet values changed
+    (their derived columns need a refresh). Every write here is a latest-wins or
+    widening merge, so applying one event once is all the model ever needs of it.
+    """
     refs = (*ev.inputs, *ev.outputs, *((ev.dataset,) if ev.dataset else ()))
+    names = {ref.namespace for ref in refs}
+    for ns in (ev.job_namespace, ev.parent.namespace if ev.parent else None):
+        if ns is not None:
+            names.add(ns)
+    touch_namespaces(conn, {n: (ev.event_time, ev.event_time) for n in names})
+    out: dict[tuple[str, str], DatasetRow] = {}
+    stale: set[str] = set()
+    stamp = ev.stamp()
     for ref in refs:
-        uuid = touch_dataset(conn, ref.namespace, ref.name, ev.event_time)
-        merge_dataset_facets(conn, uuid, ref.facets, ev.stamp())
+        row = out.get(ref.key)
+        if row is None:
+            row = out[ref.key] = touch_dataset_row(conn, ref.namespace, ref.name, ev.event_time)
+        if merge_dataset_facets(conn, row, ref.facets, stamp):
+            stale.add(row.uuid)
         source = fx.data_source(ref.facets)
         if source is not None:
             touch_source(conn, source[0], source[1], ev.event_time)
-        out[ref.key] = uuid
+    return out, stale
+
+
+def touch_event_datasets(conn: Connection, ev: Event) -> dict[tuple[str, str], str]:
+    """Create the event's datasets, fold its dataset facets in and refresh what changed."""
+    found, stale = touch_event(conn, ev)
+    for row in found.values():
+        if row.uuid in stale:
+            refresh_dataset(conn, row.uuid, row.facets)
+    return {key: row.uuid for key, row in found.items()}
+
+
+def _lookup_datasets(
+    conn: Connection, wanted: list[tuple[str, str]]
+) -> dict[tuple[str, str], tuple[str, bool]]:
+    d = s.datasets
+    stmt = cached(
+        ("dataset-by-name",),
+        lambda: sa.select(d.c.uuid, d.c.is_lake).where(
+            d.c.namespace == sa.bindparam("ns"), d.c.name == sa.bindparam("n")
+        ),
+    )
+    out = {}
+    for ns, name in wanted:
+        row = conn.execute(stmt, {"ns": ns, "n": name}).one()
+        out[(ns, name)] = (str(row.uuid), bool(row.is_lake))
     return out
 
 
-def recompute_run(conn: Connection, run_uuid: str) -> RunFold | None:
-    """Rewrite the run and what it owns from its events; re-bind affected consumers."""
-    events = load_events(conn, run_uuid)
-    if not events:
-        return None
-    run = fold_run(events)
-    r = s.runs
-    previous = conn.execute(sa.select(r.c.job_version_uuid).where(r.c.uuid == run_uuid)).scalar()
+def _labels(run: RunFold) -> dict[tuple[str, str], str | None]:
+    return {
+        k: fx.dataset_version_label({**io.facets, **io.io_facets}) for k, io in run.inputs.items()
+    }
 
-    touched_jobs: set[str] = set()
-    datasets: dict[tuple[str, str], str] = {}
-    for ev in run.events:
-        assert ev.job_namespace is not None and ev.job_name is not None
-        parent_job = None
-        if ev.parent is not None:
-            parent_job = jobs.touch_job(conn, ev.parent.namespace, ev.parent.name, ev.event_time)
-            touched_jobs.add(parent_job)
-            if ev.parent.run_id != run_uuid:
-                touch_placeholder_run(conn, ev.parent.run_id, parent_job, ev.event_time)
-        job = jobs.touch_job(conn, ev.job_namespace, ev.job_name, ev.event_time)
-        touched_jobs.add(job)
-        jobs.merge_job_event(conn, job, ev, parent_job)
-        datasets.update(touch_event_datasets(conn, ev))
-    for dataset in sorted(set(datasets.values())):
-        refresh_dataset(conn, dataset)
-    for job in sorted(touched_jobs):
-        jobs.refresh_job(conn, job)
+
+def _output_signature(run: RunFold | None, key: tuple[str, str]) -> Any:
+    """What consumers' bindings and the current version can see of one output version."""
+    if run is None or key not in run.outputs:
+        return None
+    io = run.outputs[key]
+    label = fx.dataset_version_label({**io.facets, **io.io_facets})
+    completed = run.state == "COMPLETED"
+    if not completed and label is None:
+        return None  # neither a candidate for "current" nor findable by label
+    return (run.ended_at or io.first_seen, label, completed)
+
+
+def _same_output(old: RunFold | None, run: RunFold, key: tuple[str, str]) -> bool:
+    if old is None or key not in old.outputs or old.ended_at != run.ended_at:
+        return False
+    a, b = old.outputs[key], run.outputs[key]
+    return (a.first_seen, a.facets, a.io_facets) == (b.first_seen, b.facets, b.io_facets)
+
+
+def apply_run_event(conn: Connection, ev: Event) -> RunFold:
+    """Bring the model up to date after storing ``ev``, a new event of its run.
+
+    The run's own rows are a function of its fold, so they are rewritten only
+    where the fold with ``ev`` differs from the fold without it; shared rows
+    (namespaces, jobs, datasets) take ``ev``'s merges only, since the run's
+    earlier events were merged when they arrived. Consumers are re-bound only
+    when an output version they could see changed. The result equals a full
+    recomputation from the run's events (tests/lineage/test_lineage_order.py).
+    """
+    assert ev.run_id is not None and ev.job_namespace is not None and ev.job_name is not None
+    run_uuid = ev.run_id
+    events = load_events(conn, run_uuid)
+    run = fold_run(events)
+    earlier = [e for e in events if e.payload_hash != ev.payload_hash]
+    old = fold_run(earlier) if earlier else None
+
+    found, stale = touch_event(conn, ev)
+    parent_job = None
+    if ev.parent is not None:
+        parent_job = jobs.touch_job_row(
+            conn, ev.parent.namespace, ev.parent.name, ev.event_time
+        ).uuid
+        if ev.parent.run_id != run_uuid:
+            touch_placeholder_run(conn, ev.parent.run_id, parent_job, ev.event_time)
+    job = jobs.touch_job_row(conn, ev.job_namespace, ev.job_name, ev.event_time)
+    job_changed = jobs.merge_job_event(conn, job, ev, parent_job)
+    for row in sorted(found.values(), key=lambda r: r.uuid):
+        if row.uuid in stale:
+            refresh_dataset(conn, row.uuid, row.facets)
+    if job_changed:
+        jobs.refresh_job(conn, job.uuid)
+
+    datasets = {k: (row.uuid, row.is_lake) for k, row in found.items()}
+    missing = sorted({*run.inputs, *run.outputs} - set(datasets))
+    datasets.update(_lookup_datasets(conn, missing))
+    uuids = {k: v[0] for k, v in datasets.items()}
+    lake = {v[0] for v in datasets.values() if v[1]}
 
     job_uuid = keys.job_uuid(run.job_namespace, run.job_name)
+    previous = None
+    if old is not None:
+        r = s.runs
+        previous = conn.execute(
+            cached(
+                ("run-version",),
+                lambda: sa.select(r.c.job_version_uuid).where(r.c.uuid == sa.bindparam("u")),
+            ),
+            {"u": run_uuid},
+        ).scalar()
     version, _ = jobs.ensure_job_version(
         conn,
         job_uuid,
-        {k: datasets[k] for k in run.inputs},
-        {k: datasets[k] for k in run.outputs},
+        {k: uuids[k] for k in run.inputs},
+        {k: uuids[k] for k in run.outputs},
         run.job_facets,
         run.created_at,
     )
-    _write_run(conn, run, job_uuid, version)
+    _write_run(conn, run, job_uuid, version, old)
 
     for key, io in sorted(run.outputs.items()):
-        versions.write_output(conn, run, io, datasets[key])
-    affected = versions.bind_inputs(conn, run, datasets)
+        if not _same_output(old, run, key):
+            versions.write_output(conn, run, io, uuids[key], uuids[key] in lake)
+    affected: set[str] = set()
+    if old is None or old.bind_time != run.bind_time or _labels(old) != _labels(run):
+        affected = versions.bind_inputs(conn, run, uuids, lake)
     for key in sorted(run.outputs):
-        dataset = datasets[key]
-        affected.add(dataset)
-        if versions.is_lake(conn, dataset):
+        dataset = uuids[key]
+        if dataset in lake or _output_signature(old, key) == _output_signature(run, key):
             continue
+        affected.add(dataset)
         for consumer in versions.consumers_since(conn, dataset, run):
             affected |= rebind(conn, consumer)
     for dataset in sorted(affected):
-        versions.settle(conn, dataset)
+        versions.settle(conn, dataset, dataset in lake)
     jobs.refresh_job_versions(conn, {version} | ({previous} if previous else set()))
     return run
 
@@ -123,17 +224,18 @@ def rebind(conn: Connection, run_uuid: str) -> set[str]:
     if not events:
         return set()
     run = fold_run(events)
-    d = s.datasets
-    datasets: dict[tuple[str, str], str] = {}
-    for ns, name in run.inputs:
-        found: Any = conn.execute(
-            sa.select(d.c.uuid).where(d.c.namespace == ns, d.c.name == name)
-        ).scalar_one()
-        datasets[(ns, name)] = str(found)
-    return versions.bind_inputs(conn, run, datasets)
+    datasets = _lookup_datasets(conn, sorted(run.inputs))
+    return versions.bind_inputs(
+        conn,
+        run,
+        {k: v[0] for k, v in datasets.items()},
+        {v[0] for v in datasets.values() if v[1]},
+    )
 
 
-def _write_run(conn: Connection, run: RunFold, job_uuid: str, version: str) -> None:
+def _write_run(
+    conn: Connection, run: RunFold, job_uuid: str, version: str, old: RunFold | None
+) -> None:
     r, rs = s.runs, s.run_states
     nominal_start, nominal_end = fx.nominal_times(run.facets)
     error = fx.get(run.facets, "errorMessage") or None
@@ -152,9 +254,15 @@ def _write_run(conn: Connection, run: RunFold, job_uuid: str, version: str) -> N
         "facets": run.facets,
         "error": error,
     }
-    if not insert_ignore(conn, r, {"uuid": run.run_id, **values}, ["uuid"]):
-        conn.execute(r.update().where(r.c.uuid == run.run_id).values(**values))
-    conn.execute(rs.delete().where(rs.c.run_uuid == run.run_id))
+    conn.execute(upsert(conn, r, ["uuid", *values], ["uuid"]), {"uuid": run.run_id, **values})
+    if old is not None and old.transitions == run.transitions:
+        return
+    conn.execute(
+        cached(
+            ("run-states-clear",), lambda: rs.delete().where(rs.c.run_uuid == sa.bindparam("r"))
+        ),
+        {"r": run.run_id},
+    )
     if run.transitions:
         conn.execute(
             rs.insert(),

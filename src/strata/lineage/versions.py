@@ -22,6 +22,7 @@ from __future__ import annotations
 
 import uuid as uuidlib
 from collections.abc import Mapping
+from collections.abc import Set as AbstractSet
 from typing import Any
 
 import sqlalchemy as sa
@@ -31,7 +32,7 @@ from strata.errors import InvalidEvent
 from strata.lineage import facets as fx
 from strata.lineage import keys
 from strata.lineage.fold import IoFold, RunFold
-from strata.lineage.rows import insert_ignore, touch_dataset
+from strata.lineage.rows import cached, insert_ignore, touch_dataset, upsert
 from strata.store import schema as s
 
 
@@ -73,29 +74,36 @@ def _by_label(conn: Connection, dataset_uuid: str, label: str, lake: bool) -> st
 
 def _current_at(conn: Connection, dataset_uuid: str, lake: bool, run: RunFold) -> str | None:
     dv, r = s.dataset_versions, s.runs
-    if lake:
-        query = (
-            sa.select(dv.c.uuid)
-            .where(
-                dv.c.dataset_uuid == dataset_uuid,
-                dv.c.commit_id.is_not(None),
-                dv.c.created_at <= run.bind_time,
+
+    def build() -> Any:
+        if lake:
+            return (
+                sa.select(dv.c.uuid)
+                .where(
+                    dv.c.dataset_uuid == sa.bindparam("d"),
+                    dv.c.commit_id.is_not(None),
+                    dv.c.created_at <= sa.bindparam("t", type_=dv.c.created_at.type),
+                )
+                .order_by(dv.c.commit_id.desc())
+                .limit(1)
             )
-            .order_by(dv.c.commit_id.desc())
-        )
-    else:
-        query = (
+        return (
             sa.select(dv.c.uuid)
             .join(r, r.c.uuid == dv.c.run_uuid)
             .where(
-                dv.c.dataset_uuid == dataset_uuid,
+                dv.c.dataset_uuid == sa.bindparam("d"),
                 r.c.state == "COMPLETED",
-                r.c.uuid != run.run_id,
-                dv.c.created_at <= run.bind_time,
+                r.c.uuid != sa.bindparam("r"),
+                dv.c.created_at <= sa.bindparam("t", type_=dv.c.created_at.type),
             )
             .order_by(dv.c.created_at.desc(), dv.c.uuid.desc())
+            .limit(1)
         )
-    found = conn.execute(query.limit(1)).scalar()
+
+    params = {"d": dataset_uuid, "t": run.bind_time}
+    if not lake:
+        params["r"] = run.run_id
+    found = conn.execute(cached(("current-at", lake), build), params).scalar()
     return str(found) if found is not None else None
 
 
@@ -120,44 +128,63 @@ def _synthetic(conn: Connection, dataset_uuid: str, label: str | None, run: RunF
 
 
 def bind_inputs(
-    conn: Connection, run: RunFold, datasets: Mapping[tuple[str, str], str]
+    conn: Connection, run: RunFold, datasets: Mapping[tuple[str, str], str], lake: AbstractSet[str]
 ) -> set[str]:
     """Rewrite the run's ``run_inputs``; returns the datasets whose bindings may have changed."""
     ri, dv = s.run_inputs, s.dataset_versions
     before = conn.execute(
-        sa.select(dv.c.dataset_uuid)
-        .join(ri, ri.c.dataset_version_uuid == dv.c.uuid)
-        .where(ri.c.run_uuid == run.run_id)
-    )
-    found: list[Any] = list(before.scalars().all())
-    touched = {str(d) for d in found}
-    conn.execute(ri.delete().where(ri.c.run_uuid == run.run_id))
+        cached(
+            ("bound",),
+            lambda: (
+                sa.select(ri.c.dataset_version_uuid, dv.c.dataset_uuid)
+                .join(dv, ri.c.dataset_version_uuid == dv.c.uuid)
+                .where(ri.c.run_uuid == sa.bindparam("r"))
+            ),
+        ),
+        {"r": run.run_id},
+    ).all()
+    touched = {str(row.dataset_uuid) for row in before}
+    wanted: set[str] = set()
     for key, io in sorted(run.inputs.items()):
         dataset = datasets[key]
-        lake = is_lake(conn, dataset)
+        is_lake = dataset in lake
         label = fx.dataset_version_label({**io.facets, **io.io_facets})
         if label:
-            version = _by_label(conn, dataset, label, lake)
+            version = _by_label(conn, dataset, label, is_lake)
         else:
-            version = _current_at(conn, dataset, lake, run)
-        if version is None and not lake:
+            version = _current_at(conn, dataset, is_lake, run)
+        if version is None and not is_lake:
             version = _synthetic(conn, dataset, label, run)
         if version is not None:
-            insert_ignore(
-                conn,
-                ri,
-                {"run_uuid": run.run_id, "dataset_version_uuid": version},
-                ["run_uuid", "dataset_version_uuid"],
-            )
+            wanted.add(version)
             touched.add(dataset)
+    had = {str(row.dataset_version_uuid) for row in before}
+    gone = sorted(had - wanted)
+    if gone:
+        conn.execute(
+            cached(
+                ("unbind",),
+                lambda: ri.delete().where(
+                    ri.c.run_uuid == sa.bindparam("r"),
+                    ri.c.dataset_version_uuid == sa.bindparam("v"),
+                ),
+            ),
+            [{"r": run.run_id, "v": v} for v in gone],
+        )
+    new = sorted(wanted - had)
+    if new:
+        conn.execute(
+            cached(("bind",), ri.insert),
+            [{"run_uuid": run.run_id, "dataset_version_uuid": v} for v in new],
+        )
     return touched
 
 
-def write_output(conn: Connection, run: RunFold, io: IoFold, dataset: str) -> None:
+def write_output(conn: Connection, run: RunFold, io: IoFold, dataset: str, lake: bool) -> None:
     """Record the run's output to ``dataset`` (a version, or a lake commit's producer)."""
     merged = {**io.facets, **io.io_facets}
     label = fx.dataset_version_label(merged)
-    if is_lake(conn, dataset):
+    if lake:
         _bind_lake_output(conn, run, dataset, label)
         return
     dv = s.dataset_versions
@@ -178,10 +205,15 @@ def write_output(conn: Connection, run: RunFold, io: IoFold, dataset: str) -> No
         ),
         "external_version": label,
     }
-    if not insert_ignore(conn, dv, {"uuid": uuid, **values}, ["uuid"]):
-        conn.execute(dv.update().where(dv.c.uuid == uuid).values(**values))
+    conn.execute(upsert(conn, dv, ["uuid", *values], ["uuid"]), {"uuid": uuid, **values})
     cl = s.column_lineage
-    conn.execute(cl.delete().where(cl.c.dataset_version_uuid == uuid))
+    conn.execute(
+        cached(
+            ("cl-clear",),
+            lambda: cl.delete().where(cl.c.dataset_version_uuid == sa.bindparam("v")),
+        ),
+        {"v": uuid},
+    )
     rows = []
     for edge in fx.column_edges(merged):
         source = touch_dataset(conn, edge.input_namespace, edge.input_name, io.first_seen)
@@ -218,55 +250,104 @@ def _bind_lake_output(conn: Connection, run: RunFold, dataset: str, label: str |
 def consumers_since(conn: Connection, dataset: str, run: RunFold) -> list[str]:
     """Runs whose binding to ``dataset`` a change in ``run``'s outputs may move."""
     ri, dv, r = s.run_inputs, s.dataset_versions, s.runs
-    rows = conn.execute(
-        sa.select(ri.c.run_uuid)
-        .distinct()
-        .join(dv, dv.c.uuid == ri.c.dataset_version_uuid)
-        .join(r, r.c.uuid == ri.c.run_uuid)
-        .where(
-            dv.c.dataset_uuid == dataset,
-            ri.c.run_uuid != run.run_id,
-            sa.or_(r.c.created_at >= run.created_at, dv.c.run_uuid.is_(None)),
-        )
-        .order_by(ri.c.run_uuid)
+    stmt = cached(
+        ("consumers",),
+        lambda: (
+            sa.select(ri.c.run_uuid)
+            .distinct()
+            .join(dv, dv.c.uuid == ri.c.dataset_version_uuid)
+            .join(r, r.c.uuid == ri.c.run_uuid)
+            .where(
+                dv.c.dataset_uuid == sa.bindparam("d"),
+                ri.c.run_uuid != sa.bindparam("r"),
+                sa.or_(
+                    r.c.created_at >= sa.bindparam("t", type_=r.c.created_at.type),
+                    dv.c.run_uuid.is_(None),
+                ),
+            )
+            .order_by(ri.c.run_uuid)
+        ),
     )
+    rows = conn.execute(stmt, {"d": dataset, "r": run.run_id, "t": run.created_at})
     found: list[Any] = list(rows.scalars().all())
     return [str(u) for u in found]
 
 
-def settle(conn: Connection, dataset: str) -> None:
+def settle(conn: Connection, dataset: str, lake: bool | None = None) -> None:
     """Date or drop synthetic versions, then move the current pointer."""
-    if is_lake(conn, dataset):
+    if lake if lake is not None else is_lake(conn, dataset):
         return
     dv, ri, r, d = s.dataset_versions, s.run_inputs, s.runs, s.datasets
     synthetic = conn.execute(
-        sa.select(dv.c.uuid).where(
-            dv.c.dataset_uuid == dataset, dv.c.run_uuid.is_(None), dv.c.commit_id.is_(None)
+        cached(
+            ("synthetic-dates",),
+            lambda: (
+                sa.select(dv.c.uuid, sa.func.min(r.c.created_at).label("first"))
+                .select_from(dv)
+                .outerjoin(ri, ri.c.dataset_version_uuid == dv.c.uuid)
+                .outerjoin(r, r.c.uuid == ri.c.run_uuid)
+                .where(
+                    dv.c.dataset_uuid == sa.bindparam("d"),
+                    dv.c.run_uuid.is_(None),
+                    dv.c.commit_id.is_(None),
+                )
+                .group_by(dv.c.uuid)
+            ),
+        ),
+        {"d": dataset},
+    ).all()
+    dead = [{"v": row.uuid} for row in synthetic if row.first is None]
+    dated = [{"v": row.uuid, "first": row.first} for row in synthetic if row.first is not None]
+    if dead:
+        conn.execute(
+            cached(("drop-version",), lambda: dv.delete().where(dv.c.uuid == sa.bindparam("v"))),
+            dead,
         )
-    )
-    pending: list[Any] = list(synthetic.scalars().all())
-    for version in pending:
-        first = conn.execute(
-            sa.select(sa.func.min(r.c.created_at))
-            .join(ri, ri.c.run_uuid == r.c.uuid)
-            .where(ri.c.dataset_version_uuid == version)
-        ).scalar()
-        if first is None:
-            conn.execute(dv.delete().where(dv.c.uuid == version))
-        else:
-            conn.execute(dv.update().where(dv.c.uuid == version).values(created_at=first))
+    if dated:
+        conn.execute(
+            cached(
+                ("date-version",),
+                lambda: (
+                    dv.update()
+                    .where(dv.c.uuid == sa.bindparam("v"))
+                    .values(created_at=sa.bindparam("first", type_=dv.c.created_at.type))
+                ),
+            ),
+            dated,
+        )
+    # Completed runs' outputs first; without any, the latest synthetic version.
     current = conn.execute(
-        sa.select(dv.c.uuid)
-        .join(r, r.c.uuid == dv.c.run_uuid)
-        .where(dv.c.dataset_uuid == dataset, r.c.state == "COMPLETED")
-        .order_by(dv.c.created_at.desc(), dv.c.uuid.desc())
-        .limit(1)
+        cached(
+            ("current",),
+            lambda: (
+                sa.select(dv.c.uuid)
+                .select_from(dv)
+                .outerjoin(r, r.c.uuid == dv.c.run_uuid)
+                .where(
+                    dv.c.dataset_uuid == sa.bindparam("d"),
+                    sa.or_(
+                        r.c.state == "COMPLETED",
+                        sa.and_(dv.c.run_uuid.is_(None), dv.c.commit_id.is_(None)),
+                    ),
+                )
+                .order_by(
+                    sa.case((r.c.state == "COMPLETED", 0), else_=1),
+                    dv.c.created_at.desc(),
+                    dv.c.uuid.desc(),
+                )
+                .limit(1)
+            ),
+        ),
+        {"d": dataset},
     ).scalar()
-    if current is None:
-        current = conn.execute(
-            sa.select(dv.c.uuid)
-            .where(dv.c.dataset_uuid == dataset, dv.c.run_uuid.is_(None), dv.c.commit_id.is_(None))
-            .order_by(dv.c.created_at.desc(), dv.c.uuid.desc())
-            .limit(1)
-        ).scalar()
-    conn.execute(d.update().where(d.c.uuid == dataset).values(current_version_uuid=current))
+    conn.execute(
+        cached(
+            ("set-current",),
+            lambda: (
+                d.update()
+                .where(d.c.uuid == sa.bindparam("key"))
+                .values(current_version_uuid=sa.bindparam("cur"))
+            ),
+        ),
+        {"key": dataset, "cur": current},
+    )

@@ -1,0 +1,161 @@
+"""OpenLineage ingest throughput, in-process: single events and batches, both backends.
+
+Events are realistic run pairs (START then COMPLETE) of jobs that read and write
+1-3 datasets from a shared pool, outputs carrying a schema facet, so consumers
+bind versions other runs produced. ``--shuffle`` delivers them in random order
+(the slow, re-folding path); ``--profile`` prints the top of a cProfile.
+
+    .venv/bin/python bench/ingest_profile.py --events 2000 --backend both
+"""
+
+from __future__ import annotations
+
+import cProfile
+import io
+import pstats
+import random
+import sys
+import time
+import uuid
+from collections.abc import Iterator
+from contextlib import contextmanager
+from datetime import UTC, datetime, timedelta
+from pathlib import Path
+from typing import Any
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+
+from _common import backends, parser, pg_database, print_table, scratch_dir, write_json
+
+PRODUCER = "https://example.com/bench"
+SCHEMA_URL = "https://openlineage.io/spec/2-0-2/OpenLineage.json#/$defs/RunEvent"
+T0 = datetime(2024, 1, 1, tzinfo=UTC)
+
+
+def _facet(**fields: Any) -> dict[str, Any]:
+    return {"_producer": PRODUCER, "_schemaURL": PRODUCER + "/facet", **fields}
+
+
+def make_events(n_events: int, seed: int) -> list[dict[str, Any]]:
+    rng = random.Random(seed)
+    datasets = [("warehouse", f"db.table_{i:03d}") for i in range(150)]
+    jobs = [f"etl.job_{i:02d}" for i in range(40)]
+    events: list[dict[str, Any]] = []
+    clock = T0
+    for i in range(n_events // 2):
+        job = rng.choice(jobs)
+        run_id = str(uuid.UUID(int=rng.getrandbits(128), version=4))
+        picked = rng.sample(datasets, rng.randint(2, 6))
+        split = rng.randint(1, len(picked) - 1)
+        inputs = [{"namespace": ns, "name": name} for ns, name in picked[:split][:3]]
+        outputs = [
+            {
+                "namespace": ns,
+                "name": name,
+                "facets": {
+                    "schema": _facet(fields=[{"name": f"c{k}", "type": "STRING"} for k in range(6)])
+                },
+            }
+            for ns, name in picked[split:][:3]
+        ]
+        job_facets = {"sourceCodeLocation": _facet(type="git", url=f"https://git/{job}.py")}
+        clock += timedelta(seconds=1)
+        start_at, end_at = clock, clock + timedelta(seconds=30 + i % 7)
+        for kind, when in (("START", start_at), ("COMPLETE", end_at)):
+            events.append(
+                {
+                    "eventType": kind,
+                    "eventTime": when.isoformat().replace("+00:00", "Z"),
+                    "run": {
+                        "runId": run_id,
+                        "facets": {"nominalTime": _facet(nominalStartTime="2024-01-01T00:00:00Z")},
+                    },
+                    "job": {"namespace": "bench", "name": job, "facets": job_facets},
+                    "inputs": inputs,
+                    "outputs": outputs,
+                    "producer": PRODUCER,
+                    "schemaURL": SCHEMA_URL,
+                }
+            )
+    events.sort(key=lambda e: e["eventTime"])
+    return events
+
+
+@contextmanager
+def store(backend: str) -> Iterator[Any]:
+    from strata.store import migrate
+    from strata.store.engine import create_engine
+
+    if backend == "sqlite":
+        with scratch_dir("ingest") as tmp:
+            engine = create_engine(f"sqlite:///{tmp / 'meta.db'}")
+            migrate.upgrade(engine)
+            try:
+                yield engine
+            finally:
+                engine.dispose()
+        return
+    with pg_database() as url:
+        engine = create_engine(url)
+        migrate.upgrade(engine)
+        try:
+            yield engine
+        finally:
+            engine.dispose()
+
+
+def run_once(
+    backend: str, events: list[dict[str, Any]], mode: str, batch: int, profile: bool
+) -> float:
+    from strata.lineage.ingest import ingest_batch, ingest_event
+
+    with store(backend) as engine:
+        prof = cProfile.Profile() if profile else None
+        started = time.perf_counter()
+        if prof:
+            prof.enable()
+        if mode == "single":
+            for event in events:
+                ingest_event(engine, event)
+        else:
+            for i in range(0, len(events), batch):
+                for result in ingest_batch(engine, events[i : i + batch]):
+                    if isinstance(result, Exception):
+                        raise result
+        if prof:
+            prof.disable()
+        elapsed = time.perf_counter() - started
+        if prof:
+            out = io.StringIO()
+            pstats.Stats(prof, stream=out).sort_stats("cumulative").print_stats(40)
+            print(out.getvalue())
+        return len(events) / elapsed
+
+
+def main() -> None:
+    p = parser(__doc__.splitlines()[0])
+    p.add_argument("--events", type=int, default=2000)
+    p.add_argument("--batch", type=int, default=100, help="events per ingest_batch call")
+    p.add_argument("--mode", choices=["single", "batch", "both"], default="both")
+    p.add_argument("--shuffle", action="store_true", help="deliver events in random order")
+    p.add_argument("--profile", action="store_true")
+    args = p.parse_args()
+    events = make_events(args.events, args.seed)
+    if args.shuffle:
+        random.Random(args.seed).shuffle(events)
+    modes = ["single", "batch"] if args.mode == "both" else [args.mode]
+    results = []
+    for backend in backends(args.backend):
+        for mode in modes:
+            rate = run_once(backend, events, mode, args.batch, args.profile)
+            results.append({"backend": backend, "mode": mode, "events_per_s": rate})
+    print_table(
+        f"ingest of {len(events)} events ({'shuffled' if args.shuffle else 'in order'})",
+        ["backend", "mode", "events/s"],
+        [[r["backend"], r["mode"], r["events_per_s"]] for r in results],
+    )
+    write_json("ingest_profile", args.json, vars(args), results)
+
+
+if __name__ == "__main__":
+    main()
