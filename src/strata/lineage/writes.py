@@ -1,6 +1,6 @@
 """Marquez-style writes (the REST API's PUT and POST routes).
 
-Namespaces and sources are plain upserts. Datasets, jobs and run lifecycle
+Namespaces, sources and tags are plain upserts. Datasets, jobs and run lifecycle
 calls are turned into OpenLineage events (DatasetEvent, JobEvent, RunEvent)
 and go through :func:`~strata.lineage.ingest.ingest_event`, so they build
 exactly the model the equivalent events build. ``create_run`` sends a
@@ -15,7 +15,7 @@ from datetime import UTC, datetime
 from typing import Any, Literal
 
 import sqlalchemy as sa
-from sqlalchemy.engine import Engine
+from sqlalchemy.engine import Connection, Engine
 
 from strata.errors import InvalidArgument, NotFound
 from strata.ids import new_id
@@ -137,11 +137,17 @@ def upsert_job(
     inputs: Sequence[DatasetId] = (),
     outputs: Sequence[DatasetId] = (),
     facets: dict[str, Any] | None = None,
+    type: str | None = None,
     at: datetime | None = None,
 ) -> IngestResult:
     """Create or update a job and declare a version for its io (a JobEvent)."""
     now = _now(at)
     job_facets: dict[str, Any] = dict(facets or {})
+    if type is not None:
+        processing = "STREAMING" if type.upper().startswith("STREAM") else "BATCH"
+        job_facets["jobType"] = _facet(
+            processingType=processing, integration="MARQUEZ", jobType=type.upper()
+        )
     if location is not None:
         job_facets["sourceCodeLocation"] = _facet(type="git", url=location)
     if description is not None:
@@ -159,16 +165,23 @@ def upsert_job(
 
 def _job_raw_name(engine: Engine, namespace: str, name: str) -> str:
     """The name events use for the job ``name`` (FQN or alias) in ``namespace``."""
-    j, a = s.jobs, s.job_aliases
+    return _job_row(engine, namespace, name)[0]
+
+
+def _job_row(
+    engine: Engine, namespace: str, name: str
+) -> tuple[str, dict[str, Any], list[Any], list[Any]]:
+    """Raw name, facets and current version's inputs and outputs of a job (FQN or alias)."""
+    j, a, jv = s.jobs, s.job_aliases, s.job_versions
+    cols = (j.c.fold_state, j.c.name, j.c.facets, jv.c.inputs, jv.c.outputs)
     with read_tx(engine) as conn:
-        row = conn.execute(
-            sa.select(j.c.fold_state, j.c.name).where(j.c.namespace == namespace, j.c.name == name)
-        ).first()
+        base = sa.select(*cols).outerjoin(jv, jv.c.uuid == j.c.current_version_uuid)
+        row = conn.execute(base.where(j.c.namespace == namespace, j.c.name == name)).first()
         if row is None:
             row = conn.execute(
-                sa.select(j.c.fold_state, j.c.name)
-                .join(a, a.c.job_uuid == j.c.uuid)
-                .where(a.c.namespace == namespace, a.c.name == name)
+                base.join(a, a.c.job_uuid == j.c.uuid).where(
+                    a.c.namespace == namespace, a.c.name == name
+                )
             ).first()
     if row is None:
         raise NotFound(
@@ -176,7 +189,8 @@ def _job_raw_name(engine: Engine, namespace: str, name: str) -> str:
             namespace=namespace,
             job=name,
         )
-    return str((row.fold_state or {}).get("raw") or row.name)
+    raw = str((row.fold_state or {}).get("raw") or row.name)
+    return raw, dict(row.facets or {}), list(row.inputs or []), list(row.outputs or [])
 
 
 def _run_event(
@@ -210,8 +224,12 @@ def create_run(
     args: dict[str, str] | None = None,
     at: datetime | None = None,
 ) -> str:
-    """A NEW run of an existing job; returns its id."""
-    raw = _job_raw_name(engine, namespace, job)
+    """A NEW run of an existing job's current version; returns its id.
+
+    The event carries the version's inputs, outputs and source facets, as a
+    producer's run events would, so the run belongs to that job version.
+    """
+    raw, job_facets, inputs, outputs = _job_row(engine, namespace, job)
     run = check_uuid(run_id, "runId") if run_id is not None else new_id()
     facets: dict[str, Any] = {}
     if nominal_start_time is not None:
@@ -221,7 +239,13 @@ def create_run(
         facets["nominalTime"] = _facet(**nominal)
     if args:
         facets["runArgs"] = _facet(args=dict(args))
-    ingest_event(engine, _run_event(namespace, raw, run, None, _now(at), facets))
+    event = _run_event(namespace, raw, run, None, _now(at), facets)
+    event["job"]["facets"] = {
+        k: v for k, v in job_facets.items() if k in ("sourceCodeLocation", "sourceCode")
+    }
+    event["inputs"] = [{"namespace": d["namespace"], "name": d["name"]} for d in inputs]
+    event["outputs"] = [{"namespace": d["namespace"], "name": d["name"]} for d in outputs]
+    ingest_event(engine, event)
     return run
 
 
@@ -246,3 +270,74 @@ def mark_run(
         raise NotFound(f"run {run_id!r} not found", run_id=run_id)
     raw = str((row.fold_state or {}).get("raw") or row.name)
     return ingest_event(engine, _run_event(row.namespace, raw, run, event_type, _now(at), {}))
+
+
+def upsert_tag(engine: Engine, name: str, description: str | None = None) -> None:
+    now = datetime.now(UTC)
+    t = s.tags
+    values = {"description": description, "updated_at": now}
+    with write_tx(engine) as conn:
+        if not insert_ignore(conn, t, {"name": name, "created_at": now, **values}, ["name"]):
+            conn.execute(t.update().where(t.c.name == name).values(**values))
+
+
+def _ensure_tag(conn: Connection, name: str) -> None:
+    # Marquez wants tags created first; creating them on first use is friendlier.
+    now = datetime.now(UTC)
+    insert_ignore(conn, s.tags, {"name": name, "created_at": now, "updated_at": now}, ["name"])
+
+
+def _dataset_uuid(conn: Connection, namespace: str, name: str) -> str:
+    d = s.datasets
+    found = conn.execute(
+        sa.select(d.c.uuid).where(d.c.namespace == namespace, d.c.name == name)
+    ).scalar()
+    if found is None:
+        raise NotFound(
+            f"dataset {name!r} not found in namespace {namespace!r}",
+            namespace=namespace,
+            dataset=name,
+        )
+    return str(found)
+
+
+def tag_dataset(engine: Engine, namespace: str, name: str, tag: str, field: str = "") -> None:
+    """Tag a dataset, or one of its fields when ``field`` is given."""
+    with write_tx(engine) as conn:
+        uuid = _dataset_uuid(conn, namespace, name)
+        _ensure_tag(conn, tag)
+        values = {"dataset_uuid": uuid, "tag_name": tag, "field_name": field}
+        insert_ignore(
+            conn,
+            s.dataset_tags,
+            {**values, "tagged_at": datetime.now(UTC)},
+            ["dataset_uuid", "tag_name", "field_name"],
+        )
+
+
+def untag_dataset(engine: Engine, namespace: str, name: str, tag: str, field: str = "") -> None:
+    dt = s.dataset_tags
+    with write_tx(engine) as conn:
+        uuid = _dataset_uuid(conn, namespace, name)
+        conn.execute(
+            dt.delete().where(
+                dt.c.dataset_uuid == uuid, dt.c.tag_name == tag, dt.c.field_name == field
+            )
+        )
+
+
+def tag_job(engine: Engine, job_uuid: str, tag: str) -> None:
+    with write_tx(engine) as conn:
+        _ensure_tag(conn, tag)
+        insert_ignore(
+            conn,
+            s.job_tags,
+            {"job_uuid": job_uuid, "tag_name": tag, "tagged_at": datetime.now(UTC)},
+            ["job_uuid", "tag_name"],
+        )
+
+
+def untag_job(engine: Engine, job_uuid: str, tag: str) -> None:
+    jt = s.job_tags
+    with write_tx(engine) as conn:
+        conn.execute(jt.delete().where(jt.c.job_uuid == job_uuid, jt.c.tag_name == tag))

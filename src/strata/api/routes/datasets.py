@@ -6,11 +6,11 @@ from typing import Any
 
 from fastapi import APIRouter
 
-from strata.api import direct_writes as w
 from strata.api import views
 from strata.api.deps import Conn, Eng, Limit, Offset
 from strata.api.models import DatasetIn
 from strata.lineage import queries as q
+from strata.lineage import writes as w
 from strata.store.engine import read_tx
 
 router = APIRouter(tags=["Datasets"])
@@ -32,18 +32,27 @@ def get_dataset(conn: Conn, namespace: str, dataset: str) -> dict[str, Any]:
 
 @router.put(DS)
 def put_dataset(eng: Eng, namespace: str, dataset: str, body: DatasetIn) -> dict[str, Any]:
+    with read_tx(eng) as conn:
+        q.get_source(conn, body.source_name)  # 404 names the missing source
+    fields = [
+        {k: v for k, v in f.model_dump().items() if k != "tags" and v is not None}
+        for f in body.fields
+    ]
     w.upsert_dataset(
         eng,
         namespace,
         dataset,
-        type_=body.type,
+        type=body.type,
         physical_name=body.physical_name,
         source_name=body.source_name,
-        fields=[f.model_dump() for f in body.fields],
-        tags=body.tags,
+        fields=fields,
         description=body.description,
-        run_id=str(body.run_id) if body.run_id else None,
     )
+    for tag in body.tags:
+        w.tag_dataset(eng, namespace, dataset, tag)
+    for f in body.fields:
+        for tag in f.tags:
+            w.tag_dataset(eng, namespace, dataset, tag, f.name)
     with read_tx(eng) as conn:
         return views.dataset(q.get_dataset(conn, namespace, dataset))
 

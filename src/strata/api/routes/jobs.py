@@ -2,18 +2,20 @@
 
 from __future__ import annotations
 
+from datetime import datetime
 from typing import Any
 
 from fastapi import APIRouter
 from fastapi.responses import JSONResponse
 
-from strata.api import direct_writes as w
 from strata.api import views
 from strata.api.deps import Conn, Eng, Limit, Offset
 from strata.api.models import JobIn, RunIn
 from strata.api.redirects import job_uuid
 from strata.errors import NotFound
+from strata.lineage import keys
 from strata.lineage import queries as q
+from strata.lineage import writes as w
 from strata.store.engine import read_tx
 
 router = APIRouter(tags=["Jobs"])
@@ -33,18 +35,18 @@ def get_job(conn: Conn, namespace: str, job: str) -> dict[str, Any]:
 
 @router.put(JOB)
 def put_job(eng: Eng, namespace: str, job: str, body: JobIn) -> dict[str, Any]:
-    uuid = w.upsert_job(
+    w.upsert_job(
         eng,
         namespace,
         job,
-        type_=body.type,
+        type=body.type,
         inputs=[(d.namespace, d.name) for d in body.inputs],
         outputs=[(d.namespace, d.name) for d in body.outputs],
         location=body.location,
         description=body.description,
     )
     with read_tx(eng) as conn:
-        return views.job(q.get_job(conn, uuid))
+        return views.job(q.get_job(conn, keys.job_uuid(namespace, job)))
 
 
 @router.get(JOB + "/versions")
@@ -75,15 +77,26 @@ def create_run(eng: Eng, namespace: str, job: str, body: RunIn | None = None) ->
         res = q.resolve_job(conn, namespace, job)
     if res.kind != "found" or res.job_uuid is None:
         raise NotFound(f"job {job!r} not found in namespace {namespace!r}", job=job)
+    with read_tx(eng) as conn:
+        name = q.get_job(conn, res.job_uuid).name
     run_id = w.create_run(
         eng,
-        res.job_uuid,
-        str(body.id) if body.id else None,
-        body.nominal_start_time,
-        body.nominal_end_time,
+        namespace,
+        name,
+        run_id=str(body.id) if body.id else None,
+        nominal_start_time=_aware(body.nominal_start_time),
+        nominal_end_time=_aware(body.nominal_end_time),
+        args={k: str(v) for k, v in body.args.items()} or None,
     )
     with read_tx(eng) as conn:
         return JSONResponse(views.run(q.get_run(conn, run_id)), status_code=201)
+
+
+def _aware(at: datetime | None) -> datetime | None:
+    # Marquez clients send local times without a zone; read them as the server's zone.
+    if at is not None and at.tzinfo is None:
+        return at.replace(tzinfo=datetime.now().astimezone().tzinfo)
+    return at
 
 
 @router.post(JOB + "/tags/{tag:seg}")

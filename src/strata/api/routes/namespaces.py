@@ -6,11 +6,11 @@ from typing import Any
 
 from fastapi import APIRouter
 
-from strata.api import direct_writes as w
 from strata.api import views
 from strata.api.deps import Conn, Eng, Limit, Offset
 from strata.api.models import NamespaceIn, SourceIn
 from strata.lineage import queries as q
+from strata.lineage import writes as w
 from strata.store.engine import read_tx
 
 router = APIRouter(tags=["Namespaces"])
@@ -29,7 +29,7 @@ def get_namespace(conn: Conn, namespace: str) -> dict[str, Any]:
 
 @router.put("/namespaces/{namespace:seg}")
 def put_namespace(eng: Eng, namespace: str, body: NamespaceIn) -> dict[str, Any]:
-    w.upsert_namespace(eng, namespace, body.owner_name, body.description)
+    w.upsert_namespace(eng, namespace, owner=body.owner_name, description=body.description)
     with read_tx(eng) as conn:
         return views.namespace(q.get_namespace(conn, namespace))
 
@@ -47,6 +47,12 @@ def get_source(conn: Conn, source: str) -> dict[str, Any]:
 
 @router.put("/sources/{source:seg}", tags=["Sources"])
 def put_source(eng: Eng, source: str, body: SourceIn) -> dict[str, Any]:
-    w.upsert_source(eng, source, body.type, body.connection_url, body.description)
+    w.upsert_source(
+        eng,
+        source,
+        type=body.type,
+        connection_url=body.connection_url,
+        description=body.description,
+    )
     with read_tx(eng) as conn:
         return views.source(q.get_source(conn, source))

@@ -8,11 +8,11 @@ from uuid import UUID
 
 from fastapi import APIRouter, Query
 
-from strata.api import direct_writes as w
 from strata.api import views
 from strata.api.deps import Conn, Depth, Eng
 from strata.lineage import graph as g
 from strata.lineage import queries as q
+from strata.lineage import writes as w
 from strata.store.engine import read_tx
 
 router = APIRouter(tags=["Runs"])
@@ -41,7 +41,7 @@ def mark_run(
 ) -> dict[str, Any]:
     if at is not None and at.tzinfo is None:
         at = at.replace(tzinfo=datetime.now().astimezone().tzinfo)
-    w.mark_run(eng, str(id), action, at)
+    w.mark_run(eng, str(id), action, at=at)
     with read_tx(eng) as conn:
         return views.run(q.get_run(conn, str(id)))
 

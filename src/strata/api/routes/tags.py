@@ -6,11 +6,11 @@ from typing import Any
 
 from fastapi import APIRouter
 
-from strata.api import direct_writes as w
 from strata.api import views
 from strata.api.deps import Conn, Eng, Limit, Offset
 from strata.api.models import TagIn
 from strata.lineage import queries as q
+from strata.lineage import writes as w
 from strata.store.engine import read_tx
 
 router = APIRouter(tags=["Tags"])
