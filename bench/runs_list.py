@@ -1,0 +1,537 @@
+"""Run listing with a large store: ``GET /api/v1/namespaces/{ns}/jobs/{job}/runs?limit=20``.
+
+The store is bulk-loaded straight into the schema tables (PostgreSQL ``COPY``, SQLite
+``executemany``) with rows shaped as ingest writes them: per run a ``runs`` row (job,
+job version, times, facets), its ``run_states`` (RUNNING then COMPLETED), one output
+``dataset_versions`` row and one ``run_inputs`` binding. Most runs belong to one hot job;
+the rest are spread over the other jobs. Requests go through the ASGI app in process
+(httpx ``ASGITransport``, no sockets) and, separately, to ``queries.list_runs`` alone.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import json
+import random
+import sys
+import time
+import uuid
+from collections.abc import Iterable, Iterator, Sequence
+from contextlib import contextmanager
+from datetime import UTC, datetime, timedelta
+from pathlib import Path
+from typing import Any
+
+from _common import machine, pg_database, print_table, scratch_dir, summary
+
+HERE = Path(__file__).resolve().parent
+OUT_DIR = HERE / ".out"
+TARGET_P95_MS = 5.0
+NS = "bench"
+EPOCH = datetime(2024, 1, 1, tzinfo=UTC)
+
+
+# --- shared store helpers (also used by lineage_graph.py) ---------------------------------
+
+
+@contextmanager
+def open_store(backend: str) -> Iterator[Any]:
+    """A fresh metadata store migrated to head; yields (engine, url)."""
+    from strata.store import migrate
+    from strata.store.engine import create_engine
+
+    if backend == "sqlite":
+        with scratch_dir("lineage") as home:
+            url = f"sqlite:///{home / 'meta.db'}"
+            engine = create_engine(url)
+            migrate.upgrade(engine)
+            try:
+                yield engine, url
+            finally:
+                engine.dispose()
+        return
+    with pg_database() as url:
+        engine = create_engine(url)
+        migrate.upgrade(engine)
+        try:
+            yield engine, url
+        finally:
+            engine.dispose()
+
+
+def _copy_value(value: Any) -> Any:
+    if isinstance(value, dict | list):
+        return json.dumps(value, separators=(",", ":"))
+    return value
+
+
+def bulk_insert(
+    engine: Any, table: Any, rows: Iterable[dict[str, Any]], chunk: int = 50_000
+) -> int:
+    """Insert rows fast: ``COPY`` on PostgreSQL, ``executemany`` in one transaction on SQLite.
+
+    On PostgreSQL the foreign-key triggers are skipped for the load (``session_replication_role
+    = replica``): the generator only writes rows whose references exist.
+    """
+    from strata.store.engine import write_tx
+
+    count = 0
+    batch: list[dict[str, Any]] = []
+
+    def flush(conn: Any) -> None:
+        nonlocal count
+        if not batch:
+            return
+        if conn.dialect.name == "postgresql":
+            cols = list(batch[0])
+            dbapi = conn.connection.dbapi_connection
+            with dbapi.cursor() as cur:
+                names = ", ".join(f'"{c}"' for c in cols)
+                with cur.copy(f'COPY "{table.name}" ({names}) FROM STDIN') as cp:
+                    for r in batch:
+                        cp.write_row([_copy_value(r[c]) for c in cols])
+        else:
+            conn.execute(table.insert(), batch)
+        count += len(batch)
+        batch.clear()
+
+    with write_tx(engine) as conn:
+        if conn.dialect.name == "postgresql":
+            conn.exec_driver_sql("SET LOCAL session_replication_role = replica")
+        for r in rows:
+            batch.append(r)
+            if len(batch) >= chunk:
+                flush(conn)
+        flush(conn)
+    return count
+
+
+def analyze(engine: Any) -> None:
+    """Planner statistics (and on PostgreSQL the visibility map autovacuum would set)."""
+    if engine.dialect.name == "postgresql":
+        with engine.connect() as conn:
+            conn.execution_options(isolation_level="AUTOCOMMIT").exec_driver_sql("VACUUM ANALYZE")
+        return
+    with engine.connect() as conn:
+        conn.exec_driver_sql("ANALYZE")
+
+
+def refresh_run_counts(engine: Any) -> None:
+    """What the ``runs`` triggers keep; the PostgreSQL bulk load skips triggers."""
+    from strata.store.engine import write_tx
+
+    with write_tx(engine) as conn:
+        conn.exec_driver_sql("DELETE FROM job_run_counts")
+        conn.exec_driver_sql(
+            "INSERT INTO job_run_counts (job_uuid, run_count) "
+            "SELECT job_uuid, COUNT(*) FROM runs GROUP BY job_uuid"
+        )
+
+
+def uuid7_at(at: datetime, rng: random.Random) -> str:
+    """A version-7 UUID for ``at`` (runs' ids are client-made uuid7s in OpenLineage)."""
+    ms = int(at.timestamp() * 1000)
+    value = (ms & ((1 << 48) - 1)) << 80 | 0x7 << 76 | rng.getrandbits(12) << 64
+    value |= 0b10 << 62 | rng.getrandbits(62)
+    return str(uuid.UUID(int=value))
+
+
+SCHEMA = [
+    {"name": "id", "type": "BIGINT"},
+    {"name": "ts", "type": "TIMESTAMP"},
+    {"name": "value", "type": "DOUBLE"},
+]
+
+
+def dataset_row(ns: str, name: str, at: datetime, current: str | None) -> dict[str, Any]:
+    from strata.lineage import keys
+
+    return {
+        "uuid": keys.dataset_uuid(ns, name),
+        "namespace": ns,
+        "name": name,
+        "type": "DB_TABLE",
+        "source_name": None,
+        "physical_name": name,
+        "is_lake": False,
+        "current_version_uuid": current,
+        "description": None,
+        "facets": {},
+        "created_at": at,
+        "updated_at": at,
+        "deleted_at": None,
+        "fold_state": {},
+    }
+
+
+def job_row(ns: str, name: str, at: datetime, current: str | None) -> dict[str, Any]:
+    from strata.lineage import keys
+
+    return {
+        "uuid": keys.job_uuid(ns, name),
+        "namespace": ns,
+        "simple_name": name,
+        "name": name,
+        "parent_job_uuid": None,
+        "parent_key": "",
+        "type": "BATCH",
+        "current_version_uuid": current,
+        "location": None,
+        "description": None,
+        "facets": {},
+        "created_at": at,
+        "updated_at": at,
+        "fold_state": {"raw": name, "facets": {}, "parent": None, "static": {}},
+    }
+
+
+def job_version_row(
+    job: str, ins: Sequence[tuple[str, str]], outs: Sequence[tuple[str, str]], at: datetime
+) -> dict[str, Any]:
+    from strata.lineage import keys
+
+    fp = uuid.uuid5(uuid.NAMESPACE_URL, f"{job}|{sorted(ins)}|{sorted(outs)}").hex * 2
+    return {
+        "uuid": keys.job_version_uuid(job, fp),
+        "job_uuid": job,
+        "version": fp,
+        "source_code": None,
+        "location": None,
+        "inputs": [{"namespace": a, "name": b} for a, b in sorted(ins)],
+        "outputs": [{"namespace": a, "name": b} for a, b in sorted(outs)],
+        "latest_run_uuid": None,
+        "created_at": at,
+        "updated_at": at,
+    }
+
+
+# --- population ---------------------------------------------------------------------------
+
+
+def populate(engine: Any, runs: int, jobs: int, hot_share: float, seed: int) -> dict[str, Any]:
+    """Jobs ``job-000``… each reading ``in-NNN`` and writing ``out-NNN``; returns the layout."""
+    from strata.lineage import keys
+    from strata.store import schema as s
+
+    rng = random.Random(seed)
+    hot_runs = int(runs * hot_share) if jobs > 1 else runs
+    per_job = [hot_runs] + [0] * (jobs - 1)
+    for i in range(runs - hot_runs):
+        per_job[1 + i % (jobs - 1)] += 1
+    names = [f"job-{i:03d}" for i in range(jobs)]
+    job_ids = [keys.job_uuid(NS, n) for n in names]
+    ins = [(NS, f"in-{i:03d}") for i in range(jobs)]
+    outs = [(NS, f"out-{i:03d}") for i in range(jobs)]
+    versions = [job_version_row(job_ids[i], [ins[i]], [outs[i]], EPOCH) for i in range(jobs)]
+    initial = [keys.initial_version_uuid(keys.dataset_uuid(*ins[i])) for i in range(jobs)]
+
+    # Runs: one every ~minute per job, newest last; ids are uuid7s of their start.
+    run_ids: list[list[str]] = []
+    starts: list[list[datetime]] = []
+    for i in range(jobs):
+        step = timedelta(seconds=max(1, 365 * 86400 // max(per_job[i], 1)))
+        t = [
+            EPOCH + step * k + timedelta(milliseconds=rng.randrange(1000))
+            for k in range(per_job[i])
+        ]
+        starts.append(t)
+        run_ids.append([uuid7_at(x, rng) for x in t])
+
+    last_out = {
+        i: keys.output_version_uuid(run_ids[i][-1], keys.dataset_uuid(*outs[i]))
+        for i in range(jobs)
+        if per_job[i]
+    }
+    now = EPOCH + timedelta(days=366)
+    with_ns = [
+        {
+            "name": NS,
+            "owner": "anonymous",
+            "description": None,
+            "is_hidden": False,
+            "created_at": EPOCH,
+            "updated_at": now,
+        }
+    ]
+    bulk_insert(engine, s.namespaces, with_ns)
+    bulk_insert(
+        engine,
+        s.datasets,
+        [dataset_row(NS, ins[i][1], EPOCH, initial[i]) for i in range(jobs)]
+        + [dataset_row(NS, outs[i][1], EPOCH, last_out.get(i)) for i in range(jobs)],
+    )
+    for i, v in enumerate(versions):
+        v["latest_run_uuid"] = run_ids[i][-1] if per_job[i] else None
+        v["updated_at"] = starts[i][-1] if per_job[i] else EPOCH
+    bulk_insert(
+        engine,
+        s.jobs,
+        [job_row(NS, names[i], EPOCH, versions[i]["uuid"]) for i in range(jobs)],
+    )
+    bulk_insert(engine, s.job_versions, versions)
+    bulk_insert(
+        engine,
+        s.job_version_io,
+        [
+            {
+                "job_version_uuid": versions[i]["uuid"],
+                "dataset_uuid": keys.dataset_uuid(*d),
+                "io_type": io_type,
+                "job_uuid": job_ids[i],
+            }
+            for i in range(jobs)
+            for d, io_type in ((ins[i], "INPUT"), (outs[i], "OUTPUT"))
+        ],
+    )
+    bulk_insert(
+        engine,
+        s.dataset_versions,
+        [
+            {
+                "uuid": initial[i],
+                "dataset_uuid": keys.dataset_uuid(*ins[i]),
+                "created_at": EPOCH,
+                "external_version": None,
+            }
+            for i in range(jobs)
+        ],
+    )
+
+    def run_rows() -> Iterator[dict[str, Any]]:
+        for i in range(jobs):
+            for rid, t in zip(run_ids[i], starts[i], strict=True):
+                end = t + timedelta(seconds=30)
+                yield {
+                    "uuid": rid,
+                    "job_uuid": job_ids[i],
+                    "job_version_uuid": versions[i]["uuid"],
+                    "parent_run_uuid": None,
+                    "state": "COMPLETED",
+                    "nominal_start_time": None,
+                    "nominal_end_time": None,
+                    "started_at": t,
+                    "ended_at": end,
+                    "transitioned_at": end,
+                    "created_at": t,
+                    "updated_at": end,
+                    "facets": {"processing_engine": {"name": "spark", "version": "3.5.1"}},
+                    "error": None,
+                }
+
+    def state_rows() -> Iterator[dict[str, Any]]:
+        for i in range(jobs):
+            for rid, t in zip(run_ids[i], starts[i], strict=True):
+                for state, at, tag in (
+                    ("RUNNING", t, "s"),
+                    ("COMPLETED", t + timedelta(seconds=30), "c"),
+                ):
+                    digest = f"{rid}{tag}"
+                    yield {
+                        "uuid": keys.run_state_uuid(rid, digest),
+                        "run_uuid": rid,
+                        "state": state,
+                        "transitioned_at": at,
+                        "event_uuid": keys.event_uuid(digest),
+                    }
+
+    def output_rows() -> Iterator[dict[str, Any]]:
+        for i in range(jobs):
+            ds = keys.dataset_uuid(*outs[i])
+            for rid, t in zip(run_ids[i], starts[i], strict=True):
+                yield {
+                    "uuid": keys.output_version_uuid(rid, ds),
+                    "dataset_uuid": ds,
+                    "created_at": t + timedelta(seconds=30),
+                    "run_uuid": rid,
+                    "schema_fields": SCHEMA,
+                    "facets": {},
+                    "lifecycle_state": None,
+                }
+
+    def input_rows() -> Iterator[dict[str, Any]]:
+        for i in range(jobs):
+            for rid in run_ids[i]:
+                yield {"run_uuid": rid, "dataset_version_uuid": initial[i]}
+
+    t0 = time.perf_counter()
+    counts = {
+        "runs": bulk_insert(engine, s.runs, run_rows()),
+        "run_states": bulk_insert(engine, s.run_states, state_rows()),
+        "dataset_versions": bulk_insert(engine, s.dataset_versions, output_rows()) + jobs,
+        "run_inputs": bulk_insert(engine, s.run_inputs, input_rows()),
+    }
+    refresh_run_counts(engine)
+    analyze(engine)
+    return {
+        "jobs": names,
+        "job_uuids": job_ids,
+        "runs_per_job": per_job,
+        "rows": counts,
+        "load_seconds": round(time.perf_counter() - t0, 1),
+    }
+
+
+# --- measurement --------------------------------------------------------------------------
+
+
+def request_plan(layout: dict[str, Any], requests: int, hot_share: float, seed: int) -> list[int]:
+    """Job indexes to ask for: the hot job ``hot_share`` of the time, others round-robin."""
+    rng = random.Random(seed + 1)
+    jobs = len(layout["jobs"])
+    plan = [
+        0 if rng.random() < hot_share or jobs == 1 else 1 + rng.randrange(jobs - 1)
+        for _ in range(requests)
+    ]
+    return plan
+
+
+def measure_query(engine: Any, layout: dict[str, Any], plan: list[int], limit: int) -> list[float]:
+    from strata.lineage import queries as q
+    from strata.store.engine import read_tx
+
+    out = []
+    for i in plan:
+        t0 = time.perf_counter()
+        with read_tx(engine) as conn:
+            page = q.list_runs(conn, layout["job_uuids"][i], limit, 0)
+        out.append((time.perf_counter() - t0) * 1000)
+        assert len(page.items) == min(limit, layout["runs_per_job"][i])
+    return out
+
+
+def measure_http(
+    engine: Any, url: str, layout: dict[str, Any], plan: list[int], limit: int
+) -> list[float]:
+    import httpx
+
+    from strata.api import create_app
+    from strata.settings import Settings
+
+    app = create_app(Settings(database_url=url), engine)
+
+    async def go() -> list[float]:
+        out = []
+        transport = httpx.ASGITransport(app=app)
+        async with httpx.AsyncClient(transport=transport, base_url="http://bench") as client:
+            for i in plan:
+                path = f"/api/v1/namespaces/{NS}/jobs/{layout['jobs'][i]}/runs"
+                t0 = time.perf_counter()
+                resp = await client.get(path, params={"limit": limit})
+                out.append((time.perf_counter() - t0) * 1000)
+                if resp.status_code != 200:
+                    raise SystemExit(f"GET {path} -> {resp.status_code}: {resp.text[:300]}")
+                body = resp.json()
+                assert len(body["runs"]) == min(limit, layout["runs_per_job"][i])
+                assert body["totalCount"] == layout["runs_per_job"][i]
+        return out
+
+    return asyncio.run(go())
+
+
+def stats(values: list[float]) -> dict[str, float]:
+    from _common import percentile
+
+    s = summary(values)
+    s["p95"] = percentile(values, 95)
+    return s
+
+
+def run(a: argparse.Namespace) -> dict[str, Any]:
+    with open_store(a.backend) as (engine, url):
+        print(f"loading {a.runs:,} runs over {a.jobs} jobs on {a.backend} ...", flush=True)
+        layout = populate(engine, a.runs, a.jobs, a.hot_share, a.seed)
+        print(f"loaded in {layout['load_seconds']} s: {layout['rows']}", flush=True)
+        plan = request_plan(layout, a.requests, a.hot_request_share, a.seed)
+        warm = plan[: a.warmup]
+        measure_query(engine, layout, warm, a.limit)
+        measure_http(engine, url, layout, warm, a.limit)
+        results: dict[str, Any] = {}
+        for label, fn in (
+            ("query", lambda: measure_query(engine, layout, plan, a.limit)),
+            ("http", lambda: measure_http(engine, url, layout, plan, a.limit)),
+        ):
+            times = fn()
+            hot = [t for t, i in zip(times, plan, strict=True) if i == 0]
+            cold = [t for t, i in zip(times, plan, strict=True) if i != 0]
+            results[label] = {
+                "all": stats(times),
+                "hot_job": stats(hot),
+                "other_jobs": stats(cold) if cold else None,
+            }
+        return {
+            "backend": a.backend,
+            "runs": a.runs,
+            "jobs": a.jobs,
+            "hot_job_runs": layout["runs_per_job"][0],
+            "rows": layout["rows"],
+            "load_seconds": layout["load_seconds"],
+            "requests": a.requests,
+            "limit": a.limit,
+            **results,
+        }
+
+
+def main() -> None:
+    p = argparse.ArgumentParser(description=__doc__)
+    p.add_argument("--backend", choices=["sqlite", "postgresql"], default="postgresql")
+    p.add_argument("--runs", type=int, default=750_000, help="runs in the store (default 750,000)")
+    p.add_argument("--jobs", type=int, default=20, help="jobs (default 20)")
+    p.add_argument(
+        "--hot-share",
+        type=float,
+        default=0.8,
+        help="share of runs that belong to the hot job (default 0.8)",
+    )
+    p.add_argument("--requests", type=int, default=500, help="timed requests (default 500)")
+    p.add_argument(
+        "--hot-request-share",
+        type=float,
+        default=0.5,
+        help="share of requests that ask for the hot job (default 0.5)",
+    )
+    p.add_argument("--warmup", type=int, default=50, help="untimed requests first (default 50)")
+    p.add_argument("--limit", type=int, default=20, help="page size (default 20)")
+    p.add_argument("--seed", type=int, default=7)
+    p.add_argument(
+        "--out", default=None, help="JSON path (default bench/.out/runs_list-<backend>.json)"
+    )
+    a = p.parse_args()
+    res = run(a)
+    rows = []
+    for label in ("query", "http"):
+        for group in ("all", "hot_job", "other_jobs"):
+            st = res[label][group]
+            if st:
+                rows.append(
+                    [label, group, int(st["n"]), st["p50"], st["p95"], st["p99"], st["max"]]
+                )
+    print_table(
+        f"runs list, {a.backend}, {res['runs']:,} runs, {a.jobs} jobs "
+        f"(hot job {res['hot_job_runs']:,} runs), limit={a.limit}, ms",
+        ["measured", "jobs", "n", "p50", "p95", "p99", "max"],
+        rows,
+    )
+    p95 = res["http"]["all"]["p95"]
+    met = p95 <= TARGET_P95_MS
+    res["target_p95_ms"] = TARGET_P95_MS
+    res["target_met"] = met
+    print(
+        f"\ntarget: HTTP p95 <= {TARGET_P95_MS} ms -> {'met' if met else 'NOT met'} ({p95:.2f} ms)"
+    )
+    path = Path(a.out) if a.out else OUT_DIR / f"runs_list-{a.backend}.json"
+    path.parent.mkdir(parents=True, exist_ok=True)
+    doc = {
+        "benchmark": "runs_list",
+        "when": datetime.now(UTC).isoformat(timespec="seconds"),
+        "machine": machine(),
+        "args": vars(a),
+        "results": res,
+    }
+    path.write_text(json.dumps(doc, indent=2, default=str) + "\n", encoding="utf-8")
+    print(f"wrote {path}")
+    sys.stdout.flush()
+
+
+if __name__ == "__main__":
+    main()
