@@ -105,31 +105,35 @@ def store(backend: str) -> Iterator[Any]:
 
 
 def run_once(
-    backend: str, events: list[dict[str, Any]], mode: str, batch: int, profile: bool
-) -> float:
+    backend: str, events: list[dict[str, Any]], mode: str, batch: int, profile: bool, window: int
+) -> tuple[float, float, float]:
+    """Overall events/s, and events/s over the first and the last ``window`` events."""
     from strata.lineage.ingest import ingest_batch, ingest_event
 
+    step = 1 if mode == "single" else batch
+    window = max(step, min(window, len(events)) // step * step)
     with store(backend) as engine:
         prof = cProfile.Profile() if profile else None
-        started = time.perf_counter()
+        marks = [time.perf_counter()]
         if prof:
             prof.enable()
-        if mode == "single":
-            for event in events:
-                ingest_event(engine, event)
-        else:
-            for i in range(0, len(events), batch):
+        for i in range(0, len(events), step):
+            if mode == "single":
+                ingest_event(engine, events[i])
+            else:
                 for result in ingest_batch(engine, events[i : i + batch]):
                     if isinstance(result, Exception):
                         raise result
+            marks.append(time.perf_counter())
         if prof:
             prof.disable()
-        elapsed = time.perf_counter() - started
-        if prof:
             out = io.StringIO()
             pstats.Stats(prof, stream=out).sort_stats("cumulative").print_stats(40)
             print(out.getvalue())
-        return len(events) / elapsed
+        calls = window // step
+        first = window / (marks[calls] - marks[0])
+        last = window / (marks[-1] - marks[-1 - calls])
+        return len(events) / (marks[-1] - marks[0]), first, last
 
 
 def main() -> None:
@@ -139,6 +143,9 @@ def main() -> None:
     p.add_argument("--mode", choices=["single", "batch", "both"], default="both")
     p.add_argument("--shuffle", action="store_true", help="deliver events in random order")
     p.add_argument("--profile", action="store_true")
+    p.add_argument(
+        "--window", type=int, default=1000, help="also report the first and last N events' rate"
+    )
     args = p.parse_args()
     events = make_events(args.events, args.seed)
     if args.shuffle:
@@ -147,12 +154,32 @@ def main() -> None:
     results = []
     for backend in backends(args.backend):
         for mode in modes:
-            rate = run_once(backend, events, mode, args.batch, args.profile)
-            results.append({"backend": backend, "mode": mode, "events_per_s": rate})
+            rate, first, last = run_once(
+                backend, events, mode, args.batch, args.profile, args.window
+            )
+            results.append(
+                {
+                    "backend": backend,
+                    "mode": mode,
+                    "events_per_s": rate,
+                    "first_window_per_s": first,
+                    "last_window_per_s": last,
+                }
+            )
     print_table(
-        f"ingest of {len(events)} events ({'shuffled' if args.shuffle else 'in order'})",
-        ["backend", "mode", "events/s"],
-        [[r["backend"], r["mode"], r["events_per_s"]] for r in results],
+        f"ingest of {len(events)} events ({'shuffled' if args.shuffle else 'in order'}); "
+        f"first/last = rate over the first/last {args.window} events",
+        ["backend", "mode", "events/s", "first", "last"],
+        [
+            [
+                r["backend"],
+                r["mode"],
+                r["events_per_s"],
+                r["first_window_per_s"],
+                r["last_window_per_s"],
+            ]
+            for r in results
+        ],
     )
     write_json("ingest_profile", args.json, vars(args), results)
 

@@ -41,6 +41,7 @@ class JobRow:
     uuid: str
     facets: dict[str, Any]
     fold_state: dict[str, Any]
+    current_version: str | None = None
 
 
 def touch_job_row(conn: Connection, namespace: str, raw_name: str, at: datetime) -> JobRow:
@@ -57,9 +58,16 @@ def touch_job_row(conn: Connection, namespace: str, raw_name: str, at: datetime)
         "created_at": at,
         "updated_at": at,
     }
-    stmt = widening_upsert(conn, t, list(values), ["uuid"], ["uuid", "facets", "fold_state"])
+    stmt = widening_upsert(
+        conn,
+        t,
+        list(values),
+        ["uuid"],
+        ["uuid", "facets", "fold_state", "current_version_uuid"],
+    )
     row = conn.execute(stmt, values).one()
-    return JobRow(str(row.uuid), row.facets or {}, row.fold_state or {})
+    current = str(row.current_version_uuid) if row.current_version_uuid else None
+    return JobRow(str(row.uuid), row.facets or {}, row.fold_state or {}, current)
 
 
 def touch_job(conn: Connection, namespace: str, raw_name: str, at: datetime) -> str:
@@ -285,25 +293,93 @@ def refresh_job_versions(conn: Connection, version_uuids: set[str]) -> None:
         refresh_current_version(conn, job)
 
 
-def refresh_current_version(conn: Connection, job_uuid: str) -> None:
-    """The job's current version: that of its latest run, or a later JobEvent's."""
+def widen_job_version(
+    conn: Connection, version_uuid: str, run_uuid: str, created: datetime, updated: datetime
+) -> None:
+    """Stretch a version's times and latest run to cover one of its runs (as stored).
+
+    Enough when the run joined the version or only gained events (a run's times
+    only widen); a version a run left needs :func:`refresh_job_versions`.
+    """
+    jv, r = s.job_versions, s.runs
+
+    def build() -> Any:
+        created = sa.bindparam("c", type_=jv.c.created_at.type)
+        updated = sa.bindparam("u", type_=jv.c.updated_at.type)
+        run: Any = sa.bindparam("r")
+        latest = r.alias("latest")
+        beaten = sa.exists().where(
+            latest.c.uuid == jv.c.latest_run_uuid,
+            sa.or_(
+                latest.c.updated_at < updated,
+                sa.and_(latest.c.updated_at == updated, latest.c.uuid < run),
+            ),
+        )
+        return (
+            jv.update()
+            .where(jv.c.uuid == sa.bindparam("v"))
+            .values(
+                created_at=sa.case((created < jv.c.created_at, created), else_=jv.c.created_at),
+                updated_at=sa.case((updated > jv.c.updated_at, updated), else_=jv.c.updated_at),
+                latest_run_uuid=sa.case(
+                    (jv.c.latest_run_uuid.is_(None), run),
+                    (jv.c.latest_run_uuid == run, run),
+                    (beaten, run),
+                    else_=jv.c.latest_run_uuid,
+                ),
+            )
+        )
+
+    conn.execute(
+        cached(("widen-job-version",), build),
+        {"v": version_uuid, "r": run_uuid, "c": created, "u": updated},
+    )
+
+
+def refresh_current_version(
+    conn: Connection,
+    job_uuid: str,
+    state: dict[str, Any] | None = None,
+    known: str | bool | None = False,
+) -> None:
+    """The job's current version: that of its latest run, or a later JobEvent's.
+
+    ``state`` is the job's fold state when the caller has it; ``known`` its stored
+    current version (False: unknown), to skip a write that changes nothing.
+    """
     r, t = s.runs, s.jobs
-    run = conn.execute(
-        sa.select(r.c.created_at, r.c.job_version_uuid)
-        .where(r.c.job_uuid == job_uuid, r.c.job_version_uuid.is_not(None))
-        .order_by(r.c.created_at.desc(), r.c.uuid.desc())
-        .limit(1)
+    run: Any = conn.execute(
+        cached(
+            ("job-latest-run",),
+            lambda: (
+                sa.select(r.c.created_at, r.c.job_version_uuid)
+                .where(r.c.job_uuid == sa.bindparam("j"), r.c.job_version_uuid.is_not(None))
+                .order_by(r.c.created_at.desc(), r.c.uuid.desc())
+                .limit(1)
+            ),
+        ),
+        {"j": job_uuid},
     ).first()
-    best: tuple[datetime, str] | None = (run[0], run[1]) if run is not None else None
-    _, state = _state(conn, job_uuid)
+    best: tuple[datetime, str] | None = (run[0], str(run[1])) if run is not None else None
+    if state is None:
+        _, state = _state(conn, job_uuid)
     static = state.get("static") or {}
     if static:
         fp, stamp = max(static.items(), key=lambda kv: (list(kv[1]), kv[0]))
         at = _from_stamp(stamp)
         if best is None or at > best[0]:
             best = (at, keys.job_version_uuid(job_uuid, fp))
+    current = best[1] if best else None
+    if known is not False and known == current:
+        return
     conn.execute(
-        t.update()
-        .where(t.c.uuid == job_uuid)
-        .values(current_version_uuid=best[1] if best else None)
+        cached(
+            ("job-current",),
+            lambda: (
+                t.update()
+                .where(t.c.uuid == sa.bindparam("key"))
+                .values(current_version_uuid=sa.bindparam("cur"))
+            ),
+        ),
+        {"key": job_uuid, "cur": current},
     )

@@ -201,20 +201,34 @@ def apply_run_event(conn: Connection, ev: Event) -> RunFold:
 
     for key, io in sorted(run.outputs.items()):
         if not _same_output(old, run, key):
-            versions.write_output(conn, run, io, uuids[key], uuids[key] in lake)
-    affected: set[str] = set()
-    if old is None or old.bind_time != run.bind_time or _labels(old) != _labels(run):
-        affected = versions.bind_inputs(conn, run, uuids, lake)
+            versions.write_output(conn, run, io, uuids[key], uuids[key] in lake, fresh=old is None)
+    settle: set[str] = set()
+    retimed = old is None or old.bind_time != run.bind_time
+    if old is None or retimed or _labels(old) != _labels(run):
+        settle = versions.bind_inputs(conn, run, uuids, lake, fresh=old is None, retimed=retimed)
+    moved: set[str] = set()
     for key in sorted(run.outputs):
         dataset = uuids[key]
-        if dataset in lake or _output_signature(old, key) == _output_signature(run, key):
+        before, after = _output_signature(old, key), _output_signature(run, key)
+        if dataset in lake or before == after:
             continue
-        affected.add(dataset)
-        for consumer in versions.consumers_since(conn, dataset, run):
-            affected |= rebind(conn, consumer)
-    for dataset in sorted(affected):
-        versions.settle(conn, dataset, dataset in lake)
-    jobs.refresh_job_versions(conn, {version} | ({previous} if previous else set()))
+        moved.add(dataset)
+        labels = {sig[1] for sig in (before, after) if sig is not None and sig[1] is not None}
+        labels.add(keys.output_version_uuid(run_uuid, dataset))
+        for consumer in versions.consumers_since(conn, dataset, run, labels):
+            settle |= rebind(conn, consumer)
+    for dataset in sorted(settle - lake):
+        versions.settle(conn, dataset, False)
+    for dataset in sorted(moved - settle):
+        versions.set_current(conn, dataset)
+    if previous is not None and previous != version:
+        jobs.refresh_job_versions(conn, {previous, version})
+    else:
+        jobs.widen_job_version(conn, version, run_uuid, run.created_at, run.updated_at)
+        if job.uuid == job_uuid:
+            jobs.refresh_current_version(conn, job_uuid, job.fold_state, job.current_version)
+        else:
+            jobs.refresh_current_version(conn, job_uuid)
     return run
 
 
@@ -230,6 +244,7 @@ def rebind(conn: Connection, run_uuid: str) -> set[str]:
         run,
         {k: v[0] for k, v in datasets.items()},
         {v[0] for v in datasets.values() if v[1]},
+        retimed=False,
     )
 
 
@@ -257,12 +272,14 @@ def _write_run(
     conn.execute(upsert(conn, r, ["uuid", *values], ["uuid"]), {"uuid": run.run_id, **values})
     if old is not None and old.transitions == run.transitions:
         return
-    conn.execute(
-        cached(
-            ("run-states-clear",), lambda: rs.delete().where(rs.c.run_uuid == sa.bindparam("r"))
-        ),
-        {"r": run.run_id},
-    )
+    if old is not None:
+        conn.execute(
+            cached(
+                ("run-states-clear",),
+                lambda: rs.delete().where(rs.c.run_uuid == sa.bindparam("r")),
+            ),
+            {"r": run.run_id},
+        )
     if run.transitions:
         conn.execute(
             rs.insert(),

@@ -41,38 +41,46 @@ def is_lake(conn: Connection, dataset_uuid: str) -> bool:
     return bool(conn.execute(sa.select(d.c.is_lake).where(d.c.uuid == dataset_uuid)).scalar())
 
 
-def _by_label(conn: Connection, dataset_uuid: str, label: str, lake: bool) -> str | None:
+def _by_label(
+    conn: Connection, dataset_uuid: str, label: str, lake: bool
+) -> tuple[str, bool] | None:
+    """The version ``label`` names, and whether it is synthetic (no run, no commit)."""
     dv = s.dataset_versions
+    cols = (dv.c.uuid, dv.c.run_uuid, dv.c.commit_id)
     if lake and label.isdigit():
         found = conn.execute(
-            sa.select(dv.c.uuid).where(
-                dv.c.dataset_uuid == dataset_uuid, dv.c.commit_id == int(label)
-            )
-        ).scalar()
+            sa.select(*cols).where(dv.c.dataset_uuid == dataset_uuid, dv.c.commit_id == int(label))
+        ).first()
         if found is not None:
-            return str(found)
+            return _found(found)
     try:
         as_uuid = str(uuidlib.UUID(label))
     except ValueError:
         as_uuid = None
     if as_uuid is not None:
         found = conn.execute(
-            sa.select(dv.c.uuid).where(dv.c.dataset_uuid == dataset_uuid, dv.c.uuid == as_uuid)
-        ).scalar()
+            sa.select(*cols).where(dv.c.dataset_uuid == dataset_uuid, dv.c.uuid == as_uuid)
+        ).first()
         if found is not None:
-            return str(found)
+            return _found(found)
     if lake:
         return None
     found = conn.execute(
-        sa.select(dv.c.uuid)
+        sa.select(*cols)
         .where(dv.c.dataset_uuid == dataset_uuid, dv.c.external_version == label)
         .order_by(sa.case((dv.c.run_uuid.is_(None), 1), else_=0), dv.c.created_at, dv.c.uuid)
         .limit(1)
-    ).scalar()
-    return str(found) if found is not None else None
+    ).first()
+    return _found(found) if found is not None else None
 
 
-def _current_at(conn: Connection, dataset_uuid: str, lake: bool, run: RunFold) -> str | None:
+def _found(row: Any) -> tuple[str, bool]:
+    return str(row.uuid), row.run_uuid is None and row.commit_id is None
+
+
+def _current_at(
+    conn: Connection, dataset_uuid: str, lake: bool, run: RunFold
+) -> tuple[str, bool] | None:
     dv, r = s.dataset_versions, s.runs
 
     def build() -> Any:
@@ -104,7 +112,7 @@ def _current_at(conn: Connection, dataset_uuid: str, lake: bool, run: RunFold) -
     if not lake:
         params["r"] = run.run_id
     found = conn.execute(cached(("current-at", lake), build), params).scalar()
-    return str(found) if found is not None else None
+    return (str(found), False) if found is not None else None
 
 
 def _synthetic(conn: Connection, dataset_uuid: str, label: str | None, run: RunFold) -> str:
@@ -128,38 +136,60 @@ def _synthetic(conn: Connection, dataset_uuid: str, label: str | None, run: RunF
 
 
 def bind_inputs(
-    conn: Connection, run: RunFold, datasets: Mapping[tuple[str, str], str], lake: AbstractSet[str]
+    conn: Connection,
+    run: RunFold,
+    datasets: Mapping[tuple[str, str], str],
+    lake: AbstractSet[str],
+    *,
+    fresh: bool = False,
+    retimed: bool = True,
 ) -> set[str]:
-    """Rewrite the run's ``run_inputs``; returns the datasets whose bindings may have changed."""
+    """Rewrite the run's ``run_inputs``; returns the datasets :func:`settle` must visit.
+
+    Only synthetic versions depend on bindings (their dates and existence), so
+    a dataset needs settling when a synthetic version of it was bound or
+    unbound, or when the run's bind time moved (``retimed``) while bound to
+    one. ``fresh`` says the run has never been bound (it had no events), which
+    saves reading its bindings back.
+    """
     ri, dv = s.run_inputs, s.dataset_versions
-    before = conn.execute(
-        cached(
-            ("bound",),
-            lambda: (
-                sa.select(ri.c.dataset_version_uuid, dv.c.dataset_uuid)
-                .join(dv, ri.c.dataset_version_uuid == dv.c.uuid)
-                .where(ri.c.run_uuid == sa.bindparam("r"))
+    before = (
+        []
+        if fresh
+        else conn.execute(
+            cached(
+                ("bound",),
+                lambda: (
+                    sa.select(
+                        ri.c.dataset_version_uuid,
+                        dv.c.dataset_uuid,
+                        sa.and_(dv.c.run_uuid.is_(None), dv.c.commit_id.is_(None)).label("synth"),
+                    )
+                    .join(dv, ri.c.dataset_version_uuid == dv.c.uuid)
+                    .where(ri.c.run_uuid == sa.bindparam("r"))
+                ),
             ),
-        ),
-        {"r": run.run_id},
-    ).all()
-    touched = {str(row.dataset_uuid) for row in before}
-    wanted: set[str] = set()
+            {"r": run.run_id},
+        ).all()
+    )
+    had = {
+        str(row.dataset_version_uuid): (str(row.dataset_uuid), bool(row.synth)) for row in before
+    }
+    wanted: dict[str, tuple[str, bool]] = {}
     for key, io in sorted(run.inputs.items()):
         dataset = datasets[key]
         is_lake = dataset in lake
         label = fx.dataset_version_label({**io.facets, **io.io_facets})
-        if label:
-            version = _by_label(conn, dataset, label, is_lake)
-        else:
-            version = _current_at(conn, dataset, is_lake, run)
-        if version is None and not is_lake:
-            version = _synthetic(conn, dataset, label, run)
-        if version is not None:
-            wanted.add(version)
-            touched.add(dataset)
-    had = {str(row.dataset_version_uuid) for row in before}
-    gone = sorted(had - wanted)
+        found = (
+            _by_label(conn, dataset, label, is_lake)
+            if label
+            else _current_at(conn, dataset, is_lake, run)
+        )
+        if found is None and not is_lake:
+            found = (_synthetic(conn, dataset, label, run), True)
+        if found is not None:
+            wanted[found[0]] = (dataset, found[1])
+    gone = sorted(set(had) - set(wanted))
     if gone:
         conn.execute(
             cached(
@@ -171,17 +201,25 @@ def bind_inputs(
             ),
             [{"r": run.run_id, "v": v} for v in gone],
         )
-    new = sorted(wanted - had)
+    new = sorted(set(wanted) - set(had))
     if new:
         conn.execute(
             cached(("bind",), ri.insert),
             [{"run_uuid": run.run_id, "dataset_version_uuid": v} for v in new],
         )
-    return touched
+    settle = {had[v][0] for v in gone if had[v][1]} | {wanted[v][0] for v in new if wanted[v][1]}
+    if retimed:
+        settle |= {d for d, synth in wanted.values() if synth}
+    return settle
 
 
-def write_output(conn: Connection, run: RunFold, io: IoFold, dataset: str, lake: bool) -> None:
-    """Record the run's output to ``dataset`` (a version, or a lake commit's producer)."""
+def write_output(
+    conn: Connection, run: RunFold, io: IoFold, dataset: str, lake: bool, *, fresh: bool = False
+) -> None:
+    """Record the run's output to ``dataset`` (a version, or a lake commit's producer).
+
+    ``fresh``: the run had no events before, so the version has no column lineage yet.
+    """
     merged = {**io.facets, **io.io_facets}
     label = fx.dataset_version_label(merged)
     if lake:
@@ -207,13 +245,14 @@ def write_output(conn: Connection, run: RunFold, io: IoFold, dataset: str, lake:
     }
     conn.execute(upsert(conn, dv, ["uuid", *values], ["uuid"]), {"uuid": uuid, **values})
     cl = s.column_lineage
-    conn.execute(
-        cached(
-            ("cl-clear",),
-            lambda: cl.delete().where(cl.c.dataset_version_uuid == sa.bindparam("v")),
-        ),
-        {"v": uuid},
-    )
+    if not fresh:
+        conn.execute(
+            cached(
+                ("cl-clear",),
+                lambda: cl.delete().where(cl.c.dataset_version_uuid == sa.bindparam("v")),
+            ),
+            {"v": uuid},
+        )
     rows = []
     for edge in fx.column_edges(merged):
         source = touch_dataset(conn, edge.input_namespace, edge.input_name, io.first_seen)
@@ -235,8 +274,8 @@ def write_output(conn: Connection, run: RunFold, io: IoFold, dataset: str, lake:
 def _bind_lake_output(conn: Connection, run: RunFold, dataset: str, label: str | None) -> None:
     if label is None:
         return  # nothing says which commit the run wrote; the transaction service may know
-    version = _by_label(conn, dataset, label, lake=True)
-    if version is None:
+    found = _by_label(conn, dataset, label, lake=True)
+    if found is None:
         raise InvalidEvent(
             f"run {run.run_id} names version {label!r} of a lake dataset that has no such "
             "committed version; send the commit id the transaction service returned",
@@ -244,40 +283,62 @@ def _bind_lake_output(conn: Connection, run: RunFold, dataset: str, label: str |
             value=label,
         )
     dv = s.dataset_versions
-    conn.execute(dv.update().where(dv.c.uuid == version).values(run_uuid=run.run_id))
+    conn.execute(dv.update().where(dv.c.uuid == found[0]).values(run_uuid=run.run_id))
 
 
-def consumers_since(conn: Connection, dataset: str, run: RunFold) -> list[str]:
-    """Runs whose binding to ``dataset`` a change in ``run``'s outputs may move."""
-    ri, dv, r = s.run_inputs, s.dataset_versions, s.runs
-    stmt = cached(
-        ("consumers",),
-        lambda: (
-            sa.select(ri.c.run_uuid)
-            .distinct()
-            .join(dv, dv.c.uuid == ri.c.dataset_version_uuid)
-            .join(r, r.c.uuid == ri.c.run_uuid)
-            .where(
-                dv.c.dataset_uuid == sa.bindparam("d"),
-                ri.c.run_uuid != sa.bindparam("r"),
-                sa.or_(
-                    r.c.created_at >= sa.bindparam("t", type_=r.c.created_at.type),
-                    dv.c.run_uuid.is_(None),
-                ),
-            )
-            .order_by(ri.c.run_uuid)
-        ),
+# The runs that started at or after a time come first: with in-order delivery that
+# is the last few runs, where starting from the dataset would visit all of its
+# versions. CROSS JOIN fixes that order on SQLite; PostgreSQL plans it alike.
+_CONSUMERS_SINCE = sa.text(
+    "SELECT ri.run_uuid FROM runs r"
+    " CROSS JOIN run_inputs ri CROSS JOIN dataset_versions dv"
+    " WHERE r.created_at >= :t AND ri.run_uuid = r.uuid AND r.uuid <> :r"
+    " AND dv.uuid = ri.dataset_version_uuid AND dv.dataset_uuid = :d"
+).bindparams(sa.bindparam("t", type_=s.runs.c.created_at.type))
+
+
+def consumers_since(
+    conn: Connection, dataset: str, run: RunFold, labels: AbstractSet[str] = frozenset()
+) -> list[str]:
+    """Runs whose binding to ``dataset`` a change in ``run``'s output to it may move.
+
+    A run bound by time saw the output only if it started after ``run`` did; a
+    run bound by label is bound to a version carrying one of ``labels`` (the
+    output's old and new labels and its own uuid), or to the output itself.
+    """
+    rows: list[Any] = list(
+        conn.execute(_CONSUMERS_SINCE, {"d": dataset, "r": run.run_id, "t": run.created_at})
+        .scalars()
+        .all()
     )
-    rows = conn.execute(stmt, {"d": dataset, "r": run.run_id, "t": run.created_at})
-    found: list[Any] = list(rows.scalars().all())
-    return [str(u) for u in found]
+    ri, dv = s.run_inputs, s.dataset_versions
+    if labels:
+        stmt = cached(
+            ("consumers-by-label",),
+            lambda: (
+                sa.select(ri.c.run_uuid)
+                .join(dv, dv.c.uuid == ri.c.dataset_version_uuid)
+                .where(
+                    dv.c.dataset_uuid == sa.bindparam("d"),
+                    dv.c.external_version.in_(sa.bindparam("labels", expanding=True)),
+                )
+            ),
+        )
+        rows += conn.execute(stmt, {"d": dataset, "labels": sorted(labels)}).scalars().all()
+    direct = cached(
+        ("consumers-of",),
+        lambda: sa.select(ri.c.run_uuid).where(ri.c.dataset_version_uuid == sa.bindparam("v")),
+    )
+    output = keys.output_version_uuid(run.run_id, dataset)
+    rows += conn.execute(direct, {"v": output}).scalars().all()
+    return sorted({str(u) for u in rows} - {run.run_id})
 
 
 def settle(conn: Connection, dataset: str, lake: bool | None = None) -> None:
     """Date or drop synthetic versions, then move the current pointer."""
     if lake if lake is not None else is_lake(conn, dataset):
         return
-    dv, ri, r, d = s.dataset_versions, s.run_inputs, s.runs, s.datasets
+    dv, ri, r = s.dataset_versions, s.run_inputs, s.runs
     synthetic = conn.execute(
         cached(
             ("synthetic-dates",),
@@ -315,39 +376,40 @@ def settle(conn: Connection, dataset: str, lake: bool | None = None) -> None:
             ),
             dated,
         )
-    # Completed runs' outputs first; without any, the latest synthetic version.
-    current = conn.execute(
-        cached(
-            ("current",),
-            lambda: (
-                sa.select(dv.c.uuid)
-                .select_from(dv)
-                .outerjoin(r, r.c.uuid == dv.c.run_uuid)
-                .where(
-                    dv.c.dataset_uuid == sa.bindparam("d"),
-                    sa.or_(
-                        r.c.state == "COMPLETED",
-                        sa.and_(dv.c.run_uuid.is_(None), dv.c.commit_id.is_(None)),
-                    ),
-                )
-                .order_by(
-                    sa.case((r.c.state == "COMPLETED", 0), else_=1),
-                    dv.c.created_at.desc(),
-                    dv.c.uuid.desc(),
-                )
-                .limit(1)
-            ),
-        ),
-        {"d": dataset},
-    ).scalar()
-    conn.execute(
-        cached(
-            ("set-current",),
-            lambda: (
-                d.update()
-                .where(d.c.uuid == sa.bindparam("key"))
-                .values(current_version_uuid=sa.bindparam("cur"))
-            ),
-        ),
-        {"key": dataset, "cur": current},
-    )
+    set_current(conn, dataset)
+
+
+def set_current(conn: Connection, dataset: str) -> None:
+    """Move the dataset's current pointer: its latest completed output, else its latest
+    synthetic version. Synthetic versions must already be settled."""
+    dv, r, d = s.dataset_versions, s.runs, s.datasets
+
+    def build() -> Any:
+        order = (dv.c.created_at.desc(), dv.c.uuid.desc())
+        completed = (
+            sa.select(dv.c.uuid)
+            .join(r, r.c.uuid == dv.c.run_uuid)
+            .where(dv.c.dataset_uuid == sa.bindparam("key"), r.c.state == "COMPLETED")
+            .order_by(*order)
+            .limit(1)
+            .scalar_subquery()
+        )
+        synthetic = (
+            sa.select(dv.c.uuid)
+            .where(
+                dv.c.dataset_uuid == sa.bindparam("key"),
+                dv.c.run_uuid.is_(None),
+                dv.c.commit_id.is_(None),
+            )
+            .order_by(*order)
+            .limit(1)
+            .scalar_subquery()
+        )
+        # COALESCE evaluates the synthetic scan only when no run completed an output.
+        return (
+            d.update()
+            .where(d.c.uuid == sa.bindparam("key"))
+            .values(current_version_uuid=sa.func.coalesce(completed, synthetic))
+        )
+
+    conn.execute(cached(("set-current",), build), {"key": dataset})

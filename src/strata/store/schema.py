@@ -94,7 +94,7 @@ dataset_versions = sa.Table(
     sa.Column("external_version", Name(), nullable=True),
     sa.UniqueConstraint("dataset_uuid", "commit_id"),
     sa.Index("ix_dataset_versions_external", "dataset_uuid", "external_version"),
-    sa.Index("ix_dataset_versions_dataset_created", "dataset_uuid", "created_at"),
+    sa.Index("ix_dataset_versions_dataset_created", "dataset_uuid", "created_at", "uuid"),
     sa.Index("ix_dataset_versions_run", "run_uuid"),
 )
 
@@ -226,7 +226,8 @@ runs = sa.Table(
     sa.Column("facets", JSONType, nullable=True),
     sa.Column("error", JSONType, nullable=True),
     sa.CheckConstraint("state IN ('NEW','RUNNING','COMPLETED','FAILED','ABORTED')", name="state"),
-    sa.Index("ix_runs_job_created", "job_uuid", "created_at"),
+    sa.Index("ix_runs_job_created", "job_uuid", "created_at", "uuid"),
+    sa.Index("ix_runs_created", "created_at"),
     sa.Index("ix_runs_parent", "parent_run_uuid"),
 )
 
