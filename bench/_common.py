@@ -1,0 +1,205 @@
+"""Shared helpers for the benchmark scripts: throwaway lakes, statistics, tables, JSON."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import math
+import os
+import platform
+import shutil
+import statistics
+import sys
+import tempfile
+import time
+import uuid
+from collections.abc import Iterator, Sequence
+from contextlib import contextmanager
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any
+
+HERE = Path(__file__).resolve().parent
+OUT_DIR = HERE / ".out"
+PG_ADMIN_URL = os.environ.get("STRATA_BENCH_PG_URL", "postgresql://postgres@127.0.0.1:5432/test")
+
+
+def parser(description: str, *, backend: bool = True) -> argparse.ArgumentParser:
+    p = argparse.ArgumentParser(description=description)
+    if backend:
+        p.add_argument(
+            "--backend",
+            choices=["sqlite", "postgresql", "both"],
+            default="both",
+            help="metadata store to measure (default: both, one after the other)",
+        )
+    p.add_argument(
+        "--json",
+        nargs="?",
+        const="",
+        default=None,
+        metavar="PATH",
+        help="also write the results as JSON (default path: bench/.out/<name>.json)",
+    )
+    p.add_argument("--seed", type=int, default=7, help="random seed for generated data")
+    return p
+
+
+def backends(choice: str) -> list[str]:
+    return ["sqlite", "postgresql"] if choice == "both" else [choice]
+
+
+@contextmanager
+def pg_database() -> Iterator[str]:
+    """A throwaway PostgreSQL database on the bench server; dropped afterwards."""
+    import sqlalchemy as sa
+
+    from strata.store.engine import create_engine
+
+    admin = create_engine(PG_ADMIN_URL, poolclass=sa.pool.NullPool, isolation_level="AUTOCOMMIT")
+    name = f"strata_bench_{uuid.uuid4().hex[:10]}"
+    with admin.connect() as conn:
+        conn.execute(sa.text(f'CREATE DATABASE "{name}"'))
+    try:
+        yield (
+            sa.engine.make_url(PG_ADMIN_URL)
+            .set(database=name)
+            .render_as_string(hide_password=False)
+        )
+    finally:
+        with admin.connect() as conn:
+            conn.execute(sa.text(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)'))
+        admin.dispose()
+
+
+@contextmanager
+def scratch_dir(prefix: str) -> Iterator[Path]:
+    base = Path(os.environ.get("STRATA_BENCH_TMP", tempfile.gettempdir()))
+    path = Path(tempfile.mkdtemp(prefix=f"strata-bench-{prefix}-", dir=base))
+    try:
+        yield path
+    finally:
+        shutil.rmtree(path, ignore_errors=True)
+
+
+@contextmanager
+def open_lake(backend: str, home: Path) -> Iterator[Any]:
+    """A fresh lake under ``home`` on the given metadata store, migrated to head."""
+    from strata.lake.service import connect
+    from strata.settings import Settings
+    from strata.store import migrate
+    from strata.store.engine import create_engine
+
+    if backend == "sqlite":
+        lake = connect(Settings(home=home))
+        try:
+            yield lake
+        finally:
+            lake.engine.dispose()
+        return
+    with pg_database() as url:
+        engine = create_engine(url)
+        migrate.upgrade(engine)
+        engine.dispose()
+        lake = connect(Settings(home=home, database_url=url))
+        try:
+            yield lake
+        finally:
+            lake.engine.dispose()
+
+
+def now_ms() -> float:
+    return time.perf_counter() * 1000.0
+
+
+def percentile(values: Sequence[float], q: float) -> float:
+    """The q-th percentile (0-100) with linear interpolation between ranks."""
+    data = sorted(values)
+    if not data:
+        return float("nan")
+    k = (len(data) - 1) * q / 100.0
+    lo = int(k)
+    hi = min(lo + 1, len(data) - 1)
+    return data[lo] + (data[hi] - data[lo]) * (k - lo)
+
+
+def summary(values: Sequence[float]) -> dict[str, float]:
+    return {
+        "n": len(values),
+        "min": min(values),
+        "p50": percentile(values, 50),
+        "p90": percentile(values, 90),
+        "p99": percentile(values, 99),
+        "max": max(values),
+        "mean": statistics.fmean(values),
+    }
+
+
+def fmt(value: Any) -> str:
+    if isinstance(value, float):
+        if math.isnan(value):
+            return "-"
+        if abs(value) >= 100:
+            return f"{value:,.0f}"
+        if abs(value) >= 10:
+            return f"{value:.1f}"
+        return f"{value:.3f}"
+    return str(value)
+
+
+def print_table(title: str, headers: Sequence[str], rows: Sequence[Sequence[Any]]) -> None:
+    cells = [[fmt(c) for c in row] for row in rows]
+    widths = [max(len(h), *(len(r[i]) for r in cells)) for i, h in enumerate(headers)]
+    print(f"\n{title}")
+    line = "  ".join(
+        h.rjust(w) if i else h.ljust(w)
+        for i, (h, w) in enumerate(zip(headers, widths, strict=True))
+    )
+    print(line)
+    print("  ".join("-" * w for w in widths))
+    for r in cells:
+        print(
+            "  ".join(
+                c.rjust(w) if i else c.ljust(w)
+                for i, (c, w) in enumerate(zip(r, widths, strict=True))
+            )
+        )
+    sys.stdout.flush()
+
+
+def machine() -> dict[str, Any]:
+    mem = None
+    try:
+        with open("/proc/meminfo", encoding="ascii") as fh:
+            for line in fh:
+                if line.startswith("MemTotal:"):
+                    mem = round(int(line.split()[1]) / 1024 / 1024, 1)
+    except OSError:
+        pass
+    return {
+        "cpus": os.cpu_count(),
+        "mem_gib": mem,
+        "load_average_1m": round(os.getloadavg()[0], 2),
+        "python": platform.python_version(),
+        "platform": platform.platform(),
+    }
+
+
+def write_json(name: str, target: str | None, args: dict[str, Any], results: Any) -> None:
+    if target is None:
+        return
+    path = Path(target) if target else OUT_DIR / f"{name}.json"
+    path.parent.mkdir(parents=True, exist_ok=True)
+    doc = {
+        "benchmark": name,
+        "when": datetime.now(UTC).isoformat(timespec="seconds"),
+        "machine": machine(),
+        "args": args,
+        "results": results,
+    }
+    path.write_text(json.dumps(doc, indent=2, default=str) + "\n", encoding="utf-8")
+    print(f"\nwrote {path}")
+
+
+def ok(met: bool) -> str:
+    return "met" if met else "NOT met"
