@@ -2,15 +2,17 @@
 
 from __future__ import annotations
 
+import random
 from typing import Any
 
 import sqlalchemy as sa
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
-from lineage_support import dump
+from lineage_support import dump, run_event
 from scenario import story
 
-from strata.lineage.ingest import ingest_event
+from strata.errors import InvalidEvent
+from strata.lineage.ingest import ingest_batch, ingest_event
 from strata.store.schema import metadata
 
 EVENTS = story()
@@ -55,3 +57,23 @@ def test_any_order_with_duplicates_gives_the_same_tables(engine: sa.Engine) -> N
             assert got[table] == rows, table
 
     check()
+
+
+def test_batches_give_the_same_tables_as_single_events(engine: sa.Engine) -> None:
+    expected = replay(engine, EVENTS)
+    for seed, size in ((1, 4), (2, 9), (3, len(EVENTS) + 3)):
+        order = list(EVENTS)
+        random.Random(seed).shuffle(order)
+        order.insert(seed, order[-1])
+        # Refused when applied (its full name is dag.task's), which sends the last batch
+        # down the one-savepoint-per-event path; it must leave nothing behind.
+        order.append(run_event("START", 40, "clash", "task", parent=("dag", "dag")))
+        wipe(engine)
+        results = []
+        for i in range(0, len(order), size):
+            results += ingest_batch(engine, order[i : i + size])
+        assert isinstance(results[-1], InvalidEvent)
+        assert not any(isinstance(r, Exception) for r in results[:-1])
+        got = dump(engine)
+        for table, rows in expected.items():
+            assert got[table] == rows, (seed, table)

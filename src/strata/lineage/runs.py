@@ -213,9 +213,11 @@ def apply_run_event(conn: Connection, ev: Event) -> RunFold:
         if dataset in lake or before == after:
             continue
         moved.add(dataset)
-        labels = {sig[1] for sig in (before, after) if sig is not None and sig[1] is not None}
+        sigs = [sig for sig in (before, after) if sig is not None]
+        labels = {sig[1] for sig in sigs if sig[1] is not None}
         labels.add(keys.output_version_uuid(run_uuid, dataset))
-        for consumer in versions.consumers_since(conn, dataset, run, labels):
+        since = min((sig[0] for sig in sigs if sig[2]), default=None)
+        for consumer in versions.consumers_since(conn, dataset, run, since, labels):
             settle |= rebind(conn, consumer)
     for dataset in sorted(settle - lake):
         versions.settle(conn, dataset, False)

@@ -23,6 +23,7 @@ from __future__ import annotations
 import uuid as uuidlib
 from collections.abc import Mapping
 from collections.abc import Set as AbstractSet
+from datetime import datetime
 from typing import Any
 
 import sqlalchemy as sa
@@ -298,19 +299,27 @@ _CONSUMERS_SINCE = sa.text(
 
 
 def consumers_since(
-    conn: Connection, dataset: str, run: RunFold, labels: AbstractSet[str] = frozenset()
+    conn: Connection,
+    dataset: str,
+    run: RunFold,
+    since: datetime | None,
+    labels: AbstractSet[str] = frozenset(),
 ) -> list[str]:
     """Runs whose binding to ``dataset`` a change in ``run``'s output to it may move.
 
-    A run bound by time saw the output only if it started after ``run`` did; a
-    run bound by label is bound to a version carrying one of ``labels`` (the
-    output's old and new labels and its own uuid), or to the output itself.
+    A run bound by time can see the output only as a completed candidate, so only
+    runs that started at or after ``since`` (the earliest time the output was or
+    is a candidate; None: it never was) can move. A run bound by label is bound
+    to a version carrying one of ``labels`` (the output's old and new labels and
+    its own uuid), or to the output itself.
     """
-    rows: list[Any] = list(
-        conn.execute(_CONSUMERS_SINCE, {"d": dataset, "r": run.run_id, "t": run.created_at})
-        .scalars()
-        .all()
-    )
+    rows: list[Any] = []
+    if since is not None:
+        rows += (
+            conn.execute(_CONSUMERS_SINCE, {"d": dataset, "r": run.run_id, "t": since})
+            .scalars()
+            .all()
+        )
     ri, dv = s.run_inputs, s.dataset_versions
     if labels:
         stmt = cached(
