@@ -143,13 +143,14 @@ def resolve_version(
 ) -> Version:
     """The latest version, version ``N``, or the version current at ``as_of``."""
     ds = require_lake_dataset(conn, namespace, name)
-    q = _version_query().where(
-        dataset_versions.c.dataset_uuid == ds["uuid"], dataset_versions.c.commit_id.is_not(None)
-    )
+    dv = dataset_versions.c
+    q = _version_query().where(dv.dataset_uuid == ds["uuid"], dv.commit_id.is_not(None))
     if version is not None and as_of is not None:
         raise InvalidArgument("pass either version or as_of, not both")
+    # Each shape is written so that even a generic (prepared) plan is an index point
+    # lookup: an ORDER BY ... LIMIT on an exact commit id made PostgreSQL walk the index.
     if version is not None:
-        q = q.where(dataset_versions.c.commit_id == version)
+        q = q.where(dv.commit_id == version)
     elif as_of is not None:
         if as_of.tzinfo is None:
             raise InvalidArgument(
@@ -157,8 +158,11 @@ def resolve_version(
                 "(e.g. 2026-01-31T12:00:00+00:00)",
                 as_of=as_of.isoformat(),
             )
-        q = q.where(dataset_versions.c.created_at <= as_of)
-    row = conn.execute(q.order_by(dataset_versions.c.commit_id.desc()).limit(1)).mappings().first()
+        # Commit times increase with commit ids, so the time index finds the version.
+        q = q.where(dv.created_at <= as_of).order_by(dv.created_at.desc()).limit(1)
+    else:
+        q = q.order_by(dv.commit_id.desc()).limit(1)
+    row = conn.execute(q).mappings().first()
     if row is not None:
         return _to_version(name, row)
     latest = latest_commit_id(conn, ds["uuid"])
