@@ -79,12 +79,9 @@ class Lake:
             )
             for name in names:
                 ds_uuid = self._ensure_dataset(conn, name, now)
-                base = catalog.latest_commit_id(conn, ds_uuid)
-                base_schema = (
-                    catalog.resolve_version(conn, self.namespace, name, version=base).schema_fields
-                    if base
-                    else None
-                )
+                head = catalog.latest_version(conn, name, ds_uuid)
+                base = head.commit_id if head is not None else 0
+                base_schema = head.schema_fields if head is not None else None
                 txn_uuid = new_id()
                 folder = f"{ds_uuid}/{txn_uuid}"
                 # Folder first: a lake that cannot be written fails before anything is recorded.
