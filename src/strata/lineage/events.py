@@ -90,15 +90,22 @@ def _dataset(raw: dict[str, Any], io_key: str | None) -> DatasetRef:
     )
 
 
-def parse_event(payload: dict[str, Any], *, check: bool = True) -> Event:
-    """Validate (unless ``check`` is False, for stored events) and parse ``payload``."""
-    text = canonical_json(payload) if isinstance(payload, dict) else None
-    kind = validate(payload, text) if check else _kind(payload)
-    assert text is not None
+def parse_event(payload: dict[str, Any], *, check: bool = True, digest: str | None = None) -> Event:
+    """Validate (unless ``check`` is False, for stored events) and parse ``payload``.
+
+    ``digest`` is a stored event's known payload hash, which saves hashing it again.
+    """
+    if digest is None or check:
+        text = canonical_json(payload) if isinstance(payload, dict) else None
+        kind = validate(payload, text) if check else _kind(payload)
+        assert text is not None
+        digest = hashlib.sha256(text.encode("utf-8")).hexdigest()
+    else:
+        kind = _kind(payload)
     common: dict[str, Any] = {
         "kind": kind,
         "payload": payload,
-        "payload_hash": hashlib.sha256(text.encode("utf-8")).hexdigest(),
+        "payload_hash": digest,
         "event_time": parse_time(payload["eventTime"], "$.eventTime"),
         "event_type": payload.get("eventType") if kind == "RunEvent" else None,
         "producer": payload.get("producer", ""),

@@ -30,10 +30,11 @@ from strata.store import schema as s
 def load_events(conn: Connection, run_uuid: str) -> list[Event]:
     e = s.lineage_events
     stmt = cached(
-        ("run-events",), lambda: sa.select(e.c.payload).where(e.c.run_uuid == sa.bindparam("r"))
+        ("run-events",),
+        lambda: sa.select(e.c.payload, e.c.payload_hash).where(e.c.run_uuid == sa.bindparam("r")),
     )
-    payloads: list[Any] = list(conn.execute(stmt, {"r": run_uuid}).scalars().all())
-    return [parse_event(p, check=False) for p in payloads]
+    found = conn.execute(stmt, {"r": run_uuid}).all()
+    return [parse_event(row.payload, check=False, digest=row.payload_hash) for row in found]
 
 
 def touch_placeholder_run(conn: Connection, run_uuid: str, job_uuid: str, at: datetime) -> None:
@@ -179,16 +180,15 @@ def apply_run_event(conn: Connection, ev: Event) -> RunFold:
     lake = {v[0] for v in datasets.values() if v[1]}
 
     job_uuid = keys.job_uuid(run.job_namespace, run.job_name)
-    previous = None
-    if old is not None:
-        r = s.runs
-        previous = conn.execute(
-            cached(
-                ("run-version",),
-                lambda: sa.select(r.c.job_version_uuid).where(r.c.uuid == sa.bindparam("u")),
-            ),
-            {"u": run_uuid},
-        ).scalar()
+    # The stored version is a function of the earlier fold, so it need not be read back.
+    previous = (
+        keys.job_version_uuid(
+            keys.job_uuid(old.job_namespace, old.job_name),
+            fx.job_fingerprint(list(old.inputs), list(old.outputs), old.job_facets),
+        )
+        if old is not None
+        else None
+    )
     version, _ = jobs.ensure_job_version(
         conn,
         job_uuid,

@@ -289,13 +289,28 @@ def _bind_lake_output(conn: Connection, run: RunFold, dataset: str, label: str |
 
 # The runs that started at or after a time come first: with in-order delivery that
 # is the last few runs, where starting from the dataset would visit all of its
-# versions. CROSS JOIN fixes that order on SQLite; PostgreSQL plans it alike.
-_CONSUMERS_SINCE = sa.text(
+# versions. CROSS JOIN fixes that order on SQLite; PostgreSQL plans it alike. The
+# other two arms find runs bound by label: to a version carrying one of the
+# labels, or to the output version itself.
+_SINCE = (
     "SELECT ri.run_uuid FROM runs r"
     " CROSS JOIN run_inputs ri CROSS JOIN dataset_versions dv"
-    " WHERE r.created_at >= :t AND ri.run_uuid = r.uuid AND r.uuid <> :r"
+    " WHERE r.created_at >= :t AND ri.run_uuid = r.uuid"
     " AND dv.uuid = ri.dataset_version_uuid AND dv.dataset_uuid = :d"
-).bindparams(sa.bindparam("t", type_=s.runs.c.created_at.type))
+)
+_BY_LABEL = (
+    "SELECT ri.run_uuid FROM dataset_versions dv"
+    " JOIN run_inputs ri ON ri.dataset_version_uuid = dv.uuid"
+    " WHERE dv.dataset_uuid = :d AND dv.external_version IN :labels"
+    " UNION SELECT run_uuid FROM run_inputs WHERE dataset_version_uuid = :v"
+)
+_CONSUMERS = {
+    True: sa.text(f"{_SINCE} UNION {_BY_LABEL}").bindparams(
+        sa.bindparam("t", type_=s.runs.c.created_at.type),
+        sa.bindparam("labels", expanding=True),
+    ),
+    False: sa.text(_BY_LABEL).bindparams(sa.bindparam("labels", expanding=True)),
+}
 
 
 def consumers_since(
@@ -303,7 +318,7 @@ def consumers_since(
     dataset: str,
     run: RunFold,
     since: datetime | None,
-    labels: AbstractSet[str] = frozenset(),
+    labels: AbstractSet[str],
 ) -> list[str]:
     """Runs whose binding to ``dataset`` a change in ``run``'s output to it may move.
 
@@ -313,34 +328,15 @@ def consumers_since(
     to a version carrying one of ``labels`` (the output's old and new labels and
     its own uuid), or to the output itself.
     """
-    rows: list[Any] = []
+    params: dict[str, Any] = {
+        "d": dataset,
+        "labels": sorted(labels),
+        "v": keys.output_version_uuid(run.run_id, dataset),
+    }
     if since is not None:
-        rows += (
-            conn.execute(_CONSUMERS_SINCE, {"d": dataset, "r": run.run_id, "t": since})
-            .scalars()
-            .all()
-        )
-    ri, dv = s.run_inputs, s.dataset_versions
-    if labels:
-        stmt = cached(
-            ("consumers-by-label",),
-            lambda: (
-                sa.select(ri.c.run_uuid)
-                .join(dv, dv.c.uuid == ri.c.dataset_version_uuid)
-                .where(
-                    dv.c.dataset_uuid == sa.bindparam("d"),
-                    dv.c.external_version.in_(sa.bindparam("labels", expanding=True)),
-                )
-            ),
-        )
-        rows += conn.execute(stmt, {"d": dataset, "labels": sorted(labels)}).scalars().all()
-    direct = cached(
-        ("consumers-of",),
-        lambda: sa.select(ri.c.run_uuid).where(ri.c.dataset_version_uuid == sa.bindparam("v")),
-    )
-    output = keys.output_version_uuid(run.run_id, dataset)
-    rows += conn.execute(direct, {"v": output}).scalars().all()
-    return sorted({str(u) for u in rows} - {run.run_id})
+        params["t"] = since
+    found: list[Any] = list(conn.execute(_CONSUMERS[since is not None], params).scalars().all())
+    return sorted({str(u) for u in found} - {run.run_id})
 
 
 def settle(conn: Connection, dataset: str, lake: bool | None = None) -> None:
