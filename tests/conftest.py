@@ -21,9 +21,7 @@ from strata.store import migrate
 from strata.store.engine import create_engine
 from strata.store.schema import metadata
 
-PG_ADMIN_URL = os.environ.get(
-    "STRATA_TEST_PG_URL", "postgresql://postgres@127.0.0.1:5432/test"
-)
+PG_ADMIN_URL = os.environ.get("STRATA_TEST_PG_URL", "postgresql://postgres@127.0.0.1:5432/test")
 REQUIRE_PG = bool(os.environ.get("CI") or os.environ.get("STRATA_REQUIRE_PG"))
 BACKENDS = ["sqlite", "postgresql"]
 
@@ -56,8 +54,10 @@ class PgDatabases:
         with self.admin.connect() as conn:
             conn.execute(sa.text(f'CREATE DATABASE "{name}"'))
         self.created.append(name)
-        return sa.engine.make_url(PG_ADMIN_URL).set(database=name).render_as_string(
-            hide_password=False
+        return (
+            sa.engine.make_url(PG_ADMIN_URL)
+            .set(database=name)
+            .render_as_string(hide_password=False)
         )
 
     def drop_all(self) -> None:
