@@ -135,6 +135,20 @@ def summary(values: Sequence[float]) -> dict[str, float]:
     }
 
 
+def side_by_side(
+    ours: Sequence[float], theirs: Sequence[float], names: tuple[str, str]
+) -> dict[str, Any]:
+    """Summaries of two interleaved series and their ratios (ours / theirs)."""
+    a, b = summary(ours), summary(theirs)
+    paired = sorted(x / y for x, y in zip(ours, theirs, strict=True))
+    return {
+        names[0]: a,
+        names[1]: b,
+        "ratio_of_medians": a["p50"] / b["p50"],
+        "median_paired_ratio": paired[len(paired) // 2],
+    }
+
+
 def fmt(value: Any) -> str:
     if isinstance(value, float):
         if math.isnan(value):

@@ -16,14 +16,12 @@ import argparse
 import asyncio
 import json
 import random
-import sys
 import time
 from collections.abc import Iterator
 from datetime import UTC, datetime, timedelta
-from pathlib import Path
 from typing import Any
 
-from _common import machine, percentile, print_table, summary
+from _common import percentile, print_table, summary, write_json
 from runs_list import (
     SCHEMA,
     analyze,
@@ -36,8 +34,6 @@ from runs_list import (
     uuid7_at,
 )
 
-HERE = Path(__file__).resolve().parent
-OUT_DIR = HERE / ".out"
 TARGET_P95_MS = 100.0
 NS = "warehouse"
 EPOCH = datetime(2024, 1, 1, tzinfo=UTC)
@@ -341,18 +337,7 @@ def main() -> None:
         f"\ntarget: HTTP p95 <= {TARGET_P95_MS:.0f} ms -> "
         f"{'met' if res['target_met'] else 'NOT met'} ({p95:.1f} ms)"
     )
-    path = Path(a.out) if a.out else OUT_DIR / f"lineage_graph-{a.backend}.json"
-    path.parent.mkdir(parents=True, exist_ok=True)
-    doc = {
-        "benchmark": "lineage_graph",
-        "when": datetime.now(UTC).isoformat(timespec="seconds"),
-        "machine": machine(),
-        "args": vars(a),
-        "results": res,
-    }
-    path.write_text(json.dumps(doc, indent=2, default=str) + "\n", encoding="utf-8")
-    print(f"wrote {path}")
-    sys.stdout.flush()
+    write_json(f"lineage_graph-{a.backend}", a.out or "", vars(a), res)
 
 
 if __name__ == "__main__":

@@ -14,19 +14,15 @@ import argparse
 import asyncio
 import json
 import random
-import sys
 import time
 import uuid
 from collections.abc import Iterable, Iterator, Sequence
 from contextlib import contextmanager
 from datetime import UTC, datetime, timedelta
-from pathlib import Path
 from typing import Any
 
-from _common import machine, pg_database, print_table, scratch_dir, summary
+from _common import pg_database, print_table, scratch_dir, summary, write_json
 
-HERE = Path(__file__).resolve().parent
-OUT_DIR = HERE / ".out"
 TARGET_P95_MS = 5.0
 NS = "bench"
 EPOCH = datetime(2024, 1, 1, tzinfo=UTC)
@@ -519,18 +515,7 @@ def main() -> None:
     print(
         f"\ntarget: HTTP p95 <= {TARGET_P95_MS} ms -> {'met' if met else 'NOT met'} ({p95:.2f} ms)"
     )
-    path = Path(a.out) if a.out else OUT_DIR / f"runs_list-{a.backend}.json"
-    path.parent.mkdir(parents=True, exist_ok=True)
-    doc = {
-        "benchmark": "runs_list",
-        "when": datetime.now(UTC).isoformat(timespec="seconds"),
-        "machine": machine(),
-        "args": vars(a),
-        "results": res,
-    }
-    path.write_text(json.dumps(doc, indent=2, default=str) + "\n", encoding="utf-8")
-    print(f"wrote {path}")
-    sys.stdout.flush()
+    write_json(f"runs_list-{a.backend}", a.out or "", vars(a), res)
 
 
 if __name__ == "__main__":

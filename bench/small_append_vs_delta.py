@@ -18,7 +18,7 @@ from _common import (
     parser,
     print_table,
     scratch_dir,
-    summary,
+    side_by_side,
     write_json,
 )
 
@@ -71,16 +71,11 @@ def run(backend: str, rounds: int, rows: int, warmup: int, seed: int) -> dict[st
                 strata_ms.append(s)
                 delta_ms.append(d)
         assert lake.version("bench/clicks").row_count == rows * (warmup + rounds)
-    ss, ds = summary(strata_ms), summary(delta_ms)
-    paired = sorted(s / d for s, d in zip(strata_ms, delta_ms, strict=True))
     return {
         "backend": backend,
         "rows": rows,
         "rounds": rounds,
-        "strata": ss,
-        "delta": ds,
-        "ratio_of_medians": ss["p50"] / ds["p50"],
-        "median_paired_ratio": paired[len(paired) // 2],
+        **side_by_side(strata_ms, delta_ms, ("strata", "delta")),
     }
 
 

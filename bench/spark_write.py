@@ -21,7 +21,7 @@ from _common import (
     parser,
     print_table,
     scratch_dir,
-    summary,
+    side_by_side,
     write_json,
 )
 
@@ -82,17 +82,12 @@ def run(
                 strata_ms.append(s)
                 plain_ms.append(p)
         files = lake.version(DATASET).file_count
-    ss, ps = summary(strata_ms), summary(plain_ms)
-    paired = sorted(s / p for s, p in zip(strata_ms, plain_ms, strict=True))
     return {
         "backend": backend,
         "type": kind,
         "rounds": rounds,
         "files_per_write": files,
-        "strata": ss,
-        "plain": ps,
-        "ratio_of_medians": ss["p50"] / ps["p50"],
-        "median_paired_ratio": paired[len(paired) // 2],
+        **side_by_side(strata_ms, plain_ms, ("strata", "plain")),
     }
 
 
