@@ -9,7 +9,7 @@ batched ``IN`` queries, never one query per row.
 from __future__ import annotations
 
 from collections import defaultdict
-from collections.abc import Iterable, Iterator, Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any, Generic, Literal, TypeVar
@@ -60,18 +60,28 @@ def _namespace(row: sa.Row[Any]) -> Namespace:
     )
 
 
-def list_namespaces(conn: Connection, limit: int, offset: int) -> Page[Namespace]:
-    t = s.namespaces
+def _by_name_page(
+    conn: Connection, t: sa.Table, limit: int, offset: int, make: Callable[[sa.Row[Any]], T]
+) -> Page[T]:
+    """A page of a table keyed by ``name``, in name order, with its total."""
     rows = conn.execute(sa.select(t).order_by(t.c.name).limit(limit).offset(offset)).all()
     total = conn.execute(sa.select(sa.func.count()).select_from(t)).scalar_one()
-    return Page([_namespace(r) for r in rows], total)
+    return Page([make(r) for r in rows], total)
+
+
+def _by_name(conn: Connection, t: sa.Table, name: str, what: str) -> sa.Row[Any]:
+    row = conn.execute(sa.select(t).where(t.c.name == name)).first()
+    if row is None:
+        raise NotFound(f"{what} {name!r} not found", **{what: name})
+    return row
+
+
+def list_namespaces(conn: Connection, limit: int, offset: int) -> Page[Namespace]:
+    return _by_name_page(conn, s.namespaces, limit, offset, _namespace)
 
 
 def get_namespace(conn: Connection, name: str) -> Namespace:
-    row = conn.execute(sa.select(s.namespaces).where(s.namespaces.c.name == name)).first()
-    if row is None:
-        raise NotFound(f"namespace {name!r} not found", namespace=name)
-    return _namespace(row)
+    return _namespace(_by_name(conn, s.namespaces, name, "namespace"))
 
 
 @dataclass(frozen=True)
@@ -91,17 +101,11 @@ def _source(row: sa.Row[Any]) -> Source:
 
 
 def list_sources(conn: Connection, limit: int, offset: int) -> Page[Source]:
-    t = s.sources
-    rows = conn.execute(sa.select(t).order_by(t.c.name).limit(limit).offset(offset)).all()
-    total = conn.execute(sa.select(sa.func.count()).select_from(t)).scalar_one()
-    return Page([_source(r) for r in rows], total)
+    return _by_name_page(conn, s.sources, limit, offset, _source)
 
 
 def get_source(conn: Connection, name: str) -> Source:
-    row = conn.execute(sa.select(s.sources).where(s.sources.c.name == name)).first()
-    if row is None:
-        raise NotFound(f"source {name!r} not found", source=name)
-    return _source(row)
+    return _source(_by_name(conn, s.sources, name, "source"))
 
 
 # --- tags ---------------------------------------------------------------------------------
@@ -113,18 +117,16 @@ class Tag:
     description: str | None
 
 
+def _tag(row: sa.Row[Any]) -> Tag:
+    return Tag(row.name, row.description)
+
+
 def list_tags(conn: Connection, limit: int, offset: int) -> Page[Tag]:
-    t = s.tags
-    rows = conn.execute(sa.select(t).order_by(t.c.name).limit(limit).offset(offset)).all()
-    total = conn.execute(sa.select(sa.func.count()).select_from(t)).scalar_one()
-    return Page([Tag(r.name, r.description) for r in rows], total)
+    return _by_name_page(conn, s.tags, limit, offset, _tag)
 
 
 def get_tag(conn: Connection, name: str) -> Tag:
-    row = conn.execute(sa.select(s.tags).where(s.tags.c.name == name)).first()
-    if row is None:
-        raise NotFound(f"tag {name!r} not found", tag=name)
-    return Tag(row.name, row.description)
+    return _tag(_by_name(conn, s.tags, name, "tag"))
 
 
 # --- datasets -----------------------------------------------------------------------------
