@@ -60,6 +60,50 @@ def _file_digest(path: str, size: int, rows: int) -> int:
     return int.from_bytes(hashlib.sha256(f"{path}\x1f{size}\x1f{rows}".encode()).digest(), "big")
 
 
+def _record_commit(conn: Connection, part: _Part, version: dict[str, Any]) -> bool:
+    """Write the version row, move the current pointer, close the transaction, raise the
+    build trigger. False (and nothing kept: the caller raises) when the transaction was
+    no longer OPEN.
+
+    Only an OPEN transaction commits: the state test and the change are one statement,
+    so an abort by `strata gc` cannot slip in between.
+    """
+    now = version["created_at"]
+    close = (
+        transactions.update()
+        .where(transactions.c.uuid == part.txn_uuid, transactions.c.state == "OPEN")
+        .values(state="COMMITTED", committed_at=now, ended_at=now, commit_id=version["commit_id"])
+    )
+    insert_version = dataset_versions.insert().values(version)
+    move_current = (
+        datasets.update()
+        .where(datasets.c.uuid == part.dataset_uuid)
+        .values(current_version_uuid=version["uuid"], updated_at=now)
+    )
+    trigger = build_triggers.insert().values(
+        dataset_uuid=part.dataset_uuid, commit_id=version["commit_id"], created_at=now
+    )
+    if conn.dialect.name == "postgresql":
+        # One round trip instead of four: each costs about a millisecond of latency.
+        closed = close.returning(transactions.c.uuid).cte("closed")
+        stmt = (
+            sa.select(sa.func.count())
+            .select_from(closed)
+            .add_cte(
+                insert_version.returning(dataset_versions.c.uuid).cte("new_version"),
+                move_current.returning(datasets.c.uuid).cte("moved"),
+                trigger.returning(build_triggers.c.id).cte("triggered"),
+            )
+        )
+        return bool(conn.execute(stmt).scalar_one() == 1)
+    if conn.execute(close).rowcount != 1:
+        return False
+    conn.execute(insert_version)
+    conn.execute(move_current)
+    conn.execute(trigger)
+    return True
+
+
 @dataclass
 class _Part:
     """One dataset's share of a transaction."""
@@ -309,38 +353,21 @@ class Transaction:
 
         version_uuid = new_id()
         facets = {schemas.ARROW_SCHEMA_FACET: arrow} if arrow else {}
-        conn.execute(
-            dataset_versions.insert().values(
-                uuid=version_uuid,
-                dataset_uuid=part.dataset_uuid,
-                commit_id=commit_id,
-                created_at=now,
-                transaction_uuid=part.txn_uuid,
-                schema_fields=fields,
-                facets=facets,
-                content_hash=f"{digest % _HASH_MOD:064x}",
-                row_count=rows,
-                byte_count=size,
-                file_count=count,
-                lifecycle_state="COMMITTED",
-            )
-        )
-        conn.execute(
-            datasets.update()
-            .where(datasets.c.uuid == part.dataset_uuid)
-            .values(current_version_uuid=version_uuid, updated_at=now)
-        )
-        # Only an OPEN transaction commits: the state test and the change are one statement,
-        # so an abort by `strata gc` cannot slip in between (the SQL transaction rolls back).
-        closed = (
-            conn.execute(
-                transactions.update()
-                .where(transactions.c.uuid == part.txn_uuid, transactions.c.state == "OPEN")
-                .values(state="COMMITTED", committed_at=now, ended_at=now, commit_id=commit_id)
-            ).rowcount
-            != 1
-        )
-        if closed:
+        version_row = {
+            "uuid": version_uuid,
+            "dataset_uuid": part.dataset_uuid,
+            "commit_id": commit_id,
+            "created_at": now,
+            "transaction_uuid": part.txn_uuid,
+            "schema_fields": fields,
+            "facets": facets,
+            "content_hash": f"{digest % _HASH_MOD:064x}",
+            "row_count": rows,
+            "byte_count": size,
+            "file_count": count,
+            "lifecycle_state": "COMMITTED",
+        }
+        if not _record_commit(conn, part, version_row):
             state = conn.execute(
                 sa.select(transactions.c.state).where(transactions.c.uuid == part.txn_uuid)
             ).scalar()
@@ -352,11 +379,6 @@ class Transaction:
                 transaction=part.txn_uuid,
                 state=state,
             )
-        conn.execute(
-            build_triggers.insert().values(
-                dataset_uuid=part.dataset_uuid, commit_id=commit_id, created_at=now
-            )
-        )
         # Everything a read of the new row would return is known here: no query needed.
         return Version(
             dataset=part.dataset,
