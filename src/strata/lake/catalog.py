@@ -89,17 +89,7 @@ def latest_commit_id(conn: Connection, dataset_uuid: str) -> int:
 
 def latest_version(conn: Connection, name: str, dataset_uuid: str) -> Version | None:
     """The newest committed version of a known dataset (one indexed query), or None."""
-    dv = dataset_versions.c
-    row = (
-        conn.execute(
-            _version_query()
-            .where(dv.dataset_uuid == dataset_uuid, dv.commit_id.is_not(None))
-            .order_by(dv.commit_id.desc())
-            .limit(1)
-        )
-        .mappings()
-        .first()
-    )
+    row = conn.execute(_LATEST, {"dataset_uuid": dataset_uuid}).mappings().first()
     return _to_version(name, row) if row is not None else None
 
 
@@ -112,6 +102,18 @@ def _version_query() -> sa.Select[Any]:
             transactions, transactions.c.uuid == dataset_versions.c.transaction_uuid
         )
     )
+
+
+# Built once: every transaction start and commit runs it.
+_LATEST = (
+    _version_query()
+    .where(
+        dataset_versions.c.dataset_uuid == sa.bindparam("dataset_uuid"),
+        dataset_versions.c.commit_id.is_not(None),
+    )
+    .order_by(dataset_versions.c.commit_id.desc())
+    .limit(1)
+)
 
 
 def _to_version(name: str, row: RowMapping) -> Version:
