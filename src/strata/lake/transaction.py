@@ -61,7 +61,7 @@ def _file_digest(path: str, size: int, rows: int) -> int:
 
 
 def _closing_statements() -> tuple[Any, ...]:
-    """The four closing writes of a commit, built once with bind parameters."""
+    """The closing writes of a commit, built once with bind parameters."""
     p = sa.bindparam
     close = (
         transactions.update()
@@ -79,6 +79,21 @@ def _closing_statements() -> tuple[Any, ...]:
     trigger = build_triggers.insert().values(
         dataset_uuid=p("ds_uuid"), commit_id=p("cid"), created_at=p("now")
     )
+    # The delta log is copied from the interval index rows this commit just wrote.
+    f = dataset_files.c
+    log_delta = transaction_files.insert().from_select(
+        ["txn_uuid", "path", "op", "bytes", "rows"],
+        sa.select(
+            p("txn_uuid", type_=sa.String(36)),
+            f.path,
+            sa.case((f.added_commit_id == p("cid"), "ADD"), else_="REMOVE"),
+            f.bytes,
+            f.rows,
+        ).where(
+            f.dataset_uuid == p("ds_uuid"),
+            sa.or_(f.added_commit_id == p("cid"), f.removed_commit_id == p("cid")),
+        ),
+    )
     # PostgreSQL: one round trip instead of four; each costs about a millisecond here.
     combined = (
         sa.select(sa.func.count())
@@ -87,9 +102,10 @@ def _closing_statements() -> tuple[Any, ...]:
             insert_version.returning(dataset_versions.c.uuid).cte("new_version"),
             move_current.returning(datasets.c.uuid).cte("moved"),
             trigger.returning(build_triggers.c.id).cte("triggered"),
+            log_delta.returning(transaction_files.c.path).cte("logged"),
         )
     )
-    return close, insert_version, move_current, trigger, combined
+    return close, insert_version, move_current, trigger, log_delta, combined
 
 
 _VERSION_COLUMNS = (
@@ -106,13 +122,13 @@ _VERSION_COLUMNS = (
     "file_count",
     "lifecycle_state",
 )
-_CLOSE, _INSERT_VERSION, _MOVE_CURRENT, _TRIGGER, _CLOSE_ALL = _closing_statements()
+_CLOSE, _INSERT_VERSION, _MOVE_CURRENT, _TRIGGER, _LOG_DELTA, _CLOSE_ALL = _closing_statements()
 
 
 def _record_commit(conn: Connection, part: _Part, version: dict[str, Any]) -> bool:
     """Write the version row, move the current pointer, close the transaction, raise the
-    build trigger. False (and nothing kept: the caller raises) when the transaction was
-    no longer OPEN.
+    build trigger and log the file delta. False (and nothing kept: the caller raises)
+    when the transaction was no longer OPEN.
 
     Only an OPEN transaction commits: the state test and the change are one statement,
     so an abort by `strata gc` cannot slip in between.
@@ -131,6 +147,7 @@ def _record_commit(conn: Connection, part: _Part, version: dict[str, Any]) -> bo
     conn.execute(_INSERT_VERSION, params)
     conn.execute(_MOVE_CURRENT, params)
     conn.execute(_TRIGGER, params)
+    conn.execute(_LOG_DELTA, params)
     return True
 
 
@@ -359,28 +376,6 @@ class Transaction:
                     for e in part.adds
                 ],
             )
-        log = [
-            {
-                "txn_uuid": part.txn_uuid,
-                "path": e.path,
-                "op": "ADD",
-                "bytes": e.bytes,
-                "rows": e.rows,
-            }
-            for e in part.adds
-        ] + [
-            {
-                "txn_uuid": part.txn_uuid,
-                "path": r.path,
-                "op": "REMOVE",
-                "bytes": r.bytes,
-                "rows": r.rows,
-            }
-            for r in removed
-        ]
-        if log:
-            conn.execute(transaction_files.insert(), log)
-
         version_uuid = new_id()
         facets = {schemas.ARROW_SCHEMA_FACET: arrow} if arrow else {}
         version_row = {
