@@ -13,7 +13,7 @@ import sys
 import tempfile
 import time
 import uuid
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from datetime import UTC, datetime
 from pathlib import Path
@@ -133,6 +133,36 @@ def summary(values: Sequence[float]) -> dict[str, float]:
         "max": max(values),
         "mean": statistics.fmean(values),
     }
+
+
+def alternate(
+    ours: Callable[[int], float],
+    theirs: Callable[[int], float],
+    rounds: int,
+    warmup: int,
+    report: Callable[[int, float, float], None] | None = None,
+) -> tuple[list[float], list[float]]:
+    """Time two operations round by round, swapping which goes first each round.
+
+    Each callable takes the round number and returns its own elapsed ms; the
+    first ``warmup`` rounds are run but not kept.
+    """
+    import gc
+
+    kept_ours: list[float] = []
+    kept_theirs: list[float] = []
+    for i in range(warmup + rounds):
+        gc.collect()
+        if i % 2 == 0:
+            a, b = ours(i), theirs(i)
+        else:
+            b, a = theirs(i), ours(i)
+        if report is not None:
+            report(i, a, b)
+        if i >= warmup:
+            kept_ours.append(a)
+            kept_theirs.append(b)
+    return kept_ours, kept_theirs
 
 
 def side_by_side(

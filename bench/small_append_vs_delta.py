@@ -8,9 +8,8 @@ alternates every round so drift in machine load hits both alike.
 
 from __future__ import annotations
 
-import gc
-
 from _common import (
+    alternate,
     backends,
     now_ms,
     ok,
@@ -45,8 +44,6 @@ def run(backend: str, rounds: int, rows: int, warmup: int, seed: int) -> dict[st
     from deltalake import write_deltalake
 
     table = make_table(rows, seed)
-    strata_ms: list[float] = []
-    delta_ms: list[float] = []
     with scratch_dir("append") as home, open_lake(backend, home) as lake:
         delta_path = str(home / "delta" / "clicks")
 
@@ -61,15 +58,9 @@ def run(backend: str, rounds: int, rows: int, warmup: int, seed: int) -> dict[st
             write_deltalake(delta_path, table, mode="append")
             return now_ms() - t0
 
-        for i in range(warmup + rounds):
-            gc.collect()
-            if i % 2 == 0:
-                s, d = strata_append(), delta_append()
-            else:
-                d, s = delta_append(), strata_append()
-            if i >= warmup:
-                strata_ms.append(s)
-                delta_ms.append(d)
+        strata_ms, delta_ms = alternate(
+            lambda _i: strata_append(), lambda _i: delta_append(), rounds, warmup
+        )
         assert lake.version("bench/clicks").row_count == rows * (warmup + rounds)
     return {
         "backend": backend,

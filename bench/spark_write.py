@@ -9,11 +9,11 @@ deleted between rounds, outside the timers.
 
 from __future__ import annotations
 
-import gc
 import shutil
 from pathlib import Path
 
 from _common import (
+    alternate,
     backends,
     now_ms,
     ok,
@@ -49,8 +49,6 @@ def make_frame(spark: object, rows: int, partitions: int) -> object:
 def run(
     backend: str, spark: object, df: object, rounds: int, warmup: int, kind: str
 ) -> dict[str, object]:
-    strata_ms: list[float] = []
-    plain_ms: list[float] = []
     with scratch_dir("spark") as home, open_lake(backend, home) as lake:
         plain_root = home / "plain"
 
@@ -71,16 +69,12 @@ def run(
             shutil.rmtree(target, ignore_errors=True)
             return elapsed
 
-        for i in range(warmup + rounds):
-            gc.collect()
-            if i % 2 == 0:
-                s, p = strata_write(), plain_write(i)
-            else:
-                p, s = plain_write(i), strata_write()
+        def report(i: int, s: float, p: float) -> None:
             print(f"  [{backend}] round {i + 1}: strata {s:,.0f} ms, plain {p:,.0f} ms", flush=True)
-            if i >= warmup:
-                strata_ms.append(s)
-                plain_ms.append(p)
+
+        strata_ms, plain_ms = alternate(
+            lambda _i: strata_write(), plain_write, rounds, warmup, report
+        )
         files = lake.version(DATASET).file_count
     return {
         "backend": backend,
