@@ -129,6 +129,7 @@ def summary(values: Sequence[float]) -> dict[str, float]:
         "min": min(values),
         "p50": percentile(values, 50),
         "p90": percentile(values, 90),
+        "p95": percentile(values, 95),
         "p99": percentile(values, 99),
         "max": max(values),
         "mean": statistics.fmean(values),

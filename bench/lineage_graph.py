@@ -21,7 +21,7 @@ from collections.abc import Iterator
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
-from _common import percentile, print_table, summary, write_json
+from _common import print_table, summary, write_json
 from runs_list import (
     SCHEMA,
     analyze,
@@ -271,12 +271,6 @@ def measure_http(
     return asyncio.run(go())
 
 
-def stats(values: list[float]) -> dict[str, float]:
-    s = summary(values)
-    s["p95"] = percentile(values, 95)
-    return s
-
-
 def run(a: argparse.Namespace) -> dict[str, Any]:
     with open_store(a.backend) as (engine, url):
         print(f"loading {a.jobs:,} jobs and {a.datasets:,} datasets on {a.backend} ...", flush=True)
@@ -298,9 +292,9 @@ def run(a: argparse.Namespace) -> dict[str, Any]:
             "depth": a.depth,
             "requests": a.requests,
             "start_nodes": len(starts),
-            "graph_nodes": stats([float(x) for x in q_sizes]),
-            "query": stats(q_times),
-            "http": stats(h_times),
+            "graph_nodes": summary([float(x) for x in q_sizes]),
+            "query": summary(q_times),
+            "http": summary(h_times),
         }
 
 

@@ -425,14 +425,6 @@ def measure_http(
     return asyncio.run(go())
 
 
-def stats(values: list[float]) -> dict[str, float]:
-    from _common import percentile
-
-    s = summary(values)
-    s["p95"] = percentile(values, 95)
-    return s
-
-
 def run(a: argparse.Namespace) -> dict[str, Any]:
     with open_store(a.backend) as (engine, url):
         print(f"loading {a.runs:,} runs over {a.jobs} jobs on {a.backend} ...", flush=True)
@@ -451,9 +443,9 @@ def run(a: argparse.Namespace) -> dict[str, Any]:
             hot = [t for t, i in zip(times, plan, strict=True) if i == 0]
             cold = [t for t, i in zip(times, plan, strict=True) if i != 0]
             results[label] = {
-                "all": stats(times),
-                "hot_job": stats(hot),
-                "other_jobs": stats(cold) if cold else None,
+                "all": summary(times),
+                "hot_job": summary(hot),
+                "other_jobs": summary(cold) if cold else None,
             }
         return {
             "backend": a.backend,
