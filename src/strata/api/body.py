@@ -6,6 +6,7 @@ import json
 import zlib
 from typing import Any
 
+import orjson
 from fastapi import Request
 from starlette.exceptions import HTTPException
 
@@ -28,6 +29,10 @@ async def read_json(request: Request) -> Any:
         raise HTTPException(415, f"Content-Encoding {encoding!r} is not supported; use gzip")
     if not data.strip():
         raise InvalidArgument("request body is empty; send a JSON document", field="body")
+    try:
+        return orjson.loads(data)
+    except orjson.JSONDecodeError:
+        pass  # json accepts more (NaN, integers past 64 bits) and words errors better
     try:
         return json.loads(data)
     except UnicodeDecodeError as exc:

@@ -55,8 +55,11 @@ def ingest_event(
     engine: Engine, payload: dict[str, Any], *, received_at: datetime | None = None
 ) -> IngestResult:
     """Validate and store one event; raises :class:`InvalidEvent` and stores nothing if bad."""
-    event = parse_event(payload)
-    received = received_at or datetime.now(UTC)
+    return store_event(engine, parse_event(payload), received_at or datetime.now(UTC))
+
+
+def store_event(engine: Engine, event: Event, received: datetime) -> IngestResult:
+    """Store one parsed event in its own SQL transaction."""
     try:
         with write_tx(engine) as conn:
             _lock(conn)
@@ -88,7 +91,20 @@ def _result(event: Event, duplicate: bool) -> IngestResult:
 def ingest_batch(
     engine: Engine, payloads: list[dict[str, Any]]
 ) -> list[IngestResult | StrataError]:
-    """Ingest many events in one SQL transaction; one bad event does not stop the others.
+    """Ingest many events in one SQL transaction; one bad event does not stop the others."""
+    parsed: list[Event | StrataError] = []
+    for payload in payloads:
+        try:
+            parsed.append(parse_event(payload))
+        except StrataError as exc:
+            parsed.append(exc)
+    return ingest_parsed(engine, parsed)
+
+
+def ingest_parsed(
+    engine: Engine, items: list[Event | StrataError]
+) -> list[IngestResult | StrataError]:
+    """Store already parsed events in one SQL transaction; errors pass through in place.
 
     The batch is first applied as a whole; if an event is refused, that attempt
     is rolled back and each event runs under its own savepoint, so a refused
@@ -97,15 +113,10 @@ def ingest_batch(
     all-good batch does without). If the transaction itself fails (the store,
     not an event), every event is retried on its own so each gets its own answer.
     """
-    out: list[IngestResult | StrataError | None] = []
-    parsed: list[Event | None] = []
-    for payload in payloads:
-        try:
-            parsed.append(parse_event(payload))
-            out.append(None)
-        except StrataError as exc:
-            parsed.append(None)
-            out.append(exc)
+    parsed: list[Event | None] = [i if isinstance(i, Event) else None for i in items]
+    out: list[IngestResult | StrataError | None] = [
+        None if isinstance(i, Event) else i for i in items
+    ]
     if not any(parsed):
         return [r for r in out if r is not None]
     received = datetime.now(UTC)
@@ -120,7 +131,8 @@ def ingest_batch(
                 if event is not None:
                     out[i] = _ingest_nested(conn, event, received)
     except StoreError:
-        return [r if r is not None else _one(engine, p) for r, p in zip(out, payloads, strict=True)]
+        # Results set inside the failed transaction were rolled back with it.
+        return [i if isinstance(i, StrataError) else _one(engine, i, received) for i in items]
     return [r for r in out if r is not None]
 
 
@@ -168,9 +180,9 @@ def _ingest_nested(
     return _result(event, duplicate)
 
 
-def _one(engine: Engine, payload: dict[str, Any]) -> IngestResult | StrataError:
+def _one(engine: Engine, event: Event, received: datetime) -> IngestResult | StrataError:
     try:
-        return ingest_event(engine, payload)
+        return store_event(engine, event, received)
     except StrataError as exc:
         return exc
 

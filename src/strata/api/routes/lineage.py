@@ -2,18 +2,22 @@
 
 from __future__ import annotations
 
+import asyncio
+import threading
 from datetime import datetime
 from typing import Annotated, Any, Literal
 
+import orjson
 from fastapi import APIRouter, Query, Request, Response
-from fastapi.concurrency import run_in_threadpool
 
 from strata.api import views
 from strata.api.body import read_json
 from strata.api.deps import Conn, Depth, Limit, Offset, engine
-from strata.errors import InvalidArgument, InvalidEvent, StoreError, StrataError
+from strata.errors import InvalidArgument, InvalidEvent, StrataError
 from strata.lineage import graph as g
 from strata.lineage import queries as q
+from strata.lineage.events import Event, parse_event
+from strata.lineage.writer import GroupWriter, Results
 
 router = APIRouter(tags=["Lineage"])
 
@@ -38,12 +42,30 @@ _BATCH_BODY = {
 }
 
 
-def _ingest() -> Any:
+_WRITER_LOCK = threading.Lock()
+
+
+def _writer(request: Request) -> GroupWriter:
+    """The app's group-commit writer, started on first use."""
+    state = request.app.state
+    found: GroupWriter | None = getattr(state, "lineage_writer", None)
+    if found is None:
+        with _WRITER_LOCK:
+            found = getattr(state, "lineage_writer", None)
+            if found is None:
+                found = state.lineage_writer = GroupWriter(engine(request))
+    return found
+
+
+async def _store(request: Request, items: list[Event | StrataError]) -> Results:
+    return await asyncio.wrap_future(_writer(request).submit(items))
+
+
+def _parse(payload: Any) -> Event | StrataError:
     try:
-        from strata.lineage import ingest
-    except ImportError as exc:  # the ingest module ships separately from the read side
-        raise StoreError("lineage ingest is not available in this build") from exc
-    return ingest
+        return parse_event(payload)
+    except StrataError as exc:
+        return exc
 
 
 @router.post("/lineage", status_code=201, openapi_extra=_EVENT_BODY)
@@ -53,20 +75,20 @@ async def post_lineage(request: Request) -> Response:
         raise InvalidEvent(
             f"a lineage event must be a JSON object, got {type(payload).__name__}", path="$"
         )
-    ingest = _ingest()
-    await run_in_threadpool(ingest.ingest_event, engine(request), payload)
+    [result] = await _store(request, [parse_event(payload)])
+    if isinstance(result, StrataError):
+        raise result
     return Response(status_code=201)
 
 
 @router.post("/lineage/batch", openapi_extra=_BATCH_BODY)
-async def post_lineage_batch(request: Request) -> dict[str, Any]:
+async def post_lineage_batch(request: Request) -> Response:
     payload = await read_json(request)
     if not isinstance(payload, list):
         raise InvalidEvent(
             f"a batch must be a JSON array of events, got {type(payload).__name__}", path="$"
         )
-    ingest = _ingest()
-    results = await run_in_threadpool(ingest.ingest_batch, engine(request), payload)
+    results = await _store(request, [_parse(p) for p in payload])
     failed = []
     per_event = []
     for i, r in enumerate(results):
@@ -75,7 +97,7 @@ async def post_lineage_batch(request: Request) -> dict[str, Any]:
             per_event.append({"index": i, "status": r.http_status, "error": r.to_dict()})
         else:
             per_event.append({"index": i, "status": 201})
-    return {
+    body = {
         "status": "partial_success" if failed else "success",
         "summary": {
             "received": len(results),
@@ -87,6 +109,7 @@ async def post_lineage_batch(request: Request) -> dict[str, Any]:
         "failed_events": failed,
         "results": per_event,
     }
+    return Response(orjson.dumps(body), media_type="application/json")
 
 
 @router.get("/events/lineage")
