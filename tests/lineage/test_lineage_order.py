@@ -12,6 +12,8 @@ from lineage_support import dump, run_event
 from scenario import story
 
 from strata.errors import InvalidEvent
+from strata.lineage import ingest
+from strata.lineage.events import Event
 from strata.lineage.ingest import ingest_batch, ingest_event
 from strata.store.schema import metadata
 
@@ -59,15 +61,23 @@ def test_any_order_with_duplicates_gives_the_same_tables(engine: sa.Engine) -> N
     check()
 
 
-def test_batches_give_the_same_tables_as_single_events(engine: sa.Engine) -> None:
+def test_batches_give_the_same_tables_as_single_events(engine: sa.Engine, monkeypatch: Any) -> None:
     expected = replay(engine, EVENTS)
+    real = ingest._apply
+
+    def refusing(conn: sa.Connection, event: Event) -> None:
+        real(conn, event)  # its writes must go with it
+        if event.job_name == "refused":
+            raise InvalidEvent("refused by the store", path="$.job.name")
+
+    monkeypatch.setattr(ingest, "_apply", refusing)
     for seed, size in ((1, 4), (2, 9), (3, len(EVENTS) + 3)):
         order = list(EVENTS)
         random.Random(seed).shuffle(order)
         order.insert(seed, order[-1])
-        # Refused when applied (its full name is dag.task's), which sends the last batch
-        # down the one-savepoint-per-event path; it must leave nothing behind.
-        order.append(run_event("START", 40, "clash", "task", parent=("dag", "dag")))
+        # Refused when applied, which sends the last batch down the one-savepoint-per-event
+        # path; it must leave nothing behind.
+        order.append(run_event("START", 40, "clash", "refused", parent=("dag", "dag")))
         wipe(engine)
         results = []
         for i in range(0, len(order), size):
@@ -77,3 +87,35 @@ def test_batches_give_the_same_tables_as_single_events(engine: sa.Engine) -> Non
         got = dump(engine)
         for table, rows in expected.items():
             assert got[table] == rows, (seed, table)
+
+
+def test_jobs_named_alike_under_one_parent_in_any_order(engine: sa.Engine) -> None:
+    """``task`` and ``dag.task`` under ``dag`` both want the name ``dag.task``."""
+    import itertools
+
+    from strata.store import schema as s
+
+    parents = [run_event("START", 0, "p", "dag"), run_event("START", 0, "q", "other")]
+    children = [
+        run_event("START", 1, "a", "task", parent=("p", "dag")),
+        run_event("START", 2, "b", "dag.task", parent=("p", "dag")),
+        # b's job moves to another parent later: ``task`` may then have the name.
+        run_event("COMPLETE", 3, "c", "dag.task", parent=("q", "other")),
+    ]
+    expected = replay(engine, parents + children)
+    with engine.connect() as conn:
+        names = conn.execute(sa.select(s.jobs.c.name).order_by(s.jobs.c.name)).scalars().all()
+    assert names == ["dag", "dag.task", "other", "other.dag.task"]
+    partial = replay(engine, parents + children[:2])
+    with engine.connect() as conn:
+        named = conn.execute(sa.select(s.jobs.c.fold_state, s.jobs.c.name)).all()
+    assert {state["raw"]: name for state, name in named} == {
+        "dag": "dag",
+        "other": "other",
+        "dag.task": "dag.task",
+        "task": "task",
+    }
+    for order in itertools.permutations(parents + children[:2]):
+        assert replay(engine, list(order)) == partial, [e["job"]["name"] for e in order]
+    for order in itertools.permutations(parents + children):
+        assert replay(engine, list(order)) == expected, [e["job"]["name"] for e in order]

@@ -18,7 +18,6 @@ from typing import Any
 import sqlalchemy as sa
 from sqlalchemy.engine import Connection
 
-from strata.errors import InvalidEvent
 from strata.lineage import facets as fx
 from strata.lineage import keys
 from strata.lineage.events import Event
@@ -170,22 +169,13 @@ def refresh_job(conn: Connection, job_uuid: str, _seen: frozenset[str] = frozens
                 break
         fqn = f"{prow.name}.{simple}"
     parent_key = parent or ""
-    clash = conn.execute(
-        sa.select(t.c.name).where(
-            t.c.namespace == row.namespace,
-            t.c.simple_name == simple,
-            t.c.parent_key == parent_key,
-            t.c.uuid != job_uuid,
-        )
-    ).scalar()
-    if clash is not None:
-        raise InvalidEvent(
-            f"job {raw!r} in namespace {row.namespace!r} would be named {fqn!r}, which job "
-            f"{clash!r} already has under the same parent; send the job's full name",
-            path="$.job.name",
-            namespace=row.namespace,
-            name=raw,
-        )
+    holder = _holder(conn, row.namespace, simple, parent_key, job_uuid)
+    if holder is not None:
+        if _outranks(raw, fqn, holder.raw):
+            # Free the name first; the holder's refresh below renames it for good.
+            conn.execute(t.update().where(t.c.uuid == holder.uuid).values(parent_key=holder.uuid))
+        else:
+            simple, fqn, parent_key = raw, raw, job_uuid
     merged: dict[str, Any] = row.facets or {}
     conn.execute(
         t.update()
@@ -204,11 +194,66 @@ def refresh_job(conn: Connection, job_uuid: str, _seen: frozenset[str] = frozens
     conn.execute(a.delete().where(a.c.job_uuid == job_uuid))
     if raw != fqn:
         conn.execute(a.insert().values(namespace=row.namespace, name=raw, job_uuid=job_uuid))
+    if holder is not None and parent_key != job_uuid:
+        refresh_job(conn, holder.uuid, _seen | {job_uuid})
+    if (row.simple_name, row.parent_key) != (simple, parent_key) and row.parent_job_uuid:
+        # A name this job gave up may be what a job that yielded to it wanted.
+        for other in _yielded(conn, row.namespace, str(row.parent_job_uuid), job_uuid):
+            if other not in _seen:
+                refresh_job(conn, other, _seen | {job_uuid})
     if fqn != row.name and job_uuid not in _seen:
         children = conn.execute(sa.select(t.c.uuid).where(t.c.parent_job_uuid == job_uuid))
         kids: list[Any] = list(children.scalars().all())
         for child in kids:
             refresh_job(conn, str(child), _seen | {job_uuid})
+
+
+@dataclass(frozen=True)
+class _Holder:
+    uuid: str
+    raw: str
+
+
+def _holder(
+    conn: Connection, namespace: str, simple: str, parent_key: str, job_uuid: str
+) -> _Holder | None:
+    """The other job that has ``simple`` under ``parent_key``, if any."""
+    t = s.jobs
+    row = conn.execute(
+        sa.select(t.c.uuid, t.c.name, t.c.fold_state).where(
+            t.c.namespace == namespace,
+            t.c.simple_name == simple,
+            t.c.parent_key == parent_key,
+            t.c.uuid != job_uuid,
+        )
+    ).first()
+    if row is None:
+        return None
+    return _Holder(str(row.uuid), (row.fold_state or {}).get("raw") or row.name)
+
+
+def _outranks(raw: str, fqn: str, other_raw: str) -> bool:
+    """Which of two jobs named alike under one parent keeps the name (Marquez would merge
+    them; they stay two jobs here, since their runs came under different names).
+
+    The job whose events already use the full name wins, then the shorter, then the
+    smaller raw name: a rule on the names alone, so arrival order cannot change it.
+    """
+    return (raw != fqn, len(raw), raw) < (other_raw != fqn, len(other_raw), other_raw)
+
+
+def _yielded(conn: Connection, namespace: str, parent: str, job_uuid: str) -> list[str]:
+    """Jobs under ``parent`` that kept their raw names because another job outranked them."""
+    t = s.jobs
+    found: sa.CursorResult[Any] = conn.execute(
+        sa.select(t.c.uuid).where(
+            t.c.namespace == namespace,
+            t.c.parent_job_uuid == parent,
+            t.c.parent_key == sa.cast(t.c.uuid, t.c.parent_key.type),
+            t.c.uuid != job_uuid,
+        )
+    )
+    return sorted(str(u) for u in found.scalars().all())
 
 
 def ensure_job_version(
