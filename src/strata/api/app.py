@@ -8,6 +8,7 @@ from sqlalchemy.engine import Engine
 from strata.api import errors, paths, redirects
 from strata.api.deps import authorize
 from strata.api.routes import datasets, jobs, lineage, namespaces, runs, search, strata, tags
+from strata.api.routes.extra import include_extra_routes
 from strata.settings import Settings
 from strata.store.engine import engine_for
 
@@ -28,6 +29,7 @@ def create_app(settings: Settings, engine: Engine | None = None) -> FastAPI:
     for module in (namespaces, datasets, jobs, runs, tags, search, lineage, strata):
         api.include_router(module.router)
     app.include_router(api)
+    include_extra_routes(app, API_PREFIX, [Depends(authorize)])
     errors.install(app)
     app.add_exception_handler(redirects.JobMoved, redirects.handle)
     app.add_middleware(paths.RawSegmentsMiddleware)

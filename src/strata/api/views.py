@@ -8,6 +8,7 @@ from typing import Any
 from strata.lineage import graph as g
 from strata.lineage import provenance as p
 from strata.lineage import queries as q
+from strata.lineage.run_args import run_args
 
 Json = dict[str, Any]
 
@@ -119,7 +120,7 @@ def run(r: q.Run) -> Json:
         "startedAt": ts(r.started_at),
         "endedAt": ts(r.ended_at),
         "durationMs": r.duration_ms,
-        "args": {},
+        "args": run_args(r.facets),
         "jobVersion": job_version,
         "inputVersions": [version_id(v) for v in r.input_versions],
         "outputVersions": [version_id(v) for v in r.output_versions],

@@ -275,7 +275,7 @@ def datasets_by_uuid(
 def list_datasets(conn: Connection, namespace: str, limit: int, offset: int) -> Page[Dataset]:
     get_namespace(conn, namespace)
     t = s.datasets
-    where = sa.and_(t.c.namespace == namespace, t.c.deleted_at.is_(None))
+    where = sa.and_(t.c.namespace == namespace, t.c.deleted_at.is_(None), t.c.is_hidden.is_(False))
     rows = conn.execute(
         sa.select(t).where(where).order_by(t.c.name).limit(limit).offset(offset)
     ).all()
@@ -285,7 +285,9 @@ def list_datasets(conn: Connection, namespace: str, limit: int, offset: int) -> 
 
 def dataset_row(conn: Connection, namespace: str, name: str) -> sa.Row[Any]:
     t = s.datasets
-    row = conn.execute(sa.select(t).where(t.c.namespace == namespace, t.c.name == name)).first()
+    row = conn.execute(
+        sa.select(t).where(t.c.namespace == namespace, t.c.name == name, t.c.is_hidden.is_(False))
+    ).first()
     if row is None:
         raise NotFound(
             f"dataset {name!r} not found in namespace {namespace!r}",
@@ -686,16 +688,11 @@ def get_job(conn: Connection, job_uuid: str) -> Job:
 def list_jobs(conn: Connection, namespace: str, limit: int, offset: int) -> Page[Job]:
     get_namespace(conn, namespace)
     j = s.jobs
+    where = sa.and_(j.c.namespace == namespace, j.c.is_hidden.is_(False))
     rows = conn.execute(
-        sa.select(j)
-        .where(j.c.namespace == namespace)
-        .order_by(j.c.name)
-        .limit(limit)
-        .offset(offset)
+        sa.select(j).where(where).order_by(j.c.name).limit(limit).offset(offset)
     ).all()
-    total = conn.execute(
-        sa.select(sa.func.count()).select_from(j).where(j.c.namespace == namespace)
-    ).scalar_one()
+    total = conn.execute(sa.select(sa.func.count()).select_from(j).where(where)).scalar_one()
     return Page(jobs_from_rows(conn, rows), total)
 
 
@@ -713,20 +710,21 @@ class JobResolution:
 def resolve_job(conn: Connection, namespace: str, name: str) -> JobResolution:
     """Find a job by its FQN, else by an old name or its simple name (to redirect)."""
     j, a = s.jobs, s.job_aliases
+    visible = j.c.is_hidden.is_(False)  # soft-deleted jobs answer 404, as in Marquez
     hit = conn.execute(
-        sa.select(j.c.uuid).where(j.c.namespace == namespace, j.c.name == name)
+        sa.select(j.c.uuid).where(j.c.namespace == namespace, j.c.name == name, visible)
     ).first()
     if hit is not None:
         return JobResolution("found", hit.uuid, namespace, name)
     found = conn.execute(
         sa.select(j.c.uuid, j.c.namespace, j.c.name)
         .join(a, a.c.job_uuid == j.c.uuid)
-        .where(a.c.namespace == namespace, a.c.name == name)
+        .where(a.c.namespace == namespace, a.c.name == name, visible)
     ).all()
     if not found:
         found = conn.execute(
             sa.select(j.c.uuid, j.c.namespace, j.c.name)
-            .where(j.c.namespace == namespace, j.c.simple_name == name)
+            .where(j.c.namespace == namespace, j.c.simple_name == name, visible)
             .order_by(j.c.name)
             .limit(50)
         ).all()
@@ -838,7 +836,11 @@ def search(
     parts: list[sa.Select[Any]] = []
     if filter in (None, "DATASET"):
         d = s.datasets
-        cond = sa.and_(sa.func.lower(d.c.name).like(pattern), d.c.deleted_at.is_(None))
+        cond = sa.and_(
+            sa.func.lower(d.c.name).like(pattern),
+            d.c.deleted_at.is_(None),
+            d.c.is_hidden.is_(False),
+        )
         if namespace:
             cond = sa.and_(cond, d.c.namespace == namespace)
         parts.append(
@@ -851,7 +853,7 @@ def search(
         )
     if filter in (None, "JOB"):
         j = s.jobs
-        cond = sa.func.lower(j.c.name).like(pattern)
+        cond = sa.and_(sa.func.lower(j.c.name).like(pattern), j.c.is_hidden.is_(False))
         if namespace:
             cond = sa.and_(cond, j.c.namespace == namespace)
         parts.append(

@@ -29,6 +29,9 @@ metadata = sa.MetaData(
 )
 
 Name = sa.String  # unbounded on PostgreSQL; names are validated before they get here
+# Partial indexes on soft-delete flags: empty while nothing is hidden, so "is anything
+# hidden?" is one index probe.
+HIDDEN = sa.text("is_hidden")
 
 namespaces = sa.Table(
     "namespaces",
@@ -39,6 +42,7 @@ namespaces = sa.Table(
     sa.Column("is_hidden", sa.Boolean(), nullable=False, server_default=sa.false()),
     ts_col("created_at", nullable=False),
     ts_col("updated_at", nullable=False),
+    sa.Index("ix_namespaces_hidden", "is_hidden", sqlite_where=HIDDEN, postgresql_where=HIDDEN),
 )
 
 sources = sa.Table(
@@ -70,7 +74,10 @@ datasets = sa.Table(
     ts_col("deleted_at", nullable=True),
     # Lineage ingest bookkeeping: which event each merged facet came from.
     sa.Column("fold_state", JSONType, nullable=True),
+    # Soft-deleted by the API (Marquez's DELETE); a later event naming it clears the flag.
+    sa.Column("is_hidden", sa.Boolean(), nullable=False, server_default=sa.false()),
     sa.UniqueConstraint("namespace", "name"),
+    sa.Index("ix_datasets_hidden", "is_hidden", sqlite_where=HIDDEN, postgresql_where=HIDDEN),
 )
 
 dataset_versions = sa.Table(
@@ -167,9 +174,12 @@ jobs = sa.Table(
     ts_col("updated_at", nullable=False),
     # Lineage ingest bookkeeping: raw event name, parent and facet provenance.
     sa.Column("fold_state", JSONType, nullable=True),
+    # Soft-deleted by the API; a later event for the job clears the flag.
+    sa.Column("is_hidden", sa.Boolean(), nullable=False, server_default=sa.false()),
     sa.UniqueConstraint("namespace", "simple_name", "parent_key"),
     sa.Index("ix_jobs_namespace_name", "namespace", "name"),
     sa.Index("ix_jobs_parent", "parent_job_uuid"),
+    sa.Index("ix_jobs_hidden", "is_hidden", sqlite_where=HIDDEN, postgresql_where=HIDDEN),
 )
 
 job_aliases = sa.Table(
@@ -403,3 +413,127 @@ build_triggers = sa.Table(
     sa.Column("error", sa.Text(), nullable=True),
     sa.Index("ix_build_triggers_pending", "done_at", "claimed_at"),
 )
+
+# Soft delete (``is_hidden`` on datasets, jobs, namespaces) is undone the way Marquez undoes
+# it: a later event naming the row, a new dataset version (lake commits included), or a PUT
+# of the namespace. Triggers do it so every write path is covered without each knowing.
+UNHIDE_TRIGGERS: dict[str, list[str]] = {
+    "postgresql": [
+        """
+        CREATE FUNCTION strata_unhide_from_event() RETURNS trigger LANGUAGE plpgsql AS $$
+        DECLARE
+          named jsonb := CASE WHEN jsonb_typeof(NEW.payload->'inputs') = 'array'
+                              THEN NEW.payload->'inputs' ELSE '[]'::jsonb END
+                      || CASE WHEN jsonb_typeof(NEW.payload->'outputs') = 'array'
+                              THEN NEW.payload->'outputs' ELSE '[]'::jsonb END
+                      || CASE WHEN jsonb_typeof(NEW.payload->'dataset') = 'object'
+                              THEN jsonb_build_array(NEW.payload->'dataset') ELSE '[]'::jsonb END;
+        BEGIN
+          IF EXISTS (SELECT 1 FROM datasets WHERE is_hidden) THEN
+            UPDATE datasets AS d SET is_hidden = false
+            FROM (SELECT x->>'namespace' AS namespace, x->>'name' AS name
+                  FROM jsonb_array_elements(named) AS x
+                  WHERE jsonb_typeof(x) = 'object') AS m
+            WHERE d.is_hidden AND d.namespace = m.namespace AND d.name = m.name;
+          END IF;
+          IF NEW.job_namespace IS NOT NULL AND EXISTS (SELECT 1 FROM jobs WHERE is_hidden) THEN
+            UPDATE jobs SET is_hidden = false
+            WHERE is_hidden AND namespace = NEW.job_namespace
+              AND (name = NEW.job_name OR uuid IN (
+                SELECT job_uuid FROM job_aliases
+                WHERE namespace = NEW.job_namespace AND name = NEW.job_name));
+          END IF;
+          IF EXISTS (SELECT 1 FROM namespaces WHERE is_hidden) THEN
+            UPDATE namespaces SET is_hidden = false
+            WHERE is_hidden AND (name = NEW.job_namespace OR name IN (
+              SELECT x->>'namespace' FROM jsonb_array_elements(named) AS x
+              WHERE jsonb_typeof(x) = 'object'));
+          END IF;
+          RETURN NULL;
+        END $$
+        """,
+        """
+        CREATE TRIGGER trg_lineage_events_unhide AFTER INSERT ON lineage_events
+        FOR EACH ROW EXECUTE FUNCTION strata_unhide_from_event()
+        """,
+        """
+        CREATE FUNCTION strata_unhide_from_version() RETURNS trigger LANGUAGE plpgsql AS $$
+        BEGIN
+          UPDATE datasets SET is_hidden = false WHERE uuid = NEW.dataset_uuid AND is_hidden;
+          RETURN NULL;
+        END $$
+        """,
+        """
+        CREATE TRIGGER trg_dataset_versions_unhide AFTER INSERT ON dataset_versions
+        FOR EACH ROW EXECUTE FUNCTION strata_unhide_from_version()
+        """,
+        """
+        CREATE FUNCTION strata_unhide_namespace() RETURNS trigger LANGUAGE plpgsql AS $$
+        BEGIN
+          UPDATE namespaces SET is_hidden = false WHERE name = NEW.name;
+          RETURN NULL;
+        END $$
+        """,
+        """
+        CREATE TRIGGER trg_namespaces_unhide AFTER UPDATE OF owner, description ON namespaces
+        FOR EACH ROW WHEN (NEW.is_hidden) EXECUTE FUNCTION strata_unhide_namespace()
+        """,
+    ],
+    "sqlite": [
+        """
+        CREATE TRIGGER trg_lineage_events_unhide_datasets AFTER INSERT ON lineage_events
+        WHEN EXISTS (SELECT 1 FROM datasets WHERE is_hidden) BEGIN
+          UPDATE datasets SET is_hidden = 0
+          WHERE is_hidden AND (namespace, name) IN (
+            SELECT json_extract(value, '$.namespace'), json_extract(value, '$.name')
+            FROM json_each(NEW.payload, '$.inputs') WHERE type = 'object'
+            UNION ALL
+            SELECT json_extract(value, '$.namespace'), json_extract(value, '$.name')
+            FROM json_each(NEW.payload, '$.outputs') WHERE type = 'object'
+            UNION ALL
+            SELECT json_extract(NEW.payload, '$.dataset.namespace'),
+                   json_extract(NEW.payload, '$.dataset.name'));
+        END
+        """,
+        """
+        CREATE TRIGGER trg_lineage_events_unhide_jobs AFTER INSERT ON lineage_events
+        WHEN NEW.job_namespace IS NOT NULL AND EXISTS (SELECT 1 FROM jobs WHERE is_hidden) BEGIN
+          UPDATE jobs SET is_hidden = 0
+          WHERE is_hidden AND namespace = NEW.job_namespace
+            AND (name = NEW.job_name OR uuid IN (
+              SELECT job_uuid FROM job_aliases
+              WHERE namespace = NEW.job_namespace AND name = NEW.job_name));
+        END
+        """,
+        """
+        CREATE TRIGGER trg_lineage_events_unhide_namespaces AFTER INSERT ON lineage_events
+        WHEN EXISTS (SELECT 1 FROM namespaces WHERE is_hidden) BEGIN
+          UPDATE namespaces SET is_hidden = 0
+          WHERE is_hidden AND (name = NEW.job_namespace OR name IN (
+            SELECT json_extract(value, '$.namespace')
+            FROM json_each(NEW.payload, '$.inputs') WHERE type = 'object'
+            UNION ALL
+            SELECT json_extract(value, '$.namespace')
+            FROM json_each(NEW.payload, '$.outputs') WHERE type = 'object'
+            UNION ALL
+            SELECT json_extract(NEW.payload, '$.dataset.namespace')));
+        END
+        """,
+        """
+        CREATE TRIGGER trg_dataset_versions_unhide AFTER INSERT ON dataset_versions
+        WHEN EXISTS (SELECT 1 FROM datasets WHERE uuid = NEW.dataset_uuid AND is_hidden) BEGIN
+          UPDATE datasets SET is_hidden = 0 WHERE uuid = NEW.dataset_uuid;
+        END
+        """,
+        """
+        CREATE TRIGGER trg_namespaces_unhide AFTER UPDATE OF owner, description ON namespaces
+        WHEN NEW.is_hidden BEGIN
+          UPDATE namespaces SET is_hidden = 0 WHERE name = NEW.name;
+        END
+        """,
+    ],
+}
+for _dialect, _statements in UNHIDE_TRIGGERS.items():
+    for _sql in _statements:
+        _ddl = sa.DDL(_sql)  # type: ignore[no-untyped-call]
+        sa.event.listen(metadata, "after_create", _ddl.execute_if(dialect=_dialect))

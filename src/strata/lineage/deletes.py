@@ -1,0 +1,47 @@
+"""Soft deletes, as Marquez does them: the row is hidden, not removed.
+
+A hidden dataset or job answers 404 and leaves lists and search; its versions, runs and
+events stay. Any later event naming it (or, for a dataset, a new version) brings it back:
+triggers in the store clear the flag (see ``UNHIDE_TRIGGERS`` in the schema). Each
+function returns the object as it was before it was hidden, which is what Marquez answers.
+"""
+
+from __future__ import annotations
+
+from sqlalchemy.engine import Engine
+
+from strata.lineage import queries as q
+from strata.store import schema as s
+from strata.store.engine import write_tx
+
+
+def hide_dataset(engine: Engine, namespace: str, name: str) -> q.Dataset:
+    d = s.datasets
+    with write_tx(engine) as conn:
+        q.get_namespace(conn, namespace)
+        dataset = q.get_dataset(conn, namespace, name)
+        conn.execute(d.update().where(d.c.uuid == dataset.uuid).values(is_hidden=True))
+    return dataset
+
+
+def hide_job(engine: Engine, job_uuid: str) -> q.Job:
+    j = s.jobs
+    with write_tx(engine) as conn:
+        job = q.get_job(conn, job_uuid)
+        conn.execute(j.update().where(j.c.uuid == job_uuid).values(is_hidden=True))
+    return job
+
+
+def hide_namespace(engine: Engine, namespace: str) -> q.Namespace:
+    """Hide the namespace and every dataset and job in it."""
+    n, d, j = s.namespaces, s.datasets, s.jobs
+    with write_tx(engine) as conn:
+        found = q.get_namespace(conn, namespace)
+        for t in (d, j):
+            conn.execute(
+                t.update()
+                .where(t.c.namespace == namespace, t.c.is_hidden.is_(False))
+                .values(is_hidden=True)
+            )
+        conn.execute(n.update().where(n.c.name == namespace).values(is_hidden=True))
+    return found

@@ -1,0 +1,233 @@
+"""Marquez's DELETE routes: soft deletes that a later event undoes."""
+
+from __future__ import annotations
+
+import dataclasses
+import uuid
+from typing import Any
+
+import pytest
+import sqlalchemy as sa
+from api_seed import Seeder
+from fastapi.testclient import TestClient
+
+from strata.api import create_app
+from strata.settings import Settings
+from strata.store import schema as s
+
+pytest.importorskip("strata.lineage.ingest")
+
+P = "https://example.com/producer"
+SCHEMA = "https://openlineage.io/spec/2-0-2/OpenLineage.json#/$defs/"
+
+
+def run_event(
+    job: str = "etl",
+    inputs: tuple[str, ...] = ("ns|in",),
+    outputs: tuple[str, ...] = ("ns|out",),
+    namespace: str = "ns",
+    at: str = "2024-05-01T10:00:00Z",
+) -> dict[str, Any]:
+    def ds(key: str) -> dict[str, str]:
+        ns, name = key.split("|", 1)
+        return {"namespace": ns, "name": name}
+
+    return {
+        "eventType": "COMPLETE",
+        "eventTime": at,
+        "run": {"runId": str(uuid.uuid4())},
+        "job": {"namespace": namespace, "name": job},
+        "inputs": [ds(k) for k in inputs],
+        "outputs": [ds(k) for k in outputs],
+        "producer": P,
+        "schemaURL": SCHEMA + "RunEvent",
+    }
+
+
+def post(client: TestClient, body: dict[str, Any]) -> None:
+    r = client.post("/api/v1/lineage", json=body)
+    assert r.status_code == 201, r.text
+
+
+def names(client: TestClient, what: str, namespace: str = "ns") -> list[str]:
+    r = client.get(f"/api/v1/namespaces/{namespace}/{what}")
+    assert r.status_code == 200, r.text
+    body = r.json()
+    items = [x["name"] for x in body[what]]
+    assert body["totalCount"] == len(items)
+    return items
+
+
+def assert_404(r: Any) -> None:
+    assert r.status_code == 404, r.text
+    assert set(r.json()) == {"code", "message", "details"}
+
+
+def test_dataset_delete_hides_until_an_event_names_it(client: TestClient) -> None:
+    post(client, run_event())
+    before = client.get("/api/v1/namespaces/ns/datasets/out").json()
+    r = client.delete("/api/v1/namespaces/ns/datasets/out")
+    assert r.status_code == 200, r.text
+    assert r.json() == before  # the dataset as it was, as Marquez answers
+    assert_404(client.get("/api/v1/namespaces/ns/datasets/out"))
+    assert_404(client.get("/api/v1/namespaces/ns/datasets/out/versions"))
+    assert_404(client.delete("/api/v1/namespaces/ns/datasets/out"))
+    assert names(client, "datasets") == ["in"]
+    hits = client.get("/api/v1/search", params={"q": "out"}).json()["results"]
+    assert [h["name"] for h in hits if h["type"] == "DATASET"] == []
+    # The job and its run are untouched.
+    assert client.get("/api/v1/namespaces/ns/jobs/etl").status_code == 200
+    # Named again, as an input this time: back, with its history.
+    post(client, run_event(job="other", inputs=("ns|out",), outputs=()))
+    back = client.get("/api/v1/namespaces/ns/datasets/out")
+    assert back.status_code == 200, back.text
+    assert back.json()["currentVersion"] == before["currentVersion"]
+    assert names(client, "datasets") == ["in", "out"]
+
+
+def test_dataset_event_and_put_bring_a_dataset_back(client: TestClient) -> None:
+    post(client, run_event())
+    assert client.delete("/api/v1/namespaces/ns/datasets/in").status_code == 200
+    post(
+        client,
+        {
+            "eventTime": "2024-05-02T00:00:00Z",
+            "dataset": {"namespace": "ns", "name": "in"},
+            "producer": P,
+            "schemaURL": SCHEMA + "DatasetEvent",
+        },
+    )
+    assert client.get("/api/v1/namespaces/ns/datasets/in").status_code == 200
+    assert client.delete("/api/v1/namespaces/ns/datasets/in").status_code == 200
+    r = client.put("/api/v1/sources/db", json={"type": "POSTGRESQL", "connectionUrl": "pg://x"})
+    assert r.status_code == 200, r.text
+    r = client.put(
+        "/api/v1/namespaces/ns/datasets/in",
+        json={"type": "DB_TABLE", "physicalName": "in", "sourceName": "db"},
+    )
+    assert r.status_code == 200, r.text
+    assert names(client, "datasets") == ["in", "out"]
+
+
+def test_job_delete_hides_until_an_event_for_it(client: TestClient) -> None:
+    post(client, run_event())
+    post(client, run_event(job="keep"))
+    before = client.get("/api/v1/namespaces/ns/jobs/etl").json()
+    r = client.delete("/api/v1/namespaces/ns/jobs/etl")
+    assert r.status_code == 200, r.text
+    assert r.json() == before
+    assert_404(client.get("/api/v1/namespaces/ns/jobs/etl"))
+    assert_404(client.get("/api/v1/namespaces/ns/jobs/etl/runs"))
+    assert_404(client.delete("/api/v1/namespaces/ns/jobs/etl"))
+    assert names(client, "jobs") == ["keep"]
+    hits = client.get("/api/v1/search", params={"q": "etl", "filter": "JOB"}).json()
+    assert hits["totalCount"] == 0
+    # Its datasets stay; its run is still readable by id.
+    assert names(client, "datasets") == ["in", "out"]
+    assert client.get(f"/api/v1/jobs/runs/{before['latestRun']['id']}").status_code == 200
+    post(client, run_event(at="2024-05-03T00:00:00Z"))
+    assert client.get("/api/v1/namespaces/ns/jobs/etl").status_code == 200
+    assert names(client, "jobs") == ["etl", "keep"]
+
+
+def test_child_job_by_old_name_and_parent_untouched(client: TestClient) -> None:
+    parent = {
+        "_producer": P,
+        "_schemaURL": P,
+        "run": {"runId": str(uuid.uuid4())},
+        "job": {"namespace": "ns", "name": "dag"},
+    }
+    body = run_event(job="task")
+    body["run"]["facets"] = {"parent": parent}
+    post(client, body)
+    # The event's own name redirects to the FQN, for DELETE as for GET.
+    r = client.delete("/api/v1/namespaces/ns/jobs/task", follow_redirects=False)
+    assert r.status_code == 301
+    assert r.headers["location"] == "/api/v1/namespaces/ns/jobs/dag.task"
+    assert client.delete("/api/v1/namespaces/ns/jobs/dag.task").status_code == 200
+    assert names(client, "jobs") == ["dag"]
+    # An event under the old name finds the job through its alias.
+    body = run_event(job="task", at="2024-06-01T00:00:00Z")
+    body["run"]["facets"] = {"parent": parent}
+    post(client, body)
+    assert names(client, "jobs") == ["dag", "dag.task"]
+
+
+def test_namespace_delete_hides_everything_in_it(client: TestClient) -> None:
+    post(client, run_event())
+    post(client, run_event(job="other", namespace="elsewhere", inputs=(), outputs=("x|y",)))
+    before = client.get("/api/v1/namespaces/ns").json()
+    r = client.delete("/api/v1/namespaces/ns")
+    assert r.status_code == 200, r.text
+    assert r.json() == before
+    shown = client.get("/api/v1/namespaces/ns").json()
+    assert shown["isHidden"] is True  # Marquez still lists a hidden namespace, flagged
+    listed = {
+        n["name"]: n["isHidden"] for n in client.get("/api/v1/namespaces").json()["namespaces"]
+    }
+    assert listed == {"ns": True, "elsewhere": False, "x": False}
+    assert names(client, "datasets") == []
+    assert names(client, "jobs") == []
+    assert names(client, "jobs", "elsewhere") == ["other"]
+    assert names(client, "datasets", "x") == ["y"]
+    assert_404(client.delete("/api/v1/namespaces/nowhere"))
+    # An event in the namespace brings back the namespace and what it names, nothing else.
+    post(client, run_event(job="etl", inputs=(), outputs=("ns|out",), at="2024-06-01T00:00:00Z"))
+    assert client.get("/api/v1/namespaces/ns").json()["isHidden"] is False
+    assert names(client, "jobs") == ["etl"]
+    assert names(client, "datasets") == ["out"]
+
+
+def test_put_namespace_brings_it_back(client: TestClient) -> None:
+    assert client.put("/api/v1/namespaces/ns", json={"ownerName": "me"}).status_code == 200
+    assert client.delete("/api/v1/namespaces/ns").status_code == 200
+    assert client.get("/api/v1/namespaces/ns").json()["isHidden"] is True
+    r = client.put("/api/v1/namespaces/ns", json={"ownerName": "you"})
+    assert r.status_code == 200, r.text
+    assert r.json()["isHidden"] is False
+
+
+def test_new_version_brings_a_dataset_back(
+    client: TestClient, seed: Seeder, engine: sa.Engine
+) -> None:
+    """A lake commit adds a version without an event: it counts as news of the dataset."""
+    uuid_ = seed.dataset("lake", "table", fields=["a"])
+    assert client.delete("/api/v1/namespaces/lake/datasets/table").status_code == 200
+    assert names(client, "datasets", "lake") == []
+    seed.version(uuid_, None, fields=["a", "b"])
+    assert names(client, "datasets", "lake") == ["table"]
+    with engine.connect() as conn:
+        hidden = conn.execute(sa.select(sa.func.count()).where(s.datasets.c.is_hidden)).scalar()
+    assert hidden == 0
+
+
+def test_missing_things_are_404(client: TestClient) -> None:
+    post(client, run_event())
+    for url in (
+        "/api/v1/namespaces/nowhere/datasets/out",
+        "/api/v1/namespaces/ns/datasets/nothing",
+        "/api/v1/namespaces/nowhere/jobs/etl",
+        "/api/v1/namespaces/ns/jobs/nothing",
+    ):
+        assert_404(client.delete(url))
+    assert names(client, "datasets") == ["in", "out"]
+    assert names(client, "jobs") == ["etl"]
+
+
+def test_names_with_slashes(client: TestClient) -> None:
+    post(client, run_event(inputs=(), outputs=("s3://bucket|a/b",)))
+    r = client.delete("/api/v1/namespaces/s3%3A%2F%2Fbucket/datasets/a%2Fb")
+    assert r.status_code == 200, r.text
+    assert r.json()["name"] == "a/b"
+    assert_404(client.get("/api/v1/namespaces/s3%3A%2F%2Fbucket/datasets/a%2Fb"))
+
+
+def test_deletes_need_a_write_token(settings: Settings, engine: sa.Engine) -> None:
+    secured = dataclasses.replace(settings, write_tokens=("w",), read_tokens=("r",))
+    with TestClient(create_app(secured, engine)) as client:
+        assert client.delete("/api/v1/namespaces/ns").status_code == 401
+        r = client.delete("/api/v1/namespaces/ns", headers={"Authorization": "Bearer r"})
+        assert r.status_code == 403
+        assert set(r.json()) == {"code", "message", "details"}
+        r = client.delete("/api/v1/namespaces/ns", headers={"Authorization": "Bearer w"})
+        assert r.status_code == 404
