@@ -4,8 +4,11 @@ from __future__ import annotations
 
 from typing import Any
 
+import sqlalchemy as sa
 from api_seed import Seeder, chain
 from fastapi.testclient import TestClient
+
+from strata.store import schema as s
 
 
 def get(client: TestClient, url: str, status: int = 200, **params: Any) -> Any:
@@ -215,3 +218,51 @@ def test_search_and_tags(client: TestClient, seed: Seeder) -> None:
     assert r.json()["fields"][0]["tags"] == ["PII"]
     r = client.post("/api/v1/namespaces/ns/datasets/raw/tags/PII")
     assert r.json()["tags"] == ["PII"]
+
+
+def test_runs_page_versions_order_and_total(
+    client: TestClient, seed: Seeder, engine: sa.Engine
+) -> None:
+    zed, alpha, out = (
+        seed.dataset("ns", "zed"),
+        seed.dataset("ns", "alpha"),
+        seed.dataset("ns", "out"),
+    )
+    zed_v, alpha_v = seed.version(zed, None), seed.version(alpha, None)
+    job = seed.job("ns", "etl")
+    jv = seed.job_version(job, [zed, alpha], [out])
+    runs = [seed.run(job, jv, [zed_v, alpha_v]) for _ in range(3)]
+    outs = {r: [seed.version(out, r), seed.version(alpha, r)] for r in runs[:2]}
+    bare = seed.run(job, None)  # no inputs, outputs or job version
+    with engine.begin() as conn:
+        # Two runs created at the same instant: the id breaks the tie, newest page first.
+        at = conn.execute(sa.select(s.runs.c.created_at).where(s.runs.c.uuid == runs[2])).scalar()
+        conn.execute(s.runs.update().where(s.runs.c.uuid == runs[1]).values(created_at=at))
+        # Facets are free-form JSON: integers beyond 64 bits must come back exactly.
+        conn.execute(
+            s.runs.update().where(s.runs.c.uuid == runs[0]).values(facets={"n": {"big": 2**70}})
+        )
+    newest = [bare, *sorted(runs[1:], reverse=True), runs[0]]
+
+    body = get(client, "/api/v1/namespaces/ns/jobs/etl/runs")
+    assert body["totalCount"] == 4
+    assert [r["id"] for r in body["runs"]] == newest
+    by_id = {r["id"]: r for r in body["runs"]}
+    for rid in runs:
+        one = get(client, f"/api/v1/jobs/runs/{rid}")
+        assert by_id[rid] == one  # the page shows each run as the run route does
+        assert [v["name"] for v in one["inputVersions"]] == ["alpha", "zed"]
+    assert [v["name"] for v in by_id[runs[0]]["outputVersions"]] == ["alpha", "out"]
+    assert {v["version"] for v in by_id[runs[0]]["outputVersions"]} == set(outs[runs[0]])
+    assert by_id[runs[2]]["outputVersions"] == []
+    assert by_id[bare]["jobVersion"] is None and by_id[bare]["inputVersions"] == []
+    assert by_id[runs[0]]["facets"] == {"n": {"big": 2**70}}
+
+    page = get(client, "/api/v1/namespaces/ns/jobs/etl/runs", limit=2, offset=1)
+    assert [r["id"] for r in page["runs"]] == newest[1:3] and page["totalCount"] == 4
+    past = get(client, "/api/v1/namespaces/ns/jobs/etl/runs", offset=10)
+    assert past == {"runs": [], "totalCount": 4}
+    seed.job("ns", "idle")
+    assert get(client, "/api/v1/namespaces/ns/jobs/idle/runs") == {"runs": [], "totalCount": 0}
+    r = client.get("/api/v1/namespaces/ns/jobs/etl/runs")
+    assert r.headers["content-type"] == "application/json"

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from fastapi import APIRouter, Depends, FastAPI
+from fastapi import Depends, FastAPI
 from sqlalchemy.engine import Engine
 
 from strata.api import errors, paths, redirects
@@ -25,10 +25,10 @@ def create_app(settings: Settings, engine: Engine | None = None) -> FastAPI:
     )
     app.state.settings = settings
     app.state.engine = engine if engine is not None else engine_for(settings)
-    api = APIRouter(prefix=API_PREFIX, dependencies=[Depends(authorize)])
+    # Each module's router straight under the app: every level of router nesting is
+    # matched again on every request.
     for module in (namespaces, datasets, jobs, runs, tags, search, lineage, strata):
-        api.include_router(module.router)
-    app.include_router(api)
+        app.include_router(module.router, prefix=API_PREFIX, dependencies=[Depends(authorize)])
     include_extra_routes(app, API_PREFIX, [Depends(authorize)])
     errors.install(app)
     app.add_exception_handler(redirects.JobMoved, redirects.handle)

@@ -1,8 +1,15 @@
-"""Shared route dependencies: the store connection, paging and auth."""
+"""Shared route dependencies and helpers: the store connection, paging and auth.
+
+FastAPI runs a sync dependency in a worker thread, a thread hop per dependency per request,
+so auth and the engine are ``async`` dependencies, and read routes (sync) open their
+connection with :func:`reading`: one hop per request, and the connection is used and
+returned in that thread. :data:`Conn` is the dependency form, a read transaction.
+"""
 
 from __future__ import annotations
 
 from collections.abc import Iterator
+from contextlib import AbstractContextManager, contextmanager
 from typing import Annotated
 
 from fastapi import Depends, Query, Request
@@ -25,8 +32,30 @@ def settings(request: Request) -> Settings:
     return st
 
 
-def authorize(request: Request) -> None:
+async def authorize(request: Request) -> None:
     auth.check(settings(request), request)
+
+
+@contextmanager
+def read_connection(eng: Engine) -> Iterator[Connection]:
+    """A connection for a route's reads.
+
+    On PostgreSQL it is in autocommit: under READ COMMITTED every statement takes its own
+    snapshot whether or not it is in a transaction, so BEGIN and COMMIT would only add two
+    round trips. Reads that need a transaction (``SET LOCAL``) take :data:`Conn` instead.
+    SQLite keeps its read transaction, which is one snapshot for all the route's statements.
+    """
+    if eng.dialect.name == "postgresql":
+        with eng.connect() as conn:
+            yield conn.execution_options(isolation_level="AUTOCOMMIT")
+        return
+    with read_tx(eng) as conn:
+        yield conn
+
+
+def reading(request: Request) -> AbstractContextManager[Connection]:
+    """:func:`read_connection` on the app's store."""
+    return read_connection(engine(request))
 
 
 def read_conn(request: Request) -> Iterator[Connection]:
@@ -34,7 +63,11 @@ def read_conn(request: Request) -> Iterator[Connection]:
         yield conn
 
 
-Eng = Annotated[Engine, Depends(engine)]
+async def _engine(request: Request) -> Engine:
+    return engine(request)
+
+
+Eng = Annotated[Engine, Depends(_engine)]
 Conn = Annotated[Connection, Depends(read_conn)]
 Limit = Annotated[int, Query(ge=0, le=MAX_LIMIT, description="results to return")]
 Offset = Annotated[int, Query(ge=0, description="results to skip")]

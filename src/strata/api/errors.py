@@ -7,19 +7,17 @@ from typing import Any
 
 from fastapi import FastAPI, Request
 from fastapi.exceptions import RequestValidationError
-from fastapi.responses import JSONResponse
 from starlette.exceptions import HTTPException as StarletteHTTPException
+from starlette.responses import Response
 
+from strata.api.views import json_response
 from strata.errors import StrataError
 
 log = logging.getLogger("strata.api")
 
 
-def error_response(status: int, code: str, message: str, **details: Any) -> JSONResponse:
-    return JSONResponse(
-        {"code": code, "message": message, "details": details},
-        status_code=status,
-    )
+def error_response(status: int, code: str, message: str, **details: Any) -> Response:
+    return json_response({"code": code, "message": message, "details": details}, status)
 
 
 def _loc(loc: tuple[Any, ...] | list[Any]) -> str:
@@ -29,12 +27,12 @@ def _loc(loc: tuple[Any, ...] | list[Any]) -> str:
     return ".".join(parts)
 
 
-async def _strata_error(_request: Request, exc: Exception) -> JSONResponse:
+async def _strata_error(_request: Request, exc: Exception) -> Response:
     assert isinstance(exc, StrataError)
-    return JSONResponse(exc.to_dict(), status_code=exc.http_status)
+    return json_response(exc.to_dict(), exc.http_status)
 
 
-async def _validation_error(_request: Request, exc: Exception) -> JSONResponse:
+async def _validation_error(_request: Request, exc: Exception) -> Response:
     assert isinstance(exc, RequestValidationError)
     errors = [
         {"field": _loc(e.get("loc", ())), "message": str(e.get("msg", "")), "in": _where(e)}
@@ -60,7 +58,7 @@ def _where(e: Any) -> str:
     return str(loc[0]) if loc else ""
 
 
-async def _http_error(_request: Request, exc: Exception) -> JSONResponse:
+async def _http_error(_request: Request, exc: Exception) -> Response:
     assert isinstance(exc, StarletteHTTPException)
     codes = {404: "not_found", 405: "method_not_allowed", 413: "too_large", 415: "unsupported"}
     resp = error_response(
@@ -71,7 +69,7 @@ async def _http_error(_request: Request, exc: Exception) -> JSONResponse:
     return resp
 
 
-async def _fault(request: Request, exc: Exception) -> JSONResponse:
+async def _fault(request: Request, exc: Exception) -> Response:
     log.exception("unhandled error on %s %s", request.method, request.url.path, exc_info=exc)
     return error_response(500, "internal_error", "internal server error; see the server log")
 

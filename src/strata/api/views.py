@@ -1,9 +1,15 @@
-"""Marquez-shaped JSON (camelCase) from the read-side dataclasses."""
+"""Marquez-shaped JSON (camelCase) from the read-side dataclasses, and the JSON responses."""
 
 from __future__ import annotations
 
+import json
+from collections.abc import Callable
 from datetime import datetime
-from typing import Any
+from typing import Any, TypeVar
+
+import orjson
+from fastapi.encoders import jsonable_encoder
+from starlette.responses import Response
 
 from strata.lineage import graph as g
 from strata.lineage import provenance as p
@@ -11,6 +17,28 @@ from strata.lineage import queries as q
 from strata.lineage.run_args import run_args
 
 Json = dict[str, Any]
+T = TypeVar("T")
+
+
+def dumps(content: Any) -> bytes:
+    """Compact UTF-8 JSON, as FastAPI would encode ``content`` but without its per-value walk."""
+    try:
+        return orjson.dumps(content, option=orjson.OPT_NON_STR_KEYS)
+    except TypeError:
+        # Integers beyond 64 bits (facets are free-form JSON) and types orjson does not know.
+        return json.dumps(
+            jsonable_encoder(content), ensure_ascii=False, separators=(",", ":")
+        ).encode()
+
+
+def json_response(content: Any, status_code: int = 200) -> Response:
+    """A JSON response whose body is encoded here, so the framework does not re-validate it."""
+    return Response(dumps(content), status_code=status_code, media_type="application/json")
+
+
+def page(key: str, items: q.Page[T], view: Callable[[T], Json]) -> Response:
+    """A Marquez list: ``{key: [...], "totalCount": n}``."""
+    return json_response({key: [view(x) for x in items.items], "totalCount": items.total})
 
 
 def ts(value: datetime | None) -> str | None:

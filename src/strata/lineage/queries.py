@@ -504,34 +504,192 @@ def get_run(conn: Connection, run_id: str) -> Run:
     return run
 
 
-def _list_runs_select() -> sa.Select[Any]:
-    r, c = s.runs, s.job_run_counts
-    job: sa.BindParameter[str] = sa.bindparam("job", type_=sa.String())
-    # The total is kept per job by triggers on ``runs`` (counting a busy job's runs would
-    # read every one of its index entries) and rides along with the page: ix_runs_job_created
-    # serves the page, newest first, without touching the job's older runs.
-    total_of = sa.select(c.c.run_count).where(c.c.job_uuid == job).scalar_subquery()
+def _job_by_fqn(namespace: Any, name: Any) -> sa.Select[Any]:
+    """The job a URL names by its FQN; soft-deleted jobs are not found, as in Marquez."""
+    j = s.jobs
     return (
-        _run_select()
-        .add_columns(total_of.label("total_runs"))
-        .where(r.c.job_uuid == job)
-        .order_by(r.c.created_at.desc(), r.c.uuid.desc())
-        .limit(sa.bindparam("limit", type_=sa.Integer()))
-        .offset(sa.bindparam("offset", type_=sa.Integer()))
+        sa.select(j.c.uuid, j.c.namespace, j.c.name)
+        .where(j.c.namespace == namespace, j.c.name == name, j.c.is_hidden.is_(False))
+        # Two jobs can share an FQN ("a.b", and "b" under "a"): always answer with the same one.
+        .order_by(j.c.uuid)
+        .limit(1)
     )
 
 
-_LIST_RUNS = _list_runs_select()
+def _list_runs_select(job: sa.Select[Any]) -> sa.CompoundSelect[Any]:
+    """A page of the runs of ``job`` (uuid, namespace, name), their inputs and outputs, and
+    the job's run count: one statement.
+
+    Rows are tagged by ``kind``: ``R`` a run, ``I``/``O`` one input/output version of a run,
+    ``T`` the job itself with its run count (present whenever the job is, so an empty page
+    still has its total and a missing job has no rows).
+    """
+    r, c = s.runs, s.job_run_counts
+    ri, dv, d = s.run_inputs, s.dataset_versions, s.datasets
+    the_job = job.cte("job")
+    # Only the keys, so ix_runs_job_created (job_uuid, created_at, uuid) answers the page by
+    # itself, newest first. With the other run columns here the planner may walk
+    # ix_runs_created and filter by job instead, reading every later run of every other job.
+    page = (
+        sa.select(r.c.uuid, r.c.created_at)
+        .where(r.c.job_uuid == sa.select(the_job.c.uuid).scalar_subquery())
+        .order_by(r.c.created_at.desc(), r.c.uuid.desc())
+        .limit(sa.bindparam("limit", type_=sa.Integer()))
+        .offset(sa.bindparam("offset", type_=sa.Integer()))
+        .cte("page")
+    )
+    run_cols = [
+        r.c.job_version_uuid,
+        r.c.parent_run_uuid,
+        r.c.state,
+        r.c.updated_at,
+        r.c.nominal_start_time,
+        r.c.nominal_end_time,
+        r.c.started_at,
+        r.c.ended_at,
+        r.c.facets,
+    ]
+
+    def nulls(n: int) -> list[sa.ColumnElement[Any]]:
+        return [sa.literal_column("NULL") for _ in range(n)]
+
+    def typed_null(t: sa.types.TypeEngine[Any], name: str) -> sa.Label[Any]:
+        # Typed in the first branch: PostgreSQL types a UNION column from left to right.
+        return sa.cast(sa.null(), t).label(name)
+
+    runs = sa.select(
+        sa.literal_column("'R'").label("kind"),
+        page.c.created_at.label("at"),
+        page.c.uuid.label("run_uuid"),
+        *run_cols,
+        typed_null(sa.String(), "namespace"),
+        typed_null(sa.String(), "name"),
+        typed_null(sa.String(), "version"),
+        typed_null(sa.BigInteger(), "total"),
+    ).join_from(page, r, r.c.uuid == page.c.uuid)
+    # Versions carry no time, so none is converted: they sort by run, then dataset name.
+    ins = sa.select(
+        sa.literal_column("'I'"),
+        *nulls(1),
+        page.c.uuid,
+        *nulls(len(run_cols)),
+        d.c.namespace,
+        d.c.name,
+        dv.c.uuid,
+        *nulls(1),
+    ).select_from(
+        page.join(ri, ri.c.run_uuid == page.c.uuid)
+        .join(dv, dv.c.uuid == ri.c.dataset_version_uuid)
+        .join(d, d.c.uuid == dv.c.dataset_uuid)
+    )
+    outs = sa.select(
+        sa.literal_column("'O'"),
+        *nulls(1),
+        page.c.uuid,
+        *nulls(len(run_cols)),
+        d.c.namespace,
+        d.c.name,
+        dv.c.uuid,
+        *nulls(1),
+    ).select_from(
+        page.join(dv, dv.c.run_uuid == page.c.uuid).join(d, d.c.uuid == dv.c.dataset_uuid)
+    )
+    # The total is kept per job by triggers on ``runs``: counting a busy job's runs would
+    # read every one of its index entries.
+    total = sa.select(
+        sa.literal_column("'T'"),
+        *nulls(2 + len(run_cols)),
+        the_job.c.namespace,
+        the_job.c.name,
+        the_job.c.uuid,
+        c.c.run_count,
+    ).select_from(the_job.outerjoin(c, c.c.job_uuid == the_job.c.uuid))
+    both = sa.union_all(runs, ins, outs, total)
+    col = both.selected_columns
+    # Runs in page order; each run's versions by dataset name, as runs_by_uuid lists them.
+    return both.order_by(
+        col.kind, col.at.desc(), col.run_uuid.desc(), col.namespace, col.name, col.version
+    )
+
+
+_JOB_BY_UUID = sa.select(s.jobs.c.uuid, s.jobs.c.namespace, s.jobs.c.name).where(
+    s.jobs.c.uuid == sa.bindparam("job", type_=sa.String())
+)
+_LIST_RUNS = _list_runs_select(_JOB_BY_UUID)
+_LIST_RUNS_BY_FQN = _list_runs_select(
+    _job_by_fqn(
+        sa.bindparam("namespace", type_=sa.String()), sa.bindparam("name", type_=sa.String())
+    )
+)
 
 
 def list_runs(conn: Connection, job_uuid: str, limit: int, offset: int) -> Page[Run]:
-    rows = conn.execute(_LIST_RUNS, {"job": job_uuid, "limit": limit, "offset": offset}).all()
-    if rows:
-        total = rows[0].total_runs
-    else:
-        c = s.job_run_counts
-        total = conn.execute(sa.select(c.c.run_count).where(c.c.job_uuid == job_uuid)).scalar()
-    return Page(_runs_from_rows(conn, rows), int(total or 0))
+    page = _runs_page(conn.execute(_LIST_RUNS, {"job": job_uuid, "limit": limit, "offset": offset}))
+    return page if page is not None else Page([], 0)
+
+
+def list_job_runs(
+    conn: Connection, namespace: str, name: str, limit: int, offset: int
+) -> Page[Run] | None:
+    """The runs of the job whose FQN is ``name``; ``None`` if no job has it (see resolve_job)."""
+    params = {"namespace": namespace, "name": name, "limit": limit, "offset": offset}
+    return _runs_page(conn.execute(_LIST_RUNS_BY_FQN, params))
+
+
+def _runs_page(rows: Iterable[Sequence[Any]]) -> Page[Run] | None:
+    inputs: dict[str, list[DatasetVersionRef]] = defaultdict(list)
+    outputs: dict[str, list[DatasetVersionRef]] = defaultdict(list)
+    page: list[Sequence[Any]] = []
+    job: Sequence[Any] | None = None
+    # By position: SQLAlchemy's by-name row access costs more than the rest of this loop.
+    for x in rows:
+        kind = x[0]
+        if kind == "R":
+            page.append(x)
+        elif kind == "T":
+            job = x
+        else:
+            into = inputs if kind == "I" else outputs
+            into[x[2]].append(DatasetVersionRef(x[12], x[13], x[14]))
+    if job is None:
+        return None
+    job_namespace, job_name, job_uuid, total = job[12:16]
+    runs = [
+        Run(
+            uuid,
+            job_uuid,
+            job_namespace,
+            job_name,
+            job_version_uuid,
+            parent_run_uuid,
+            state,
+            created_at,
+            updated_at,
+            nominal_start_time,
+            nominal_end_time,
+            started_at,
+            ended_at,
+            dict(facets or {}),
+            inputs.get(uuid, []),
+            outputs.get(uuid, []),
+        )
+        for (
+            _,
+            created_at,
+            uuid,
+            job_version_uuid,
+            parent_run_uuid,
+            state,
+            updated_at,
+            nominal_start_time,
+            nominal_end_time,
+            started_at,
+            ended_at,
+            facets,
+            *_,
+        ) in page
+    ]
+    return Page(runs, int(total or 0))
 
 
 def run_job_facets(conn: Connection, run_id: str) -> dict[str, Any]:
@@ -711,9 +869,7 @@ def resolve_job(conn: Connection, namespace: str, name: str) -> JobResolution:
     """Find a job by its FQN, else by an old name or its simple name (to redirect)."""
     j, a = s.jobs, s.job_aliases
     visible = j.c.is_hidden.is_(False)  # soft-deleted jobs answer 404, as in Marquez
-    hit = conn.execute(
-        sa.select(j.c.uuid).where(j.c.namespace == namespace, j.c.name == name, visible)
-    ).first()
+    hit = conn.execute(_job_by_fqn(namespace, name)).first()
     if hit is not None:
         return JobResolution("found", hit.uuid, namespace, name)
     found = conn.execute(

@@ -4,10 +4,10 @@ from __future__ import annotations
 
 from typing import Any
 
-from fastapi import APIRouter
+from fastapi import APIRouter, Request, Response
 
 from strata.api import views
-from strata.api.deps import Conn, Eng, Limit, Offset
+from strata.api.deps import Eng, Limit, Offset, reading
 from strata.api.models import DatasetIn
 from strata.lineage import queries as q
 from strata.lineage import writes as w
@@ -17,17 +17,20 @@ router = APIRouter(tags=["Datasets"])
 DS = "/namespaces/{namespace:seg}/datasets/{dataset:seg}"
 
 
-@router.get("/namespaces/{namespace:seg}/datasets")
+@router.get("/namespaces/{namespace:seg}/datasets", response_model=views.Json)
 def list_datasets(
-    conn: Conn, namespace: str, limit: Limit = 100, offset: Offset = 0
-) -> dict[str, Any]:
-    page = q.list_datasets(conn, namespace, limit, offset)
-    return {"datasets": [views.dataset(d) for d in page.items], "totalCount": page.total}
+    request: Request, namespace: str, limit: Limit = 100, offset: Offset = 0
+) -> Response:
+    with reading(request) as conn:
+        page = q.list_datasets(conn, namespace, limit, offset)
+    return views.page("datasets", page, views.dataset)
 
 
-@router.get(DS)
-def get_dataset(conn: Conn, namespace: str, dataset: str) -> dict[str, Any]:
-    return views.dataset(q.get_dataset(conn, namespace, dataset))
+@router.get(DS, response_model=views.Json)
+def get_dataset(request: Request, namespace: str, dataset: str) -> Response:
+    with reading(request) as conn:
+        found = q.get_dataset(conn, namespace, dataset)
+    return views.json_response(views.dataset(found))
 
 
 @router.put(DS)
@@ -57,17 +60,20 @@ def put_dataset(eng: Eng, namespace: str, dataset: str, body: DatasetIn) -> dict
         return views.dataset(q.get_dataset(conn, namespace, dataset))
 
 
-@router.get(DS + "/versions")
+@router.get(DS + "/versions", response_model=views.Json)
 def list_versions(
-    conn: Conn, namespace: str, dataset: str, limit: Limit = 100, offset: Offset = 0
-) -> dict[str, Any]:
-    page = q.list_dataset_versions(conn, namespace, dataset, limit, offset)
-    return {"versions": [views.dataset_version(v) for v in page.items], "totalCount": page.total}
+    request: Request, namespace: str, dataset: str, limit: Limit = 100, offset: Offset = 0
+) -> Response:
+    with reading(request) as conn:
+        page = q.list_dataset_versions(conn, namespace, dataset, limit, offset)
+    return views.page("versions", page, views.dataset_version)
 
 
-@router.get(DS + "/versions/{version:seg}")
-def get_version(conn: Conn, namespace: str, dataset: str, version: str) -> dict[str, Any]:
-    return views.dataset_version(q.get_dataset_version(conn, namespace, dataset, version))
+@router.get(DS + "/versions/{version:seg}", response_model=views.Json)
+def get_version(request: Request, namespace: str, dataset: str, version: str) -> Response:
+    with reading(request) as conn:
+        found = q.get_dataset_version(conn, namespace, dataset, version)
+    return views.json_response(views.dataset_version(found))
 
 
 @router.post(DS + "/tags/{tag:seg}")

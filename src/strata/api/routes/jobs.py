@@ -5,11 +5,11 @@ from __future__ import annotations
 from datetime import datetime
 from typing import Any
 
-from fastapi import APIRouter
+from fastapi import APIRouter, Request, Response
 from fastapi.responses import JSONResponse
 
 from strata.api import views
-from strata.api.deps import Conn, Eng, Limit, Offset
+from strata.api.deps import Eng, Limit, Offset, reading
 from strata.api.models import JobIn, RunIn
 from strata.api.redirects import job_uuid
 from strata.errors import NotFound
@@ -22,15 +22,18 @@ router = APIRouter(tags=["Jobs"])
 JOB = "/namespaces/{namespace:seg}/jobs/{job:seg}"
 
 
-@router.get("/namespaces/{namespace:seg}/jobs")
-def list_jobs(conn: Conn, namespace: str, limit: Limit = 100, offset: Offset = 0) -> dict[str, Any]:
-    page = q.list_jobs(conn, namespace, limit, offset)
-    return {"jobs": [views.job(j) for j in page.items], "totalCount": page.total}
+@router.get("/namespaces/{namespace:seg}/jobs", response_model=views.Json)
+def list_jobs(request: Request, namespace: str, limit: Limit = 100, offset: Offset = 0) -> Response:
+    with reading(request) as conn:
+        page = q.list_jobs(conn, namespace, limit, offset)
+    return views.page("jobs", page, views.job)
 
 
-@router.get(JOB)
-def get_job(conn: Conn, namespace: str, job: str) -> dict[str, Any]:
-    return views.job(q.get_job(conn, job_uuid(conn, namespace, job)))
+@router.get(JOB, response_model=views.Json)
+def get_job(request: Request, namespace: str, job: str) -> Response:
+    with reading(request) as conn:
+        found = q.get_job(conn, job_uuid(conn, namespace, job))
+    return views.json_response(views.job(found))
 
 
 @router.put(JOB)
@@ -49,25 +52,33 @@ def put_job(eng: Eng, namespace: str, job: str, body: JobIn) -> dict[str, Any]:
         return views.job(q.get_job(conn, keys.job_uuid(namespace, job)))
 
 
-@router.get(JOB + "/versions")
+@router.get(JOB + "/versions", response_model=views.Json)
 def list_job_versions(
-    conn: Conn, namespace: str, job: str, limit: Limit = 100, offset: Offset = 0
-) -> dict[str, Any]:
-    page = q.list_job_versions(conn, job_uuid(conn, namespace, job), limit, offset)
-    return {"versions": [views.job_version(v) for v in page.items], "totalCount": page.total}
+    request: Request, namespace: str, job: str, limit: Limit = 100, offset: Offset = 0
+) -> Response:
+    with reading(request) as conn:
+        page = q.list_job_versions(conn, job_uuid(conn, namespace, job), limit, offset)
+    return views.page("versions", page, views.job_version)
 
 
-@router.get(JOB + "/versions/{version:seg}")
-def get_job_version(conn: Conn, namespace: str, job: str, version: str) -> dict[str, Any]:
-    return views.job_version(q.get_job_version(conn, job_uuid(conn, namespace, job), version))
+@router.get(JOB + "/versions/{version:seg}", response_model=views.Json)
+def get_job_version(request: Request, namespace: str, job: str, version: str) -> Response:
+    with reading(request) as conn:
+        found = q.get_job_version(conn, job_uuid(conn, namespace, job), version)
+    return views.json_response(views.job_version(found))
 
 
-@router.get(JOB + "/runs")
+@router.get(JOB + "/runs", response_model=views.Json)
 def list_runs(
-    conn: Conn, namespace: str, job: str, limit: Limit = 100, offset: Offset = 0
-) -> dict[str, Any]:
-    page = q.list_runs(conn, job_uuid(conn, namespace, job), limit, offset)
-    return {"runs": [views.run(r) for r in page.items], "totalCount": page.total}
+    request: Request, namespace: str, job: str, limit: Limit = 100, offset: Offset = 0
+) -> Response:
+    with reading(request) as conn:
+        # A job named by its FQN, the usual case, costs one statement; any other name is
+        # resolved (redirect, candidates or 404) only when that finds nothing.
+        page = q.list_job_runs(conn, namespace, job, limit, offset)
+        if page is None:
+            page = q.list_runs(conn, job_uuid(conn, namespace, job), limit, offset)
+    return views.page("runs", page, views.run)
 
 
 @router.post(JOB + "/runs", status_code=201)

@@ -4,10 +4,10 @@ from __future__ import annotations
 
 from typing import Any
 
-from fastapi import APIRouter
+from fastapi import APIRouter, Request, Response
 
 from strata.api import views
-from strata.api.deps import Conn, Eng, Limit, Offset
+from strata.api.deps import Eng, Limit, Offset, reading
 from strata.api.models import NamespaceIn, SourceIn
 from strata.lineage import queries as q
 from strata.lineage import writes as w
@@ -16,15 +16,18 @@ from strata.store.engine import read_tx
 router = APIRouter(tags=["Namespaces"])
 
 
-@router.get("/namespaces")
-def list_namespaces(conn: Conn, limit: Limit = 100, offset: Offset = 0) -> dict[str, Any]:
-    page = q.list_namespaces(conn, limit, offset)
-    return {"namespaces": [views.namespace(n) for n in page.items], "totalCount": page.total}
+@router.get("/namespaces", response_model=views.Json)
+def list_namespaces(request: Request, limit: Limit = 100, offset: Offset = 0) -> Response:
+    with reading(request) as conn:
+        page = q.list_namespaces(conn, limit, offset)
+    return views.page("namespaces", page, views.namespace)
 
 
-@router.get("/namespaces/{namespace:seg}")
-def get_namespace(conn: Conn, namespace: str) -> dict[str, Any]:
-    return views.namespace(q.get_namespace(conn, namespace))
+@router.get("/namespaces/{namespace:seg}", response_model=views.Json)
+def get_namespace(request: Request, namespace: str) -> Response:
+    with reading(request) as conn:
+        found = q.get_namespace(conn, namespace)
+    return views.json_response(views.namespace(found))
 
 
 @router.put("/namespaces/{namespace:seg}")
@@ -34,15 +37,18 @@ def put_namespace(eng: Eng, namespace: str, body: NamespaceIn) -> dict[str, Any]
         return views.namespace(q.get_namespace(conn, namespace))
 
 
-@router.get("/sources", tags=["Sources"])
-def list_sources(conn: Conn, limit: Limit = 100, offset: Offset = 0) -> dict[str, Any]:
-    page = q.list_sources(conn, limit, offset)
-    return {"sources": [views.source(x) for x in page.items], "totalCount": page.total}
+@router.get("/sources", tags=["Sources"], response_model=views.Json)
+def list_sources(request: Request, limit: Limit = 100, offset: Offset = 0) -> Response:
+    with reading(request) as conn:
+        page = q.list_sources(conn, limit, offset)
+    return views.page("sources", page, views.source)
 
 
-@router.get("/sources/{source:seg}", tags=["Sources"])
-def get_source(conn: Conn, source: str) -> dict[str, Any]:
-    return views.source(q.get_source(conn, source))
+@router.get("/sources/{source:seg}", tags=["Sources"], response_model=views.Json)
+def get_source(request: Request, source: str) -> Response:
+    with reading(request) as conn:
+        found = q.get_source(conn, source)
+    return views.json_response(views.source(found))
 
 
 @router.put("/sources/{source:seg}", tags=["Sources"])

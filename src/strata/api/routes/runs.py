@@ -6,10 +6,10 @@ from datetime import datetime
 from typing import Annotated, Any, Literal
 from uuid import UUID
 
-from fastapi import APIRouter, Query
+from fastapi import APIRouter, Query, Request, Response
 
 from strata.api import views
-from strata.api.deps import Conn, Depth, Eng
+from strata.api.deps import Depth, Eng, reading
 from strata.lineage import graph as g
 from strata.lineage import queries as q
 from strata.lineage import writes as w
@@ -18,18 +18,21 @@ from strata.store.engine import read_tx
 router = APIRouter(tags=["Runs"])
 
 
-@router.get("/jobs/runs/{id}")
-def get_run(conn: Conn, id: UUID) -> dict[str, Any]:
-    return views.run(q.get_run(conn, str(id)))
+@router.get("/jobs/runs/{id}", response_model=views.Json)
+def get_run(request: Request, id: UUID) -> Response:
+    with reading(request) as conn:
+        run = q.get_run(conn, str(id))
+    return views.json_response(views.run(run))
 
 
-@router.get("/jobs/runs/{id}/facets")
+@router.get("/jobs/runs/{id}/facets", response_model=views.Json)
 def get_run_facets(
-    conn: Conn, id: UUID, type: Annotated[Literal["run", "job"], Query()] = "run"
-) -> dict[str, Any]:
-    run = q.get_run(conn, str(id))
-    facets = run.facets if type == "run" else q.run_job_facets(conn, str(id))
-    return {"runId": run.uuid, "facets": facets}
+    request: Request, id: UUID, type: Annotated[Literal["run", "job"], Query()] = "run"
+) -> Response:
+    with reading(request) as conn:
+        run = q.get_run(conn, str(id))
+        facets = run.facets if type == "run" else q.run_job_facets(conn, str(id))
+    return views.json_response({"runId": run.uuid, "facets": facets})
 
 
 @router.post("/jobs/runs/{id}/{action}")
@@ -46,17 +49,19 @@ def mark_run(
         return views.run(q.get_run(conn, str(id)))
 
 
-def _upstream(conn: Conn, run_id: UUID, depth: int) -> dict[str, Any]:
-    return {"runs": [views.upstream_run(u) for u in g.upstream_runs(conn, str(run_id), depth)]}
+def _upstream(request: Request, run_id: UUID, depth: int) -> Response:
+    with reading(request) as conn:
+        runs = g.upstream_runs(conn, str(run_id), depth)
+    return views.json_response({"runs": [views.upstream_run(u) for u in runs]})
 
 
-@router.get("/runlineage/upstream", tags=["Lineage"])
+@router.get("/runlineage/upstream", tags=["Lineage"], response_model=views.Json)
 def run_lineage_upstream(
-    conn: Conn, run_id: Annotated[UUID, Query(alias="runId")], depth: Depth = 20
-) -> dict[str, Any]:
-    return _upstream(conn, run_id, depth)
+    request: Request, run_id: Annotated[UUID, Query(alias="runId")], depth: Depth = 20
+) -> Response:
+    return _upstream(request, run_id, depth)
 
 
-@router.get("/runs/{id}/lineage/upstream", tags=["Lineage"])
-def run_upstream(conn: Conn, id: UUID, depth: Depth = 20) -> dict[str, Any]:
-    return _upstream(conn, id, depth)
+@router.get("/runs/{id}/lineage/upstream", tags=["Lineage"], response_model=views.Json)
+def run_upstream(request: Request, id: UUID, depth: Depth = 20) -> Response:
+    return _upstream(request, id, depth)

@@ -2,37 +2,38 @@
 
 from __future__ import annotations
 
-from typing import Annotated, Any, Literal
+from typing import Annotated, Literal
 
-from fastapi import APIRouter, Query
+from fastapi import APIRouter, Query, Request, Response
 
 from strata.api import views
-from strata.api.deps import Conn
+from strata.api.deps import reading
 from strata.lineage import graph as g
 from strata.lineage import queries as q
 
 router = APIRouter(tags=["Search"])
 
 
-@router.get("/search")
+@router.get("/search", response_model=views.Json)
 def search(
-    conn: Conn,
+    request: Request,
     q_: Annotated[str, Query(alias="q", min_length=1, max_length=1024)],
     filter: Annotated[Literal["DATASET", "JOB", "dataset", "job"] | None, Query()] = None,
     sort: Annotated[Literal["NAME", "UPDATE_AT", "name", "update_at"], Query()] = "NAME",
     limit: Annotated[int, Query(ge=0, le=10_000)] = 10,
     namespace: str | None = None,
-) -> dict[str, Any]:
+) -> Response:
     kind = filter.upper() if filter else None
     order = sort.upper()
-    page = q.search(
-        conn,
-        q_,
-        "DATASET" if kind == "DATASET" else "JOB" if kind == "JOB" else None,
-        "NAME" if order == "NAME" else "UPDATE_AT",
-        limit,
-        namespace,
-    )
+    with reading(request) as conn:
+        page = q.search(
+            conn,
+            q_,
+            "DATASET" if kind == "DATASET" else "JOB" if kind == "JOB" else None,
+            "NAME" if order == "NAME" else "UPDATE_AT",
+            limit,
+            namespace,
+        )
     results = [
         {
             "type": h.type,
@@ -45,4 +46,4 @@ def search(
         }
         for h in page.items
     ]
-    return {"totalCount": page.total, "results": results}
+    return views.json_response({"totalCount": page.total, "results": results})

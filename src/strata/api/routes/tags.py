@@ -4,10 +4,10 @@ from __future__ import annotations
 
 from typing import Any
 
-from fastapi import APIRouter
+from fastapi import APIRouter, Request, Response
 
 from strata.api import views
-from strata.api.deps import Conn, Eng, Limit, Offset
+from strata.api.deps import Eng, Limit, Offset, reading
 from strata.api.models import TagIn
 from strata.lineage import queries as q
 from strata.lineage import writes as w
@@ -16,10 +16,11 @@ from strata.store.engine import read_tx
 router = APIRouter(tags=["Tags"])
 
 
-@router.get("/tags")
-def list_tags(conn: Conn, limit: Limit = 100, offset: Offset = 0) -> dict[str, Any]:
-    page = q.list_tags(conn, limit, offset)
-    return {"tags": [views.tag(t) for t in page.items], "totalCount": page.total}
+@router.get("/tags", response_model=views.Json)
+def list_tags(request: Request, limit: Limit = 100, offset: Offset = 0) -> Response:
+    with reading(request) as conn:
+        page = q.list_tags(conn, limit, offset)
+    return views.page("tags", page, views.tag)
 
 
 @router.put("/tags/{tag:seg}")
