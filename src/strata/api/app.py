@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
+
 from fastapi import Depends, FastAPI
 from sqlalchemy.engine import Engine
 
@@ -9,10 +12,17 @@ from strata.api import errors, paths, redirects
 from strata.api.deps import authorize
 from strata.api.routes import datasets, jobs, lineage, namespaces, runs, search, strata, tags
 from strata.api.routes.extra import include_extra_routes
+from strata.lineage.writer import GroupWriter
 from strata.settings import Settings
 from strata.store.engine import engine_for
 
 API_PREFIX = "/api/v1"
+
+
+@asynccontextmanager
+async def _lifespan(app: FastAPI) -> AsyncIterator[None]:
+    yield
+    app.state.lineage_writer.close()  # answers what is queued before the server exits
 
 
 def create_app(settings: Settings, engine: Engine | None = None) -> FastAPI:
@@ -22,9 +32,11 @@ def create_app(settings: Settings, engine: Engine | None = None) -> FastAPI:
         version="1",
         summary="Marquez-compatible lineage API with Strata provenance routes",
         openapi_url="/openapi.json",
+        lifespan=_lifespan,
     )
     app.state.settings = settings
     app.state.engine = engine if engine is not None else engine_for(settings)
+    app.state.lineage_writer = GroupWriter(app.state.engine)
     # Each module's router straight under the app: every level of router nesting is
     # matched again on every request.
     for module in (namespaces, datasets, jobs, runs, tags, search, lineage, strata):
