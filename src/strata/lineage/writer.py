@@ -8,6 +8,10 @@ gathers, so under load a transaction's fixed cost (BEGIN, the writer lock,
 the commit's flush) is paid once per group rather than once per request, and
 requests never queue on the database lock. Nothing is acknowledged before its
 group commits; a refused event is answered alone, as if sent by itself.
+
+Raw payloads are validated here too, not on the caller's thread: a server's
+event loop that spent its time validating would hold the GIL while this
+thread waits to take it back after every database round trip.
 """
 
 from __future__ import annotations
@@ -16,19 +20,21 @@ import queue
 import threading
 from concurrent.futures import Future
 from dataclasses import dataclass, field
+from typing import Any
 
 from sqlalchemy.engine import Engine
 
 from strata.errors import StrataError
-from strata.lineage.events import Event
+from strata.lineage.events import Event, parse_event
 from strata.lineage.ingest import IngestResult, ingest_parsed
 
 Results = list[IngestResult | StrataError]
+Item = Event | StrataError | Any  # parsed, already refused, or a raw JSON payload
 
 
 @dataclass
 class _Request:
-    items: list[Event | StrataError]
+    items: list[Item]
     future: Future[Results] = field(default_factory=Future)
 
 
@@ -43,7 +49,7 @@ class GroupWriter:
         self._thread: threading.Thread | None = None
         self._closed = False
 
-    def submit(self, items: list[Event | StrataError]) -> Future[Results]:
+    def submit(self, items: list[Item]) -> Future[Results]:
         """Queue ``items``; the future gives one result per item, in order."""
         req = _Request(list(items))
         with self._lock:
@@ -88,7 +94,7 @@ class GroupWriter:
             self._write(group)
 
     def _write(self, group: list[_Request]) -> None:
-        flat = [item for req in group for item in req.items]
+        flat = [_parsed(item) for req in group for item in req.items]
         try:
             results = ingest_parsed(self._engine, flat)
         except Exception as exc:  # the callers re-raise it; the thread lives on
@@ -99,3 +105,12 @@ class GroupWriter:
         for req in group:
             req.future.set_result(results[at : at + len(req.items)])
             at += len(req.items)
+
+
+def _parsed(item: Item) -> Event | StrataError:
+    if isinstance(item, Event | StrataError):
+        return item
+    try:
+        return parse_event(item)
+    except StrataError as exc:
+        return exc

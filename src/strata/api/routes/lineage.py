@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import asyncio
-import threading
 from datetime import datetime
 from typing import Annotated, Any, Literal
 
@@ -12,12 +11,12 @@ from fastapi import APIRouter, Query, Request, Response
 
 from strata.api import views
 from strata.api.body import read_json
-from strata.api.deps import Conn, Depth, Limit, Offset, engine
+from strata.api.deps import Conn, Depth, Eng, Limit, Offset
 from strata.errors import InvalidArgument, InvalidEvent, StrataError
 from strata.lineage import graph as g
 from strata.lineage import queries as q
-from strata.lineage.events import Event, parse_event
 from strata.lineage.writer import GroupWriter, Results
+from strata.store.engine import read_tx
 
 router = APIRouter(tags=["Lineage"])
 
@@ -42,30 +41,14 @@ _BATCH_BODY = {
 }
 
 
-_WRITER_LOCK = threading.Lock()
-
-
 def _writer(request: Request) -> GroupWriter:
-    """The app's group-commit writer, started on first use."""
-    state = request.app.state
-    found: GroupWriter | None = getattr(state, "lineage_writer", None)
-    if found is None:
-        with _WRITER_LOCK:
-            found = getattr(state, "lineage_writer", None)
-            if found is None:
-                found = state.lineage_writer = GroupWriter(engine(request))
-    return found
+    """The app's group-commit writer (see :mod:`strata.lineage.writer`)."""
+    writer: GroupWriter = request.app.state.lineage_writer
+    return writer
 
 
-async def _store(request: Request, items: list[Event | StrataError]) -> Results:
-    return await asyncio.wrap_future(_writer(request).submit(items))
-
-
-def _parse(payload: Any) -> Event | StrataError:
-    try:
-        return parse_event(payload)
-    except StrataError as exc:
-        return exc
+async def _store(request: Request, payloads: list[Any]) -> Results:
+    return await asyncio.wrap_future(_writer(request).submit(payloads))
 
 
 @router.post("/lineage", status_code=201, openapi_extra=_EVENT_BODY)
@@ -75,7 +58,7 @@ async def post_lineage(request: Request) -> Response:
         raise InvalidEvent(
             f"a lineage event must be a JSON object, got {type(payload).__name__}", path="$"
         )
-    [result] = await _store(request, [parse_event(payload)])
+    [result] = await _store(request, [payload])
     if isinstance(result, StrataError):
         raise result
     return Response(status_code=201)
@@ -88,7 +71,7 @@ async def post_lineage_batch(request: Request) -> Response:
         raise InvalidEvent(
             f"a batch must be a JSON array of events, got {type(payload).__name__}", path="$"
         )
-    results = await _store(request, [_parse(p) for p in payload])
+    results = await _store(request, payload)
     failed = []
     per_event = []
     for i, r in enumerate(results):
