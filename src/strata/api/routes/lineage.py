@@ -117,15 +117,18 @@ def list_events(
     return {"events": page.items, "totalCount": page.total}
 
 
-@router.get("/lineage")
+@router.get("/lineage", response_model=views.Json)
 def get_lineage(
-    conn: Conn,
+    eng: Eng,
     node_id: Annotated[str, Query(alias="nodeId", min_length=1, max_length=4096)],
     depth: Depth = 20,
     as_of: Annotated[datetime | None, Query(alias="asOf")] = None,
-) -> dict[str, Any]:
-    nodes = g.lineage_graph(conn, node_id, depth, _aware(as_of, "asOf"))
-    return {"graph": [views.graph_node(n) for n in nodes]}
+) -> Response:
+    at = _aware(as_of, "asOf")
+    # A transaction rather than an autocommit read: the walk scopes planner settings to it.
+    with read_tx(eng) as conn:
+        nodes = g.lineage_graph(conn, node_id, depth, at)
+    return views.json_response({"graph": [views.graph_node(n) for n in nodes]})
 
 
 @router.get("/column-lineage")
