@@ -248,3 +248,47 @@ def write_json(name: str, target: str | None, args: dict[str, Any], results: Any
 
 def ok(met: bool) -> str:
     return "met" if met else "NOT met"
+
+
+@contextmanager
+def uvicorn_app(factory: str, app_dir: Path, env: dict[str, str], log: Path) -> Iterator[int]:
+    """``uvicorn --factory`` on a free 127.0.0.1 port (one worker, httptools, uvloop, no
+    access log) until it answers ``GET /api/v1/namespaces``; yields the port."""
+    import http.client
+    import socket
+    import subprocess
+
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        port = int(sock.getsockname()[1])
+    cmd = [
+        sys.executable, "-m", "uvicorn", "--factory", factory, "--app-dir", str(app_dir),
+        "--host", "127.0.0.1", "--port", str(port), "--workers", "1", "--http", "httptools",
+        "--loop", "uvloop", "--no-access-log", "--log-level", "warning",
+    ]  # fmt: skip
+    with open(log, "wb") as fh:
+        proc = subprocess.Popen(cmd, env=env, stdout=fh, stderr=subprocess.STDOUT)
+    try:
+        deadline = time.monotonic() + 60
+        while True:
+            if proc.poll() is not None:
+                raise SystemExit(f"server exited: {log.read_text(errors='replace')[-2000:]}")
+            try:
+                conn = http.client.HTTPConnection("127.0.0.1", port, timeout=2)
+                conn.request("GET", "/api/v1/namespaces")
+                if conn.getresponse().status == 200:
+                    conn.close()
+                    break
+            except OSError:
+                pass
+            if time.monotonic() > deadline:
+                raise SystemExit("server did not start within 60 s")
+            time.sleep(0.2)
+        yield port
+    finally:
+        proc.terminate()
+        try:
+            proc.wait(timeout=20)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+            proc.wait()

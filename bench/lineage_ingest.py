@@ -22,9 +22,6 @@ import json
 import os
 import pstats
 import random
-import socket
-import subprocess
-import sys
 import threading
 import time
 import uuid
@@ -34,7 +31,7 @@ from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
 
-from _common import machine, pg_database, print_table, scratch_dir, summary
+from _common import machine, pg_database, print_table, scratch_dir, summary, uvicorn_app
 
 HERE = Path(__file__).resolve().parent
 OUT_DIR = HERE / ".out"
@@ -101,12 +98,6 @@ def make_runs(runs: int, jobs: int, datasets: int, seed: int, tag: str) -> list[
 # --- server -------------------------------------------------------------------------------
 
 
-def free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return int(sock.getsockname()[1])
-
-
 @contextmanager
 def store(backend: str) -> Iterator[tuple[str, Path]]:
     """A migrated store: (database URL, STRATA_HOME)."""
@@ -130,40 +121,9 @@ def store(backend: str) -> Iterator[tuple[str, Path]]:
 
 @contextmanager
 def server(url: str, home: Path) -> Iterator[str]:
-    port = free_port()
     env = dict(os.environ, STRATA_DATABASE_URL=url, STRATA_HOME=str(home))
-    cmd = [
-        sys.executable, "-m", "uvicorn", "--factory", "lineage_ingest:app_factory",
-        "--app-dir", str(HERE), "--host", "127.0.0.1", "--port", str(port),
-        "--workers", "1", "--no-access-log", "--log-level", "warning",
-    ]  # fmt: skip
-    log = home / "server.log"
-    with open(log, "wb") as fh:
-        proc = subprocess.Popen(cmd, env=env, stdout=fh, stderr=subprocess.STDOUT)
-    base = f"http://127.0.0.1:{port}"
-    try:
-        import httpx
-
-        deadline = time.monotonic() + 60
-        while True:
-            if proc.poll() is not None:
-                raise SystemExit(f"server exited: {log.read_text(errors='replace')[-2000:]}")
-            try:
-                if httpx.get(f"{base}/api/v1/namespaces", timeout=2).status_code == 200:
-                    break
-            except httpx.TransportError:
-                pass
-            if time.monotonic() > deadline:
-                raise SystemExit("server did not start within 60 s")
-            time.sleep(0.2)
-        yield base
-    finally:
-        proc.terminate()
-        try:
-            proc.wait(timeout=20)
-        except subprocess.TimeoutExpired:
-            proc.kill()
-            proc.wait()
+    with uvicorn_app("lineage_ingest:app_factory", HERE, env, home / "server.log") as port:
+        yield f"http://127.0.0.1:{port}"
 
 
 # --- load ---------------------------------------------------------------------------------

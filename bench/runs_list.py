@@ -24,8 +24,6 @@ import http.client
 import json
 import os
 import random
-import subprocess
-import sys
 import time
 import uuid
 from collections.abc import Iterable, Iterator, Sequence
@@ -33,7 +31,16 @@ from contextlib import contextmanager
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
-from _common import HERE, PG_ADMIN_URL, pg_database, print_table, scratch_dir, summary, write_json
+from _common import (
+    HERE,
+    PG_ADMIN_URL,
+    pg_database,
+    print_table,
+    scratch_dir,
+    summary,
+    uvicorn_app,
+    write_json,
+)
 
 TARGET_P95_MS = 5.0
 NS = "bench"
@@ -449,46 +456,10 @@ def app_factory() -> Any:
 @contextmanager
 def server(url: str) -> Iterator[int]:
     """uvicorn serving the app on a free 127.0.0.1 port, one worker; yields the port."""
-    import socket
-
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        port = int(sock.getsockname()[1])
-    cmd = [
-        sys.executable, "-m", "uvicorn", "--factory", "runs_list:app_factory",
-        "--app-dir", str(HERE), "--host", "127.0.0.1", "--port", str(port),
-        "--workers", "1", "--http", "httptools", "--loop", "uvloop",
-        "--no-access-log", "--log-level", "warning",
-    ]  # fmt: skip
     with scratch_dir("runs-server") as home:
         env = dict(os.environ, STRATA_DATABASE_URL=url, STRATA_HOME=str(home))
-        log = home / "server.log"
-        with open(log, "wb") as fh:
-            proc = subprocess.Popen(cmd, env=env, stdout=fh, stderr=subprocess.STDOUT)
-        try:
-            deadline = time.monotonic() + 60
-            while True:
-                if proc.poll() is not None:
-                    raise SystemExit(f"server exited: {log.read_text(errors='replace')[-2000:]}")
-                try:
-                    conn = http.client.HTTPConnection("127.0.0.1", port, timeout=2)
-                    conn.request("GET", "/api/v1/namespaces")
-                    if conn.getresponse().status == 200:
-                        conn.close()
-                        break
-                except OSError:
-                    pass
-                if time.monotonic() > deadline:
-                    raise SystemExit("server did not start within 60 s")
-                time.sleep(0.2)
+        with uvicorn_app("runs_list:app_factory", HERE, env, home / "server.log") as port:
             yield port
-        finally:
-            proc.terminate()
-            try:
-                proc.wait(timeout=20)
-            except subprocess.TimeoutExpired:
-                proc.kill()
-                proc.wait()
 
 
 def measure_server(port: int, layout: dict[str, Any], plan: list[int], limit: int) -> list[float]:
