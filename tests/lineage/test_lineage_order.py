@@ -12,7 +12,7 @@ from lineage_support import dump, run_event
 from scenario import story
 
 from strata.errors import InvalidEvent
-from strata.lineage import ingest
+from strata.lineage import runs
 from strata.lineage.events import Event
 from strata.lineage.ingest import ingest_batch, ingest_event
 from strata.store.schema import metadata
@@ -63,14 +63,14 @@ def test_any_order_with_duplicates_gives_the_same_tables(engine: sa.Engine) -> N
 
 def test_batches_give_the_same_tables_as_single_events(engine: sa.Engine, monkeypatch: Any) -> None:
     expected = replay(engine, EVENTS)
-    real = ingest._apply
+    real = runs.apply_run_events
 
-    def refusing(conn: sa.Connection, event: Event) -> None:
-        real(conn, event)  # its writes must go with it
-        if event.job_name == "refused":
+    def refusing(conn: sa.Connection, events: list[Event]) -> None:
+        real(conn, events)  # its writes must go with it
+        if any(event.job_name == "refused" for event in events):
             raise InvalidEvent("refused by the store", path="$.job.name")
 
-    monkeypatch.setattr(ingest, "_apply", refusing)
+    monkeypatch.setattr(runs, "apply_run_events", refusing)
     for seed, size in ((1, 4), (2, 9), (3, len(EVENTS) + 3)):
         order = list(EVENTS)
         random.Random(seed).shuffle(order)

@@ -10,7 +10,7 @@ import sqlalchemy as sa
 from lineage_support import ds, dump, rid, run_event
 
 from strata.errors import InvalidEvent, StrataError
-from strata.lineage import ingest
+from strata.lineage import ingest, runs
 from strata.lineage.events import Event, parse_event
 from strata.lineage.ingest import IngestResult, ingest_event
 from strata.lineage.writer import GroupWriter
@@ -82,14 +82,14 @@ def test_grouped_result_equals_one_by_one(engine: sa.Engine, tmp_path: Any) -> N
 
 
 def test_a_refused_event_is_answered_alone(engine: sa.Engine, monkeypatch: Any) -> None:
-    real = ingest._apply
+    real = runs.apply_run_events
 
-    def refusing(conn: sa.Connection, event: Event) -> None:
-        real(conn, event)  # its writes must be undone with the refusal
-        if event.job_name == "refused":
+    def refusing(conn: sa.Connection, events: list[Event]) -> None:
+        real(conn, events)  # its writes must be undone with the refusal
+        if any(event.job_name == "refused" for event in events):
             raise InvalidEvent("refused by the store", path="$.job.name")
 
-    monkeypatch.setattr(ingest, "_apply", refusing)
+    monkeypatch.setattr(runs, "apply_run_events", refusing)
     writer = GroupWriter(engine)
     good = writer.submit([parse_event(run_event("START", 0, "ok", "job_a"))])
     mixed = writer.submit(

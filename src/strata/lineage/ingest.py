@@ -20,7 +20,8 @@ import sqlalchemy as sa
 from sqlalchemy.engine import Connection, Engine
 
 from strata.errors import InvalidEvent, StoreError, StrataError
-from strata.lineage import jobs, keys, rows, runs
+from strata.lineage import jobs, keys, runs
+from strata.lineage import rows as rowlib
 from strata.lineage.events import Event, parse_event
 from strata.lineage.validate import EventKind
 from strata.store import schema as s
@@ -63,12 +64,10 @@ def store_event(engine: Engine, event: Event, received: datetime) -> IngestResul
     try:
         with write_tx(engine) as conn:
             _lock(conn)
-            duplicate = not _store(conn, event, received)
-            if not duplicate:
-                _apply(conn, event)
+            [result] = _store_and_apply(conn, [event], received)
     except sa.exc.IntegrityError as exc:
         raise _conflict(exc) from exc
-    return _result(event, duplicate)
+    return result
 
 
 def _conflict(exc: sa.exc.IntegrityError) -> InvalidEvent:
@@ -147,21 +146,19 @@ def _batch_whole(
     received: datetime,
 ) -> list[IngestResult | StrataError]:
     done = list(out)
+    events = [e for e in parsed if e is not None]
     try:
         with write_tx(engine) as conn:
             _lock(conn)
-            for i, event in enumerate(parsed):
-                if event is None:
-                    continue
-                try:
-                    duplicate = not _store(conn, event, received)
-                    if not duplicate:
-                        _apply(conn, event)
-                except (sa.exc.IntegrityError, StrataError) as exc:
-                    raise _Refused from exc
-                done[i] = _result(event, duplicate)
+            try:
+                results = iter(_store_and_apply(conn, events, received))
+            except (sa.exc.IntegrityError, StrataError) as exc:
+                raise _Refused from exc
     except StoreError as exc:  # the slower path answers each event on its own
         raise _Refused from exc
+    for i, event in enumerate(parsed):
+        if event is not None:
+            done[i] = next(results)
     return [r for r in done if r is not None]
 
 
@@ -170,14 +167,12 @@ def _ingest_nested(
 ) -> IngestResult | StrataError:
     try:
         with conn.begin_nested():
-            duplicate = not _store(conn, event, received)
-            if not duplicate:
-                _apply(conn, event)
+            [result] = _store_and_apply(conn, [event], received)
     except sa.exc.IntegrityError as exc:
         return _conflict(exc)
     except StrataError as exc:
         return exc
-    return _result(event, duplicate)
+    return result
 
 
 def _one(engine: Engine, event: Event, received: datetime) -> IngestResult | StrataError:
@@ -187,31 +182,53 @@ def _one(engine: Engine, event: Event, received: datetime) -> IngestResult | Str
         return exc
 
 
-def _store(conn: Connection, event: Event, received: datetime) -> bool:
-    """Insert the raw event; False if an identical one is already stored."""
-    e = s.lineage_events
-    values = {
-        "uuid": keys.event_uuid(event.payload_hash),
-        "run_uuid": event.run_id,
-        "event_type": event.event_type,
-        "event_time": event.event_time,
-        "received_at": received,
-        "producer": event.producer,
-        "job_namespace": event.job_namespace,
-        "job_name": event.job_name,
-        "payload": event.payload,
-        "payload_hash": event.payload_hash,
-    }
-    return rows.insert_ignore(conn, e, values, ["payload_hash"])
+def _store_and_apply(
+    conn: Connection, events: list[Event], received: datetime
+) -> list[IngestResult]:
+    """Store the raw events and bring the model up to date with the new ones.
+
+    Run events are applied as one group (see :func:`runs.apply_run_events`); the rarer
+    job and dataset events one by one, first, since every write commutes.
+    """
+    new = _store(conn, events, received)
+    fresh = [e for e, is_new in zip(events, new, strict=True) if is_new]
+    for event in fresh:
+        if event.kind == "JobEvent":
+            _apply_job_event(conn, event)
+        elif event.kind == "DatasetEvent":
+            runs.touch_event_datasets(conn, event)
+    runs.apply_run_events(conn, [e for e in fresh if e.kind == "RunEvent"])
+    return [_result(e, not is_new) for e, is_new in zip(events, new, strict=True)]
 
 
-def _apply(conn: Connection, event: Event) -> None:
-    if event.kind == "RunEvent":
-        runs.apply_run_event(conn, event)
-    elif event.kind == "JobEvent":
-        _apply_job_event(conn, event)
-    else:
-        runs.touch_event_datasets(conn, event)
+def _store(conn: Connection, events: list[Event], received: datetime) -> list[bool]:
+    """Insert the raw events; per event, False if an identical one is already stored
+    (or comes earlier in ``events``)."""
+    rows: dict[str, dict[str, Any]] = {}
+    for event in events:
+        rows.setdefault(
+            event.payload_hash,
+            {
+                "uuid": keys.event_uuid(event.payload_hash),
+                "run_uuid": event.run_id,
+                "event_type": event.event_type,
+                "event_time": event.event_time,
+                "received_at": received,
+                "producer": event.producer,
+                "job_namespace": event.job_namespace,
+                "job_name": event.job_name,
+                "payload": event.payload,
+                "payload_hash": event.payload_hash,
+            },
+        )
+    inserted = rowlib.insert_ignore_many(
+        conn, s.lineage_events, list(rows.values()), ["payload_hash"]
+    )
+    out = []
+    for event in events:
+        out.append(event.payload_hash in inserted)
+        inserted.discard(event.payload_hash)
+    return out
 
 
 def _apply_job_event(conn: Connection, event: Event) -> None:
@@ -220,7 +237,7 @@ def _apply_job_event(conn: Connection, event: Event) -> None:
     jobs.merge_job_event(conn, job, event, None)
     datasets = runs.touch_event_datasets(conn, event)
     for dataset in sorted(set(datasets.values())):
-        rows.refresh_dataset(conn, dataset)
+        rowlib.refresh_dataset(conn, dataset)
     jobs.refresh_job(conn, job)
     version, fingerprint = jobs.ensure_job_version(
         conn,

@@ -11,6 +11,7 @@ it is kept in ``job_aliases`` so a lookup by it can redirect.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import Any
@@ -23,7 +24,7 @@ from strata.lineage import keys
 from strata.lineage.events import Event
 from strata.lineage.rows import (
     cached,
-    insert_ignore,
+    insert_ignore_many,
     merge_stamped,
     touch_namespace,
     widening_upsert,
@@ -43,30 +44,48 @@ class JobRow:
     current_version: str | None = None
 
 
-def touch_job_row(conn: Connection, namespace: str, raw_name: str, at: datetime) -> JobRow:
-    """Create (without parent) or widen the job, not its namespace, and read it back."""
+def touch_job_rows(
+    conn: Connection, spans: dict[tuple[str, str], tuple[datetime, datetime]]
+) -> dict[tuple[str, str], JobRow]:
+    """Create (without parent) or widen jobs, not their namespaces, each to cover its
+    ``(earliest, latest)`` times, and read them back in one statement."""
+    if not spans:
+        return {}
     t = s.jobs
-    values = {
-        "uuid": keys.job_uuid(namespace, raw_name),
-        "namespace": namespace,
-        "simple_name": raw_name,
-        "name": raw_name,
-        "parent_key": "",
-        "facets": {},
-        "fold_state": {"raw": raw_name, "facets": {}, "parent": None, "static": {}},
-        "created_at": at,
-        "updated_at": at,
-    }
+    params = [
+        {
+            "uuid": keys.job_uuid(namespace, raw_name),
+            "namespace": namespace,
+            "simple_name": raw_name,
+            "name": raw_name,
+            "parent_key": "",
+            "facets": {},
+            "fold_state": {"raw": raw_name, "facets": {}, "parent": None, "static": {}},
+            "created_at": lo,
+            "updated_at": hi,
+        }
+        for (namespace, raw_name), (lo, hi) in sorted(spans.items())
+    ]
     stmt = widening_upsert(
         conn,
         t,
-        list(values),
+        list(params[0]),
         ["uuid"],
         ["uuid", "facets", "fold_state", "current_version_uuid"],
     )
-    row = conn.execute(stmt, values).one()
-    current = str(row.current_version_uuid) if row.current_version_uuid else None
-    return JobRow(str(row.uuid), row.facets or {}, row.fold_state or {}, current)
+    by_uuid = {p["uuid"]: key for p, key in zip(params, sorted(spans), strict=True)}
+    out = {}
+    for row in conn.execute(stmt, params).all():
+        current = str(row.current_version_uuid) if row.current_version_uuid else None
+        out[by_uuid[str(row.uuid)]] = JobRow(
+            str(row.uuid), row.facets or {}, row.fold_state or {}, current
+        )
+    return out
+
+
+def touch_job_row(conn: Connection, namespace: str, raw_name: str, at: datetime) -> JobRow:
+    """Create (without parent) or widen the job, not its namespace, and read it back."""
+    return touch_job_rows(conn, {(namespace, raw_name): (at, at)})[(namespace, raw_name)]
 
 
 def touch_job(conn: Connection, namespace: str, raw_name: str, at: datetime) -> str:
@@ -87,43 +106,51 @@ def _state(conn: Connection, job_uuid: str) -> tuple[dict[str, Any], dict[str, A
     return dict(row.facets or {}), dict(row.fold_state or {})
 
 
-def merge_job_event(conn: Connection, job: JobRow | str, ev: Event, parent_job: str | None) -> bool:
-    """Fold one event's job facets and parent into the job (latest event time wins).
-
-    True when something a refresh derives from (facet values, parent) changed.
-    """
-    if isinstance(job, str):
-        current, state = _state(conn, job)
-        job_uuid = job
-    else:
-        current, state = dict(job.facets), dict(job.fold_state)
-        job_uuid = job.uuid
+def merge_job_facets(job: JobRow, ev: Event, parent_job: str | None) -> tuple[bool, bool]:
+    """Fold one event's job facets and parent into ``job`` in memory (latest event time
+    wins): (the row changed, something a refresh derives from changed)."""
+    current, state = dict(job.facets), dict(job.fold_state)
     before = dict(current)
     stamp = ev.stamp()
     stamps = dict(state.get("facets") or {})
     changed = merge_stamped(current, stamps, ev.job_facets, stamp)
     parent = state.get("parent")
     derived = current != before
-    if parent_job is not None and parent_job != job_uuid and (parent is None or parent[:2] < stamp):
+    if parent_job is not None and parent_job != job.uuid and (parent is None or parent[:2] < stamp):
         state["parent"] = [*stamp, parent_job]
         changed = True
         derived = derived or parent is None or parent[2] != parent_job
     if changed:
         state["facets"] = stamps
-        t = s.jobs
-        conn.execute(
-            cached(
-                ("job-merge",),
-                lambda: (
-                    t.update()
-                    .where(t.c.uuid == sa.bindparam("key"))
-                    .values(facets=sa.bindparam("facets"), fold_state=sa.bindparam("fold_state"))
-                ),
+        job.facets, job.fold_state = current, state
+    return changed, derived
+
+
+def write_job_states(conn: Connection, rows: Sequence[JobRow]) -> None:
+    """Store the merged facets and fold state of ``rows``."""
+    if not rows:
+        return
+    t = s.jobs
+    conn.execute(
+        cached(
+            ("job-merge",),
+            lambda: (
+                t.update()
+                .where(t.c.uuid == sa.bindparam("key"))
+                .values(facets=sa.bindparam("facets"), fold_state=sa.bindparam("fold_state"))
             ),
-            {"key": job_uuid, "facets": current, "fold_state": state},
-        )
-        if not isinstance(job, str):
-            job.facets, job.fold_state = current, state
+        ),
+        [{"key": r.uuid, "facets": r.facets, "fold_state": r.fold_state} for r in rows],
+    )
+
+
+def merge_job_event(conn: Connection, job_uuid: str, ev: Event, parent_job: str | None) -> bool:
+    """Fold one event into the stored job; True when a refresh is needed."""
+    current, state = _state(conn, job_uuid)
+    job = JobRow(job_uuid, current, state)
+    changed, derived = merge_job_facets(job, ev, parent_job)
+    if changed:
+        write_job_states(conn, [job])
     return derived
 
 
@@ -256,6 +283,55 @@ def _yielded(conn: Connection, namespace: str, parent: str, job_uuid: str) -> li
     return sorted(str(u) for u in found.scalars().all())
 
 
+@dataclass(frozen=True)
+class VersionWanted:
+    """The job version one run or JobEvent needs."""
+
+    job_uuid: str
+    inputs: dict[tuple[str, str], str]
+    outputs: dict[tuple[str, str], str]
+    job_facets: dict[str, Any]
+    at: datetime
+
+
+def ensure_job_versions(conn: Connection, wanted: Sequence[VersionWanted]) -> list[tuple[str, str]]:
+    """The ``(uuid, fingerprint)`` of the version for each io and source, created when new."""
+    out: list[tuple[str, str]] = []
+    rows: dict[str, dict[str, Any]] = {}
+    edges: dict[str, list[dict[str, Any]]] = {}
+    for w in wanted:
+        fp = fx.job_fingerprint(list(w.inputs), list(w.outputs), w.job_facets)
+        uuid = keys.job_version_uuid(w.job_uuid, fp)
+        out.append((uuid, fp))
+        if uuid in rows:
+            if w.at < rows[uuid]["created_at"]:
+                rows[uuid]["created_at"] = rows[uuid]["updated_at"] = w.at
+            continue
+        rows[uuid] = {
+            "uuid": uuid,
+            "job_uuid": w.job_uuid,
+            "version": fp,
+            "source_code": fx.source_code(w.job_facets),
+            "location": fx.location(w.job_facets),
+            "inputs": [{"namespace": ns, "name": n} for ns, n in sorted(w.inputs)],
+            "outputs": [{"namespace": ns, "name": n} for ns, n in sorted(w.outputs)],
+            "created_at": w.at,
+            "updated_at": w.at,
+        }
+        io = {(d, "INPUT") for d in w.inputs.values()} | {(d, "OUTPUT") for d in w.outputs.values()}
+        edges[uuid] = [
+            {"job_version_uuid": uuid, "dataset_uuid": d, "io_type": kind, "job_uuid": w.job_uuid}
+            for d, kind in sorted(io)
+        ]
+    if rows:
+        params = [rows[u] for u in sorted(rows)]
+        created = insert_ignore_many(conn, s.job_versions, params, ["uuid"])
+        new_edges = [e for u in sorted(created) for e in edges[u]]
+        if new_edges:
+            conn.execute(cached(("job-version-io",), s.job_version_io.insert), new_edges)
+    return out
+
+
 def ensure_job_version(
     conn: Connection,
     job_uuid: str,
@@ -265,35 +341,8 @@ def ensure_job_version(
     at: datetime,
 ) -> tuple[str, str]:
     """The ``(uuid, fingerprint)`` of the version for this io and source."""
-    fp = fx.job_fingerprint(list(inputs), list(outputs), job_facets)
-    uuid = keys.job_version_uuid(job_uuid, fp)
-    values = {
-        "uuid": uuid,
-        "job_uuid": job_uuid,
-        "version": fp,
-        "source_code": fx.source_code(job_facets),
-        "location": fx.location(job_facets),
-        "inputs": [{"namespace": ns, "name": n} for ns, n in sorted(inputs)],
-        "outputs": [{"namespace": ns, "name": n} for ns, n in sorted(outputs)],
-        "created_at": at,
-        "updated_at": at,
-    }
-    if insert_ignore(conn, s.job_versions, values, ["uuid"]):
-        edges = {(d, "INPUT") for d in inputs.values()} | {(d, "OUTPUT") for d in outputs.values()}
-        if edges:
-            conn.execute(
-                s.job_version_io.insert(),
-                [
-                    {
-                        "job_version_uuid": uuid,
-                        "dataset_uuid": d,
-                        "io_type": io,
-                        "job_uuid": job_uuid,
-                    }
-                    for d, io in sorted(edges)
-                ],
-            )
-    return uuid, fp
+    [found] = ensure_job_versions(conn, [VersionWanted(job_uuid, inputs, outputs, job_facets, at)])
+    return found
 
 
 def _from_stamp(stamp: list[str]) -> datetime:
@@ -338,10 +387,11 @@ def refresh_job_versions(conn: Connection, version_uuids: set[str]) -> None:
         refresh_current_version(conn, job)
 
 
-def widen_job_version(
-    conn: Connection, version_uuid: str, run_uuid: str, created: datetime, updated: datetime
+def widen_job_versions(
+    conn: Connection, runs: Sequence[tuple[str, str, datetime, datetime]]
 ) -> None:
-    """Stretch a version's times and latest run to cover one of its runs (as stored).
+    """Stretch versions' times and latest run to cover runs ``(version, run, created,
+    updated)`` as stored.
 
     Enough when the run joined the version or only gained events (a run's times
     only widen); a version a run left needs :func:`refresh_job_versions`.
@@ -375,10 +425,11 @@ def widen_job_version(
             )
         )
 
-    conn.execute(
-        cached(("widen-job-version",), build),
-        {"v": version_uuid, "r": run_uuid, "c": created, "u": updated},
-    )
+    if runs:
+        conn.execute(
+            cached(("widen-job-version",), build),
+            [{"v": v, "r": r, "c": c, "u": u} for v, r, c, u in runs],
+        )
 
 
 def refresh_current_version(

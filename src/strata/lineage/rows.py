@@ -10,7 +10,7 @@ from __future__ import annotations
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from datetime import datetime
-from typing import Any
+from typing import Any, TypeVar
 
 import sqlalchemy as sa
 from sqlalchemy.dialects import postgresql, sqlite
@@ -21,6 +21,7 @@ from strata.lineage import keys
 from strata.store import schema as s
 
 _CACHE: dict[tuple[Any, ...], Any] = {}
+T = TypeVar("T")
 
 
 def cached(key: tuple[Any, ...], build: Callable[[], Any]) -> Any:
@@ -30,6 +31,38 @@ def cached(key: tuple[Any, ...], build: Callable[[], Any]) -> Any:
     if stmt is None:
         stmt = _CACHE[key] = build()
     return stmt
+
+
+CHUNK = 250  # rows per set-based statement: far below SQLite's bound-variable limit
+
+
+def chunks(items: Sequence[T]) -> list[Sequence[T]]:
+    """``items`` in slices of at most :data:`CHUNK`."""
+    return [items[i : i + CHUNK] for i in range(0, len(items), CHUNK)]
+
+
+def values_query(
+    key: tuple[Any, ...], name: str, columns: dict[str, Any], n: int, body: str
+) -> Any:
+    """``WITH name(columns) AS (VALUES ...) body`` for ``n`` rows of parameters named
+    ``<column><row>`` (see :func:`flat_params`); ``columns`` maps each to its type or
+    None. PostgreSQL and SQLite both take it, and one statement then does the work of
+    ``n`` lookups."""
+
+    def build() -> Any:
+        rows = ", ".join("(" + ", ".join(f":{c}{i}" for c in columns) + ")" for i in range(n))
+        stmt = sa.text(f"WITH {name}({', '.join(columns)}) AS (VALUES {rows}) {body}")
+        typed = [
+            sa.bindparam(f"{c}{i}", type_=t) for c, t in columns.items() if t for i in range(n)
+        ]
+        return stmt.bindparams(*typed) if typed else stmt
+
+    return cached(("values", *key, n), build)
+
+
+def flat_params(rows: Sequence[dict[str, Any]]) -> dict[str, Any]:
+    """Parameters of :func:`values_query`: row ``i``'s ``column`` as ``<column><i>``."""
+    return {f"{c}{i}": v for i, row in enumerate(rows) for c, v in row.items()}
 
 
 def _dialect(conn: Connection) -> Any:
@@ -51,6 +84,25 @@ def insert_ignore(
     )
     # rowcount is not reliable for ON CONFLICT DO NOTHING on every driver; RETURNING is.
     return conn.execute(stmt, values).first() is not None
+
+
+def insert_ignore_many(
+    conn: Connection, table: sa.Table, rows: Sequence[dict[str, Any]], index: Sequence[str]
+) -> set[Any]:
+    """Insert each row unless one with the same ``index`` exists (one statement); the
+    first index column's values of the rows inserted."""
+    if not rows:
+        return set()
+    dialect = _dialect(conn)
+    stmt = cached(
+        ("ignore", dialect.__name__, table.name, tuple(rows[0]), tuple(index)),
+        lambda: (
+            dialect.insert(table)
+            .on_conflict_do_nothing(index_elements=list(index))
+            .returning(table.c[index[0]])
+        ),
+    )
+    return set(conn.execute(stmt, list(rows)).scalars().all())
 
 
 def upsert(conn: Connection, table: sa.Table, columns: Sequence[str], index: Sequence[str]) -> Any:
@@ -174,24 +226,46 @@ class DatasetRow:
     fold_state: dict[str, Any]
 
 
+def touch_dataset_rows(
+    conn: Connection, spans: dict[tuple[str, str], tuple[datetime, datetime]]
+) -> dict[tuple[str, str], DatasetRow]:
+    """Create or widen datasets (not their namespaces), each to cover its ``(earliest,
+    latest)`` times, and read them back: one statement for all of them."""
+    if not spans:
+        return {}
+    t = s.datasets
+    params = [
+        {
+            "uuid": keys.dataset_uuid(ns, name),
+            "namespace": ns,
+            "name": name,
+            "physical_name": name,
+            "facets": {},
+            "fold_state": {"facets": {}},
+            "created_at": lo,
+            "updated_at": hi,
+        }
+        for (ns, name), (lo, hi) in sorted(spans.items())
+    ]
+    stmt = widening_upsert(
+        conn,
+        t,
+        list(params[0]),
+        ["namespace", "name"],
+        ["namespace", "name", "uuid", "is_lake", "facets", "fold_state"],
+    )
+    found = conn.execute(stmt, params).all()
+    return {
+        (r.namespace, r.name): DatasetRow(
+            str(r.uuid), bool(r.is_lake), r.facets or {}, r.fold_state or {}
+        )
+        for r in found
+    }
+
+
 def touch_dataset_row(conn: Connection, namespace: str, name: str, at: datetime) -> DatasetRow:
     """Create or widen the dataset (not its namespace) and read it back in one statement."""
-    t = s.datasets
-    values = {
-        "uuid": keys.dataset_uuid(namespace, name),
-        "namespace": namespace,
-        "name": name,
-        "physical_name": name,
-        "facets": {},
-        "fold_state": {"facets": {}},
-        "created_at": at,
-        "updated_at": at,
-    }
-    stmt = widening_upsert(
-        conn, t, list(values), ["namespace", "name"], ["uuid", "is_lake", "facets", "fold_state"]
-    )
-    row = conn.execute(stmt, values).one()
-    return DatasetRow(str(row.uuid), bool(row.is_lake), row.facets or {}, row.fold_state or {})
+    return touch_dataset_rows(conn, {(namespace, name): (at, at)})[(namespace, name)]
 
 
 def touch_dataset(conn: Connection, namespace: str, name: str, at: datetime) -> str:
@@ -218,17 +292,24 @@ def merge_stamped(
 
 
 def merge_dataset_facets(
-    conn: Connection, row: DatasetRow, new: dict[str, Any], stamp: list[str]
-) -> bool:
-    """Fold ``new`` facets into the dataset; True if the merged facet values changed."""
+    row: DatasetRow, new: dict[str, Any], stamp: list[str]
+) -> tuple[bool, bool]:
+    """Fold ``new`` facets into ``row`` in memory: (row changed, facet values changed)."""
     if not new:
-        return False
+        return False, False
     current = dict(row.facets)
     stamps = dict(row.fold_state.get("facets") or {})
     if not merge_stamped(current, stamps, new, stamp):
-        return False
+        return False, False
     values_changed = current != row.facets
     row.facets, row.fold_state = current, {**row.fold_state, "facets": stamps}
+    return True, values_changed
+
+
+def write_dataset_facets(conn: Connection, rows: Sequence[DatasetRow]) -> None:
+    """Store the merged facets and stamps of ``rows``."""
+    if not rows:
+        return
     t = s.datasets
     stmt = cached(
         ("dataset-facets",),
@@ -238,8 +319,9 @@ def merge_dataset_facets(
             .values(facets=sa.bindparam("facets"), fold_state=sa.bindparam("fold_state"))
         ),
     )
-    conn.execute(stmt, {"key": row.uuid, "facets": current, "fold_state": row.fold_state})
-    return values_changed
+    conn.execute(
+        stmt, [{"key": r.uuid, "facets": r.facets, "fold_state": r.fold_state} for r in rows]
+    )
 
 
 def refresh_dataset(

@@ -2,8 +2,10 @@
 
 from __future__ import annotations
 
+from collections.abc import Sequence
+from dataclasses import dataclass
 from datetime import datetime
-from typing import Any
+from typing import Any, TypeVar
 
 import sqlalchemy as sa
 from sqlalchemy.engine import Connection
@@ -15,26 +17,37 @@ from strata.lineage.fold import RunFold, fold_run
 from strata.lineage.rows import (
     DatasetRow,
     cached,
+    chunks,
     insert_ignore,
     merge_dataset_facets,
     refresh_dataset,
-    touch_dataset_row,
+    touch_dataset_rows,
     touch_namespaces,
     touch_source,
     upsert,
     widen_times,
+    write_dataset_facets,
 )
 from strata.store import schema as s
 
+K = TypeVar("K")
 
-def load_events(conn: Connection, run_uuid: str) -> list[Event]:
+
+def load_events(conn: Connection, run_uuids: Sequence[str]) -> dict[str, list[Event]]:
+    """The stored events of each run (runs without events are left out)."""
     e = s.lineage_events
     stmt = cached(
         ("run-events",),
-        lambda: sa.select(e.c.payload, e.c.payload_hash).where(e.c.run_uuid == sa.bindparam("r")),
+        lambda: sa.select(e.c.run_uuid, e.c.payload, e.c.payload_hash).where(
+            e.c.run_uuid.in_(sa.bindparam("r", expanding=True))
+        ),
     )
-    found = conn.execute(stmt, {"r": run_uuid}).all()
-    return [parse_event(row.payload, check=False, digest=row.payload_hash) for row in found]
+    out: dict[str, list[Event]] = {}
+    for chunk in chunks(sorted(run_uuids)):
+        for row in conn.execute(stmt, {"r": list(chunk)}).all():
+            event = parse_event(row.payload, check=False, digest=row.payload_hash)
+            out.setdefault(str(row.run_uuid), []).append(event)
+    return out
 
 
 def touch_placeholder_run(conn: Connection, run_uuid: str, job_uuid: str, at: datetime) -> None:
@@ -61,37 +74,62 @@ def touch_placeholder_run(conn: Connection, run_uuid: str, job_uuid: str, at: da
         widen_times(conn, r, "uuid", run_uuid, at)
 
 
-def touch_event(conn: Connection, ev: Event) -> tuple[dict[tuple[str, str], DatasetRow], set[str]]:
-    """Namespaces, datasets, sources and dataset facets of one event.
+def touch_events(
+    conn: Connection, events: Sequence[Event]
+) -> tuple[dict[tuple[str, str], DatasetRow], set[str]]:
+    """Namespaces, datasets, sources and dataset facets of ``events``.
 
-    Returns the event's dataset rows and the datasets whose facet values changed
+    Returns the events' dataset rows and the datasets whose facet values changed
     (their derived columns need a refresh). Every write here is a latest-wins or
-    widening merge, so applying one event once is all the model ever needs of it.
+    widening merge, so applying an event once is all the model ever needs of it,
+    and the events of a group are merged in memory and written once.
     """
-    refs = (*ev.inputs, *ev.outputs, *((ev.dataset,) if ev.dataset else ()))
-    names = {ref.namespace for ref in refs}
-    for ns in (ev.job_namespace, ev.parent.namespace if ev.parent else None):
-        if ns is not None:
-            names.add(ns)
-    touch_namespaces(conn, {n: (ev.event_time, ev.event_time) for n in names})
-    out: dict[tuple[str, str], DatasetRow] = {}
+    names: dict[str, tuple[datetime, datetime]] = {}
+    spans: dict[tuple[str, str], tuple[datetime, datetime]] = {}
+    sources: set[tuple[str, str | None, datetime]] = set()
+    for ev in events:
+        at = ev.event_time
+        refs = (*ev.inputs, *ev.outputs, *((ev.dataset,) if ev.dataset else ()))
+        for ns in (ev.job_namespace, ev.parent.namespace if ev.parent else None):
+            if ns is not None:
+                widen(names, ns, at)
+        for ref in refs:
+            widen(names, ref.namespace, at)
+            widen(spans, ref.key, at)
+            source = fx.data_source(ref.facets)
+            if source is not None:
+                sources.add((source[0], source[1], at))
+    touch_namespaces(conn, names)
+    found = touch_dataset_rows(conn, spans)
+    changed: dict[str, DatasetRow] = {}
     stale: set[str] = set()
-    stamp = ev.stamp()
-    for ref in refs:
-        row = out.get(ref.key)
-        if row is None:
-            row = out[ref.key] = touch_dataset_row(conn, ref.namespace, ref.name, ev.event_time)
-        if merge_dataset_facets(conn, row, ref.facets, stamp):
-            stale.add(row.uuid)
-        source = fx.data_source(ref.facets)
-        if source is not None:
-            touch_source(conn, source[0], source[1], ev.event_time)
-    return out, stale
+    for ev in events:
+        stamp = ev.stamp()
+        for ref in (*ev.inputs, *ev.outputs, *((ev.dataset,) if ev.dataset else ())):
+            row = found[ref.key]
+            wrote, values = merge_dataset_facets(row, ref.facets, stamp)
+            if wrote:
+                changed[row.uuid] = row
+            if values:
+                stale.add(row.uuid)
+    write_dataset_facets(conn, [changed[u] for u in sorted(changed)])
+    for name, uri, at in sorted(sources, key=lambda x: (x[0], x[1] or "", x[2])):
+        touch_source(conn, name, uri, at)
+    return found, stale
+
+
+def widen(spans: dict[K, tuple[datetime, datetime]], key: K, at: datetime) -> None:
+    """Stretch ``spans[key]`` (earliest, latest) to cover ``at``."""
+    span = spans.get(key)
+    if span is None:
+        spans[key] = (at, at)
+    elif at < span[0] or at > span[1]:
+        spans[key] = (min(span[0], at), max(span[1], at))
 
 
 def touch_event_datasets(conn: Connection, ev: Event) -> dict[tuple[str, str], str]:
     """Create the event's datasets, fold its dataset facets in and refresh what changed."""
-    found, stale = touch_event(conn, ev)
+    found, stale = touch_events(conn, [ev])
     for row in found.values():
         if row.uuid in stale:
             refresh_dataset(conn, row.uuid, row.facets)
@@ -99,19 +137,33 @@ def touch_event_datasets(conn: Connection, ev: Event) -> dict[tuple[str, str], s
 
 
 def _lookup_datasets(
-    conn: Connection, wanted: list[tuple[str, str]]
+    conn: Connection, wanted: Sequence[tuple[str, str]]
 ) -> dict[tuple[str, str], tuple[str, bool]]:
     d = s.datasets
-    stmt = cached(
-        ("dataset-by-name",),
-        lambda: sa.select(d.c.uuid, d.c.is_lake).where(
-            d.c.namespace == sa.bindparam("ns"), d.c.name == sa.bindparam("n")
-        ),
-    )
     out = {}
-    for ns, name in wanted:
-        row = conn.execute(stmt, {"ns": ns, "n": name}).one()
-        out[(ns, name)] = (str(row.uuid), bool(row.is_lake))
+    for chunk in chunks(sorted(set(wanted))):
+        found = conn.execute(
+            cached(
+                ("dataset-by-uuid",),
+                lambda: sa.select(d.c.namespace, d.c.name, d.c.uuid, d.c.is_lake).where(
+                    d.c.uuid.in_(sa.bindparam("u", expanding=True))
+                ),
+            ),
+            {"u": [keys.dataset_uuid(ns, n) for ns, n in chunk]},
+        ).all()
+        out.update({(r.namespace, r.name): (str(r.uuid), bool(r.is_lake)) for r in found})
+        missing = [k for k in chunk if k not in out]
+        for ns, name in missing:  # created by the lake under an id of its own
+            row = conn.execute(
+                cached(
+                    ("dataset-by-name",),
+                    lambda: sa.select(d.c.uuid, d.c.is_lake).where(
+                        d.c.namespace == sa.bindparam("ns"), d.c.name == sa.bindparam("n")
+                    ),
+                ),
+                {"ns": ns, "n": name},
+            ).one()
+            out[(ns, name)] = (str(row.uuid), bool(row.is_lake))
     return out
 
 
@@ -140,159 +192,225 @@ def _same_output(old: RunFold | None, run: RunFold, key: tuple[str, str]) -> boo
     return (a.first_seen, a.facets, a.io_facets) == (b.first_seen, b.facets, b.io_facets)
 
 
-def apply_run_event(conn: Connection, ev: Event) -> RunFold:
-    """Bring the model up to date after storing ``ev``, a new event of its run.
+@dataclass
+class _Step:
+    """One run of a group: its fold with and without the group's new events."""
 
-    The run's own rows are a function of its fold, so they are rewritten only
-    where the fold with ``ev`` differs from the fold without it; shared rows
-    (namespaces, jobs, datasets) take ``ev``'s merges only, since the run's
-    earlier events were merged when they arrived. Consumers are re-bound only
-    when an output version they could see changed. The result equals a full
-    recomputation from the run's events (tests/lineage/test_lineage_order.py).
+    run: RunFold
+    old: RunFold | None
+    job_uuid: str = ""
+    version: str = ""
+
+
+def apply_run_events(conn: Connection, new: Sequence[Event]) -> None:
+    """Bring the model up to date after storing ``new``, distinct new run events.
+
+    A run's own rows are a function of its fold, so they are rewritten only where
+    the fold with the new events differs from the fold without them; shared rows
+    (namespaces, datasets, jobs) take the new events' merges only, since earlier
+    events were merged when they arrived. Consumers are re-bound only when an
+    output version they could see changed. Each step is one statement for the
+    whole group, written after everything it reads: bindings after every output
+    version of the group, current versions after every binding. The result equals
+    a full recomputation from the stored events (tests/lineage/test_lineage_order.py).
     """
-    assert ev.run_id is not None and ev.job_namespace is not None and ev.job_name is not None
-    run_uuid = ev.run_id
-    events = load_events(conn, run_uuid)
-    run = fold_run(events)
-    earlier = [e for e in events if e.payload_hash != ev.payload_hash]
-    old = fold_run(earlier) if earlier else None
+    if not new:
+        return
+    fresh_hashes: dict[str, set[str]] = {}
+    for ev in new:
+        assert ev.run_id is not None and ev.job_namespace is not None and ev.job_name
+        fresh_hashes.setdefault(ev.run_id, set()).add(ev.payload_hash)
+    stored = load_events(conn, list(fresh_hashes))
+    steps: list[_Step] = []
+    for run_uuid in sorted(fresh_hashes):
+        events = stored[run_uuid]
+        earlier = [e for e in events if e.payload_hash not in fresh_hashes[run_uuid]]
+        steps.append(_Step(fold_run(events), fold_run(earlier) if earlier else None))
 
-    found, stale = touch_event(conn, ev)
-    parent_job = None
-    if ev.parent is not None:
-        parent_job = jobs.touch_job_row(
-            conn, ev.parent.namespace, ev.parent.name, ev.event_time
-        ).uuid
-        if ev.parent.run_id != run_uuid:
-            touch_placeholder_run(conn, ev.parent.run_id, parent_job, ev.event_time)
-    job = jobs.touch_job_row(conn, ev.job_namespace, ev.job_name, ev.event_time)
-    job_changed = jobs.merge_job_event(conn, job, ev, parent_job)
-    for row in sorted(found.values(), key=lambda r: r.uuid):
+    ordered = sorted(new, key=Event.fold_key)
+    found, stale = touch_events(conn, ordered)
+    spans: dict[tuple[str, str], tuple[datetime, datetime]] = {}
+    for ev in ordered:
+        assert ev.job_namespace is not None and ev.job_name is not None
+        widen(spans, (ev.job_namespace, ev.job_name), ev.event_time)
+        if ev.parent is not None:
+            widen(spans, (ev.parent.namespace, ev.parent.name), ev.event_time)
+    job_rows = jobs.touch_job_rows(conn, spans)
+    merged: dict[str, jobs.JobRow] = {}
+    refresh: set[str] = set()
+    for ev in ordered:
+        assert ev.run_id is not None and ev.job_namespace is not None and ev.job_name
+        parent_job = None
+        if ev.parent is not None:
+            parent_job = job_rows[(ev.parent.namespace, ev.parent.name)].uuid
+            if ev.parent.run_id != ev.run_id:
+                touch_placeholder_run(conn, ev.parent.run_id, parent_job, ev.event_time)
+        job = job_rows[(ev.job_namespace, ev.job_name)]
+        changed, derived = jobs.merge_job_facets(job, ev, parent_job)
+        if changed:
+            merged[job.uuid] = job
+        if derived:
+            refresh.add(job.uuid)
+    jobs.write_job_states(conn, [merged[u] for u in sorted(merged)])
+    for key in sorted(found, key=lambda k: found[k].uuid):
+        row = found[key]
         if row.uuid in stale:
             refresh_dataset(conn, row.uuid, row.facets)
-    if job_changed:
-        jobs.refresh_job(conn, job.uuid)
+    for job_uuid in sorted(refresh):
+        jobs.refresh_job(conn, job_uuid)
 
     datasets = {k: (row.uuid, row.is_lake) for k, row in found.items()}
-    missing = sorted({*run.inputs, *run.outputs} - set(datasets))
-    datasets.update(_lookup_datasets(conn, missing))
+    missing = {k for st in steps for k in (*st.run.inputs, *st.run.outputs)} - set(datasets)
+    datasets.update(_lookup_datasets(conn, sorted(missing)))
     uuids = {k: v[0] for k, v in datasets.items()}
     lake = {v[0] for v in datasets.values() if v[1]}
 
-    job_uuid = keys.job_uuid(run.job_namespace, run.job_name)
-    # The stored version is a function of the earlier fold, so it need not be read back.
-    previous = (
-        keys.job_version_uuid(
-            keys.job_uuid(old.job_namespace, old.job_name),
-            fx.job_fingerprint(list(old.inputs), list(old.outputs), old.job_facets),
+    wanted = []
+    for st in steps:
+        run = st.run
+        st.job_uuid = keys.job_uuid(run.job_namespace, run.job_name)
+        wanted.append(
+            jobs.VersionWanted(
+                st.job_uuid,
+                {k: uuids[k] for k in run.inputs},
+                {k: uuids[k] for k in run.outputs},
+                run.job_facets,
+                run.created_at,
+            )
         )
-        if old is not None
-        else None
-    )
-    version, _ = jobs.ensure_job_version(
-        conn,
-        job_uuid,
-        {k: uuids[k] for k in run.inputs},
-        {k: uuids[k] for k in run.outputs},
-        run.job_facets,
-        run.created_at,
-    )
-    _write_run(conn, run, job_uuid, version, old)
+    for st, (version, _) in zip(steps, jobs.ensure_job_versions(conn, wanted), strict=True):
+        st.version = version
+    write_runs(conn, steps)
 
-    for key, io in sorted(run.outputs.items()):
-        if not _same_output(old, run, key):
-            versions.write_output(conn, run, io, uuids[key], uuids[key] in lake, fresh=old is None)
-    settle: set[str] = set()
-    retimed = old is None or old.bind_time != run.bind_time
-    if old is None or retimed or _labels(old) != _labels(run):
-        settle = versions.bind_inputs(conn, run, uuids, lake, fresh=old is None, retimed=retimed)
+    versions.write_outputs(
+        conn,
+        [
+            versions.Output(st.run, io, uuids[key], uuids[key] in lake, st.old is None)
+            for st in steps
+            for key, io in sorted(st.run.outputs.items())
+            if not _same_output(st.old, st.run, key)
+        ],
+    )
+    rebind: dict[str, versions.Rebind] = {}
+    moved_outputs: list[versions.Moved] = []
     moved: set[str] = set()
-    for key in sorted(run.outputs):
-        dataset = uuids[key]
-        before, after = _output_signature(old, key), _output_signature(run, key)
-        if dataset in lake or before == after:
-            continue
-        moved.add(dataset)
-        sigs = [sig for sig in (before, after) if sig is not None]
-        labels = {sig[1] for sig in sigs if sig[1] is not None}
-        labels.add(keys.output_version_uuid(run_uuid, dataset))
-        since = min((sig[0] for sig in sigs if sig[2]), default=None)
-        for consumer in versions.consumers_since(conn, dataset, run, since, labels):
-            settle |= rebind(conn, consumer)
+    for st in steps:
+        run, old = st.run, st.old
+        retimed = old is None or old.bind_time != run.bind_time
+        if old is None or retimed or _labels(old) != _labels(run):
+            rebind[run.run_id] = versions.Rebind(run, fresh=old is None, retimed=retimed)
+        for key in sorted(run.outputs):
+            dataset = uuids[key]
+            before, after = _output_signature(old, key), _output_signature(run, key)
+            if dataset in lake or before == after:
+                continue
+            moved.add(dataset)
+            sigs = [sig for sig in (before, after) if sig is not None]
+            labels = {sig[1] for sig in sigs if sig[1] is not None}
+            labels.add(keys.output_version_uuid(run.run_id, dataset))
+            since = min((sig[0] for sig in sigs if sig[2]), default=None)
+            moved_outputs.append(versions.Moved(dataset, run.run_id, since, frozenset(labels)))
+    consumers = versions.consumers_of(conn, moved_outputs) - set(rebind)
+    in_group = {st.run.run_id: st.run for st in steps}
+    others = load_events(conn, sorted(consumers - set(in_group)))
+    for run_uuid in sorted(consumers):
+        run_of = in_group.get(run_uuid)
+        if run_of is None and run_uuid in others:
+            run_of = fold_run(others[run_uuid])
+        if run_of is not None:
+            rebind[run_uuid] = versions.Rebind(run_of, retimed=False)
+    extra = {k for r in rebind.values() for k in r.run.inputs} - set(uuids)
+    for k, (u, is_lake) in _lookup_datasets(conn, sorted(extra)).items():
+        uuids[k] = u
+        if is_lake:
+            lake.add(u)
+    settle = versions.bind_runs(conn, [rebind[r] for r in sorted(rebind)], uuids, lake)
     for dataset in sorted(settle - lake):
         versions.settle(conn, dataset, False)
-    for dataset in sorted(moved - settle):
-        versions.set_current(conn, dataset)
-    if previous is not None and previous != version:
-        jobs.refresh_job_versions(conn, {previous, version})
-    else:
-        jobs.widen_job_version(conn, version, run_uuid, run.created_at, run.updated_at)
-        if job.uuid == job_uuid:
-            jobs.refresh_current_version(conn, job_uuid, job.fold_state, job.current_version)
+    versions.set_current(conn, moved - settle)
+
+    refresh_versions: set[str] = set()
+    recounted: set[str] = set()  # jobs whose current version refresh_job_versions moves
+    widened = []
+    for st in steps:
+        run, old = st.run, st.old
+        # The stored version is a function of the earlier fold, so it need not be read back.
+        previous = (
+            keys.job_version_uuid(
+                keys.job_uuid(old.job_namespace, old.job_name),
+                fx.job_fingerprint(list(old.inputs), list(old.outputs), old.job_facets),
+            )
+            if old is not None
+            else None
+        )
+        if old is not None and previous is not None and previous != st.version:
+            refresh_versions |= {previous, st.version}
+            recounted |= {keys.job_uuid(old.job_namespace, old.job_name), st.job_uuid}
+        else:
+            widened.append((st.version, run.run_id, run.created_at, run.updated_at))
+    jobs.widen_job_versions(conn, widened)
+    jobs.refresh_job_versions(conn, refresh_versions)
+    by_uuid = {job.uuid: job for job in job_rows.values()}
+    for job_uuid in sorted({st.job_uuid for st in steps}):
+        touched = by_uuid.get(job_uuid)
+        if touched is not None and job_uuid not in recounted:
+            jobs.refresh_current_version(
+                conn, job_uuid, touched.fold_state, touched.current_version
+            )
         else:
             jobs.refresh_current_version(conn, job_uuid)
-    return run
 
 
-def rebind(conn: Connection, run_uuid: str) -> set[str]:
-    """Re-bind one run's inputs (its own state is unchanged)."""
-    events = load_events(conn, run_uuid)
-    if not events:
-        return set()
-    run = fold_run(events)
-    datasets = _lookup_datasets(conn, sorted(run.inputs))
-    return versions.bind_inputs(
-        conn,
-        run,
-        {k: v[0] for k, v in datasets.items()},
-        {v[0] for v in datasets.values() if v[1]},
-        retimed=False,
-    )
-
-
-def _write_run(
-    conn: Connection, run: RunFold, job_uuid: str, version: str, old: RunFold | None
-) -> None:
+def write_runs(conn: Connection, steps: Sequence[_Step]) -> None:
+    """Upsert the runs' rows and rewrite their state histories where they changed."""
     r, rs = s.runs, s.run_states
-    nominal_start, nominal_end = fx.nominal_times(run.facets)
-    error = fx.get(run.facets, "errorMessage") or None
-    values: dict[str, Any] = {
-        "job_uuid": job_uuid,
-        "job_version_uuid": version,
-        "parent_run_uuid": run.parent.run_id if run.parent else None,
-        "state": run.state,
-        "nominal_start_time": nominal_start,
-        "nominal_end_time": nominal_end,
-        "started_at": run.started_at,
-        "ended_at": run.ended_at,
-        "transitioned_at": run.transitioned_at,
-        "created_at": run.created_at,
-        "updated_at": run.updated_at,
-        "facets": run.facets,
-        "error": error,
-    }
-    conn.execute(upsert(conn, r, ["uuid", *values], ["uuid"]), {"uuid": run.run_id, **values})
-    if old is not None and old.transitions == run.transitions:
-        return
-    if old is not None:
+    rows = []
+    cleared = []
+    transitions = []
+    for st in steps:
+        run, old = st.run, st.old
+        nominal_start, nominal_end = fx.nominal_times(run.facets)
+        rows.append(
+            {
+                "uuid": run.run_id,
+                "job_uuid": st.job_uuid,
+                "job_version_uuid": st.version,
+                "parent_run_uuid": run.parent.run_id if run.parent else None,
+                "state": run.state,
+                "nominal_start_time": nominal_start,
+                "nominal_end_time": nominal_end,
+                "started_at": run.started_at,
+                "ended_at": run.ended_at,
+                "transitioned_at": run.transitioned_at,
+                "created_at": run.created_at,
+                "updated_at": run.updated_at,
+                "facets": run.facets,
+                "error": fx.get(run.facets, "errorMessage") or None,
+            }
+        )
+        if old is not None and old.transitions == run.transitions:
+            continue
+        if old is not None:
+            cleared.append(run.run_id)
+        transitions += [
+            {
+                "uuid": keys.run_state_uuid(run.run_id, digest),
+                "run_uuid": run.run_id,
+                "state": state,
+                "transitioned_at": at,
+                "event_uuid": keys.event_uuid(digest),
+            }
+            for state, at, digest in run.transitions
+        ]
+    if rows:
+        conn.execute(upsert(conn, r, list(rows[0]), ["uuid"]), rows)
+    for chunk in chunks(cleared):
         conn.execute(
             cached(
                 ("run-states-clear",),
-                lambda: rs.delete().where(rs.c.run_uuid == sa.bindparam("r")),
+                lambda: rs.delete().where(rs.c.run_uuid.in_(sa.bindparam("r", expanding=True))),
             ),
-            {"r": run.run_id},
+            {"r": list(chunk)},
         )
-    if run.transitions:
-        conn.execute(
-            rs.insert(),
-            [
-                {
-                    "uuid": keys.run_state_uuid(run.run_id, digest),
-                    "run_uuid": run.run_id,
-                    "state": state,
-                    "transitioned_at": at,
-                    "event_uuid": keys.event_uuid(digest),
-                }
-                for state, at, digest in run.transitions
-            ],
-        )
+    if transitions:
+        conn.execute(cached(("run-states-insert",), rs.insert), transitions)

@@ -21,8 +21,9 @@
 from __future__ import annotations
 
 import uuid as uuidlib
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping, Sequence
 from collections.abc import Set as AbstractSet
+from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
 
@@ -33,8 +34,17 @@ from strata.errors import InvalidEvent
 from strata.lineage import facets as fx
 from strata.lineage import keys
 from strata.lineage.fold import IoFold, RunFold
-from strata.lineage.rows import cached, insert_ignore, touch_dataset, upsert
+from strata.lineage.rows import (
+    cached,
+    chunks,
+    flat_params,
+    insert_ignore_many,
+    touch_dataset,
+    upsert,
+    values_query,
+)
 from strata.store import schema as s
+from strata.store.types import UTCDateTime
 
 
 def is_lake(conn: Connection, dataset_uuid: str) -> bool:
@@ -79,118 +89,158 @@ def _found(row: Any) -> tuple[str, bool]:
     return str(row.uuid), row.run_uuid is None and row.commit_id is None
 
 
-def _current_at(
-    conn: Connection, dataset_uuid: str, lake: bool, run: RunFold
-) -> tuple[str, bool] | None:
-    dv, r = s.dataset_versions, s.runs
+_CURRENT_AT = {
+    # The candidate current at the run's bind time: its latest completed output (not the
+    # run's own), or for a lake dataset its latest commit.
+    False: (
+        "SELECT dv.uuid FROM dataset_versions dv JOIN runs r ON r.uuid = dv.run_uuid"
+        " WHERE dv.dataset_uuid = q.d AND r.state = 'COMPLETED' AND r.uuid != q.r"
+        " AND dv.created_at <= q.t ORDER BY dv.created_at DESC, dv.uuid DESC LIMIT 1"
+    ),
+    True: (
+        "SELECT dv.uuid FROM dataset_versions dv WHERE dv.dataset_uuid = q.d"
+        " AND dv.commit_id IS NOT NULL AND dv.created_at <= q.t"
+        " ORDER BY dv.commit_id DESC LIMIT 1"
+    ),
+}
 
-    def build() -> Any:
-        if lake:
-            return (
-                sa.select(dv.c.uuid)
-                .where(
-                    dv.c.dataset_uuid == sa.bindparam("d"),
-                    dv.c.commit_id.is_not(None),
-                    dv.c.created_at <= sa.bindparam("t", type_=dv.c.created_at.type),
-                )
-                .order_by(dv.c.commit_id.desc())
-                .limit(1)
+
+def _current_at_many(
+    conn: Connection, wanted: Sequence[tuple[str, bool, RunFold]]
+) -> list[str | None]:
+    """For each ``(dataset, lake, run)``, the candidate current at the run's bind time."""
+    out: list[str | None] = [None] * len(wanted)
+    for lake in (False, True):
+        picked = [i for i, w in enumerate(wanted) if w[1] is lake]
+        for chunk in chunks(picked):
+            stmt = values_query(
+                ("current-at", lake),
+                "q",
+                {"k": None, "d": None, "r": None, "t": UTCDateTime()},
+                len(chunk),
+                f"SELECT q.k, ({_CURRENT_AT[lake]}) FROM q",
             )
-        return (
-            sa.select(dv.c.uuid)
-            .join(r, r.c.uuid == dv.c.run_uuid)
-            .where(
-                dv.c.dataset_uuid == sa.bindparam("d"),
-                r.c.state == "COMPLETED",
-                r.c.uuid != sa.bindparam("r"),
-                dv.c.created_at <= sa.bindparam("t", type_=dv.c.created_at.type),
-            )
-            .order_by(dv.c.created_at.desc(), dv.c.uuid.desc())
-            .limit(1)
-        )
-
-    params = {"d": dataset_uuid, "t": run.bind_time}
-    if not lake:
-        params["r"] = run.run_id
-    found = conn.execute(cached(("current-at", lake), build), params).scalar()
-    return (str(found), False) if found is not None else None
+            rows = [
+                {"k": i, "d": wanted[i][0], "r": wanted[i][2].run_id, "t": wanted[i][2].bind_time}
+                for i in chunk
+            ]
+            for row in conn.execute(stmt, flat_params(rows)).all():
+                out[int(row[0])] = str(row[1]) if row[1] is not None else None
+    return out
 
 
-def _synthetic(conn: Connection, dataset_uuid: str, label: str | None, run: RunFold) -> str:
-    uuid = (
-        keys.named_version_uuid(dataset_uuid, label)
-        if label
-        else keys.initial_version_uuid(dataset_uuid)
-    )
-    insert_ignore(
-        conn,
-        s.dataset_versions,
-        {
-            "uuid": uuid,
-            "dataset_uuid": dataset_uuid,
-            "created_at": run.bind_time,
-            "external_version": label,
-        },
-        ["uuid"],
-    )
-    return uuid
+def _synthetic_uuid(dataset_uuid: str, label: str | None) -> str:
+    if label:
+        return keys.named_version_uuid(dataset_uuid, label)
+    return keys.initial_version_uuid(dataset_uuid)
 
 
-def bind_inputs(
+@dataclass(frozen=True)
+class Rebind:
+    """A run whose inputs are to be bound again.
+
+    ``fresh``: it has never been bound (it had no events), which saves reading its
+    bindings back. ``retimed``: its bind time moved.
+    """
+
+    run: RunFold
+    fresh: bool = False
+    retimed: bool = True
+
+
+def bind_runs(
     conn: Connection,
-    run: RunFold,
+    items: Sequence[Rebind],
     datasets: Mapping[tuple[str, str], str],
     lake: AbstractSet[str],
-    *,
-    fresh: bool = False,
-    retimed: bool = True,
 ) -> set[str]:
-    """Rewrite the run's ``run_inputs``; returns the datasets :func:`settle` must visit.
+    """Rewrite the runs' ``run_inputs``; returns the datasets :func:`settle` must visit.
 
-    Only synthetic versions depend on bindings (their dates and existence), so
-    a dataset needs settling when a synthetic version of it was bound or
-    unbound, or when the run's bind time moved (``retimed``) while bound to
-    one. ``fresh`` says the run has never been bound (it had no events), which
-    saves reading its bindings back.
+    Only synthetic versions depend on bindings (their dates and existence), so a
+    dataset needs settling when a synthetic version of it was bound or unbound, or
+    when a run's bind time moved while bound to one.
     """
     ri, dv = s.run_inputs, s.dataset_versions
-    before = (
-        []
-        if fresh
-        else conn.execute(
+    had: dict[str, dict[str, tuple[str, bool]]] = {i.run.run_id: {} for i in items}
+    stale = sorted(i.run.run_id for i in items if not i.fresh)
+    for chunk in chunks(stale):
+        found = conn.execute(
             cached(
                 ("bound",),
                 lambda: (
                     sa.select(
+                        ri.c.run_uuid,
                         ri.c.dataset_version_uuid,
                         dv.c.dataset_uuid,
                         sa.and_(dv.c.run_uuid.is_(None), dv.c.commit_id.is_(None)).label("synth"),
                     )
                     .join(dv, ri.c.dataset_version_uuid == dv.c.uuid)
-                    .where(ri.c.run_uuid == sa.bindparam("r"))
+                    .where(ri.c.run_uuid.in_(sa.bindparam("r", expanding=True)))
                 ),
             ),
-            {"r": run.run_id},
+            {"r": chunk},
         ).all()
-    )
-    had = {
-        str(row.dataset_version_uuid): (str(row.dataset_uuid), bool(row.synth)) for row in before
-    }
-    wanted: dict[str, tuple[str, bool]] = {}
-    for key, io in sorted(run.inputs.items()):
-        dataset = datasets[key]
-        is_lake = dataset in lake
-        label = fx.dataset_version_label({**io.facets, **io.io_facets})
-        found = (
-            _by_label(conn, dataset, label, is_lake)
-            if label
-            else _current_at(conn, dataset, is_lake, run)
-        )
-        if found is None and not is_lake:
-            found = (_synthetic(conn, dataset, label, run), True)
-        if found is not None:
-            wanted[found[0]] = (dataset, found[1])
-    gone = sorted(set(had) - set(wanted))
+        for row in found:
+            had[str(row.run_uuid)][str(row.dataset_version_uuid)] = (
+                str(row.dataset_uuid),
+                bool(row.synth),
+            )
+    wanted: dict[str, dict[str, tuple[str, bool]]] = {i.run.run_id: {} for i in items}
+    by_time: list[tuple[str, bool, RunFold]] = []
+    named: dict[str, str | None] = {}  # synthetic version -> its label
+    for item in items:
+        run = item.run
+        for key, io in sorted(run.inputs.items()):
+            dataset = datasets[key]
+            label = fx.dataset_version_label({**io.facets, **io.io_facets})
+            if label:
+                found_label = _by_label(conn, dataset, label, dataset in lake)
+                if found_label is not None:
+                    wanted[run.run_id][found_label[0]] = (dataset, found_label[1])
+                    continue
+            else:
+                by_time.append((dataset, dataset in lake, run))
+                continue
+            if dataset not in lake:
+                placeholder = _synthetic_uuid(dataset, label)
+                wanted[run.run_id][placeholder] = (dataset, True)
+                named[placeholder] = label
+    synthetic: dict[str, dict[str, Any]] = {}
+    for (dataset, is_lake, run), found_uuid in zip(
+        by_time, _current_at_many(conn, by_time), strict=True
+    ):
+        if found_uuid is not None:
+            wanted[run.run_id][found_uuid] = (dataset, False)
+        elif not is_lake:
+            wanted[run.run_id][_synthetic_uuid(dataset, None)] = (dataset, True)
+    for item in items:
+        for version, (dataset, synth) in wanted[item.run.run_id].items():
+            if synth and version not in had[item.run.run_id]:
+                known = synthetic.get(version)
+                if known is None or item.run.bind_time < known["created_at"]:
+                    synthetic[version] = {
+                        "uuid": version,
+                        "dataset_uuid": dataset,
+                        "created_at": item.run.bind_time,
+                        "external_version": named.get(version),
+                    }
+    insert_ignore_many(conn, dv, [synthetic[v] for v in sorted(synthetic)], ["uuid"])
+    gone: list[dict[str, str]] = []
+    new: list[dict[str, str]] = []
+    settle: set[str] = set()
+    for item in items:
+        run_id = item.run.run_id
+        before, after = had[run_id], wanted[run_id]
+        for v in sorted(set(before) - set(after)):
+            gone.append({"r": run_id, "v": v})
+            if before[v][1]:
+                settle.add(before[v][0])
+        for v in sorted(set(after) - set(before)):
+            new.append({"run_uuid": run_id, "dataset_version_uuid": v})
+            if after[v][1]:
+                settle.add(after[v][0])
+        if item.retimed:
+            settle |= {d for d, synth in after.values() if synth}
     if gone:
         conn.execute(
             cached(
@@ -200,76 +250,89 @@ def bind_inputs(
                     ri.c.dataset_version_uuid == sa.bindparam("v"),
                 ),
             ),
-            [{"r": run.run_id, "v": v} for v in gone],
+            gone,
         )
-    new = sorted(set(wanted) - set(had))
     if new:
-        conn.execute(
-            cached(("bind",), ri.insert),
-            [{"run_uuid": run.run_id, "dataset_version_uuid": v} for v in new],
-        )
-    settle = {had[v][0] for v in gone if had[v][1]} | {wanted[v][0] for v in new if wanted[v][1]}
-    if retimed:
-        settle |= {d for d, synth in wanted.values() if synth}
+        conn.execute(cached(("bind",), ri.insert), new)
     return settle
 
 
-def write_output(
-    conn: Connection, run: RunFold, io: IoFold, dataset: str, lake: bool, *, fresh: bool = False
-) -> None:
-    """Record the run's output to ``dataset`` (a version, or a lake commit's producer).
+@dataclass(frozen=True)
+class Output:
+    """One run's output to one dataset, to be (re)written.
 
     ``fresh``: the run had no events before, so the version has no column lineage yet.
     """
-    merged = {**io.facets, **io.io_facets}
-    label = fx.dataset_version_label(merged)
-    if lake:
-        _bind_lake_output(conn, run, dataset, label)
-        return
-    dv = s.dataset_versions
-    uuid = keys.output_version_uuid(run.run_id, dataset)
-    created = run.ended_at or io.first_seen
-    stats = fx.get(io.io_facets, "outputStatistics")
-    values: dict[str, Any] = {
-        "dataset_uuid": dataset,
-        "created_at": created,
-        "run_uuid": run.run_id,
-        "schema_fields": fx.schema_fields(merged),
-        "facets": merged,
-        "row_count": fx.integer(stats.get("rowCount")),
-        "byte_count": fx.integer(stats.get("size")),
-        "file_count": fx.integer(stats.get("fileCount")),
-        "lifecycle_state": fx.text(
-            fx.get(merged, "lifecycleStateChange").get("lifecycleStateChange")
-        ),
-        "external_version": label,
-    }
-    conn.execute(upsert(conn, dv, ["uuid", *values], ["uuid"]), {"uuid": uuid, **values})
-    cl = s.column_lineage
-    if not fresh:
+
+    run: RunFold
+    io: IoFold
+    dataset: str
+    lake: bool
+    fresh: bool
+
+
+def write_outputs(conn: Connection, outputs: Sequence[Output]) -> None:
+    """Record runs' outputs: a version each, or a lake commit's producer."""
+    dv, cl = s.dataset_versions, s.column_lineage
+    versions: list[dict[str, Any]] = []
+    edges: list[dict[str, Any]] = []
+    cleared: list[str] = []
+    for out in outputs:
+        run, io = out.run, out.io
+        merged = {**io.facets, **io.io_facets}
+        label = fx.dataset_version_label(merged)
+        if out.lake:
+            _bind_lake_output(conn, run, out.dataset, label)
+            continue
+        uuid = keys.output_version_uuid(run.run_id, out.dataset)
+        created = run.ended_at or io.first_seen
+        stats = fx.get(io.io_facets, "outputStatistics")
+        versions.append(
+            {
+                "uuid": uuid,
+                "dataset_uuid": out.dataset,
+                "created_at": created,
+                "run_uuid": run.run_id,
+                "schema_fields": fx.schema_fields(merged),
+                "facets": merged,
+                "row_count": fx.integer(stats.get("rowCount")),
+                "byte_count": fx.integer(stats.get("size")),
+                "file_count": fx.integer(stats.get("fileCount")),
+                "lifecycle_state": fx.text(
+                    fx.get(merged, "lifecycleStateChange").get("lifecycleStateChange")
+                ),
+                "external_version": label,
+            }
+        )
+        if not out.fresh:
+            cleared.append(uuid)
+        for edge in fx.column_edges(merged):
+            source = touch_dataset(conn, edge.input_namespace, edge.input_name, io.first_seen)
+            edges.append(
+                {
+                    "dataset_version_uuid": uuid,
+                    "output_field": edge.output_field,
+                    "input_dataset_uuid": source,
+                    "input_field": edge.input_field,
+                    "transformation_type": edge.transformation_type,
+                    "transformation_description": edge.transformation_description,
+                    "created_at": created,
+                }
+            )
+    if versions:
+        conn.execute(upsert(conn, dv, list(versions[0]), ["uuid"]), versions)
+    for chunk in chunks(cleared):
         conn.execute(
             cached(
                 ("cl-clear",),
-                lambda: cl.delete().where(cl.c.dataset_version_uuid == sa.bindparam("v")),
+                lambda: cl.delete().where(
+                    cl.c.dataset_version_uuid.in_(sa.bindparam("v", expanding=True))
+                ),
             ),
-            {"v": uuid},
+            {"v": chunk},
         )
-    rows = []
-    for edge in fx.column_edges(merged):
-        source = touch_dataset(conn, edge.input_namespace, edge.input_name, io.first_seen)
-        rows.append(
-            {
-                "dataset_version_uuid": uuid,
-                "output_field": edge.output_field,
-                "input_dataset_uuid": source,
-                "input_field": edge.input_field,
-                "transformation_type": edge.transformation_type,
-                "transformation_description": edge.transformation_description,
-                "created_at": created,
-            }
-        )
-    if rows:
-        conn.execute(cl.insert(), rows)
+    if edges:
+        conn.execute(cached(("cl-insert",), cl.insert), edges)
 
 
 def _bind_lake_output(conn: Connection, run: RunFold, dataset: str, label: str | None) -> None:
@@ -287,56 +350,66 @@ def _bind_lake_output(conn: Connection, run: RunFold, dataset: str, label: str |
     conn.execute(dv.update().where(dv.c.uuid == found[0]).values(run_uuid=run.run_id))
 
 
+@dataclass(frozen=True)
+class Moved:
+    """A change in ``run``'s output to ``dataset`` that consumers may see.
+
+    ``since``: the earliest time the output was or is a candidate (None: it never
+    was); ``labels``: the output's old and new labels and its own uuid.
+    """
+
+    dataset: str
+    run: str
+    since: datetime | None
+    labels: frozenset[str]
+
+
 # The runs that started at or after a time come first: with in-order delivery that
 # is the last few runs, where starting from the dataset would visit all of its
 # versions. CROSS JOIN fixes that order on SQLite; PostgreSQL plans it alike. The
 # other two arms find runs bound by label: to a version carrying one of the
 # labels, or to the output version itself.
 _SINCE = (
-    "SELECT ri.run_uuid FROM runs r"
+    "SELECT m.k, ri.run_uuid FROM m CROSS JOIN runs r"
     " CROSS JOIN run_inputs ri CROSS JOIN dataset_versions dv"
-    " WHERE r.created_at >= :t AND ri.run_uuid = r.uuid"
-    " AND dv.uuid = ri.dataset_version_uuid AND dv.dataset_uuid = :d"
+    " WHERE r.created_at >= m.t AND ri.run_uuid = r.uuid"
+    " AND dv.uuid = ri.dataset_version_uuid AND dv.dataset_uuid = m.d"
 )
 _BY_LABEL = (
-    "SELECT ri.run_uuid FROM dataset_versions dv"
+    "SELECT m.k, ri.run_uuid FROM m JOIN dataset_versions dv ON dv.dataset_uuid = m.d"
+    " AND dv.external_version = m.v"
     " JOIN run_inputs ri ON ri.dataset_version_uuid = dv.uuid"
-    " WHERE dv.dataset_uuid = :d AND dv.external_version IN :labels"
-    " UNION SELECT run_uuid FROM run_inputs WHERE dataset_version_uuid = :v"
+    " UNION SELECT m.k, ri.run_uuid FROM m JOIN run_inputs ri ON ri.dataset_version_uuid = m.v"
 )
-_CONSUMERS = {
-    True: sa.text(f"{_SINCE} UNION {_BY_LABEL}").bindparams(
-        sa.bindparam("t", type_=s.runs.c.created_at.type),
-        sa.bindparam("labels", expanding=True),
-    ),
-    False: sa.text(_BY_LABEL).bindparams(sa.bindparam("labels", expanding=True)),
-}
 
 
-def consumers_since(
-    conn: Connection,
-    dataset: str,
-    run: RunFold,
-    since: datetime | None,
-    labels: AbstractSet[str],
-) -> list[str]:
-    """Runs whose binding to ``dataset`` a change in ``run``'s output to it may move.
+def consumers_of(conn: Connection, moved: Sequence[Moved]) -> set[str]:
+    """Runs whose binding a change in the ``moved`` outputs may move.
 
-    A run bound by time can see the output only as a completed candidate, so only
-    runs that started at or after ``since`` (the earliest time the output was or
-    is a candidate; None: it never was) can move. A run bound by label is bound
-    to a version carrying one of ``labels`` (the output's old and new labels and
-    its own uuid), or to the output itself.
+    A run bound by time can see an output only as a completed candidate, so only
+    runs that started at or after ``since`` can move. A run bound by label is bound
+    to a version carrying one of the labels, or to the output itself.
     """
-    params: dict[str, Any] = {
-        "d": dataset,
-        "labels": sorted(labels),
-        "v": keys.output_version_uuid(run.run_id, dataset),
-    }
-    if since is not None:
-        params["t"] = since
-    found: list[Any] = list(conn.execute(_CONSUMERS[since is not None], params).scalars().all())
-    return sorted({str(u) for u in found} - {run.run_id})
+    timed = [(i, m) for i, m in enumerate(moved) if m.since is not None]
+    named = [(i, m, label) for i, m in enumerate(moved) for label in sorted(m.labels)]
+    found: set[tuple[int, str]] = set()
+    for chunk in chunks(timed):
+        stmt = values_query(
+            ("consumers-since",),
+            "m",
+            {"k": None, "d": None, "t": UTCDateTime()},
+            len(chunk),
+            _SINCE,
+        )
+        params = [{"k": i, "d": m.dataset, "t": m.since} for i, m in chunk]
+        found |= {(int(x[0]), str(x[1])) for x in conn.execute(stmt, flat_params(params)).all()}
+    for lchunk in chunks(named):
+        stmt = values_query(
+            ("consumers-label",), "m", {"k": None, "d": None, "v": None}, len(lchunk), _BY_LABEL
+        )
+        lparams = [{"k": i, "d": m.dataset, "v": label} for i, m, label in lchunk]
+        found |= {(int(x[0]), str(x[1])) for x in conn.execute(stmt, flat_params(lparams)).all()}
+    return {run for i, run in found if run != moved[i].run}
 
 
 def settle(conn: Connection, dataset: str, lake: bool | None = None) -> None:
@@ -381,12 +454,12 @@ def settle(conn: Connection, dataset: str, lake: bool | None = None) -> None:
             ),
             dated,
         )
-    set_current(conn, dataset)
+    set_current(conn, [dataset])
 
 
-def set_current(conn: Connection, dataset: str) -> None:
-    """Move the dataset's current pointer: its latest completed output, else its latest
-    synthetic version. Synthetic versions must already be settled."""
+def set_current(conn: Connection, datasets: Iterable[str]) -> None:
+    """Move the datasets' current pointers: each one's latest completed output, else its
+    latest synthetic version. Synthetic versions must already be settled."""
     dv, r, d = s.dataset_versions, s.runs, s.datasets
 
     def build() -> Any:
@@ -394,7 +467,7 @@ def set_current(conn: Connection, dataset: str) -> None:
         completed = (
             sa.select(dv.c.uuid)
             .join(r, r.c.uuid == dv.c.run_uuid)
-            .where(dv.c.dataset_uuid == sa.bindparam("key"), r.c.state == "COMPLETED")
+            .where(dv.c.dataset_uuid == d.c.uuid, r.c.state == "COMPLETED")
             .order_by(*order)
             .limit(1)
             .scalar_subquery()
@@ -402,7 +475,7 @@ def set_current(conn: Connection, dataset: str) -> None:
         synthetic = (
             sa.select(dv.c.uuid)
             .where(
-                dv.c.dataset_uuid == sa.bindparam("key"),
+                dv.c.dataset_uuid == d.c.uuid,
                 dv.c.run_uuid.is_(None),
                 dv.c.commit_id.is_(None),
             )
@@ -413,8 +486,9 @@ def set_current(conn: Connection, dataset: str) -> None:
         # COALESCE evaluates the synthetic scan only when no run completed an output.
         return (
             d.update()
-            .where(d.c.uuid == sa.bindparam("key"))
+            .where(d.c.uuid.in_(sa.bindparam("keys", expanding=True)))
             .values(current_version_uuid=sa.func.coalesce(completed, synthetic))
         )
 
-    conn.execute(cached(("set-current",), build), {"key": dataset})
+    for chunk in chunks(sorted(set(datasets))):
+        conn.execute(cached(("set-current",), build), {"keys": chunk})
