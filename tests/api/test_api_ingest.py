@@ -36,7 +36,9 @@ def event(
     return body
 
 
-def stored(engine: sa.Engine) -> int:
+def stored(client: TestClient, engine: sa.Engine) -> int:
+    """Events in the store once the server has folded what it acknowledged."""
+    assert client.app.state.lineage_writer.wait_folded(60)  # type: ignore[attr-defined]
     with engine.connect() as conn:
         return int(
             conn.execute(sa.select(sa.func.count()).select_from(s.lineage_events)).scalar_one()
@@ -56,7 +58,7 @@ def test_ingest_and_read_back(client: TestClient, engine: sa.Engine) -> None:
     assert r.status_code == 201, r.text
     # A retry of the same event is a no-op, not an error.
     assert client.post("/api/v1/lineage", json=event("START", run_id)).status_code == 201
-    assert stored(engine) == 2
+    assert stored(client, engine) == 2
     run = client.get(f"/api/v1/jobs/runs/{run_id}").json()
     assert run["state"] == "COMPLETED"
     events = client.get("/api/v1/events/lineage", params={"sortDirection": "asc"}).json()
@@ -77,7 +79,7 @@ def test_big_event(client: TestClient, engine: sa.Engine) -> None:
         headers={"Content-Encoding": "gzip", "Content-Type": "application/json"},
     )
     assert r.status_code == 201, r.text
-    assert stored(engine) == 1
+    assert stored(client, engine) == 1
 
 
 BAD: list[tuple[str, Any, int]] = [
@@ -109,7 +111,7 @@ def test_bad_events_are_4xx_and_store_nothing(
     err = r.json()
     assert set(err) == {"code", "message", "details"}
     assert err["message"]
-    assert stored(engine) == 0
+    assert stored(client, engine) == 0
 
 
 def test_bad_event_names_the_field(client: TestClient) -> None:
@@ -123,7 +125,7 @@ def test_bad_gzip(client: TestClient, engine: sa.Engine) -> None:
     assert r.status_code == 400
     r = client.post("/api/v1/lineage", content=b"{}", headers={"Content-Encoding": "br"})
     assert r.status_code == 415
-    assert stored(engine) == 0
+    assert stored(client, engine) == 0
 
 
 def test_weird_names_round_trip(client: TestClient) -> None:
@@ -145,7 +147,7 @@ def test_batch(client: TestClient, engine: sa.Engine) -> None:
     assert body["summary"]["received"] == 3 and body["summary"]["failed"] == 1
     assert [x["status"] for x in body["results"]] == [201, 422, 201]
     assert body["failed_events"][0]["index"] == 1
-    assert stored(engine) == 2
+    assert stored(client, engine) == 2
     assert client.post("/api/v1/lineage/batch", json={"a": 1}).status_code == 422
 
 

@@ -451,3 +451,17 @@ def test_events_name_their_producer(engine: sa.Engine) -> None:
     e = s.lineage_events
     row = one(engine, sa.select(e).where(e.c.uuid == result.event_uuid))
     assert row.producer == PRODUCER and row.job_name == "job" and row.run_uuid == rid("r")
+
+
+def test_row_ids_are_uuid5_of_their_content() -> None:
+    """Ids are stored: the fast derivation must stay exactly uuid5 of the joined parts."""
+    import uuid as uuidlib
+
+    from strata.lineage import keys
+
+    cases = [("dataset", "s3://b", "warehouse/t"), ("job", "ns", "dag.täsk"), ("event", "")]
+    for parts in cases:
+        want = str(uuidlib.uuid5(keys._ROOT, "\x00".join(parts)))
+        assert keys._name(*parts) == want
+    assert keys.dataset_uuid("s3://b", "warehouse/t") == keys._name(*cases[0])
+    assert keys.job_uuid("ns", "dag.täsk") == keys._name(*cases[1])

@@ -1,4 +1,5 @@
-"""Group commit: concurrent submissions share transactions and get their own answers."""
+"""The server's writer: concurrent submissions share transactions, get their own answers,
+and are folded in groups before anyone reads."""
 
 from __future__ import annotations
 
@@ -10,11 +11,17 @@ import sqlalchemy as sa
 from lineage_support import ds, dump, rid, run_event
 
 from strata.errors import InvalidEvent, StrataError
-from strata.lineage import ingest, runs
+from strata.lineage import ingest, runs, versions
 from strata.lineage.events import Event, parse_event
 from strata.lineage.ingest import IngestResult, ingest_event
-from strata.lineage.writer import GroupWriter
+from strata.lineage.writer import GroupWriter, journal_for
 from strata.store import schema as s
+
+
+def _pending(journal: sa.Engine) -> list[tuple[str, str | None]]:
+    p = s.lineage_pending
+    with journal.connect() as conn:
+        return [tuple(r) for r in conn.execute(sa.select(p.c.payload_hash, p.c.error)).all()]
 
 
 def _story(n: int) -> list[dict[str, Any]]:
@@ -27,14 +34,21 @@ def _story(n: int) -> list[dict[str, Any]]:
 
 
 def test_concurrent_submissions_are_grouped(engine: sa.Engine, monkeypatch: Any) -> None:
-    groups: list[int] = []
-    real = ingest.ingest_parsed
+    stored: list[int] = []
+    folded: list[int] = []
+    real_accept, real_fold = ingest.accept_parsed, ingest.fold_pending
 
-    def counting(eng: sa.Engine, items: list[Event | StrataError]) -> Any:
-        groups.append(len(items))
-        return real(eng, items)
+    def counting(eng: sa.Engine, journal: sa.Engine, items: list[Event | StrataError]) -> Any:
+        stored.append(len(items))
+        return real_accept(eng, journal, items)
 
-    monkeypatch.setattr("strata.lineage.writer.ingest_parsed", counting)
+    def folding(eng: sa.Engine, journal: sa.Engine, limit: int, known: Any = None) -> Any:
+        done = real_fold(eng, journal, limit, known)
+        folded.append(len(done))
+        return done
+
+    monkeypatch.setattr("strata.lineage.writer.accept_parsed", counting)
+    monkeypatch.setattr("strata.lineage.writer.fold_pending", folding)
     events = _story(20)
     writer = GroupWriter(engine)
     gate = threading.Barrier(8)
@@ -53,11 +67,13 @@ def test_concurrent_submissions_are_grouped(engine: sa.Engine, monkeypatch: Any)
     writer.close()
     assert sorted(answers) == list(range(len(events)))
     assert all(isinstance(a[0], IngestResult) and not a[0].duplicate for a in answers.values())
-    assert sum(groups) == len(events)
-    assert len(groups) < len(events), "no two requests ever shared a transaction"
+    assert sum(stored) == len(events) == sum(folded)
+    assert len(stored) < len(events), "no two requests were ever stored together"
+    assert len([n for n in folded if n]) < len(events), "no two events were ever folded together"
     with engine.connect() as conn:
         done = conn.execute(sa.select(sa.func.count()).where(s.runs.c.state == "COMPLETED"))
         assert done.scalar() == 20
+    assert _pending(journal_for(engine)) == []
 
 
 def test_grouped_result_equals_one_by_one(engine: sa.Engine, tmp_path: Any) -> None:
@@ -69,6 +85,7 @@ def test_grouped_result_equals_one_by_one(engine: sa.Engine, tmp_path: Any) -> N
     futures = [writer.submit([parse_event(e)]) for e in events]
     futures.append(writer.submit([parse_event(events[3])]))  # a retry in the same group
     results = [f.result(timeout=60) for f in futures]
+    assert writer.wait_folded(60)
     writer.close()
     assert [r[0].duplicate for r in results if isinstance(r[0], IngestResult)] == [False] * len(
         events
@@ -81,15 +98,17 @@ def test_grouped_result_equals_one_by_one(engine: sa.Engine, tmp_path: Any) -> N
     other.dispose()
 
 
-def test_a_refused_event_is_answered_alone(engine: sa.Engine, monkeypatch: Any) -> None:
-    real = runs.apply_run_events
+def test_an_event_refused_when_stored_is_answered_alone(
+    engine: sa.Engine, monkeypatch: Any
+) -> None:
+    real = versions.check_lake_outputs
 
     def refusing(conn: sa.Connection, events: list[Event]) -> None:
-        real(conn, events)  # its writes must be undone with the refusal
+        real(conn, events)
         if any(event.job_name == "refused" for event in events):
             raise InvalidEvent("refused by the store", path="$.job.name")
 
-    monkeypatch.setattr(runs, "apply_run_events", refusing)
+    monkeypatch.setattr(versions, "check_lake_outputs", refusing)
     writer = GroupWriter(engine)
     good = writer.submit([parse_event(run_event("START", 0, "ok", "job_a"))])
     mixed = writer.submit(
@@ -114,6 +133,89 @@ def test_a_refused_event_is_answered_alone(engine: sa.Engine, monkeypatch: Any) 
         assert "ghost" not in names
         jobs = conn.execute(sa.select(s.jobs.c.name)).scalars().all()
         assert sorted(jobs) == ["job_a", "job_b"]
+        stored = conn.execute(sa.select(s.lineage_events.c.job_name)).scalars().all()
+        assert "refused" not in stored
+
+
+def test_an_event_the_fold_refuses_is_set_aside(engine: sa.Engine, monkeypatch: Any) -> None:
+    real = runs.apply_run_events
+
+    def refusing(conn: sa.Connection, events: list[Event]) -> None:
+        real(conn, events)  # its writes must be undone with the refusal
+        if any(event.job_name == "refused" for event in events):
+            raise InvalidEvent("refused by the store", path="$.job.name")
+
+    monkeypatch.setattr(runs, "apply_run_events", refusing)
+    writer = GroupWriter(engine)
+    got = writer.submit(
+        [
+            parse_event(run_event("START", 1, "r1", "job_b")),
+            parse_event(run_event("START", 2, "r2", "refused", outputs=[ds("ns", "ghost")])),
+        ]
+    ).result(timeout=60)
+    assert all(isinstance(r, IngestResult) for r in got)  # stored and acknowledged
+    assert writer.wait_folded(60), "a refused event must not hold reads back"
+    writer.close()
+    with engine.connect() as conn:
+        assert "ghost" not in conn.execute(sa.select(s.datasets.c.name)).scalars().all()
+        assert conn.execute(sa.select(s.jobs.c.name)).scalars().all() == ["job_b"]
+        stored = conn.execute(sa.select(s.lineage_events.c.job_name)).scalars().all()
+        assert stored == ["job_b"]
+    assert _pending(journal_for(engine)) == [(got[1].payload_hash, "refused by the store")]
+
+
+def test_reads_wait_for_the_fold(engine: sa.Engine, monkeypatch: Any) -> None:
+    import asyncio
+    import time
+
+    real = ingest.fold_pending
+
+    def slow(eng: sa.Engine, journal: sa.Engine, limit: int, known: Any = None) -> Any:
+        time.sleep(0.3)
+        return real(eng, journal, limit, known)
+
+    monkeypatch.setattr("strata.lineage.writer.fold_pending", slow)
+    writer = GroupWriter(engine)
+
+    async def post_then_read() -> str | None:
+        await asyncio.wrap_future(writer.submit([run_event("START", 0, "r", "j")]))
+        await writer.barrier()
+        with engine.connect() as conn:
+            found = conn.execute(sa.select(s.runs.c.state).where(s.runs.c.uuid == rid("r")))
+            return found.scalar()
+
+    assert asyncio.run(post_then_read()) == "RUNNING"
+    writer.close()
+
+
+def test_events_queued_by_another_process_are_folded_in_order(
+    engine: sa.Engine, tmp_path: Any
+) -> None:
+    """A START stored but not folded (its server died), a COMPLETE folded at once by a
+    direct ingest, then the START folded later: the same model as in-order ingest."""
+    from strata.store import migrate
+    from strata.store.engine import create_engine
+
+    start = run_event("START", 0, "r", "j", outputs=[ds("ns", "out")])
+    done = run_event("COMPLETE", 1, "r", "j", outputs=[ds("ns", "out")])
+    reader = run_event("START", 2, "c", "k", inputs=[ds("ns", "out")])
+    journal = journal_for(engine)
+    [stored] = ingest.accept_parsed(engine, journal, [parse_event(start)])
+    assert isinstance(stored, IngestResult) and not stored.duplicate
+    ingest_event(engine, done)
+    ingest_event(engine, reader)
+    assert _pending(journal) == [(stored.payload_hash, None)]
+    writer = GroupWriter(engine, journal)
+    writer.submit([run_event("START", 3, "other", "j2")]).result(timeout=60)
+    assert writer.wait_folded(60)
+    writer.close()
+    assert _pending(journal) == []
+    other = create_engine(f"sqlite:///{tmp_path / 'one.db'}")
+    migrate.upgrade(other)
+    for e in (start, done, reader, run_event("START", 3, "other", "j2")):
+        ingest_event(other, e)
+    assert dump(engine) == dump(other)
+    other.dispose()
 
 
 def test_closed_writer_refuses_work(engine: sa.Engine) -> None:

@@ -12,6 +12,8 @@ lake commits. Invalid events store nothing.
 
 from __future__ import annotations
 
+import logging
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import Any
@@ -20,12 +22,14 @@ import sqlalchemy as sa
 from sqlalchemy.engine import Connection, Engine
 
 from strata.errors import InvalidEvent, StoreError, StrataError
-from strata.lineage import jobs, keys, runs
+from strata.lineage import jobs, keys, runs, versions
 from strata.lineage import rows as rowlib
 from strata.lineage.events import Event, parse_event
 from strata.lineage.validate import EventKind
 from strata.store import schema as s
-from strata.store.engine import write_tx
+from strata.store.engine import read_tx, write_tx
+
+log = logging.getLogger(__name__)
 
 _PG_LOCK_KEY = 0x4C696E65  # serialises lineage writers on PostgreSQL; SQLite locks at BEGIN
 
@@ -60,13 +64,10 @@ def ingest_event(
 
 
 def store_event(engine: Engine, event: Event, received: datetime) -> IngestResult:
-    """Store one parsed event in its own SQL transaction."""
-    try:
-        with write_tx(engine) as conn:
-            _lock(conn)
-            [result] = _store_and_apply(conn, [event], received)
-    except sa.exc.IntegrityError as exc:
-        raise _conflict(exc) from exc
+    """Store one parsed event and fold it in, in its own SQL transaction."""
+    result = _one(engine, event, received, _store_and_apply, True)
+    if isinstance(result, StrataError):
+        raise result
     return result
 
 
@@ -100,12 +101,44 @@ def ingest_batch(
     return ingest_parsed(engine, parsed)
 
 
+Step = Callable[[Connection, list[Event], datetime], list[IngestResult]]
+
+
 def ingest_parsed(
     engine: Engine, items: list[Event | StrataError]
 ) -> list[IngestResult | StrataError]:
-    """Store already parsed events in one SQL transaction; errors pass through in place.
+    """Store already parsed events and fold them into the model, in one SQL transaction;
+    errors pass through in place."""
+    return _in_groups(engine, items, _store_and_apply, lock=True)
 
-    The batch is first applied as a whole; if an event is refused, that attempt
+
+def accept_parsed(
+    engine: Engine, journal: Engine, items: list[Event | StrataError]
+) -> list[IngestResult | StrataError]:
+    """Queue already parsed events for :func:`fold_pending` in ``journal``, one SQL
+    transaction; errors pass through in place.
+
+    What the server acknowledges: the event is durable and valid, and everything that
+    could refuse it has been checked. It does not wait for the fold: on PostgreSQL the
+    queue is a table the fold's lock does not cover, on SQLite a file of its own.
+    ``engine`` is the store, read for those checks.
+    """
+
+    def step(conn: Connection, events: list[Event], received: datetime) -> list[IngestResult]:
+        if journal is engine:
+            return _accept(conn, conn, events, received)
+        with read_tx(engine) as store:
+            return _accept(store, conn, events, received)
+
+    return _in_groups(journal, items, step, lock=False)
+
+
+def _in_groups(
+    engine: Engine, items: list[Event | StrataError], step: Step, *, lock: bool
+) -> list[IngestResult | StrataError]:
+    """Run ``step`` over the events of ``items`` in one SQL transaction.
+
+    The batch is first taken as a whole; if an event is refused, that attempt
     is rolled back and each event runs under its own savepoint, so a refused
     event leaves nothing behind and the result is what ingesting them one by
     one would give (savepoints cost two statements an event, which the common
@@ -120,18 +153,22 @@ def ingest_parsed(
         return [r for r in out if r is not None]
     received = datetime.now(UTC)
     try:
-        return _batch_whole(engine, parsed, out, received)
+        return _batch_whole(engine, parsed, out, received, step, lock)
     except _Refused:
         pass
     try:
         with write_tx(engine) as conn:
-            _lock(conn)
+            if lock:
+                _lock(conn)
             for i, event in enumerate(parsed):
                 if event is not None:
-                    out[i] = _ingest_nested(conn, event, received)
+                    out[i] = _nested(conn, [event], received, step)
     except StoreError:
         # Results set inside the failed transaction were rolled back with it.
-        return [i if isinstance(i, StrataError) else _one(engine, i, received) for i in items]
+        return [
+            i if isinstance(i, StrataError) else _one(engine, i, received, step, lock)
+            for i in items
+        ]
     return [r for r in out if r is not None]
 
 
@@ -144,14 +181,17 @@ def _batch_whole(
     parsed: list[Event | None],
     out: list[IngestResult | StrataError | None],
     received: datetime,
+    step: Step,
+    lock: bool,
 ) -> list[IngestResult | StrataError]:
     done = list(out)
     events = [e for e in parsed if e is not None]
     try:
         with write_tx(engine) as conn:
-            _lock(conn)
+            if lock:
+                _lock(conn)
             try:
-                results = iter(_store_and_apply(conn, events, received))
+                results = iter(step(conn, events, received))
             except (sa.exc.IntegrityError, StrataError) as exc:
                 raise _Refused from exc
     except StoreError as exc:  # the slower path answers each event on its own
@@ -162,12 +202,13 @@ def _batch_whole(
     return [r for r in done if r is not None]
 
 
-def _ingest_nested(
-    conn: Connection, event: Event, received: datetime
+def _nested(
+    conn: Connection, events: list[Event], received: datetime, step: Step
 ) -> IngestResult | StrataError:
+    """``step`` over one event under a savepoint: its result, or why it was refused."""
     try:
         with conn.begin_nested():
-            [result] = _store_and_apply(conn, [event], received)
+            [result] = step(conn, events, received)
     except sa.exc.IntegrityError as exc:
         return _conflict(exc)
     except StrataError as exc:
@@ -175,35 +216,213 @@ def _ingest_nested(
     return result
 
 
-def _one(engine: Engine, event: Event, received: datetime) -> IngestResult | StrataError:
+def _one(
+    engine: Engine, event: Event, received: datetime, step: Step, lock: bool
+) -> IngestResult | StrataError:
     try:
-        return store_event(engine, event, received)
+        with write_tx(engine) as conn:
+            if lock:
+                _lock(conn)
+            [result] = step(conn, [event], received)
+    except sa.exc.IntegrityError as exc:
+        return _conflict(exc)
     except StrataError as exc:
         return exc
+    return result
 
 
 def _store_and_apply(
-    conn: Connection, events: list[Event], received: datetime
+    conn: Connection, events: list[Event], received: datetime | Mapping[str, datetime]
 ) -> list[IngestResult]:
-    """Store the raw events and bring the model up to date with the new ones.
+    """Store the raw events and bring the model up to date with the new ones."""
+    new = _store(conn, events, received)
+    _apply(conn, [e for e, is_new in zip(events, new, strict=True) if is_new])
+    return [_result(e, not is_new) for e, is_new in zip(events, new, strict=True)]
+
+
+def _accept(
+    store: Connection, queue: Connection, events: list[Event], received: datetime
+) -> list[IngestResult]:
+    """Check the events against the store and queue the new ones for the fold."""
+    versions.check_lake_outputs(store, events)
+    e, p = s.lineage_events, s.lineage_pending
+    hashes = sorted({ev.payload_hash for ev in events})
+    known: set[str] = set()
+    for chunk in rowlib.chunks(hashes):
+        known.update(
+            store.execute(
+                rowlib.cached(
+                    ("stored-hashes",),
+                    lambda: sa.select(e.c.payload_hash).where(
+                        e.c.payload_hash.in_(sa.bindparam("h", expanding=True))
+                    ),
+                ),
+                {"h": list(chunk)},
+            ).scalars()
+        )
+    rows = {
+        ev.payload_hash: {
+            "payload_hash": ev.payload_hash,
+            "payload": ev.payload,
+            "received_at": received,
+        }
+        for ev in events
+        if ev.payload_hash not in known
+    }
+    queued = rowlib.insert_ignore_many(queue, p, list(rows.values()), ["payload_hash"])
+    out = []
+    for ev in events:
+        out.append(_result(ev, ev.payload_hash not in queued))
+        queued.discard(ev.payload_hash)
+    return out
+
+
+def _apply(conn: Connection, fresh: list[Event]) -> None:
+    """Bring the model up to date with ``fresh``, events stored but not yet folded.
 
     Run events are applied as one group (see :func:`runs.apply_run_events`); the rarer
     job and dataset events one by one, first, since every write commutes.
     """
-    new = _store(conn, events, received)
-    fresh = [e for e, is_new in zip(events, new, strict=True) if is_new]
     for event in fresh:
         if event.kind == "JobEvent":
             _apply_job_event(conn, event)
         elif event.kind == "DatasetEvent":
             runs.touch_event_datasets(conn, event)
     runs.apply_run_events(conn, [e for e in fresh if e.kind == "RunEvent"])
-    return [_result(e, not is_new) for e, is_new in zip(events, new, strict=True)]
 
 
-def _store(conn: Connection, events: list[Event], received: datetime) -> list[bool]:
-    """Insert the raw events; per event, False if an identical one is already stored
-    (or comes earlier in ``events``)."""
+@dataclass(frozen=True)
+class Folded:
+    """What one :func:`fold_pending` call did: the events folded and those refused, by
+    payload hash."""
+
+    folded: list[str]
+    refused: dict[str, str]
+
+    def __len__(self) -> int:
+        return len(self.folded) + len(self.refused)
+
+
+def fold_pending(
+    engine: Engine, journal: Engine, limit: int, known: Mapping[str, Event] | None = None
+) -> Folded:
+    """Fold up to ``limit`` queued events (oldest first) into the store: each is stored
+    in ``lineage_events`` and applied, one SQL transaction under the writer lock.
+
+    ``known`` holds events already parsed by this process, by payload hash; the others
+    are parsed from the queue. An event the fold refuses (the store would not take its
+    rows) keeps its queue row with the reason and is not tried again. With the queue in
+    another database (SQLite) its rows go after the store commits; if the process dies in
+    between, the next fold finds those events stored already and only drops their rows.
+    """
+    known = known or {}
+    queued = None
+    if journal is not engine:
+        with read_tx(journal) as jconn:
+            queued = _queued(jconn, limit)
+    with write_tx(engine) as conn:
+        _lock(conn)
+        if queued is None:
+            queued = _queued(conn, limit)
+        if not queued:
+            return Folded([], {})
+        events: list[Event] = []
+        received: dict[str, datetime] = {}
+        for row in queued:
+            event = known.get(row.payload_hash)
+            if event is None:
+                event = parse_event(row.payload, check=False, digest=row.payload_hash)
+            events.append(event)
+            received[row.payload_hash] = row.received_at
+        refused: dict[str, str] = {}
+        try:
+            with conn.begin_nested():
+                _store_and_apply(conn, events, received)
+        except _UNREACHABLE:
+            raise
+        except Exception:  # an event of the group was refused: find which, one by one
+            for event in events:
+                why = _nested_apply(conn, event, received)
+                if why is not None:
+                    refused[event.payload_hash] = why
+        done = [ev.payload_hash for ev in events if ev.payload_hash not in refused]
+        if journal is engine:
+            _dequeue(conn, done, refused)
+    if journal is not engine:
+        with write_tx(journal) as jconn:
+            _dequeue(jconn, done, refused)
+    return Folded(done, refused)
+
+
+def _queued(conn: Connection, limit: int) -> list[Any]:
+    p = s.lineage_pending
+    return list(
+        conn.execute(
+            rowlib.cached(
+                ("pending-next",),
+                lambda: (
+                    sa.select(p.c.payload_hash, p.c.payload, p.c.received_at)
+                    .where(p.c.error.is_(None))
+                    .order_by(p.c.seq)
+                    .limit(sa.bindparam("n"))
+                ),
+            ),
+            {"n": limit},
+        ).all()
+    )
+
+
+def _dequeue(conn: Connection, done: list[str], refused: dict[str, str]) -> None:
+    p = s.lineage_pending
+    for chunk in rowlib.chunks(done):
+        conn.execute(
+            rowlib.cached(
+                ("pending-done",),
+                lambda: p.delete().where(p.c.payload_hash.in_(sa.bindparam("h", expanding=True))),
+            ),
+            {"h": list(chunk)},
+        )
+    if refused:
+        conn.execute(
+            rowlib.cached(
+                ("pending-refused",),
+                lambda: (
+                    p.update()
+                    .where(p.c.payload_hash == sa.bindparam("h"))
+                    .values(error=sa.bindparam("why"))
+                ),
+            ),
+            [{"h": h, "why": why} for h, why in refused.items()],
+        )
+
+
+def _nested_apply(conn: Connection, event: Event, received: Mapping[str, datetime]) -> str | None:
+    """Fold one event under a savepoint; why it was refused, or None."""
+    try:
+        with conn.begin_nested():
+            _store_and_apply(conn, [event], received)
+    except _UNREACHABLE:
+        raise
+    except sa.exc.IntegrityError as exc:
+        return _conflict(exc).message
+    except StrataError as exc:
+        return exc.message
+    except Exception as exc:  # stored and acknowledged: set aside, never retried forever
+        log.exception("folding lineage event %s failed", keys.event_uuid(event.payload_hash))
+        return f"the fold failed: {exc!r}"
+    return None
+
+
+# The store itself failing (not an event): the fold is retried later, nothing is set aside.
+_UNREACHABLE = (sa.exc.OperationalError, sa.exc.InterfaceError, StoreError)
+
+
+def _store(
+    conn: Connection, events: list[Event], received: datetime | Mapping[str, datetime]
+) -> list[bool]:
+    """Insert the raw events, received at ``received`` (one time, or one per payload
+    hash); per event, False if an identical one is already stored (or comes earlier in
+    ``events``)."""
     rows: dict[str, dict[str, Any]] = {}
     for event in events:
         rows.setdefault(
@@ -213,7 +432,9 @@ def _store(conn: Connection, events: list[Event], received: datetime) -> list[bo
                 "run_uuid": event.run_id,
                 "event_type": event.event_type,
                 "event_time": event.event_time,
-                "received_at": received,
+                "received_at": (
+                    received if isinstance(received, datetime) else received[event.payload_hash]
+                ),
                 "producer": event.producer,
                 "job_namespace": event.job_namespace,
                 "job_name": event.job_name,

@@ -24,9 +24,11 @@ from strata.lineage import keys
 from strata.lineage.events import Event
 from strata.lineage.rows import (
     cached,
+    chunks,
     insert_ignore_many,
     merge_stamped,
     touch_namespace,
+    values_query,
     widening_upsert,
 )
 from strata.store import schema as s
@@ -432,50 +434,67 @@ def widen_job_versions(
         )
 
 
-def refresh_current_version(
-    conn: Connection,
-    job_uuid: str,
-    state: dict[str, Any] | None = None,
-    known: str | bool | None = False,
-) -> None:
-    """The job's current version: that of its latest run, or a later JobEvent's.
+_LATEST_RUN = (
+    "SELECT q.j, r.created_at, r.job_version_uuid FROM q JOIN runs r ON r.uuid = ("
+    "SELECT x.uuid FROM runs x WHERE x.job_uuid = q.j AND x.job_version_uuid IS NOT NULL"
+    " ORDER BY x.created_at DESC, x.uuid DESC LIMIT 1)"
+)
 
-    ``state`` is the job's fold state when the caller has it; ``known`` its stored
-    current version (False: unknown), to skip a write that changes nothing.
+
+def refresh_current_versions(
+    conn: Connection, jobs: dict[str, tuple[dict[str, Any] | None, str | bool | None]]
+) -> None:
+    """Each job's current version: that of its latest run, or a later JobEvent's.
+
+    ``jobs`` maps a job to its fold state when the caller has it (None: read it) and
+    its stored current version (False: unknown), to skip writes that change nothing.
     """
-    r, t = s.runs, s.jobs
-    run: Any = conn.execute(
-        cached(
-            ("job-latest-run",),
-            lambda: (
-                sa.select(r.c.created_at, r.c.job_version_uuid)
-                .where(r.c.job_uuid == sa.bindparam("j"), r.c.job_version_uuid.is_not(None))
-                .order_by(r.c.created_at.desc(), r.c.uuid.desc())
-                .limit(1)
-            ),
-        ),
-        {"j": job_uuid},
-    ).first()
-    best: tuple[datetime, str] | None = (run[0], str(run[1])) if run is not None else None
-    if state is None:
-        _, state = _state(conn, job_uuid)
-    static = state.get("static") or {}
-    if static:
-        fp, stamp = max(static.items(), key=lambda kv: (list(kv[1]), kv[0]))
-        at = _from_stamp(stamp)
-        if best is None or at > best[0]:
-            best = (at, keys.job_version_uuid(job_uuid, fp))
-    current = best[1] if best else None
-    if known is not False and known == current:
+    if not jobs:
         return
-    conn.execute(
-        cached(
-            ("job-current",),
-            lambda: (
-                t.update()
-                .where(t.c.uuid == sa.bindparam("key"))
-                .values(current_version_uuid=sa.bindparam("cur"))
+    ordered = sorted(jobs)
+    latest: dict[str, tuple[datetime, str]] = {}
+    ts = s.runs.c.created_at.type
+    for chunk in chunks(ordered):
+        stmt, params = values_query(
+            ("latest-run",),
+            "q",
+            {"j": None},
+            [{"j": j} for j in chunk],
+            _LATEST_RUN,
+            (sa.column("j"), sa.column("created_at", ts), sa.column("v")),
+        )
+        found = conn.execute(stmt, params).all()
+        latest.update({str(row[0]): (row[1], str(row[2])) for row in found})
+    writes = []
+    for job_uuid in ordered:
+        state, known = jobs[job_uuid]
+        best = latest.get(job_uuid)
+        if state is None:
+            _, state = _state(conn, job_uuid)
+        static = state.get("static") or {}
+        if static:
+            fp, stamp = max(static.items(), key=lambda kv: (list(kv[1]), kv[0]))
+            at = _from_stamp(stamp)
+            if best is None or at > best[0]:
+                best = (at, keys.job_version_uuid(job_uuid, fp))
+        current = best[1] if best else None
+        if known is False or known != current:
+            writes.append({"key": job_uuid, "cur": current})
+    if writes:
+        t = s.jobs
+        conn.execute(
+            cached(
+                ("job-current",),
+                lambda: (
+                    t.update()
+                    .where(t.c.uuid == sa.bindparam("key"))
+                    .values(current_version_uuid=sa.bindparam("cur"))
+                ),
             ),
-        ),
-        {"key": job_uuid, "cur": current},
-    )
+            writes,
+        )
+
+
+def refresh_current_version(conn: Connection, job_uuid: str) -> None:
+    """:func:`refresh_current_versions` for one job."""
+    refresh_current_versions(conn, {job_uuid: (None, False)})

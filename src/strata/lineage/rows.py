@@ -8,6 +8,7 @@ event they came from, so every write here commutes with every other.
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
+from collections.abc import Set as AbstractSet
 from dataclasses import dataclass
 from datetime import datetime
 from typing import Any, TypeVar
@@ -42,27 +43,35 @@ def chunks(items: Sequence[T]) -> list[Sequence[T]]:
 
 
 def values_query(
-    key: tuple[Any, ...], name: str, columns: dict[str, Any], n: int, body: str
-) -> Any:
-    """``WITH name(columns) AS (VALUES ...) body`` for ``n`` rows of parameters named
-    ``<column><row>`` (see :func:`flat_params`); ``columns`` maps each to its type or
-    None. PostgreSQL and SQLite both take it, and one statement then does the work of
-    ``n`` lookups."""
+    key: tuple[Any, ...],
+    name: str,
+    columns: dict[str, Any],
+    rows: Sequence[dict[str, Any]],
+    body: str,
+    returns: Sequence[Any] = (),
+) -> tuple[Any, dict[str, Any]]:
+    """``WITH name(columns) AS (VALUES ...) body`` over ``rows``, and its parameters.
+
+    One statement does the work of a lookup per row; PostgreSQL and SQLite both take
+    it. ``columns`` maps each column to its type or None. The row count is rounded up
+    to a power of two by repeating the last row, so a handful of statements serve
+    every group size (callers must not mind a repeated row). ``returns``: typed result
+    columns, where a value needs converting (times on SQLite).
+    """
+    n = 1 << max(len(rows) - 1, 0).bit_length()
 
     def build() -> Any:
-        rows = ", ".join("(" + ", ".join(f":{c}{i}" for c in columns) + ")" for i in range(n))
-        stmt = sa.text(f"WITH {name}({', '.join(columns)}) AS (VALUES {rows}) {body}")
+        values = ", ".join("(" + ", ".join(f":{c}{i}" for c in columns) + ")" for i in range(n))
+        stmt = sa.text(f"WITH {name}({', '.join(columns)}) AS (VALUES {values}) {body}")
         typed = [
             sa.bindparam(f"{c}{i}", type_=t) for c, t in columns.items() if t for i in range(n)
         ]
-        return stmt.bindparams(*typed) if typed else stmt
+        stmt = stmt.bindparams(*typed) if typed else stmt
+        return stmt.columns(*returns) if returns else stmt
 
-    return cached(("values", *key, n), build)
-
-
-def flat_params(rows: Sequence[dict[str, Any]]) -> dict[str, Any]:
-    """Parameters of :func:`values_query`: row ``i``'s ``column`` as ``<column><i>``."""
-    return {f"{c}{i}": v for i, row in enumerate(rows) for c, v in row.items()}
+    padded = [*rows, *[rows[-1]] * (n - len(rows))]
+    params = {f"{c}{i}": v for i, row in enumerate(padded) for c, v in row.items()}
+    return cached(("values", *key, n), build), params
 
 
 def _dialect(conn: Connection) -> Any:
@@ -302,54 +311,92 @@ def merge_dataset_facets(
     if not merge_stamped(current, stamps, new, stamp):
         return False, False
     values_changed = current != row.facets
-    row.facets, row.fold_state = current, {**row.fold_state, "facets": stamps}
+    if values_changed:
+        row.facets = current
+    row.fold_state = {**row.fold_state, "facets": stamps}
     return True, values_changed
 
 
-def write_dataset_facets(conn: Connection, rows: Sequence[DatasetRow]) -> None:
-    """Store the merged facets and stamps of ``rows``."""
-    if not rows:
-        return
-    t = s.datasets
-    stmt = cached(
-        ("dataset-facets",),
-        lambda: (
-            t.update()
-            .where(t.c.uuid == sa.bindparam("key"))
-            .values(facets=sa.bindparam("facets"), fold_state=sa.bindparam("fold_state"))
-        ),
-    )
-    conn.execute(
-        stmt, [{"key": r.uuid, "facets": r.facets, "fold_state": r.fold_state} for r in rows]
-    )
-
-
-def refresh_dataset(
-    conn: Connection, dataset_uuid: str, facets: dict[str, Any] | None = None
+def write_dataset_facets(
+    conn: Connection, rows: Sequence[DatasetRow], values_changed: AbstractSet[str]
 ) -> None:
-    """Columns derived from the dataset's merged facets: description, source, symlinks."""
+    """Store the merged stamps of ``rows``, and the facets of those in ``values_changed``
+    (a later event that repeats the stored values moves only the stamps, and facets
+    such as a schema are large)."""
     t = s.datasets
-    if facets is None:
-        row = conn.execute(sa.select(t.c.facets).where(t.c.uuid == dataset_uuid)).one()
-        facets = row.facets or {}
-    merged: dict[str, Any] = facets
-    values: dict[str, Any] = {}
-    desc = fx.description(merged)
-    if desc is not None:
-        values["description"] = desc
-    source = fx.data_source(merged)
-    if source is not None:
-        values["source_name"] = source[0]
-    if values:
-        conn.execute(t.update().where(t.c.uuid == dataset_uuid).values(**values))
-    links = fx.symlinks(merged)
-    sl = s.dataset_symlinks
-    conn.execute(sl.delete().where(sl.c.dataset_uuid == dataset_uuid))
-    if links:
-        conn.execute(
-            sl.insert(),
-            [
-                {"dataset_uuid": dataset_uuid, "namespace": ns, "name": name, "type": kind}
-                for ns, name, kind in links
-            ],
+    with_values = [r for r in rows if r.uuid in values_changed]
+    stamps_only = [r for r in rows if r.uuid not in values_changed]
+    if with_values:
+        stmt = cached(
+            ("dataset-facets",),
+            lambda: (
+                t.update()
+                .where(t.c.uuid == sa.bindparam("key"))
+                .values(facets=sa.bindparam("facets"), fold_state=sa.bindparam("fold_state"))
+            ),
         )
+        conn.execute(
+            stmt,
+            [{"key": r.uuid, "facets": r.facets, "fold_state": r.fold_state} for r in with_values],
+        )
+    if stamps_only:
+        stmt = cached(
+            ("dataset-stamps",),
+            lambda: (
+                t.update()
+                .where(t.c.uuid == sa.bindparam("key"))
+                .values(fold_state=sa.bindparam("fold_state"))
+            ),
+        )
+        conn.execute(stmt, [{"key": r.uuid, "fold_state": r.fold_state} for r in stamps_only])
+
+
+def refresh_datasets(conn: Connection, facets: dict[str, dict[str, Any]]) -> None:
+    """Columns derived from each dataset's merged ``facets``: description, source,
+    symlinks."""
+    if not facets:
+        return
+    t, sl = s.datasets, s.dataset_symlinks
+    updates: dict[tuple[str, ...], list[dict[str, Any]]] = {}
+    links: list[dict[str, Any]] = []
+    for dataset_uuid in sorted(facets):
+        merged = facets[dataset_uuid]
+        values: dict[str, Any] = {}
+        desc = fx.description(merged)
+        if desc is not None:
+            values["description"] = desc
+        source = fx.data_source(merged)
+        if source is not None:
+            values["source_name"] = source[0]
+        if values:
+            updates.setdefault(tuple(values), []).append({"key": dataset_uuid, **values})
+        links += [
+            {"dataset_uuid": dataset_uuid, "namespace": ns, "name": name, "type": kind}
+            for ns, name, kind in fx.symlinks(merged)
+        ]
+    for columns, params in updates.items():
+        stmt = _CACHE.get(("dataset-derived", columns))
+        if stmt is None:
+            stmt = _CACHE[("dataset-derived", columns)] = (
+                t.update()
+                .where(t.c.uuid == sa.bindparam("key"))
+                .values({c: sa.bindparam(c) for c in columns})
+            )
+        conn.execute(stmt, params)
+    for chunk in chunks(sorted(facets)):
+        conn.execute(
+            cached(
+                ("symlinks-clear",),
+                lambda: sl.delete().where(sl.c.dataset_uuid.in_(sa.bindparam("d", expanding=True))),
+            ),
+            {"d": list(chunk)},
+        )
+    if links:
+        conn.execute(cached(("symlinks-insert",), sl.insert), links)
+
+
+def refresh_dataset(conn: Connection, dataset_uuid: str) -> None:
+    """:func:`refresh_datasets` for one dataset, its facets read from the store."""
+    t = s.datasets
+    row = conn.execute(sa.select(t.c.facets).where(t.c.uuid == dataset_uuid)).one()
+    refresh_datasets(conn, {dataset_uuid: row.facets or {}})

@@ -20,7 +20,7 @@ from strata.lineage.rows import (
     chunks,
     insert_ignore,
     merge_dataset_facets,
-    refresh_dataset,
+    refresh_datasets,
     touch_dataset_rows,
     touch_namespaces,
     touch_source,
@@ -33,18 +33,27 @@ from strata.store import schema as s
 K = TypeVar("K")
 
 
-def load_events(conn: Connection, run_uuids: Sequence[str]) -> dict[str, list[Event]]:
-    """The stored events of each run (runs without events are left out)."""
+def load_events(
+    conn: Connection, run_uuids: Sequence[str], skip: Sequence[str] = ()
+) -> dict[str, list[Event]]:
+    """The stored events of each run (runs without any are left out), but for those
+    whose payload hash is in ``skip`` (the caller has them parsed already)."""
     e = s.lineage_events
-    stmt = cached(
-        ("run-events",),
-        lambda: sa.select(e.c.run_uuid, e.c.payload, e.c.payload_hash).where(
+
+    def build() -> Any:
+        stmt = sa.select(e.c.run_uuid, e.c.payload, e.c.payload_hash).where(
             e.c.run_uuid.in_(sa.bindparam("r", expanding=True))
-        ),
-    )
+        )
+        if skip:
+            stmt = stmt.where(e.c.payload_hash.not_in(sa.bindparam("h", expanding=True)))
+        return stmt
+
     out: dict[str, list[Event]] = {}
     for chunk in chunks(sorted(run_uuids)):
-        for row in conn.execute(stmt, {"r": list(chunk)}).all():
+        params: dict[str, Any] = {"r": list(chunk)}
+        if skip:
+            params["h"] = list(skip)
+        for row in conn.execute(cached(("run-events", bool(skip)), build), params).all():
             event = parse_event(row.payload, check=False, digest=row.payload_hash)
             out.setdefault(str(row.run_uuid), []).append(event)
     return out
@@ -112,7 +121,7 @@ def touch_events(
                 changed[row.uuid] = row
             if values:
                 stale.add(row.uuid)
-    write_dataset_facets(conn, [changed[u] for u in sorted(changed)])
+    write_dataset_facets(conn, [changed[u] for u in sorted(changed)], stale)
     for name, uri, at in sorted(sources, key=lambda x: (x[0], x[1] or "", x[2])):
         touch_source(conn, name, uri, at)
     return found, stale
@@ -130,9 +139,7 @@ def widen(spans: dict[K, tuple[datetime, datetime]], key: K, at: datetime) -> No
 def touch_event_datasets(conn: Connection, ev: Event) -> dict[tuple[str, str], str]:
     """Create the event's datasets, fold its dataset facets in and refresh what changed."""
     found, stale = touch_events(conn, [ev])
-    for row in found.values():
-        if row.uuid in stale:
-            refresh_dataset(conn, row.uuid, row.facets)
+    refresh_datasets(conn, {row.uuid: row.facets for row in found.values() if row.uuid in stale})
     return {key: row.uuid for key, row in found.items()}
 
 
@@ -216,16 +223,16 @@ def apply_run_events(conn: Connection, new: Sequence[Event]) -> None:
     """
     if not new:
         return
-    fresh_hashes: dict[str, set[str]] = {}
+    fresh: dict[str, list[Event]] = {}
     for ev in new:
         assert ev.run_id is not None and ev.job_namespace is not None and ev.job_name
-        fresh_hashes.setdefault(ev.run_id, set()).add(ev.payload_hash)
-    stored = load_events(conn, list(fresh_hashes))
+        fresh.setdefault(ev.run_id, []).append(ev)
+    stored = load_events(conn, list(fresh), [ev.payload_hash for ev in new])
     steps: list[_Step] = []
-    for run_uuid in sorted(fresh_hashes):
-        events = stored[run_uuid]
-        earlier = [e for e in events if e.payload_hash not in fresh_hashes[run_uuid]]
-        steps.append(_Step(fold_run(events), fold_run(earlier) if earlier else None))
+    for run_uuid in sorted(fresh):
+        earlier = stored.get(run_uuid, [])
+        run = fold_run(earlier + fresh[run_uuid])
+        steps.append(_Step(run, fold_run(earlier) if earlier else None))
 
     ordered = sorted(new, key=Event.fold_key)
     found, stale = touch_events(conn, ordered)
@@ -252,10 +259,7 @@ def apply_run_events(conn: Connection, new: Sequence[Event]) -> None:
         if derived:
             refresh.add(job.uuid)
     jobs.write_job_states(conn, [merged[u] for u in sorted(merged)])
-    for key in sorted(found, key=lambda k: found[k].uuid):
-        row = found[key]
-        if row.uuid in stale:
-            refresh_dataset(conn, row.uuid, row.facets)
+    refresh_datasets(conn, {row.uuid: row.facets for row in found.values() if row.uuid in stale})
     for job_uuid in sorted(refresh):
         jobs.refresh_job(conn, job_uuid)
 
@@ -325,8 +329,7 @@ def apply_run_events(conn: Connection, new: Sequence[Event]) -> None:
         if is_lake:
             lake.add(u)
     settle = versions.bind_runs(conn, [rebind[r] for r in sorted(rebind)], uuids, lake)
-    for dataset in sorted(settle - lake):
-        versions.settle(conn, dataset, False)
+    versions.settle(conn, settle - lake)
     versions.set_current(conn, moved - settle)
 
     refresh_versions: set[str] = set()
@@ -351,14 +354,14 @@ def apply_run_events(conn: Connection, new: Sequence[Event]) -> None:
     jobs.widen_job_versions(conn, widened)
     jobs.refresh_job_versions(conn, refresh_versions)
     by_uuid = {job.uuid: job for job in job_rows.values()}
-    for job_uuid in sorted({st.job_uuid for st in steps}):
+    current: dict[str, tuple[dict[str, Any] | None, str | bool | None]] = {}
+    for job_uuid in {st.job_uuid for st in steps}:
         touched = by_uuid.get(job_uuid)
         if touched is not None and job_uuid not in recounted:
-            jobs.refresh_current_version(
-                conn, job_uuid, touched.fold_state, touched.current_version
-            )
+            current[job_uuid] = (touched.fold_state, touched.current_version)
         else:
-            jobs.refresh_current_version(conn, job_uuid)
+            current[job_uuid] = (None, False)
+    jobs.refresh_current_versions(conn, current)
 
 
 def write_runs(conn: Connection, steps: Sequence[_Step]) -> None:

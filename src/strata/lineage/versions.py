@@ -33,11 +33,11 @@ from sqlalchemy.engine import Connection
 from strata.errors import InvalidEvent
 from strata.lineage import facets as fx
 from strata.lineage import keys
+from strata.lineage.events import Event
 from strata.lineage.fold import IoFold, RunFold
 from strata.lineage.rows import (
     cached,
     chunks,
-    flat_params,
     insert_ignore_many,
     touch_dataset,
     upsert,
@@ -45,11 +45,6 @@ from strata.lineage.rows import (
 )
 from strata.store import schema as s
 from strata.store.types import UTCDateTime
-
-
-def is_lake(conn: Connection, dataset_uuid: str) -> bool:
-    d = s.datasets
-    return bool(conn.execute(sa.select(d.c.is_lake).where(d.c.uuid == dataset_uuid)).scalar())
 
 
 def _by_label(
@@ -113,18 +108,18 @@ def _current_at_many(
     for lake in (False, True):
         picked = [i for i, w in enumerate(wanted) if w[1] is lake]
         for chunk in chunks(picked):
-            stmt = values_query(
-                ("current-at", lake),
-                "q",
-                {"k": None, "d": None, "r": None, "t": UTCDateTime()},
-                len(chunk),
-                f"SELECT q.k, ({_CURRENT_AT[lake]}) FROM q",
-            )
             rows = [
                 {"k": i, "d": wanted[i][0], "r": wanted[i][2].run_id, "t": wanted[i][2].bind_time}
                 for i in chunk
             ]
-            for row in conn.execute(stmt, flat_params(rows)).all():
+            stmt, params = values_query(
+                ("current-at", lake),
+                "q",
+                {"k": None, "d": None, "r": None, "t": UTCDateTime()},
+                rows,
+                f"SELECT q.k, ({_CURRENT_AT[lake]}) FROM q",
+            )
+            for row in conn.execute(stmt, params).all():
                 out[int(row[0])] = str(row[1]) if row[1] is not None else None
     return out
 
@@ -335,17 +330,48 @@ def write_outputs(conn: Connection, outputs: Sequence[Output]) -> None:
         conn.execute(cached(("cl-insert",), cl.insert), edges)
 
 
+def check_lake_outputs(conn: Connection, events: Sequence[Event]) -> None:
+    """Refuse an event naming a version of a lake dataset that was never committed.
+
+    Checked when an event is stored, so the sender hears of it; the answer cannot
+    change later, since committed versions are never removed.
+    """
+    d = s.datasets
+    for ev in events:
+        for ref in ev.outputs:
+            label = fx.dataset_version_label({**ref.facets, **ref.io_facets})
+            if label is None:
+                continue
+            row = conn.execute(
+                cached(
+                    ("lake-by-name",),
+                    lambda: sa.select(d.c.uuid).where(
+                        d.c.namespace == sa.bindparam("ns"),
+                        d.c.name == sa.bindparam("n"),
+                        d.c.is_lake.is_(True),
+                    ),
+                ),
+                {"ns": ref.namespace, "n": ref.name},
+            ).first()
+            if row is not None and _by_label(conn, str(row.uuid), label, lake=True) is None:
+                raise _missing_commit(ev.run_id, label)
+
+
+def _missing_commit(run_id: str | None, label: str) -> InvalidEvent:
+    return InvalidEvent(
+        f"run {run_id} names version {label!r} of a lake dataset that has no such "
+        "committed version; send the commit id the transaction service returned",
+        path="$.outputs[].facets.version.datasetVersion",
+        value=label,
+    )
+
+
 def _bind_lake_output(conn: Connection, run: RunFold, dataset: str, label: str | None) -> None:
     if label is None:
         return  # nothing says which commit the run wrote; the transaction service may know
     found = _by_label(conn, dataset, label, lake=True)
     if found is None:
-        raise InvalidEvent(
-            f"run {run.run_id} names version {label!r} of a lake dataset that has no such "
-            "committed version; send the commit id the transaction service returned",
-            path="$.outputs[].facets.version.datasetVersion",
-            value=label,
-        )
+        raise _missing_commit(run.run_id, label)
     dv = s.dataset_versions
     conn.execute(dv.update().where(dv.c.uuid == found[0]).values(run_uuid=run.run_id))
 
@@ -364,17 +390,17 @@ class Moved:
     labels: frozenset[str]
 
 
-# The runs that started at or after a time come first: with in-order delivery that
-# is the last few runs, where starting from the dataset would visit all of its
-# versions. CROSS JOIN fixes that order on SQLite; PostgreSQL plans it alike. The
-# other two arms find runs bound by label: to a version carrying one of the
-# labels, or to the output version itself.
+# Runs that started at or after a time and read one of some datasets. The runs come
+# first: with in-order delivery that is the last few runs (a group's own, mostly), where
+# starting from the datasets would visit all of their versions. CROSS JOIN fixes that
+# order on SQLite; PostgreSQL plans it alike.
 _SINCE = (
-    "SELECT m.k, ri.run_uuid FROM m CROSS JOIN runs r"
+    "SELECT ri.run_uuid, r.created_at, dv.dataset_uuid FROM runs r"
     " CROSS JOIN run_inputs ri CROSS JOIN dataset_versions dv"
-    " WHERE r.created_at >= m.t AND ri.run_uuid = r.uuid"
-    " AND dv.uuid = ri.dataset_version_uuid AND dv.dataset_uuid = m.d"
+    " WHERE r.created_at >= :t AND ri.run_uuid = r.uuid"
+    " AND dv.uuid = ri.dataset_version_uuid AND dv.dataset_uuid IN :d"
 )
+# Runs bound by label: to a version carrying one of the labels, or to the output itself.
 _BY_LABEL = (
     "SELECT m.k, ri.run_uuid FROM m JOIN dataset_versions dv ON dv.dataset_uuid = m.d"
     " AND dv.external_version = m.v"
@@ -387,56 +413,89 @@ def consumers_of(conn: Connection, moved: Sequence[Moved]) -> set[str]:
     """Runs whose binding a change in the ``moved`` outputs may move.
 
     A run bound by time can see an output only as a completed candidate, so only
-    runs that started at or after ``since`` can move. A run bound by label is bound
-    to a version carrying one of the labels, or to the output itself.
+    runs that started at or after ``since`` can move: one scan from the earliest
+    ``since`` of the group finds them all, and each is then held to its own output's
+    time. A run bound by label is bound to a version carrying one of the labels, or to
+    the output itself.
     """
-    timed = [(i, m) for i, m in enumerate(moved) if m.since is not None]
-    named = [(i, m, label) for i, m in enumerate(moved) for label in sorted(m.labels)]
-    found: set[tuple[int, str]] = set()
-    for chunk in chunks(timed):
-        stmt = values_query(
+    found: set[str] = set()
+    timed: dict[str, list[Moved]] = {}
+    for m in moved:
+        if m.since is not None:
+            timed.setdefault(m.dataset, []).append(m)
+    if timed:
+        since = min(m.since for ms in timed.values() for m in ms if m.since is not None)
+        stmt = cached(
             ("consumers-since",),
-            "m",
-            {"k": None, "d": None, "t": UTCDateTime()},
-            len(chunk),
-            _SINCE,
-        )
-        params = [{"k": i, "d": m.dataset, "t": m.since} for i, m in chunk]
-        found |= {(int(x[0]), str(x[1])) for x in conn.execute(stmt, flat_params(params)).all()}
-    for lchunk in chunks(named):
-        stmt = values_query(
-            ("consumers-label",), "m", {"k": None, "d": None, "v": None}, len(lchunk), _BY_LABEL
-        )
-        lparams = [{"k": i, "d": m.dataset, "v": label} for i, m, label in lchunk]
-        found |= {(int(x[0]), str(x[1])) for x in conn.execute(stmt, flat_params(lparams)).all()}
-    return {run for i, run in found if run != moved[i].run}
-
-
-def settle(conn: Connection, dataset: str, lake: bool | None = None) -> None:
-    """Date or drop synthetic versions, then move the current pointer."""
-    if lake if lake is not None else is_lake(conn, dataset):
-        return
-    dv, ri, r = s.dataset_versions, s.run_inputs, s.runs
-    synthetic = conn.execute(
-        cached(
-            ("synthetic-dates",),
             lambda: (
-                sa.select(dv.c.uuid, sa.func.min(r.c.created_at).label("first"))
-                .select_from(dv)
-                .outerjoin(ri, ri.c.dataset_version_uuid == dv.c.uuid)
-                .outerjoin(r, r.c.uuid == ri.c.run_uuid)
-                .where(
-                    dv.c.dataset_uuid == sa.bindparam("d"),
-                    dv.c.run_uuid.is_(None),
-                    dv.c.commit_id.is_(None),
+                sa.text(_SINCE)
+                .bindparams(
+                    sa.bindparam("t", type_=s.runs.c.created_at.type),
+                    sa.bindparam("d", expanding=True),
                 )
-                .group_by(dv.c.uuid)
+                .columns(
+                    sa.column("run_uuid"),
+                    sa.column("created_at", s.runs.c.created_at.type),
+                    sa.column("dataset_uuid"),
+                )
             ),
-        ),
-        {"d": dataset},
-    ).all()
-    dead = [{"v": row.uuid} for row in synthetic if row.first is None]
-    dated = [{"v": row.uuid, "first": row.first} for row in synthetic if row.first is not None]
+        )
+        for chunk in chunks(sorted(timed)):
+            for row in conn.execute(stmt, {"t": since, "d": list(chunk)}).all():
+                run, created = str(row[0]), row[1]
+                for m in timed[str(row[2])]:
+                    if m.since is not None and created >= m.since and run != m.run:
+                        found.add(run)
+                        break
+    named = [(i, m, label) for i, m in enumerate(moved) for label in sorted(m.labels)]
+    for lchunk in chunks(named):
+        stmt, params = values_query(
+            ("consumers-label",),
+            "m",
+            {"k": None, "d": None, "v": None},
+            [{"k": i, "d": m.dataset, "v": label} for i, m, label in lchunk],
+            _BY_LABEL,
+        )
+        for row in conn.execute(stmt, params).all():
+            if str(row[1]) != moved[int(row[0])].run:
+                found.add(str(row[1]))
+    return found
+
+
+def settle(conn: Connection, datasets: Iterable[str]) -> None:
+    """Date or drop the synthetic versions of non-lake ``datasets``, then move their
+    current pointers."""
+    dv, ri, r = s.dataset_versions, s.run_inputs, s.runs
+    keys_ = sorted(set(datasets))
+    dead: list[dict[str, Any]] = []
+    dated: list[dict[str, Any]] = []
+    for chunk in chunks(keys_):
+        synthetic = conn.execute(
+            cached(
+                ("synthetic-dates",),
+                lambda: (
+                    sa.select(
+                        dv.c.uuid, dv.c.created_at, sa.func.min(r.c.created_at).label("first")
+                    )
+                    .select_from(dv)
+                    .outerjoin(ri, ri.c.dataset_version_uuid == dv.c.uuid)
+                    .outerjoin(r, r.c.uuid == ri.c.run_uuid)
+                    .where(
+                        dv.c.dataset_uuid.in_(sa.bindparam("d", expanding=True)),
+                        dv.c.run_uuid.is_(None),
+                        dv.c.commit_id.is_(None),
+                    )
+                    .group_by(dv.c.uuid, dv.c.created_at)
+                ),
+            ),
+            {"d": list(chunk)},
+        ).all()
+        dead += [{"v": row.uuid} for row in synthetic if row.first is None]
+        dated += [
+            {"v": row.uuid, "first": row.first}
+            for row in synthetic
+            if row.first is not None and row.first != row.created_at
+        ]
     if dead:
         conn.execute(
             cached(("drop-version",), lambda: dv.delete().where(dv.c.uuid == sa.bindparam("v"))),
@@ -454,7 +513,7 @@ def settle(conn: Connection, dataset: str, lake: bool | None = None) -> None:
             ),
             dated,
         )
-    set_current(conn, [dataset])
+    set_current(conn, keys_)
 
 
 def set_current(conn: Connection, datasets: Iterable[str]) -> None:

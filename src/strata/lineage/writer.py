@@ -1,35 +1,54 @@
-"""Group commit: ingest requests that arrive together share one SQL transaction.
+"""The server's lineage writer: events are acknowledged once stored, folded just after.
 
-One thread per writer owns the lineage writes of a process: callers queue
-parsed events and wait on a future; the thread takes everything queued (up to
-``max_events``), stores it with :func:`~strata.lineage.ingest.ingest_parsed`
-and answers each caller. While one group is being written the next one
-gathers, so under load a transaction's fixed cost (BEGIN, the writer lock,
-the commit's flush) is paid once per group rather than once per request, and
-requests never queue on the database lock. Nothing is acknowledged before its
-group commits; a refused event is answered alone, as if sent by itself.
+Two threads per writer own the lineage writes of a process:
 
-Raw payloads are validated here too, not on the caller's thread: a server's
-event loop that spent its time validating would hold the GIL while this
-thread waits to take it back after every database round trip.
+- The **store** thread takes everything queued by requests (up to ``max_events``),
+  validates it, and queues it with :func:`~strata.lineage.ingest.accept_parsed`: a
+  queue row per event, one SQL transaction for the group. Each caller is answered
+  when its group commits: a 201 means the event is valid, durable and will be part of
+  the model. A refused event is answered alone, as if sent by itself. On SQLite the
+  queue is a file of its own (:func:`journal_for`), since SQLite has one writer per
+  file and the fold's transaction would hold storing back.
+- The **fold** thread folds queued events into the model with
+  :func:`~strata.lineage.ingest.fold_pending`, oldest first, in groups of up to
+  ``fold_events``. While it folds, the store thread goes on storing, so under load
+  the fold takes hundreds of events at a time and pays its per-statement costs once
+  per group rather than once per event: that is what makes ingest fast.
+
+Reads wait for the fold: :meth:`GroupWriter.barrier` returns once every event this
+process acknowledged before the call is folded, so a client that reads after its
+POST sees its event. Events queued by another process (another worker on the same
+PostgreSQL store, or a crash before the fold) are folded by whichever writer runs
+next; the fold thread looks for them every ``poll`` seconds.
+
+The store thread stops taking requests while more than ``max_backlog`` of this
+process's events wait for the fold, so a fold that falls behind slows senders down
+instead of growing a queue without bound.
 """
 
 from __future__ import annotations
 
+import asyncio
+import logging
 import queue
 import threading
 from concurrent.futures import Future
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any
 
 from sqlalchemy.engine import Engine
 
-from strata.errors import StrataError
+from strata.errors import StoreError, StrataError
 from strata.lineage.events import Event, parse_event
-from strata.lineage.ingest import IngestResult, ingest_parsed
+from strata.lineage.ingest import IngestResult, accept_parsed, fold_pending
+from strata.store import schema as s
+from strata.store.engine import create_engine
 
 Results = list[IngestResult | StrataError]
 Item = Event | StrataError | Any  # parsed, already refused, or a raw JSON payload
+
+log = logging.getLogger(__name__)
 
 
 @dataclass
@@ -38,43 +57,126 @@ class _Request:
     future: Future[Results] = field(default_factory=Future)
 
 
-class GroupWriter:
-    """Writes queued events in groups from one background thread."""
+@dataclass
+class _Waiter:
+    upto: int
+    loop: asyncio.AbstractEventLoop
+    future: asyncio.Future[None]
 
-    def __init__(self, engine: Engine, *, max_events: int = 1000) -> None:
+
+class GroupWriter:
+    """Stores queued events in groups and folds them from two background threads."""
+
+    def __init__(
+        self,
+        engine: Engine,
+        journal: Engine | None = None,
+        *,
+        max_events: int = 1000,
+        fold_events: int = 1000,
+        max_backlog: int = 20_000,
+        poll: float = 1.0,
+    ) -> None:
         self._engine = engine
+        self._journal = journal if journal is not None else journal_for(engine)
         self._max = max_events
+        self._fold_max = fold_events
+        self._max_backlog = max_backlog
+        self._poll = poll
         self._queue: queue.SimpleQueue[_Request | None] = queue.SimpleQueue()
         self._lock = threading.Lock()
-        self._thread: threading.Thread | None = None
+        self._state = threading.Condition()
+        self._wake = threading.Event()
+        self._threads: list[threading.Thread] = []
         self._closed = False
+        self._stopping = False
+        # Under _state: a number per event this process stored, in order; the events not
+        # yet folded (payload hash -> number, and their parsed form); who waits for the fold.
+        self._seq = 0
+        self._unfolded: dict[str, int] = {}
+        self._parsed: dict[str, Event] = {}
+        self._waiters: list[_Waiter] = []
+
+    # --- callers -------------------------------------------------------------------------
 
     def submit(self, items: list[Item]) -> Future[Results]:
-        """Queue ``items``; the future gives one result per item, in order."""
+        """Queue ``items``; the future gives one result per item, in order, once stored."""
         req = _Request(list(items))
         with self._lock:
             if self._closed:
                 raise RuntimeError("the lineage writer is closed")
-            if self._thread is None:
-                self._thread = threading.Thread(
-                    target=self._run, name="strata-lineage-writer", daemon=True
-                )
-                self._thread.start()
+            if not self._threads:
+                self._threads = [
+                    threading.Thread(target=self._store_loop, name="strata-lineage-store"),
+                    threading.Thread(target=self._fold_loop, name="strata-lineage-fold"),
+                ]
+                for thread in self._threads:
+                    thread.daemon = True
+                    thread.start()
             self._queue.put(req)
         return req.future
 
+    async def barrier(self, timeout: float = 30.0) -> None:
+        """Return once every event stored by this process before the call is folded (or
+        after ``timeout`` seconds, when the fold cannot reach the store: the read then
+        shows what is folded)."""
+        with self._state:
+            upto = self._seq
+            if self._folded_upto() >= upto:
+                return
+            loop = asyncio.get_running_loop()
+            waiter = _Waiter(upto, loop, loop.create_future())
+            self._waiters.append(waiter)
+        try:
+            await asyncio.wait_for(waiter.future, timeout)
+        except TimeoutError:
+            log.warning("read went ahead of the lineage fold after %.0f s", timeout)
+
+    def wait_folded(self, timeout: float | None = None) -> bool:
+        """Block until every event stored so far is folded; False on timeout."""
+        with self._state:
+            upto = self._seq
+            return self._state.wait_for(lambda: self._folded_upto() >= upto, timeout)
+
     def close(self, timeout: float | None = 30.0) -> None:
-        """Write what is queued, then stop the thread."""
+        """Store what is queued, fold what is stored, then stop both threads."""
         with self._lock:
             if self._closed:
                 return
             self._closed = True
-            thread = self._thread
+            threads = list(self._threads)
             self._queue.put(None)
-        if thread is not None:
-            thread.join(timeout)
+        if threads:
+            threads[0].join(timeout)
+            with self._state:
+                self._stopping = True
+            self._wake.set()
+            threads[1].join(timeout)
+        if self._journal is not self._engine:
+            self._journal.dispose()
 
-    def _run(self) -> None:
+    # --- bookkeeping (under _state) ------------------------------------------------------
+
+    def _folded_upto(self) -> int:
+        if not self._unfolded:
+            return self._seq
+        return min(self._unfolded.values()) - 1
+
+    def _release(self, hashes: list[str]) -> None:
+        """Forget folded (or refused) events and wake who waited for them."""
+        for h in hashes:
+            self._unfolded.pop(h, None)
+            self._parsed.pop(h, None)
+        done = self._folded_upto()
+        ready = [w for w in self._waiters if w.upto <= done]
+        self._waiters = [w for w in self._waiters if w.upto > done]
+        for w in ready:
+            w.loop.call_soon_threadsafe(_resolve, w.future)
+        self._state.notify_all()
+
+    # --- store thread --------------------------------------------------------------------
+
+    def _store_loop(self) -> None:
         stop = False
         while not stop:
             first = self._queue.get()
@@ -91,20 +193,93 @@ class GroupWriter:
                     break
                 group.append(nxt)
                 size += len(nxt.items)
-            self._write(group)
+            with self._state:
+                self._state.wait_for(lambda: len(self._unfolded) < self._max_backlog)
+            self._store(group)
 
-    def _write(self, group: list[_Request]) -> None:
+    def _store(self, group: list[_Request]) -> None:
         flat = [_parsed(item) for req in group for item in req.items]
+        mine: list[str] = []
+        with self._state:
+            # Counted before the commit: the fold may take them the moment it lands.
+            for item in flat:
+                if isinstance(item, Event) and item.payload_hash not in self._unfolded:
+                    self._seq += 1
+                    self._unfolded[item.payload_hash] = self._seq
+                    self._parsed[item.payload_hash] = item
+                    mine.append(item.payload_hash)
         try:
-            results = ingest_parsed(self._engine, flat)
+            results = accept_parsed(self._engine, self._journal, flat)
         except Exception as exc:  # the callers re-raise it; the thread lives on
+            with self._state:
+                self._release(mine)
             for req in group:
                 req.future.set_exception(exc)
             return
+        kept = {r.payload_hash for r in results if isinstance(r, IngestResult) and not r.duplicate}
+        with self._state:
+            self._release([u for u in mine if u not in kept])
+        if kept:
+            self._wake.set()
         at = 0
         for req in group:
             req.future.set_result(results[at : at + len(req.items)])
             at += len(req.items)
+
+    # --- fold thread ---------------------------------------------------------------------
+
+    def _fold_loop(self) -> None:
+        while True:
+            self._wake.wait(self._poll)
+            self._wake.clear()
+            with self._state:
+                stopping = self._stopping
+            self._fold_all()
+            if stopping:
+                return
+
+    def _fold_all(self) -> None:
+        """Fold until nothing is queued (in the store, not only this process's events)."""
+        backoff = 0.05
+        while True:
+            with self._state:
+                known = dict(self._parsed)
+            try:
+                folded = fold_pending(self._engine, self._journal, self._fold_max, known)
+            except StoreError as exc:
+                log.warning("lineage fold failed, retrying: %s", exc)
+                if self._stopping:
+                    return
+                self._wake.wait(backoff)
+                backoff = min(backoff * 2, 5.0)
+                continue
+            except Exception:  # never let the thread die: log, wait, try again
+                log.exception("lineage fold failed")
+                self._wake.wait(self._poll)
+                return
+            for uuid, why in folded.refused.items():
+                log.warning("lineage event %s refused by the fold: %s", uuid, why)
+            with self._state:
+                self._release([*folded.folded, *folded.refused])
+            if not len(folded):
+                return
+
+
+def journal_for(engine: Engine) -> Engine:
+    """Where the writer queues acknowledged events: the store itself, or for a SQLite
+    file ``meta.db`` the file ``meta.pending.db`` beside it (created on first use)."""
+    database = engine.url.database
+    if engine.dialect.name != "sqlite" or not database or database == ":memory:":
+        return engine
+    path = Path(database)
+    journal = create_engine(f"sqlite:///{path.with_name(path.stem + '.pending.db')}")
+    s.lineage_pending.create(journal, checkfirst=True)
+    return journal
+
+
+def _resolve(future: asyncio.Future[None]) -> None:
+    if not future.done():
+        future.set_result(None)
 
 
 def _parsed(item: Item) -> Event | StrataError:

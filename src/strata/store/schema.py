@@ -345,6 +345,26 @@ lineage_events = sa.Table(
     sa.Index("ix_lineage_events_received", "received_at"),
 )
 
+# The server's queue of acknowledged events not yet folded into the model (see
+# strata.lineage.writer): stored, valid, and waiting for the fold to store them in
+# ``lineage_events`` and apply them. A row leaves when its event is folded; one the fold
+# refuses stays with its ``error`` and is not tried again. On SQLite the queue lives in a
+# file of its own beside the store, so storing never waits for the fold's write lock.
+lineage_pending = sa.Table(
+    "lineage_pending",
+    metadata,
+    sa.Column(
+        "seq",
+        sa.BigInteger().with_variant(sa.Integer(), "sqlite"),
+        primary_key=True,
+        autoincrement=True,
+    ),
+    sa.Column("payload_hash", sa.String(64), nullable=False, unique=True),
+    sa.Column("payload", JSONType, nullable=False),
+    ts_col("received_at", nullable=False),
+    sa.Column("error", sa.Text(), nullable=True),
+)
+
 tags = sa.Table(
     "tags",
     metadata,
