@@ -51,9 +51,18 @@ class IngestResult:
 _LOCK = sa.text("SELECT pg_advisory_xact_lock(:k)")
 
 
+# Every lookup of the fold is by key, and one group's rows are written and then read in
+# one transaction: PostgreSQL's statistics of a store that grew a moment ago can make a
+# scan of a whole table look cheaper than the index (seen: 800 ms instead of 6 ms for a
+# group's current versions), so the fold's transaction plans with scans priced out.
+_INDEXED = "SET LOCAL enable_seqscan = off; SET LOCAL enable_bitmapscan = off"
+
+
 def _lock(conn: Connection) -> None:
+    """Take the writer lock (PostgreSQL; SQLite locks at BEGIN) and plan by index."""
     if conn.dialect.name == "postgresql":
         conn.execute(_LOCK, {"k": _PG_LOCK_KEY})
+        conn.exec_driver_sql(_INDEXED)
 
 
 def ingest_event(
