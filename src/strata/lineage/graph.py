@@ -334,11 +334,12 @@ def lineage_graph(
     if pg:
         # Many small indexed lookups: starting parallel workers for them costs more than
         # it saves (and competes with other requests). The current graph's statements are
-        # key lookups whose generic plans are their custom plans, so they may keep one
-        # instead of being planned on every request. Both reset when the transaction ends.
+        # key lookups whose generic plans are their custom plans, so they keep the default
+        # plan cache mode; the ``asOf`` walk's time ranges are planned for their values.
+        # Both reset when the transaction ends.
         conn.exec_driver_sql(
             "SET LOCAL max_parallel_workers_per_gather = 0"
-            + ("; SET LOCAL plan_cache_mode = auto" if as_of is None else "")
+            + ("; SET LOCAL plan_cache_mode = force_custom_plan" if as_of is not None else "")
         )
     if as_of is not None:
         table = s.jobs if start.type == "JOB" else s.datasets

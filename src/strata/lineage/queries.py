@@ -530,12 +530,15 @@ def _list_runs_select(job: sa.Select[Any]) -> sa.CompoundSelect[Any]:
     # Only the keys, so ix_runs_job_created (job_uuid, created_at, uuid) answers the page by
     # itself, newest first. With the other run columns here the planner may walk
     # ix_runs_created and filter by job instead, reading every later run of every other job.
+    # LIMIT and OFFSET are written into the SQL: with them as parameters PostgreSQL's generic
+    # plan assumes a tenth of the job's runs, always costs more than a plan for the values,
+    # and so is never reused; with them in the text the plan is made once per connection.
     page = (
         sa.select(r.c.uuid, r.c.created_at)
         .where(r.c.job_uuid == sa.select(the_job.c.uuid).scalar_subquery())
         .order_by(r.c.created_at.desc(), r.c.uuid.desc())
-        .limit(sa.bindparam("limit", type_=sa.Integer()))
-        .offset(sa.bindparam("offset", type_=sa.Integer()))
+        .limit(sa.bindparam("limit", type_=sa.Integer(), literal_execute=True))
+        .offset(sa.bindparam("offset", type_=sa.Integer(), literal_execute=True))
         .cte("page")
     )
     run_cols = [

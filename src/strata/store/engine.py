@@ -39,13 +39,11 @@ def create_engine(url: str, **kwargs: Any) -> Engine:
     if parsed.get_backend_name() == "sqlite":
         return _sqlite_engine(parsed, **kwargs)
     kwargs.setdefault("pool_pre_ping", True)
-    # psycopg prepares a statement after a few runs, and PostgreSQL may then keep a
-    # generic plan made when the tables were small (a scan where an index lookup is
-    # right today). Prepared statements stay; each run is planned for its values.
-    connect_args = dict(kwargs.pop("connect_args", {}))
-    options = connect_args.get("options", "")
-    connect_args["options"] = f"{options} -c plan_cache_mode=force_custom_plan".strip()
-    kwargs["connect_args"] = connect_args
+    # psycopg prepares a statement after five runs; PostgreSQL (plan_cache_mode = auto)
+    # then reuses a generic plan once it costs no more than the plans made for the
+    # values, which saves re-planning every run. Statements must be written so that their
+    # generic plan is right for every value (see lake/catalog.py resolve_version); a
+    # transaction that cannot promise that sets plan_cache_mode itself with SET LOCAL.
     if "poolclass" not in kwargs:  # NullPool and friends take no size arguments
         kwargs.setdefault("pool_size", 8)
         kwargs.setdefault("max_overflow", 8)
