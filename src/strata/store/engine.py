@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import sqlite3
+import time
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
@@ -71,10 +73,10 @@ def _sqlite_engine(url: URL, **kwargs: Any) -> Engine:
         # Take over BEGIN from pysqlite so writers can ask for IMMEDIATE locks.
         dbapi_conn.isolation_level = None
         cur = dbapi_conn.cursor()
-        cur.execute("PRAGMA journal_mode=WAL")
+        cur.execute("PRAGMA busy_timeout=60000")
+        _use_wal(cur)
         cur.execute("PRAGMA synchronous=NORMAL")
         cur.execute("PRAGMA foreign_keys=ON")
-        cur.execute("PRAGMA busy_timeout=60000")
         cur.close()
 
     @sa.event.listens_for(engine, "begin")
@@ -85,6 +87,20 @@ def _sqlite_engine(url: URL, **kwargs: Any) -> Engine:
         conn.exec_driver_sql(f"BEGIN {mode}")
 
     return engine
+
+
+def _use_wal(cur: Any) -> None:
+    """Put the file in WAL mode. The mode belongs to the file, and switching needs a lock
+    that another process opening the same new store may hold; the switch then answers
+    "locked" without waiting, so it is retried until some process has switched it."""
+    deadline = time.monotonic() + 60
+    while str(cur.execute("PRAGMA journal_mode").fetchone()[0]).lower() != "wal":
+        try:
+            cur.execute("PRAGMA journal_mode=WAL")
+        except sqlite3.OperationalError:
+            if time.monotonic() > deadline:
+                raise
+            time.sleep(0.01)
 
 
 @contextmanager
