@@ -328,21 +328,15 @@ def fold_pending(
     queued = None
     if journal is not engine:
         with read_tx(journal) as jconn:
-            queued = _queued(jconn, limit)
+            queued = _queued(jconn, limit, known)
     with write_tx(engine) as conn:
         _lock(conn)
         if queued is None:
-            queued = _queued(conn, limit)
+            queued = _queued(conn, limit, known)
         if not queued:
             return Folded([], {})
-        events: list[Event] = []
-        received: dict[str, datetime] = {}
-        for row in queued:
-            event = known.get(row.payload_hash)
-            if event is None:
-                event = parse_event(row.payload, check=False, digest=row.payload_hash)
-            events.append(event)
-            received[row.payload_hash] = row.received_at
+        events = [event for event, _ in queued]
+        received = {event.payload_hash: at for event, at in queued}
         refused: dict[str, str] = {}
         try:
             with conn.begin_nested():
@@ -363,22 +357,40 @@ def fold_pending(
     return Folded(done, refused)
 
 
-def _queued(conn: Connection, limit: int) -> list[Any]:
+def _queued(
+    conn: Connection, limit: int, known: Mapping[str, Event]
+) -> list[tuple[Event, datetime]]:
+    """The oldest ``limit`` queued events and when each was received; payloads are read
+    (and parsed) only for those not in ``known``."""
     p = s.lineage_pending
-    return list(
-        conn.execute(
+    found = conn.execute(
+        rowlib.cached(
+            ("pending-next",),
+            lambda: (
+                sa.select(p.c.payload_hash, p.c.received_at)
+                .where(p.c.error.is_(None))
+                .order_by(p.c.seq)
+                .limit(sa.bindparam("n"))
+            ),
+        ),
+        {"n": limit},
+    ).all()
+    queue: list[tuple[str, datetime]] = [(str(r.payload_hash), r.received_at) for r in found]
+    parsed = {h: known[h] for h, _ in queue if h in known}
+    for chunk in rowlib.chunks([h for h, _ in queue if h not in parsed]):
+        for row in conn.execute(
             rowlib.cached(
-                ("pending-next",),
-                lambda: (
-                    sa.select(p.c.payload_hash, p.c.payload, p.c.received_at)
-                    .where(p.c.error.is_(None))
-                    .order_by(p.c.seq)
-                    .limit(sa.bindparam("n"))
+                ("pending-payloads",),
+                lambda: sa.select(p.c.payload_hash, p.c.payload).where(
+                    p.c.payload_hash.in_(sa.bindparam("h", expanding=True))
                 ),
             ),
-            {"n": limit},
-        ).all()
-    )
+            {"h": list(chunk)},
+        ):
+            parsed[row.payload_hash] = parse_event(
+                row.payload, check=False, digest=row.payload_hash
+            )
+    return [(parsed[h], at) for h, at in queue]
 
 
 def _dequeue(conn: Connection, done: list[str], refused: dict[str, str]) -> None:
