@@ -129,6 +129,9 @@ def settings(tmp_path: Path, db_url: str) -> Settings:
         database_url=db_url,
         lake_uri=(tmp_path / "lake").as_uri(),
         gc_grace_seconds=0,
+        # A fold process per app would cost each API test a second interpreter; the live
+        # server test and the writer tests run the process.
+        lineage_fold="thread",
     )
 
 

@@ -37,6 +37,7 @@ class Settings:
     read_tokens: tuple[str, ...] = ()
     write_tokens: tuple[str, ...] = ()
     lineage_url: str = ""
+    lineage_fold: str = "process"
     extra: dict[str, Any] = field(default_factory=dict)
 
     def __post_init__(self) -> None:
@@ -46,6 +47,11 @@ class Settings:
             object.__setattr__(self, "database_url", f"sqlite:///{home.resolve() / 'meta.db'}")
         if not self.lake_uri:
             object.__setattr__(self, "lake_uri", (home.resolve() / "lake").as_uri())
+        if self.lineage_fold not in ("process", "thread"):
+            raise ConfigError(
+                f"lineage_fold must be 'process' or 'thread', got {self.lineage_fold!r}; "
+                "set STRATA_LINEAGE_FOLD to one of them"
+            )
         if self.commit_retries < 0:
             raise ConfigError(
                 f"commit_retries must be 0 or more, got {self.commit_retries}; "

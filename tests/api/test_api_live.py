@@ -33,7 +33,9 @@ def _free_port() -> int:
 def server(settings: Settings, engine: sa.Engine) -> Iterator[str]:
     import dataclasses
 
-    secured = dataclasses.replace(settings, write_tokens=(WRITE,), read_tokens=(READ,))
+    secured = dataclasses.replace(
+        settings, write_tokens=(WRITE,), read_tokens=(READ,), lineage_fold="process"
+    )
     port = _free_port()
     config = uvicorn.Config(
         create_app(secured, engine), host="127.0.0.1", port=port, log_level="warning"

@@ -76,12 +76,13 @@ def test_concurrent_submissions_are_grouped(engine: sa.Engine, monkeypatch: Any)
     assert _pending(journal_for(engine)) == []
 
 
-def test_grouped_result_equals_one_by_one(engine: sa.Engine, tmp_path: Any) -> None:
+@pytest.mark.parametrize("fold_in", ["thread", "process"])
+def test_grouped_result_equals_one_by_one(engine: sa.Engine, tmp_path: Any, fold_in: str) -> None:
     from strata.store import migrate
     from strata.store.engine import create_engine
 
     events = _story(6)
-    writer = GroupWriter(engine)
+    writer = GroupWriter(engine, fold_in=fold_in)
     futures = [writer.submit([parse_event(e)]) for e in events]
     futures.append(writer.submit([parse_event(events[3])]))  # a retry in the same group
     results = [f.result(timeout=60) for f in futures]
@@ -162,6 +163,29 @@ def test_an_event_the_fold_refuses_is_set_aside(engine: sa.Engine, monkeypatch: 
         stored = conn.execute(sa.select(s.lineage_events.c.job_name)).scalars().all()
         assert stored == ["job_b"]
     assert _pending(journal_for(engine)) == [(got[1].payload_hash, "refused by the store")]
+
+
+def test_a_fold_process_that_dies_is_replaced(engine: sa.Engine) -> None:
+    import os
+    import signal
+
+    writer = GroupWriter(engine, fold_in="process")
+    writer.submit([run_event("START", 0, "a", "j")]).result(timeout=60)
+    assert writer.wait_folded(60)
+    [child] = [p for p in _children() if p != os.getpid()]
+    os.kill(child, signal.SIGKILL)
+    writer.submit([run_event("COMPLETE", 1, "a", "j")]).result(timeout=60)
+    assert writer.wait_folded(60), "nothing folded after the fold process died"
+    writer.close()
+    with engine.connect() as conn:
+        state = conn.execute(sa.select(s.runs.c.state).where(s.runs.c.uuid == rid("a")))
+        assert state.scalar() == "COMPLETED"
+
+
+def _children() -> list[int]:
+    import multiprocessing
+
+    return [p.pid for p in multiprocessing.active_children() if p.pid is not None]
 
 
 def test_reads_wait_for_the_fold(engine: sa.Engine, monkeypatch: Any) -> None:

@@ -36,7 +36,7 @@ def create_app(settings: Settings, engine: Engine | None = None) -> FastAPI:
     )
     app.state.settings = settings
     app.state.engine = engine if engine is not None else engine_for(settings)
-    app.state.lineage_writer = GroupWriter(app.state.engine)
+    app.state.lineage_writer = GroupWriter(app.state.engine, fold_in=settings.lineage_fold)
     # Each module's router straight under the app: every level of router nesting is
     # matched again on every request.
     for module in (namespaces, datasets, jobs, runs, tags, search, lineage, strata):

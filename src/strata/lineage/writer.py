@@ -29,11 +29,15 @@ instead of growing a queue without bound.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import logging
+import multiprocessing
 import queue
 import threading
+import time
 from concurrent.futures import Future
 from dataclasses import dataclass, field
+from multiprocessing.connection import Connection
 from pathlib import Path
 from typing import Any
 
@@ -76,8 +80,14 @@ class GroupWriter:
         fold_events: int = 1000,
         max_backlog: int = 20_000,
         poll: float = 1.0,
+        fold_in: str = "thread",
     ) -> None:
+        if fold_in not in ("thread", "process"):
+            raise ValueError(f"fold_in must be 'thread' or 'process', got {fold_in!r}")
         self._engine = engine
+        self._fold_in = fold_in
+        self._pipe: Connection | None = None  # to the fold process
+        self._pipe_lock = threading.Lock()
         self._journal = journal if journal is not None else journal_for(engine)
         self._max = max_events
         self._fold_max = fold_events
@@ -106,9 +116,10 @@ class GroupWriter:
             if self._closed:
                 raise RuntimeError("the lineage writer is closed")
             if not self._threads:
+                fold = self._fold_loop if self._fold_in == "thread" else self._remote_loop
                 self._threads = [
                     threading.Thread(target=self._store_loop, name="strata-lineage-store"),
-                    threading.Thread(target=self._fold_loop, name="strata-lineage-fold"),
+                    threading.Thread(target=fold, name="strata-lineage-fold"),
                 ]
                 for thread in self._threads:
                     thread.daemon = True
@@ -151,6 +162,7 @@ class GroupWriter:
             with self._state:
                 self._stopping = True
             self._wake.set()
+            self._tell("stop")
             threads[1].join(timeout)
         if self._journal is not self._engine:
             self._journal.dispose()
@@ -221,6 +233,7 @@ class GroupWriter:
             self._release([u for u in mine if u not in kept])
         if kept:
             self._wake.set()
+            self._tell("wake")
         at = 0
         for req in group:
             req.future.set_result(results[at : at + len(req.items)])
@@ -263,6 +276,96 @@ class GroupWriter:
                 self._release([*folded.folded, *folded.refused])
             if not len(folded):
                 return
+
+    # --- fold process ---------------------------------------------------------------------
+
+    def _tell(self, message: str) -> None:
+        with self._pipe_lock:
+            if self._pipe is not None:
+                # A process that is gone cannot hear it; the fold thread starts another.
+                with contextlib.suppress(OSError):
+                    self._pipe.send(message)
+
+    def _remote_loop(self) -> None:
+        """Host the fold in a process of its own (its own interpreter lock, so folding does
+        not slow the event loop and the store thread down) and relay what it folded."""
+        context = multiprocessing.get_context("spawn")
+        url = self._engine.url.render_as_string(hide_password=False)
+        journal = (
+            None
+            if self._journal is self._engine
+            else self._journal.url.render_as_string(hide_password=False)
+        )
+        while True:
+            ours, theirs = context.Pipe()
+            child = context.Process(
+                target=_fold_process,
+                args=(url, journal, self._fold_max, self._poll, theirs),
+                name="strata-lineage-fold",
+                daemon=True,
+            )
+            child.start()
+            theirs.close()
+            with self._pipe_lock:
+                self._pipe = ours
+            if self._stopping:
+                self._tell("stop")
+            if self._relay(ours):
+                child.join(30)
+                return
+            log.warning(
+                "the lineage fold process stopped (exit %s); starting another", child.exitcode
+            )
+            child.join(5)
+            time.sleep(0.5)
+
+    def _relay(self, pipe: Connection) -> bool:
+        """Release what the fold process reports until it says goodbye (True) or dies."""
+        while True:
+            try:
+                message = pipe.recv()
+            except (EOFError, OSError):
+                with self._pipe_lock:
+                    self._pipe = None
+                return False
+            if message == "bye":
+                return True
+            with self._state:
+                self._release(list(message))
+
+
+def _fold_process(
+    url: str, journal_url: str | None, fold_events: int, poll: float, pipe: Connection
+) -> None:
+    """The fold process: fold what is queued whenever told (or every ``poll`` seconds),
+    report the payload hashes done, and stop when told to, after a last fold."""
+    engine = create_engine(url, pool_size=2)
+    journal = create_engine(journal_url) if journal_url else engine
+    stop = False
+    while True:
+        try:
+            if pipe.poll(poll):
+                while pipe.poll(0):
+                    stop = pipe.recv() == "stop" or stop
+        except (EOFError, OSError):
+            return  # the server is gone
+        backoff = 0.05
+        while True:
+            try:
+                folded = fold_pending(engine, journal, fold_events)
+            except StoreError as exc:
+                log.warning("lineage fold failed, retrying: %s", exc)
+                time.sleep(backoff)
+                backoff = min(backoff * 2, 5.0)
+                continue
+            for uuid, why in folded.refused.items():
+                log.warning("lineage event %s refused by the fold: %s", uuid, why)
+            if not len(folded):
+                break
+            pipe.send([*folded.folded, *folded.refused])
+        if stop:
+            pipe.send("bye")
+            return
 
 
 def journal_for(engine: Engine) -> Engine:
