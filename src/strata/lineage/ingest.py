@@ -395,26 +395,10 @@ def _queued(
 
 def _dequeue(conn: Connection, done: list[str], refused: dict[str, str]) -> None:
     p = s.lineage_pending
-    for chunk in rowlib.chunks(done):
-        conn.execute(
-            rowlib.cached(
-                ("pending-done",),
-                lambda: p.delete().where(p.c.payload_hash.in_(sa.bindparam("h", expanding=True))),
-            ),
-            {"h": list(chunk)},
-        )
-    if refused:
-        conn.execute(
-            rowlib.cached(
-                ("pending-refused",),
-                lambda: (
-                    p.update()
-                    .where(p.c.payload_hash == sa.bindparam("h"))
-                    .values(error=sa.bindparam("why"))
-                ),
-            ),
-            [{"h": h, "why": why} for h, why in refused.items()],
-        )
+    rowlib.delete_in(conn, p, "payload_hash", done)
+    rowlib.update_rows(
+        conn, p, "payload_hash", [{"payload_hash": h, "error": why} for h, why in refused.items()]
+    )
 
 
 def _nested_apply(conn: Connection, event: Event, received: Mapping[str, datetime]) -> str | None:

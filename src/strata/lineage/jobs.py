@@ -28,6 +28,7 @@ from strata.lineage.rows import (
     insert_ignore_many,
     merge_stamped,
     touch_namespace,
+    update_rows,
     values_query,
     widening_upsert,
 )
@@ -130,19 +131,11 @@ def merge_job_facets(job: JobRow, ev: Event, parent_job: str | None) -> tuple[bo
 
 def write_job_states(conn: Connection, rows: Sequence[JobRow]) -> None:
     """Store the merged facets and fold state of ``rows``."""
-    if not rows:
-        return
-    t = s.jobs
-    conn.execute(
-        cached(
-            ("job-merge",),
-            lambda: (
-                t.update()
-                .where(t.c.uuid == sa.bindparam("key"))
-                .values(facets=sa.bindparam("facets"), fold_state=sa.bindparam("fold_state"))
-            ),
-        ),
-        [{"key": r.uuid, "facets": r.facets, "fold_state": r.fold_state} for r in rows],
+    update_rows(
+        conn,
+        s.jobs,
+        "uuid",
+        [{"uuid": r.uuid, "facets": r.facets, "fold_state": r.fold_state} for r in rows],
     )
 
 
@@ -479,20 +472,8 @@ def refresh_current_versions(
                 best = (at, keys.job_version_uuid(job_uuid, fp))
         current = best[1] if best else None
         if known is False or known != current:
-            writes.append({"key": job_uuid, "cur": current})
-    if writes:
-        t = s.jobs
-        conn.execute(
-            cached(
-                ("job-current",),
-                lambda: (
-                    t.update()
-                    .where(t.c.uuid == sa.bindparam("key"))
-                    .values(current_version_uuid=sa.bindparam("cur"))
-                ),
-            ),
-            writes,
-        )
+            writes.append({"uuid": job_uuid, "current_version_uuid": current})
+    update_rows(conn, s.jobs, "uuid", writes)
 
 
 def refresh_current_version(conn: Connection, job_uuid: str) -> None:

@@ -114,6 +114,35 @@ def insert_ignore_many(
     return set(conn.execute(stmt, list(rows)).scalars().all())
 
 
+def update_rows(
+    conn: Connection, table: sa.Table, key: str, rows: Sequence[dict[str, Any]]
+) -> None:
+    """Update each row whose ``key`` column equals the row's ``key`` value (one statement
+    for all of them): every row gives the same columns, each set to its value."""
+    if not rows:
+        return
+    columns = tuple(c for c in rows[0] if c != key)
+    stmt = _CACHE.get(("update", table.name, key, columns))
+    if stmt is None:
+        stmt = _CACHE[("update", table.name, key, columns)] = (
+            table.update()
+            .where(table.c[key] == sa.bindparam("_key"))
+            .values({c: sa.bindparam(c, type_=table.c[c].type) for c in columns})
+        )
+    conn.execute(stmt, [{"_key": r[key], **{c: r[c] for c in columns}} for r in rows])
+
+
+def delete_in(conn: Connection, table: sa.Table, column: str, values: Sequence[Any]) -> None:
+    """Delete the rows whose ``column`` is one of ``values``."""
+    stmt = _CACHE.get(("delete-in", table.name, column))
+    if stmt is None:
+        stmt = _CACHE[("delete-in", table.name, column)] = table.delete().where(
+            table.c[column].in_(sa.bindparam("values", expanding=True))
+        )
+    for chunk in chunks(sorted(set(values))):
+        conn.execute(stmt, {"values": list(chunk)})
+
+
 def upsert(conn: Connection, table: sa.Table, columns: Sequence[str], index: Sequence[str]) -> Any:
     """INSERT, or overwrite every given column of the row with the same ``index``."""
     dialect = _dialect(conn)
@@ -323,32 +352,26 @@ def write_dataset_facets(
     """Store the merged stamps of ``rows``, and the facets of those in ``values_changed``
     (a later event that repeats the stored values moves only the stamps, and facets
     such as a schema are large)."""
-    t = s.datasets
-    with_values = [r for r in rows if r.uuid in values_changed]
-    stamps_only = [r for r in rows if r.uuid not in values_changed]
-    if with_values:
-        stmt = cached(
-            ("dataset-facets",),
-            lambda: (
-                t.update()
-                .where(t.c.uuid == sa.bindparam("key"))
-                .values(facets=sa.bindparam("facets"), fold_state=sa.bindparam("fold_state"))
-            ),
-        )
-        conn.execute(
-            stmt,
-            [{"key": r.uuid, "facets": r.facets, "fold_state": r.fold_state} for r in with_values],
-        )
-    if stamps_only:
-        stmt = cached(
-            ("dataset-stamps",),
-            lambda: (
-                t.update()
-                .where(t.c.uuid == sa.bindparam("key"))
-                .values(fold_state=sa.bindparam("fold_state"))
-            ),
-        )
-        conn.execute(stmt, [{"key": r.uuid, "fold_state": r.fold_state} for r in stamps_only])
+    update_rows(
+        conn,
+        s.datasets,
+        "uuid",
+        [
+            {"uuid": r.uuid, "facets": r.facets, "fold_state": r.fold_state}
+            for r in rows
+            if r.uuid in values_changed
+        ],
+    )
+    update_rows(
+        conn,
+        s.datasets,
+        "uuid",
+        [
+            {"uuid": r.uuid, "fold_state": r.fold_state}
+            for r in rows
+            if r.uuid not in values_changed
+        ],
+    )
 
 
 def refresh_datasets(conn: Connection, facets: dict[str, dict[str, Any]]) -> None:
@@ -369,28 +392,14 @@ def refresh_datasets(conn: Connection, facets: dict[str, dict[str, Any]]) -> Non
         if source is not None:
             values["source_name"] = source[0]
         if values:
-            updates.setdefault(tuple(values), []).append({"key": dataset_uuid, **values})
+            updates.setdefault(tuple(values), []).append({"uuid": dataset_uuid, **values})
         links += [
             {"dataset_uuid": dataset_uuid, "namespace": ns, "name": name, "type": kind}
             for ns, name, kind in fx.symlinks(merged)
         ]
-    for columns, params in updates.items():
-        stmt = _CACHE.get(("dataset-derived", columns))
-        if stmt is None:
-            stmt = _CACHE[("dataset-derived", columns)] = (
-                t.update()
-                .where(t.c.uuid == sa.bindparam("key"))
-                .values({c: sa.bindparam(c) for c in columns})
-            )
-        conn.execute(stmt, params)
-    for chunk in chunks(sorted(facets)):
-        conn.execute(
-            cached(
-                ("symlinks-clear",),
-                lambda: sl.delete().where(sl.c.dataset_uuid.in_(sa.bindparam("d", expanding=True))),
-            ),
-            {"d": list(chunk)},
-        )
+    for params in updates.values():
+        update_rows(conn, t, "uuid", params)
+    delete_in(conn, sl, "dataset_uuid", list(facets))
     if links:
         conn.execute(cached(("symlinks-insert",), sl.insert), links)
 

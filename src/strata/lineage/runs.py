@@ -18,6 +18,7 @@ from strata.lineage.rows import (
     DatasetRow,
     cached,
     chunks,
+    delete_in,
     insert_ignore,
     merge_dataset_facets,
     refresh_datasets,
@@ -407,13 +408,6 @@ def write_runs(conn: Connection, steps: Sequence[_Step]) -> None:
         ]
     if rows:
         conn.execute(upsert(conn, r, list(rows[0]), ["uuid"]), rows)
-    for chunk in chunks(cleared):
-        conn.execute(
-            cached(
-                ("run-states-clear",),
-                lambda: rs.delete().where(rs.c.run_uuid.in_(sa.bindparam("r", expanding=True))),
-            ),
-            {"r": list(chunk)},
-        )
+    delete_in(conn, rs, "run_uuid", cleared)
     if transitions:
         conn.execute(cached(("run-states-insert",), rs.insert), transitions)

@@ -38,8 +38,10 @@ from strata.lineage.fold import IoFold, RunFold
 from strata.lineage.rows import (
     cached,
     chunks,
+    delete_in,
     insert_ignore_many,
     touch_dataset,
+    update_rows,
     upsert,
     values_query,
 )
@@ -316,16 +318,7 @@ def write_outputs(conn: Connection, outputs: Sequence[Output]) -> None:
             )
     if versions:
         conn.execute(upsert(conn, dv, list(versions[0]), ["uuid"]), versions)
-    for chunk in chunks(cleared):
-        conn.execute(
-            cached(
-                ("cl-clear",),
-                lambda: cl.delete().where(
-                    cl.c.dataset_version_uuid.in_(sa.bindparam("v", expanding=True))
-                ),
-            ),
-            {"v": chunk},
-        )
+    delete_in(conn, cl, "dataset_version_uuid", cleared)
     if edges:
         conn.execute(cached(("cl-insert",), cl.insert), edges)
 
@@ -467,7 +460,7 @@ def settle(conn: Connection, datasets: Iterable[str]) -> None:
     current pointers."""
     dv, ri, r = s.dataset_versions, s.run_inputs, s.runs
     keys_ = sorted(set(datasets))
-    dead: list[dict[str, Any]] = []
+    dead: list[str] = []
     dated: list[dict[str, Any]] = []
     for chunk in chunks(keys_):
         synthetic = conn.execute(
@@ -490,29 +483,14 @@ def settle(conn: Connection, datasets: Iterable[str]) -> None:
             ),
             {"d": list(chunk)},
         ).all()
-        dead += [{"v": row.uuid} for row in synthetic if row.first is None]
+        dead += [str(row.uuid) for row in synthetic if row.first is None]
         dated += [
-            {"v": row.uuid, "first": row.first}
+            {"uuid": str(row.uuid), "created_at": row.first}
             for row in synthetic
             if row.first is not None and row.first != row.created_at
         ]
-    if dead:
-        conn.execute(
-            cached(("drop-version",), lambda: dv.delete().where(dv.c.uuid == sa.bindparam("v"))),
-            dead,
-        )
-    if dated:
-        conn.execute(
-            cached(
-                ("date-version",),
-                lambda: (
-                    dv.update()
-                    .where(dv.c.uuid == sa.bindparam("v"))
-                    .values(created_at=sa.bindparam("first", type_=dv.c.created_at.type))
-                ),
-            ),
-            dated,
-        )
+    delete_in(conn, dv, "uuid", dead)
+    update_rows(conn, dv, "uuid", dated)
     set_current(conn, keys_)
 
 

@@ -16,7 +16,7 @@ from __future__ import annotations
 
 import sqlalchemy as sa
 
-from strata.store.types import JSONType, ts_col, uuid_col
+from strata.store.types import JSONType, serial_col, ts_col, uuid_col
 
 metadata = sa.MetaData(
     naming_convention={
@@ -353,12 +353,7 @@ lineage_events = sa.Table(
 lineage_pending = sa.Table(
     "lineage_pending",
     metadata,
-    sa.Column(
-        "seq",
-        sa.BigInteger().with_variant(sa.Integer(), "sqlite"),
-        primary_key=True,
-        autoincrement=True,
-    ),
+    serial_col("seq"),
     sa.Column("payload_hash", sa.String(64), nullable=False, unique=True),
     sa.Column("payload", JSONType, nullable=False),
     ts_col("received_at", nullable=False),
@@ -418,12 +413,7 @@ column_lineage = sa.Table(
 build_triggers = sa.Table(
     "build_triggers",
     metadata,
-    sa.Column(
-        "id",
-        sa.BigInteger().with_variant(sa.Integer(), "sqlite"),
-        primary_key=True,
-        autoincrement=True,
-    ),
+    serial_col("id"),
     uuid_col("dataset_uuid", sa.ForeignKey("datasets.uuid"), nullable=False),
     sa.Column("commit_id", sa.BigInteger(), nullable=False),
     ts_col("created_at", nullable=False),

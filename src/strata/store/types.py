@@ -46,6 +46,17 @@ def uuid_col(name: str, *args: Any, **kwargs: Any) -> sa.Column[str]:
     return sa.Column(name, sa.String(36), *args, **kwargs)
 
 
+def serial_col(name: str) -> sa.Column[int]:
+    """An auto-numbered primary key: BIGINT on PostgreSQL; INTEGER on SQLite, where only
+    an ``INTEGER PRIMARY KEY`` numbers itself."""
+    return sa.Column(
+        name,
+        sa.BigInteger().with_variant(sa.Integer(), "sqlite"),
+        primary_key=True,
+        autoincrement=True,
+    )
+
+
 def ts_col(name: str, *args: Any, **kwargs: Any) -> sa.Column[datetime]:
     return sa.Column(name, UTCDateTime(), *args, **kwargs)
 
