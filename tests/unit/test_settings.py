@@ -102,6 +102,7 @@ def test_env_values_are_coerced(monkeypatch: pytest.MonkeyPatch) -> None:
         ("STRATA_GC_GRACE_SECONDS", "soon", "gc_grace_seconds"),
         ("STRATA_COMMIT_RETRIES", "-1", "commit_retries"),
         ("STRATA_COMMIT_RETRIES", "2.5", "commit_retries"),
+        ("STRATA_LINEAGE_FOLD", "fork", "lineage_fold"),
     ],
 )
 def test_bad_env_value_names_the_key(
