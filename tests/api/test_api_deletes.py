@@ -8,7 +8,7 @@ from typing import Any
 
 import pytest
 import sqlalchemy as sa
-from api_seed import Seeder
+from api_seed import Seeder, chain
 from fastapi.testclient import TestClient
 
 from strata.api import create_app
@@ -231,3 +231,78 @@ def test_deletes_need_a_write_token(settings: Settings, engine: sa.Engine) -> No
         assert set(r.json()) == {"code", "message", "details"}
         r = client.delete("/api/v1/namespaces/ns", headers={"Authorization": "Bearer w"})
         assert r.status_code == 404
+
+
+def graph(client: TestClient, node_id: str, url: str = "/api/v1/lineage", **params: Any) -> Any:
+    r = client.get(url, params={"nodeId": node_id, **params})
+    assert r.status_code == 200, r.text
+    return {n["id"]: n for n in r.json()["graph"]}
+
+
+def edge(origin: str, destination: str) -> dict[str, str]:
+    return {"origin": origin, "destination": destination}
+
+
+LATER = {"asOf": "2100-01-01T00:00:00Z"}
+
+
+def test_hidden_dataset_leaves_the_lineage_graph(client: TestClient, seed: Seeder) -> None:
+    ids = chain(seed)  # raw -> job1 -> mid -> job2 -> out
+    assert client.delete("/api/v1/namespaces/ns/datasets/mid").status_code == 200
+    for params in ({}, LATER):
+        nodes = graph(client, "dataset:ns:raw", **params)
+        # As Marquez: the walk goes on through mid, which is left out with its edges.
+        assert list(nodes) == ["dataset:ns:out", "dataset:ns:raw", "job:ns:job1", "job:ns:job2"]
+        job1, job2 = nodes["job:ns:job1"]["data"], nodes["job:ns:job2"]["data"]
+        assert nodes["job:ns:job1"]["outEdges"] == [] and job1["outputs"] == []
+        assert nodes["job:ns:job2"]["inEdges"] == [] and job2["inputs"] == []
+        assert job2["outputs"] == [{"namespace": "ns", "name": "out"}]
+        assert nodes["dataset:ns:out"]["inEdges"] == [edge("job:ns:job2", "dataset:ns:out")]
+        # A hidden start node answers 404, as the dataset itself does.
+        r = client.get("/api/v1/lineage", params={"nodeId": "dataset:ns:mid", **params})
+        assert_404(r)
+    # A new version brings it back, into the graph too.
+    seed.version(ids["mid"], ids["run1"], ["a"])
+    assert "dataset:ns:mid" in graph(client, "dataset:ns:raw")
+
+
+def test_hidden_job_leaves_the_lineage_graph(client: TestClient, seed: Seeder) -> None:
+    chain(seed)
+    assert client.delete("/api/v1/namespaces/ns/jobs/job2").status_code == 200
+    for params in ({}, LATER):
+        nodes = graph(client, "dataset:ns:raw", **params)
+        assert list(nodes) == ["dataset:ns:mid", "dataset:ns:raw", "job:ns:job1"]
+        assert nodes["dataset:ns:mid"]["outEdges"] == []
+        # As Marquez: a dataset that no visible job of the graph reads or writes stands
+        # alone, although the walk reaches job1 through the hidden job2.
+        assert list(graph(client, "dataset:ns:out", **params)) == ["dataset:ns:out"]
+        r = client.get("/api/v1/lineage", params={"nodeId": "job:ns:job2", **params})
+        assert_404(r)
+    assert_404(client.get("/api/v1/column-lineage", params={"nodeId": "job:ns:job2"}))
+
+
+def test_hidden_dataset_leaves_column_lineage(client: TestClient, seed: Seeder) -> None:
+    ids = chain(seed)  # out.a <- mid.a <- raw.a
+    src = seed.dataset("ns", "src", ["a"])
+    seed.column(ids["raw_v1"], "a", src, "a")
+    url = "/api/v1/column-lineage"
+    assert client.delete("/api/v1/namespaces/ns/datasets/mid").status_code == 200
+    nodes = graph(client, "datasetField:ns:out:a", url)
+    # As Marquez: mid's fields are left out with their edges; the walk goes on through them.
+    assert list(nodes) == [
+        "datasetField:ns:out:a",
+        "datasetField:ns:raw:a",
+        "datasetField:ns:src:a",
+    ]
+    out = nodes["datasetField:ns:out:a"]
+    assert out["inEdges"] == [] and out["data"]["inputFields"] == []
+    raw = nodes["datasetField:ns:raw:a"]
+    assert raw["inEdges"] == [edge("datasetField:ns:raw:a", "datasetField:ns:src:a")]
+    assert raw["outEdges"] == []
+    # Downstream, out.a is found through mid.a and shows (a field of a visible dataset
+    # that the walk found written), without its input from mid.
+    down = graph(client, "datasetField:ns:src:a", url, withDownstream=True)
+    assert list(down) == list(nodes)
+    assert down["datasetField:ns:out:a"]["data"]["inputFields"] == []
+    for node_id in ("dataset:ns:mid", "datasetField:ns:mid:a"):
+        assert_404(client.get(url, params={"nodeId": node_id}))

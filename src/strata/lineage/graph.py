@@ -50,7 +50,10 @@ def _splits(text: str) -> list[tuple[str, str]]:
 
 
 def parse_node_id(conn: Connection, node_id: str) -> NodeRef:
-    """Resolve ``dataset:ns:name``, ``job:ns:name`` or ``datasetField:ns:name:field``."""
+    """Resolve ``dataset:ns:name``, ``job:ns:name`` or ``datasetField:ns:name:field``.
+
+    A hidden (soft-deleted) dataset or job is not found, as for every other read of it.
+    """
     kind, sep, rest = node_id.partition(":")
     if not sep or not rest:
         raise InvalidArgument(
@@ -64,21 +67,23 @@ def parse_node_id(conn: Connection, node_id: str) -> NodeRef:
         rest, version = rest.rsplit("#", 1)
     if kind == "dataset":
         for ns, name in _splits(rest):
-            row = _dataset(conn, ns, name)
+            row = _dataset(conn, ns, name, visible=True)
             if row is not None:
                 return NodeRef("DATASET", row, ns, name, version=version)
     elif kind == "job":
         for ns, name in _splits(rest):
             j = s.jobs
             uuid = conn.execute(
-                sa.select(j.c.uuid).where(j.c.namespace == ns, j.c.name == name)
+                sa.select(j.c.uuid).where(
+                    j.c.namespace == ns, j.c.name == name, j.c.is_hidden.is_(False)
+                )
             ).scalar()
             if uuid is not None:
                 return NodeRef("JOB", uuid, ns, name, version=version)
     elif kind == "datasetField":
         for head, fld in reversed(_splits(rest)):
             for ns, name in _splits(head):
-                row = _dataset(conn, ns, name)
+                row = _dataset(conn, ns, name, visible=True)
                 if row is not None and fld:
                     return NodeRef("DATASET_FIELD", row, ns, name, fld, version)
     else:
@@ -89,9 +94,13 @@ def parse_node_id(conn: Connection, node_id: str) -> NodeRef:
     raise NotFound(f"node {node_id!r} not found", node_id=node_id)
 
 
-def _dataset(conn: Connection, ns: str, name: str) -> str | None:
+def _dataset(conn: Connection, ns: str, name: str, visible: bool = False) -> str | None:
+    """The dataset's uuid; ``visible``, None for a hidden one."""
     d = s.datasets
-    return conn.execute(sa.select(d.c.uuid).where(d.c.namespace == ns, d.c.name == name)).scalar()
+    stmt = sa.select(d.c.uuid).where(d.c.namespace == ns, d.c.name == name)
+    if visible:
+        stmt = stmt.where(d.c.is_hidden.is_(False))
+    return conn.execute(stmt).scalar()
 
 
 def check_depth(depth: int) -> int:
@@ -324,6 +333,11 @@ def lineage_graph(
 
     With ``as_of`` the graph is the one in force then: each job at the version of its last
     run at or before that time, datasets created by then, at their version of then.
+
+    Hidden (soft-deleted) jobs and datasets are left out with their edges, as Marquez reads
+    the walk's nodes through views without them; the walk itself still goes through them
+    (Marquez walks ``job_versions_io_mapping`` unfiltered). A dataset shows when a visible
+    job of the graph reads or writes it; a start dataset no such job touches stands alone.
     """
     check_depth(depth)
     start = parse_node_id(conn, node_id)
@@ -353,12 +367,9 @@ def lineage_graph(
     else:
         jobs, edges = _walk_levels(walker, start, depth)
     job_ids = set(jobs)
-    dataset_ids = {d for _, d, _ in edges}
     if start.type == "JOB":
         job_ids.add(start.uuid)
-    else:
-        dataset_ids.add(start.uuid)
-    return _build_graph(conn, walker, job_ids, jobs, dataset_ids, edges)
+    return _build_graph(conn, walker, start, job_ids, jobs, edges)
 
 
 Walk = tuple[dict[str, str], set[tuple[str, str, str]]]
@@ -510,7 +521,7 @@ _DATASET_COLS = 14  # before the version columns of _datasets_select; "tagged" i
 
 @functools.cache
 def _datasets_select(pg: bool, with_current: bool) -> sa.Select[Any]:
-    """Datasets by uuid, whether they carry tags and, ``with_current``, their current
+    """Visible datasets by uuid, whether they carry tags and, ``with_current``, their current
     version (:func:`_version_cols`)."""
     d, v, t = s.datasets, s.dataset_versions, s.dataset_tags
     stmt = sa.select(
@@ -528,7 +539,7 @@ def _datasets_select(pg: bool, with_current: bool) -> sa.Select[Any]:
         d.c.current_version_uuid,
         _json_text(d.c.facets, "facets"),
         sa.exists().where(t.c.dataset_uuid == d.c.uuid).label("tagged"),
-    ).where(_in_ids(d.c.uuid, pg))
+    ).where(_in_ids(d.c.uuid, pg), d.c.is_hidden.is_(False))
     if not with_current:
         return stmt
     return stmt.add_columns(*_version_cols(v)).outerjoin(v, v.c.uuid == d.c.current_version_uuid)
@@ -551,7 +562,8 @@ def _dataset_tags_select(pg: bool) -> sa.Select[Any]:
 def _datasets(
     conn: Connection, uuids: Collection[str], version_of: dict[str, str | None] | None
 ) -> dict[str, q.Dataset]:
-    """Datasets at their current version, or at ``version_of``'s; as ``q.datasets_by_uuid``."""
+    """Visible datasets at their current version, or at ``version_of``'s; as
+    ``q.datasets_by_uuid``."""
     pg = conn.dialect.name == "postgresql"
     rows = _by_ids(conn, _datasets_select(pg, version_of is None), uuids)
     versions: dict[str, Sequence[Any]] = {}
@@ -640,8 +652,8 @@ _JOB_COLS = 14  # before the run columns of _jobs_select; "tagged" is the last
 
 @functools.cache
 def _jobs_select(pg: bool, with_run: bool) -> sa.Select[Any]:
-    """Jobs by uuid with their parent's name and whether they carry tags; ``with_run``, also
-    the latest run of their current version (:func:`_run_cols`)."""
+    """Visible jobs by uuid with their parent's name and whether they carry tags;
+    ``with_run``, also the latest run of their current version (:func:`_run_cols`)."""
     j, parent, t = s.jobs, s.jobs.alias("parent"), s.job_tags
     stmt = (
         sa.select(
@@ -661,7 +673,7 @@ def _jobs_select(pg: bool, with_run: bool) -> sa.Select[Any]:
             sa.exists().where(t.c.job_uuid == j.c.uuid).label("tagged"),
         )
         .select_from(j.outerjoin(parent, parent.c.uuid == j.c.parent_job_uuid))
-        .where(_in_ids(j.c.uuid, pg))
+        .where(_in_ids(j.c.uuid, pg), j.c.is_hidden.is_(False))
     )
     if not with_run:
         return stmt
@@ -770,18 +782,27 @@ def _runs(conn: Connection, rows: Iterable[Sequence[Any]]) -> dict[str, q.Run]:
 def _build_graph(
     conn: Connection,
     walker: _Edges,
+    start: NodeRef,
     job_ids: set[str],
     versions: dict[str, str],
-    dataset_ids: set[str],
     edges: set[tuple[str, str, str]],
 ) -> list[GraphNode]:
     pg = conn.dialect.name == "postgresql"
     current = walker.as_of is None
-    version_of = None if current else walker.dataset_versions(dataset_ids)
-    datasets = _datasets(conn, dataset_ids, version_of)
     # The walk's versions of the current graph are the current ones, so the job rows can
     # carry the latest run of each; as of a time it is that of the version then in force.
+    # Hidden jobs have no row; their edges go with them.
     job_rows = _by_ids(conn, _jobs_select(pg, current), job_ids)
+    shown = {r[0] for r in job_rows}
+    edges = {e for e in edges if e[0] in shown}
+    dataset_ids = {d for _, d, _ in edges}
+    if start.type == "DATASET" and start.uuid not in dataset_ids:
+        # No visible job of the graph touches the start dataset (there are none, or only
+        # hidden ones): it stands alone, as in Marquez.
+        job_rows, edges, dataset_ids = [], set(), {start.uuid}
+    version_of = None if current else walker.dataset_versions(dataset_ids)
+    # Hidden datasets have no row either; edges to them are dropped below.
+    datasets = _datasets(conn, dataset_ids, version_of)
     job_tags: dict[str, list[str]] = defaultdict(list)
     tagged = [r[0] for r in job_rows if r[_JOB_COLS - 1]]
     for uuid, tag in _by_ids(conn, _job_tags_select(pg), tagged):
@@ -790,7 +811,7 @@ def _build_graph(
         latest = {r[0]: r[_JOB_COLS] for r in job_rows if r[_JOB_COLS] is not None}
         runs = _runs(conn, [r[_JOB_COLS:] for r in job_rows])
     else:
-        latest = walker.latest_runs(versions)
+        latest = walker.latest_runs({j: v for j, v in versions.items() if j in shown})
         runs = _runs(conn, _by_ids(conn, _runs_select(pg), set(latest.values())))
     ds_id = {u: dataset_node_id(d.namespace, d.name) for u, d in datasets.items()}
     job_id = {r[0]: job_node_id(r[1], r[2]) for r in job_rows}
@@ -895,7 +916,11 @@ def field_node_id(ns: str, ds: str, fld: str) -> str:
 def column_lineage(
     conn: Connection, node_id: str, depth: int = 20, with_downstream: bool = False
 ) -> list[FieldNode]:
-    """Field-level lineage of the current dataset versions, upstream (and downstream)."""
+    """Field-level lineage of the current dataset versions, upstream (and downstream).
+
+    Fields of hidden (soft-deleted) datasets are left out with their edges, as Marquez joins
+    the walk's fields to a view without hidden datasets; the walk still goes through them.
+    """
     check_depth(depth)
     start = parse_node_id(conn, node_id)
     if start.type == "DATASET_FIELD":
@@ -934,7 +959,7 @@ def column_lineage(
         seen |= up | down
         if not up and not down:
             break
-    return _field_nodes(conn, seen, edges)
+    return _field_nodes(conn, seeds, edges)
 
 
 def _output_fields(conn: Connection, dataset_uuid: str) -> set[str]:
@@ -1014,17 +1039,23 @@ def _downstream_edges(
 
 def _field_nodes(
     conn: Connection,
-    keys: set[tuple[str, str]],
+    seeds: set[tuple[str, str]],
     edges: dict[tuple[str, str], set[tuple[str, str, str | None, str | None]]],
 ) -> list[FieldNode]:
-    all_keys = set(keys) | {(r[0], r[1]) for rows in edges.values() for r in rows}
-    datasets = q.datasets_by_uuid(conn, {d for d, _ in all_keys})
+    """The start fields, every field the walk found written and the fields each was
+    written from, but those of hidden datasets (as Marquez, whose nodes are the walk's
+    output fields of visible datasets and their inputs)."""
+    all_keys = set(seeds) | set(edges) | {(r[0], r[1]) for rows in edges.values() for r in rows}
+    datasets = _datasets(conn, {d for d, _ in all_keys}, None)  # hidden ones have no row
+    shown = {k for k in seeds if k[0] in datasets}
+    for out_key, rows in edges.items():
+        if out_key[0] in datasets:
+            shown.add(out_key)
+            shown |= {(r[0], r[1]) for r in rows if r[0] in datasets}
     types = {(u, f.name): f.type for u, d in datasets.items() for f in d.fields}
     nodes: dict[tuple[str, str], FieldNode] = {}
-    for key in all_keys:
-        ds = datasets.get(key[0])
-        if ds is None:
-            continue
+    for key in shown:
+        ds = datasets[key[0]]
         nodes[key] = FieldNode(
             field_node_id(ds.namespace, ds.name, key[1]),
             ds.namespace,
