@@ -8,6 +8,7 @@ import random
 from collections import defaultdict
 from dataclasses import dataclass, field
 
+import pytest
 import sqlalchemy as sa
 from api_seed import Seeder
 from fastapi.testclient import TestClient
@@ -176,6 +177,33 @@ def test_graph_route_body(client: TestClient, engine: sa.Engine, seed: Seeder) -
     assert body == {"graph": [views.graph_node(n) for n in nodes]}
     first = next(n for n in body["graph"] if n["id"] == node_id(m, big))
     assert first["data"]["facets"]["big"] == 2**70 + 1
+
+
+def test_graph_node_builds_each_latest_run_once(
+    engine: sa.Engine, seed: Seeder, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    m = random_store(seed, engine, random.Random(5))
+    with read_tx(engine) as conn:
+        nodes = g.lineage_graph(conn, node_id(m, next(iter(m.datasets))), 20)
+    # The graph's node as it always was: a job is the job view without "latestRuns".
+    want = []
+    for n in nodes:
+        data = views.dataset(n.data) if n.type == "DATASET" else views.job(n.data)
+        data.pop("latestRuns", None)
+        edges = {"inEdges": views._edges(n.in_edges), "outEdges": views._edges(n.out_edges)}
+        want.append({"id": n.id, "type": n.type, "data": data, **edges})
+    built: list[str] = []
+    real = views.run
+
+    def counting(r: q.Run) -> views.Json:
+        built.append(r.uuid)
+        return real(r)
+
+    monkeypatch.setattr(views, "run", counting)
+    got = [views.graph_node(n) for n in nodes]
+    assert views.dumps(got) == views.dumps(want)
+    runs = [n.data.latest_run.uuid for n in nodes if n.type == "JOB" and n.data.latest_run]
+    assert runs and sorted(built) == sorted(runs)
 
 
 def test_json_columns_decode_as_json_does() -> None:

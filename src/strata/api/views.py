@@ -164,8 +164,10 @@ def run(r: q.Run) -> Json:
     }
 
 
-def job(j: q.Job) -> Json:
-    return {
+def job(j: q.Job, latest_runs: bool = True) -> Json:
+    """A Marquez job; without ``latest_runs`` (a graph node's data), no "latestRuns"."""
+    latest = run(j.latest_run) if j.latest_run else None
+    out: Json = {
         "id": {"namespace": j.namespace, "name": j.name},
         "type": j.type,
         "name": j.name,
@@ -180,13 +182,16 @@ def job(j: q.Job) -> Json:
         "location": j.location,
         "context": {},
         "description": j.description,
-        "latestRun": run(j.latest_run) if j.latest_run else None,
-        "latestRuns": [run(j.latest_run)] if j.latest_run else [],
+        "latestRun": latest,
+        "latestRuns": [latest] if latest else [],
         "facets": j.facets,
         "currentVersion": j.current_version,
         "labels": [],
         "tags": j.tags,
     }
+    if not latest_runs:
+        del out["latestRuns"]
+    return out
 
 
 def job_version(v: q.JobVersion) -> Json:
@@ -211,9 +216,7 @@ def _edges(edges: list[tuple[str, str]]) -> list[Json]:
 
 
 def graph_node(n: g.GraphNode) -> Json:
-    data = dataset(n.data) if n.type == "DATASET" else job(n.data)
-    if n.type == "JOB":
-        data.pop("latestRuns", None)
+    data = dataset(n.data) if n.type == "DATASET" else job(n.data, latest_runs=False)
     return {
         "id": n.id,
         "type": n.type,
