@@ -63,7 +63,7 @@ class RunIn(_Body):
     id: UUID | None = None
     nominal_start_time: datetime | None = Field(default=None, alias="nominalStartTime")
     nominal_end_time: datetime | None = Field(default=None, alias="nominalEndTime")
-    args: dict[str, Any] = {}
+    args: dict[str, Any] | None = None  # as written: see routes.jobs.marquez_args
 
 
 class TagIn(_Body):

@@ -9,6 +9,7 @@ the event carried.
 
 from __future__ import annotations
 
+import json
 from collections.abc import Mapping
 from typing import Any
 
@@ -38,4 +39,10 @@ def run_args(facets: Mapping[str, Any]) -> dict[str, str]:
 
 
 def _text(value: Any) -> str:
-    return value if isinstance(value, str) else "" if value is None else str(value)
+    """A facet value as a string of Marquez's ``Map<String, String>``: a string as it is, any
+    other JSON value as its JSON text (``true``, ``1.5``), null as an empty string."""
+    if isinstance(value, str):
+        return value
+    if value is None:
+        return ""
+    return json.dumps(value, ensure_ascii=False, separators=(",", ":"))

@@ -2,17 +2,18 @@
 
 from __future__ import annotations
 
+import json
 from datetime import datetime
-from typing import Any
+from typing import Annotated, Any
 
-from fastapi import APIRouter, Request, Response
+from fastapi import APIRouter, Depends, Request, Response
 from fastapi.responses import JSONResponse
 
 from strata.api import views
 from strata.api.deps import Eng, Limit, Offset, reading
 from strata.api.models import JobIn, RunIn
 from strata.api.redirects import job_uuid
-from strata.errors import NotFound
+from strata.errors import InvalidArgument, NotFound
 from strata.lineage import keys
 from strata.lineage import queries as q
 from strata.lineage import writes as w
@@ -81,9 +82,48 @@ def list_runs(
     return views.page("runs", page, views.run)
 
 
+class _JsonNumber(str):
+    """A JSON number, as the text it was written as."""
+
+
+async def _raw_body(request: Request) -> bytes:
+    return await request.body()  # read (and kept) already to parse the body model
+
+
+def marquez_args(raw: bytes) -> dict[str, str]:
+    """A run body's ``args`` as Marquez reads them: Jackson makes its ``Map<String, String>``
+    from strings as they are, booleans as ``true``/``false`` and numbers as the text they were
+    written as (``1.50`` stays ``1.50``), and refuses objects and arrays (400). Null is refused
+    too (Marquez stores it and fails with a server error); ``"args": null`` is no args."""
+    doc = json.loads(raw, parse_int=_JsonNumber, parse_float=_JsonNumber) if raw.strip() else {}
+    args = doc.get("args") if isinstance(doc, dict) else None
+    out: dict[str, str] = {}
+    for key, value in (args or {}).items():
+        if isinstance(value, bool):
+            out[key] = "true" if value else "false"
+        elif isinstance(value, str):
+            out[key] = str(value)
+        else:
+            kind = {type(None): "null", dict: "an object", list: "an array"}.get(
+                type(value), "not a JSON number"
+            )
+            raise InvalidArgument(
+                f"run args map names to strings, numbers or booleans; args[{key!r}] is {kind}",
+                field=f"args.{key}",
+            )
+    return out
+
+
 @router.post(JOB + "/runs", status_code=201)
-def create_run(eng: Eng, namespace: str, job: str, body: RunIn | None = None) -> JSONResponse:
+def create_run(
+    eng: Eng,
+    namespace: str,
+    job: str,
+    raw: Annotated[bytes, Depends(_raw_body)],
+    body: RunIn | None = None,
+) -> JSONResponse:
     body = body or RunIn()
+    args = marquez_args(raw) if body.args else {}
     with read_tx(eng) as conn:
         res = q.resolve_job(conn, namespace, job)
     if res.kind != "found" or res.job_uuid is None:
@@ -97,7 +137,7 @@ def create_run(eng: Eng, namespace: str, job: str, body: RunIn | None = None) ->
         run_id=str(body.id) if body.id else None,
         nominal_start_time=_aware(body.nominal_start_time),
         nominal_end_time=_aware(body.nominal_end_time),
-        args={k: str(v) for k, v in body.args.items()} or None,
+        args=args or None,
     )
     with read_tx(eng) as conn:
         return JSONResponse(views.run(q.get_run(conn, run_id)), status_code=201)
