@@ -242,6 +242,30 @@ def test_events_queued_by_another_process_are_folded_in_order(
     other.dispose()
 
 
+def test_a_fold_that_falls_behind_slows_senders_then_refuses(
+    engine: sa.Engine, monkeypatch: Any
+) -> None:
+    gate = threading.Event()
+    real = ingest.fold_pending
+
+    def stuck(eng: sa.Engine, journal: sa.Engine, limit: int, known: Any = None) -> Any:
+        gate.wait(60)
+        return real(eng, journal, limit, known)
+
+    monkeypatch.setattr("strata.lineage.writer.fold_pending", stuck)
+    writer = GroupWriter(engine, max_backlog=1, backlog_wait=0.3)
+    first = writer.submit([run_event("START", 0, "a", "j")]).result(timeout=60)
+    assert isinstance(first[0], IngestResult)
+    [busy] = writer.submit([run_event("START", 1, "b", "j")]).result(timeout=60)
+    assert isinstance(busy, StrataError) and busy.http_status == 503
+    assert "behind" in busy.message and "again" in busy.message
+    gate.set()
+    assert writer.wait_folded(60)
+    [late] = writer.submit([run_event("START", 1, "b", "j")]).result(timeout=60)
+    assert isinstance(late, IngestResult) and not late.duplicate  # nothing was stored before
+    writer.close()
+
+
 def test_closed_writer_refuses_work(engine: sa.Engine) -> None:
     writer = GroupWriter(engine)
     writer.close()

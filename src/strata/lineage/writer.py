@@ -23,7 +23,8 @@ next; the fold thread looks for them every ``poll`` seconds.
 
 The store thread stops taking requests while more than ``max_backlog`` of this
 process's events wait for the fold, so a fold that falls behind slows senders down
-instead of growing a queue without bound.
+instead of growing a queue without bound; a request that waits ``backlog_wait``
+seconds so is answered 503, stored nothing, to be sent again.
 """
 
 from __future__ import annotations
@@ -81,6 +82,7 @@ class GroupWriter:
         max_backlog: int = 20_000,
         poll: float = 1.0,
         fold_in: str = "thread",
+        backlog_wait: float = 30.0,
     ) -> None:
         if fold_in not in ("thread", "process"):
             raise ValueError(f"fold_in must be 'thread' or 'process', got {fold_in!r}")
@@ -93,6 +95,7 @@ class GroupWriter:
         self._fold_max = fold_events
         self._max_backlog = max_backlog
         self._poll = poll
+        self._backlog_wait = backlog_wait
         self._queue: queue.SimpleQueue[_Request | None] = queue.SimpleQueue()
         self._lock = threading.Lock()
         self._state = threading.Condition()
@@ -206,7 +209,18 @@ class GroupWriter:
                 group.append(nxt)
                 size += len(nxt.items)
             with self._state:
-                self._state.wait_for(lambda: len(self._unfolded) < self._max_backlog)
+                behind = not self._state.wait_for(
+                    lambda: len(self._unfolded) < self._max_backlog, self._backlog_wait
+                )
+                waiting = len(self._unfolded)
+            if behind:
+                busy = StoreError(
+                    f"the lineage fold is {waiting} events behind and has not caught up in "
+                    f"{self._backlog_wait:.0f} s; nothing was stored, send the events again later"
+                )
+                for req in group:
+                    req.future.set_result([busy] * len(req.items))
+                continue
             self._store(group)
 
     def _store(self, group: list[_Request]) -> None:
