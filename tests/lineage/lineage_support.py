@@ -100,6 +100,13 @@ def run_event(
 _SKIP = {"lineage_events": {"received_at"}}
 
 
+def wipe(engine: sa.Engine) -> None:
+    """Empty every table of the store."""
+    with engine.begin() as conn:
+        for table in reversed(s.metadata.sorted_tables):
+            conn.execute(table.delete())
+
+
 def dump(engine: sa.Engine) -> dict[str, list[tuple[Any, ...]]]:
     """Every lineage table's rows, sorted, JSON normalised, without arrival columns."""
     tables = [

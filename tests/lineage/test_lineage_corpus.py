@@ -40,3 +40,31 @@ def test_every_corpus_event_is_ingested(engine: sa.Engine) -> None:
             assert ingest_event(engine, load(rel)).duplicate
     stored = rows(engine, sa.select(sa.func.count()).select_from(s.lineage_events))[0][0]
     assert stored == len({json.dumps(load(r), sort_keys=True) for r in files if r not in NEGATIVE})
+
+
+def test_the_server_writer_folds_every_corpus_event(engine: sa.Engine) -> None:
+    """Acknowledged, queued and folded in groups: none set aside, same model as one by one."""
+    from lineage_support import dump, wipe
+
+    from strata.lineage.ingest import IngestResult
+    from strata.lineage.writer import GroupWriter, journal_for
+
+    payloads = [load(rel) for rel in _all_files()]
+    writer = GroupWriter(engine)
+    futures = [writer.submit(payloads[i : i + 7]) for i in range(0, len(payloads), 7)]
+    results = [r for f in futures for r in f.result(timeout=120)]
+    assert writer.wait_folded(120)
+    writer.close()
+    refused = [r for r in results if not isinstance(r, IngestResult)]
+    assert len(refused) == len(NEGATIVE)
+    p = s.lineage_pending
+    with journal_for(engine).connect() as conn:
+        assert conn.execute(sa.select(p.c.payload_hash, p.c.error)).all() == []
+    folded = dump(engine)
+    for table in ("lineage_events", "runs", "datasets", "jobs"):
+        assert folded[table], table
+    wipe(engine)
+    for payload, result in zip(payloads, results, strict=True):
+        if isinstance(result, IngestResult):
+            ingest_event(engine, payload)
+    assert dump(engine) == folded

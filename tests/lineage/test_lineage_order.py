@@ -8,22 +8,15 @@ from typing import Any
 import sqlalchemy as sa
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
-from lineage_support import dump, run_event
+from lineage_support import dump, run_event, wipe
 from scenario import story
 
 from strata.errors import InvalidEvent
 from strata.lineage import runs
 from strata.lineage.events import Event
 from strata.lineage.ingest import ingest_batch, ingest_event
-from strata.store.schema import metadata
 
 EVENTS = story()
-
-
-def wipe(engine: sa.Engine) -> None:
-    with engine.begin() as conn:
-        for table in reversed(metadata.sorted_tables):
-            conn.execute(table.delete())
 
 
 def replay(engine: sa.Engine, order: list[dict[str, Any]]) -> dict[str, Any]:
