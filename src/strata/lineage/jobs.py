@@ -86,15 +86,10 @@ def touch_job_rows(
     return out
 
 
-def touch_job_row(conn: Connection, namespace: str, raw_name: str, at: datetime) -> JobRow:
-    """Create (without parent) or widen the job, not its namespace, and read it back."""
-    return touch_job_rows(conn, {(namespace, raw_name): (at, at)})[(namespace, raw_name)]
-
-
 def touch_job(conn: Connection, namespace: str, raw_name: str, at: datetime) -> str:
     """The job's uuid, creating it (without parent) when new."""
     touch_namespace(conn, namespace, at)
-    return touch_job_row(conn, namespace, raw_name, at).uuid
+    return touch_job_rows(conn, {(namespace, raw_name): (at, at)})[(namespace, raw_name)].uuid
 
 
 def _state(conn: Connection, job_uuid: str) -> tuple[dict[str, Any], dict[str, Any]]:
@@ -378,8 +373,7 @@ def refresh_job_versions(conn: Connection, version_uuids: set[str]) -> None:
             .where(jv.c.uuid == v)
             .values(created_at=min(times), updated_at=max(times), latest_run_uuid=latest)
         )
-    for job in sorted(jobs):
-        refresh_current_version(conn, job)
+    refresh_current_versions(conn, dict.fromkeys(jobs, (None, False)))
 
 
 def widen_job_versions(
@@ -474,8 +468,3 @@ def refresh_current_versions(
         if known is False or known != current:
             writes.append({"uuid": job_uuid, "current_version_uuid": current})
     update_rows(conn, s.jobs, "uuid", writes)
-
-
-def refresh_current_version(conn: Connection, job_uuid: str) -> None:
-    """:func:`refresh_current_versions` for one job."""
-    refresh_current_versions(conn, {job_uuid: (None, False)})

@@ -301,15 +301,10 @@ def touch_dataset_rows(
     }
 
 
-def touch_dataset_row(conn: Connection, namespace: str, name: str, at: datetime) -> DatasetRow:
-    """Create or widen the dataset (not its namespace) and read it back in one statement."""
-    return touch_dataset_rows(conn, {(namespace, name): (at, at)})[(namespace, name)]
-
-
 def touch_dataset(conn: Connection, namespace: str, name: str, at: datetime) -> str:
     """The dataset's uuid, creating the namespace and dataset rows when new."""
     touch_namespace(conn, namespace, at)
-    return touch_dataset_row(conn, namespace, name, at).uuid
+    return touch_dataset_rows(conn, {(namespace, name): (at, at)})[(namespace, name)].uuid
 
 
 def merge_stamped(

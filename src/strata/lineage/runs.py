@@ -358,7 +358,9 @@ def apply_run_events(conn: Connection, new: Sequence[Event]) -> None:
     current: dict[str, tuple[dict[str, Any] | None, str | bool | None]] = {}
     for job_uuid in {st.job_uuid for st in steps}:
         touched = by_uuid.get(job_uuid)
-        if touched is not None and job_uuid not in recounted:
+        if job_uuid in recounted:
+            continue  # refresh_job_versions just set it
+        if touched is not None:
             current[job_uuid] = (touched.fold_state, touched.current_version)
         else:
             current[job_uuid] = (None, False)
