@@ -741,42 +741,13 @@ def _runs(conn: Connection, rows: Iterable[Sequence[Any]]) -> dict[str, q.Run]:
     for kind, run, namespace, name, version in _by_ids(conn, _run_io_select(pg), by_uuid):
         into = inputs if kind == "I" else outputs
         into[run].append(q.DatasetVersionRef(namespace, name, version))
-    out: dict[str, q.Run] = {}
-    for (
-        uuid,
-        job_uuid,
-        job_namespace,
-        job_name,
-        job_version_uuid,
-        parent_run_uuid,
-        state,
-        created_at,
-        updated_at,
-        nominal_start_time,
-        nominal_end_time,
-        started_at,
-        ended_at,
-        facets,
-    ) in by_uuid.values():
-        out[uuid] = q.Run(
-            uuid=uuid,
-            job_uuid=job_uuid,
-            job_namespace=job_namespace,
-            job_name=job_name,
-            job_version_uuid=job_version_uuid,
-            parent_run_uuid=parent_run_uuid,
-            state=state,
-            created_at=created_at,
-            updated_at=updated_at,
-            nominal_start_time=nominal_start_time,
-            nominal_end_time=nominal_end_time,
-            started_at=started_at,
-            ended_at=ended_at,
-            facets=dict(_json(facets) or {}),
-            input_versions=inputs.get(uuid, []),
-            output_versions=outputs.get(uuid, []),
+    # _run_cols lists q.Run's first fields in order; the facets come as JSON text.
+    return {
+        uuid: q.Run(
+            *[*row[:13], dict(_json(row[13]) or {}), inputs.get(uuid, []), outputs.get(uuid, [])]
         )
-    return out
+        for uuid, row in by_uuid.items()
+    }
 
 
 def _build_graph(
