@@ -3,7 +3,6 @@ against the generic readers, on SQLite and PostgreSQL."""
 
 from __future__ import annotations
 
-import json
 import random
 from collections import defaultdict
 from dataclasses import dataclass, field
@@ -204,19 +203,3 @@ def test_graph_node_builds_each_latest_run_once(
     assert views.dumps(got) == views.dumps(want)
     runs = [n.data.latest_run.uuid for n in nodes if n.type == "JOB" and n.data.latest_run]
     assert runs and sorted(built) == sorted(runs)
-
-
-def test_json_columns_decode_as_json_does() -> None:
-    for text in [
-        "{}",
-        '{"a": [1, 2.5, -0.0, 1e16, "x"]}',
-        '{"big": 18446744073709551616, "neg": -9223372036854775809}',
-        "[1.2345678901234567890123]",
-        '{"nan": NaN}',
-        '"\\ud800"',
-        "null",
-    ]:
-        got = g._json(text)
-        want = json.loads(text)
-        assert repr(got) == repr(want), text
-    assert g._json(None) is None

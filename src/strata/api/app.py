@@ -10,6 +10,7 @@ from sqlalchemy.engine import Engine
 
 from strata.api import errors, paths, redirects
 from strata.api.deps import authorize
+from strata.api.ingest import StrataApp
 from strata.api.routes import datasets, jobs, lineage, namespaces, runs, search, strata, tags
 from strata.api.routes.extra import include_extra_routes
 from strata.lineage.writer import GroupWriter
@@ -27,7 +28,7 @@ async def _lifespan(app: FastAPI) -> AsyncIterator[None]:
 
 def create_app(settings: Settings, engine: Engine | None = None) -> FastAPI:
     """An app over ``engine`` (default: the store named by ``settings``)."""
-    app = FastAPI(
+    app = StrataApp(
         title="Strata",
         version="1",
         summary="Marquez-compatible lineage API with Strata provenance routes",

@@ -19,15 +19,20 @@ def _matches(token: str, allowed: tuple[str, ...]) -> bool:
 
 
 def check(settings: Settings, request: Request) -> None:
+    if settings.read_tokens or settings.write_tokens:
+        check_header(settings, request.method, request.headers.get("authorization", ""))
+
+
+def check_header(settings: Settings, method: str, header: str) -> None:
+    """Check an ``Authorization`` header for a request of ``method``."""
     if not settings.read_tokens and not settings.write_tokens:
         return
-    header = request.headers.get("authorization", "")
     scheme, _, token = header.partition(" ")
     if scheme.lower() != "bearer" or not token.strip():
         raise Unauthorized("this server needs a bearer token: send 'Authorization: Bearer <token>'")
     token = token.strip()
     is_write = _matches(token, settings.write_tokens)
-    if request.method in _READ_METHODS:
+    if method in _READ_METHODS:
         if not (is_write or _matches(token, settings.read_tokens)):
             raise Unauthorized("the bearer token is not valid for this server")
         return

@@ -18,11 +18,20 @@ MAX_BODY = 64 * 1024 * 1024  # decompressed; events of several MB are normal, GB
 async def read_json(request: Request) -> Any:
     raw = bytearray()
     async for chunk in request.stream():
-        raw.extend(chunk)
-        if len(raw) > MAX_BODY:
-            raise HTTPException(413, f"request body is larger than {MAX_BODY} bytes")
-    encoding = request.headers.get("content-encoding", "identity").strip().lower()
-    data = bytes(raw)
+        add_chunk(raw, chunk)
+    return decode_json(bytes(raw), request.headers.get("content-encoding", "identity"))
+
+
+def add_chunk(raw: bytearray, chunk: bytes) -> None:
+    """Append a chunk of a request body, refusing bodies past :data:`MAX_BODY`."""
+    raw.extend(chunk)
+    if len(raw) > MAX_BODY:
+        raise HTTPException(413, f"request body is larger than {MAX_BODY} bytes")
+
+
+def decode_json(data: bytes, content_encoding: str) -> Any:
+    """A request body as JSON, gunzipped first for ``Content-Encoding: gzip``."""
+    encoding = content_encoding.strip().lower()
     if encoding in ("gzip", "x-gzip"):
         data = _gunzip(data)
     elif encoding not in ("identity", ""):

@@ -60,6 +60,10 @@ def _where(e: Any) -> str:
 
 async def _http_error(_request: Request, exc: Exception) -> Response:
     assert isinstance(exc, StarletteHTTPException)
+    return http_error_response(exc)
+
+
+def http_error_response(exc: StarletteHTTPException) -> Response:
     codes = {404: "not_found", 405: "method_not_allowed", 413: "too_large", 415: "unsupported"}
     resp = error_response(
         exc.status_code, codes.get(exc.status_code, "http_error"), str(exc.detail)
@@ -70,7 +74,11 @@ async def _http_error(_request: Request, exc: Exception) -> Response:
 
 
 async def _fault(request: Request, exc: Exception) -> Response:
-    log.exception("unhandled error on %s %s", request.method, request.url.path, exc_info=exc)
+    return fault_response(request.method, request.url.path, exc)
+
+
+def fault_response(method: str, path: str, exc: Exception) -> Response:
+    log.exception("unhandled error on %s %s", method, path, exc_info=exc)
     return error_response(500, "internal_error", "internal server error; see the server log")
 
 

@@ -9,6 +9,7 @@ from datetime import datetime
 from typing import Any
 
 from strata.lineage.validate import EventKind, check_uuid, parse_time, validate
+from strata.store.jsoncodec import JsonText
 
 TERMINAL = {"COMPLETE": "COMPLETED", "FAIL": "FAILED", "ABORT": "ABORTED"}
 ACTIVE = frozenset({"START", "RUNNING", "OTHER"})
@@ -50,6 +51,13 @@ class Event:
     outputs: tuple[DatasetRef, ...] = ()
     dataset: DatasetRef | None = None
     parent: ParentRef | None = None
+    # The payload as JSON text when known (its canonical form, or as stored), so storing
+    # it does not serialise it again.
+    text: str | None = field(default=None, compare=False, repr=False)
+
+    def stored_payload(self) -> Any:
+        """The payload for a JSON column: its text when known, else the document."""
+        return JsonText(self.text) if self.text is not None else self.payload
 
     @property
     def is_terminal(self) -> bool:
@@ -90,10 +98,17 @@ def _dataset(raw: dict[str, Any], io_key: str | None) -> DatasetRef:
     )
 
 
-def parse_event(payload: dict[str, Any], *, check: bool = True, digest: str | None = None) -> Event:
+def parse_event(
+    payload: dict[str, Any],
+    *,
+    check: bool = True,
+    digest: str | None = None,
+    text: str | None = None,
+) -> Event:
     """Validate (unless ``check`` is False, for stored events) and parse ``payload``.
 
-    ``digest`` is a stored event's known payload hash, which saves hashing it again.
+    ``digest`` is a stored event's known payload hash, which saves hashing it again;
+    ``text`` its JSON text as stored, which saves serialising it again.
     """
     if digest is None or check:
         text = canonical_json(payload) if isinstance(payload, dict) else None
@@ -105,6 +120,7 @@ def parse_event(payload: dict[str, Any], *, check: bool = True, digest: str | No
     common: dict[str, Any] = {
         "kind": kind,
         "payload": payload,
+        "text": text,
         "payload_hash": digest,
         "event_time": parse_time(payload["eventTime"], "$.eventTime"),
         "event_type": payload.get("eventType") if kind == "RunEvent" else None,

@@ -26,6 +26,7 @@ from strata.lineage import jobs, keys, runs, versions
 from strata.lineage import rows as rowlib
 from strata.lineage.events import Event, parse_event
 from strata.lineage.validate import EventKind
+from strata.store import jsoncodec
 from strata.store import schema as s
 from strata.store.engine import read_tx, write_tx
 
@@ -272,7 +273,7 @@ def _accept(
     rows = {
         ev.payload_hash: {
             "payload_hash": ev.payload_hash,
-            "payload": ev.payload,
+            "payload": ev.stored_payload(),
             "received_at": received,
         }
         for ev in events
@@ -381,14 +382,17 @@ def _queued(
         for row in conn.execute(
             rowlib.cached(
                 ("pending-payloads",),
-                lambda: sa.select(p.c.payload_hash, p.c.payload).where(
+                lambda: sa.select(p.c.payload_hash, sa.cast(p.c.payload, sa.Text)).where(
                     p.c.payload_hash.in_(sa.bindparam("h", expanding=True))
                 ),
             ),
             {"h": list(chunk)},
         ):
-            parsed[row.payload_hash] = parse_event(
-                row.payload, check=False, digest=row.payload_hash
+            # Read as text, so the fold stores the text as it is instead of serialising
+            # the document again.
+            digest, text = str(row[0]), str(row[1])
+            parsed[digest] = parse_event(
+                jsoncodec.loads(text), check=False, digest=digest, text=text
             )
     return [(parsed[h], at) for h, at in queue]
 
@@ -443,7 +447,7 @@ def _store(
                 "producer": event.producer,
                 "job_namespace": event.job_namespace,
                 "job_name": event.job_name,
-                "payload": event.payload,
+                "payload": event.stored_payload(),
                 "payload_hash": event.payload_hash,
             },
         )

@@ -14,6 +14,7 @@ from sqlalchemy.engine import URL, Connection, Engine, make_url
 
 from strata.errors import ConfigError, StoreError
 from strata.settings import Settings
+from strata.store import jsoncodec
 
 
 def normalise_url(url: str) -> URL:
@@ -38,6 +39,8 @@ def normalise_url(url: str) -> URL:
 def create_engine(url: str, **kwargs: Any) -> Engine:
     """An engine with the pragmas and transaction handling Strata relies on."""
     parsed = normalise_url(url)
+    kwargs.setdefault("json_serializer", jsoncodec.dumps)
+    kwargs.setdefault("json_deserializer", jsoncodec.loads)
     if parsed.get_backend_name() == "sqlite":
         return _sqlite_engine(parsed, **kwargs)
     kwargs.setdefault("pool_pre_ping", True)

@@ -51,16 +51,22 @@ async def _store(request: Request, payloads: list[Any]) -> Results:
     return await asyncio.wrap_future(_writer(request).submit(payloads))
 
 
-@router.post("/lineage", status_code=201, openapi_extra=_EVENT_BODY)
-async def post_lineage(request: Request) -> Response:
-    payload = await read_json(request)
+async def accept_event(writer: GroupWriter, payload: Any) -> None:
+    """Queue one event with ``writer``; raises why it was refused."""
     if not isinstance(payload, dict):
         raise InvalidEvent(
             f"a lineage event must be a JSON object, got {type(payload).__name__}", path="$"
         )
-    [result] = await _store(request, [payload])
+    [result] = await asyncio.wrap_future(writer.submit([payload]))
     if isinstance(result, StrataError):
         raise result
+
+
+@router.post("/lineage", status_code=201, openapi_extra=_EVENT_BODY)
+async def post_lineage(request: Request) -> Response:
+    """Store one OpenLineage event (201). The app answers this route itself, ahead of the
+    router (:mod:`strata.api.ingest`); this is its description and a fallback."""
+    await accept_event(_writer(request), await read_json(request))
     return Response(status_code=201)
 
 
