@@ -250,6 +250,18 @@ def ok(met: bool) -> str:
     return "met" if met else "NOT met"
 
 
+def app_factory() -> Any:
+    """The ASGI app for ``uvicorn --factory`` (settings from ``STRATA_*``), set up as
+    ``strata serve`` sets it up."""
+    from strata.api import create_app
+    from strata.lineage.writer import freeze_startup_objects
+    from strata.settings import Settings
+
+    app = create_app(Settings.load())
+    freeze_startup_objects()
+    return app
+
+
 @contextmanager
 def uvicorn_app(factory: str, app_dir: Path, env: dict[str, str], log: Path) -> Iterator[int]:
     """``uvicorn --factory`` on a free 127.0.0.1 port (one worker, httptools, uvloop, no

@@ -81,14 +81,6 @@ POLL_S = 0.01  # between reads while waiting for the effects of the load to show
 TYPES = ["BIGINT", "STRING", "DOUBLE", "TIMESTAMP", "BOOLEAN", "DATE"]
 
 
-def app_factory() -> Any:
-    """The ASGI app for ``uvicorn --factory`` (settings from ``STRATA_*``)."""
-    from strata.api import create_app
-    from strata.settings import Settings
-
-    return create_app(Settings.load())
-
-
 # --- events -------------------------------------------------------------------------------
 
 
@@ -160,7 +152,7 @@ def store(backend: str) -> Iterator[tuple[str, Path]]:
 def server(url: str, home: Path) -> Iterator[int]:
     """The app under uvicorn on the given store; yields its 127.0.0.1 port."""
     env = dict(os.environ, STRATA_DATABASE_URL=url, STRATA_HOME=str(home))
-    with uvicorn_app("lineage_ingest:app_factory", HERE, env, home / "server.log") as port:
+    with uvicorn_app("_common:app_factory", HERE, env, home / "server.log") as port:
         yield port
 
 

@@ -445,20 +445,12 @@ def measure_http(
     return asyncio.run(go())
 
 
-def app_factory() -> Any:
-    """The ASGI app for ``uvicorn --factory`` (settings from ``STRATA_*``)."""
-    from strata.api import create_app
-    from strata.settings import Settings
-
-    return create_app(Settings.load())
-
-
 @contextmanager
 def server(url: str) -> Iterator[int]:
     """uvicorn serving the app on a free 127.0.0.1 port, one worker; yields the port."""
     with scratch_dir("runs-server") as home:
         env = dict(os.environ, STRATA_DATABASE_URL=url, STRATA_HOME=str(home))
-        with uvicorn_app("runs_list:app_factory", HERE, env, home / "server.log") as port:
+        with uvicorn_app("_common:app_factory", HERE, env, home / "server.log") as port:
             yield port
 
 

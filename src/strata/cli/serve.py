@@ -18,6 +18,7 @@ def serve(settings: Settings, host: str | None = None, port: int | None = None) 
     import uvicorn
 
     from strata.api import create_app
+    from strata.lineage.writer import freeze_startup_objects
 
     engine = engine_for(settings)
     if settings.is_embedded:
@@ -29,6 +30,7 @@ def serve(settings: Settings, host: str | None = None, port: int | None = None) 
             engine.dispose()
             raise SchemaVersionError(f"refusing to serve: {exc.message}", **exc.details) from exc
     app = create_app(settings, engine)
+    freeze_startup_objects()
     try:
         uvicorn.run(
             app,
