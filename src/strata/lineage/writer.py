@@ -90,6 +90,10 @@ class GroupWriter:
         self._engine = engine
         self._fold_in = fold_in
         self._pipe: Connection | None = None  # to the fold process
+        # Set when there is work for the fold process. An event, not a message per group:
+        # a message would wait in the pipe until the fold (busy with a large group) reads
+        # it, and a full pipe stalled the store thread and so every request.
+        self._remote_wake: Any = None
         self._pipe_lock = threading.Lock()
         self._journal = journal if journal is not None else journal_for(engine)
         self._max = max_events
@@ -166,8 +170,8 @@ class GroupWriter:
             threads[0].join(timeout)
             with self._state:
                 self._stopping = True
-            self._wake.set()
             self._tell("stop")
+            self._wake_fold()
             threads[1].join(timeout)
         if self._journal is not self._engine:
             self._journal.dispose()
@@ -249,8 +253,7 @@ class GroupWriter:
         with self._state:
             self._release([u for u in mine if u not in kept])
         if kept:
-            self._wake.set()
-            self._tell("wake")
+            self._wake_fold()
         at = 0
         for req in group:
             req.future.set_result(results[at : at + len(req.items)])
@@ -296,6 +299,11 @@ class GroupWriter:
 
     # --- fold process ---------------------------------------------------------------------
 
+    def _wake_fold(self) -> None:
+        self._wake.set()
+        if self._remote_wake is not None:
+            self._remote_wake.set()
+
     def _tell(self, message: str) -> None:
         with self._pipe_lock:
             if self._pipe is not None:
@@ -313,11 +321,12 @@ class GroupWriter:
             if self._journal is self._engine
             else self._journal.url.render_as_string(hide_password=False)
         )
+        self._remote_wake = context.Event()
         while True:
             ours, theirs = context.Pipe()
             child = context.Process(
                 target=_fold_process,
-                args=(url, journal, self._fold_max, self._poll, theirs),
+                args=(url, journal, self._fold_max, self._poll, theirs, self._remote_wake),
                 name="strata-lineage-fold",
                 daemon=True,
             )
@@ -327,6 +336,7 @@ class GroupWriter:
                 self._pipe = ours
             if self._stopping:
                 self._tell("stop")
+            self._wake_fold()  # fold what an earlier process left
             if self._relay(ours):
                 child.join(30)
                 return
@@ -352,19 +362,25 @@ class GroupWriter:
 
 
 def _fold_process(
-    url: str, journal_url: str | None, fold_events: int, poll: float, pipe: Connection
+    url: str,
+    journal_url: str | None,
+    fold_events: int,
+    poll: float,
+    pipe: Connection,
+    wake: Any,
 ) -> None:
-    """The fold process: fold what is queued whenever told (or every ``poll`` seconds),
-    report the payload hashes done, and stop when told to, after a last fold."""
+    """The fold process: fold what is queued whenever ``wake`` is set (or every ``poll``
+    seconds), report the payload hashes done, and stop when told to, after a last fold."""
     engine = create_engine(url, pool_size=2)
     journal = create_engine(journal_url) if journal_url else engine
     freeze_startup_objects()
     stop = False
     while True:
+        wake.wait(poll)
+        wake.clear()  # before folding: work stored from now on sets it again
         try:
-            if pipe.poll(poll):
-                while pipe.poll(0):
-                    stop = pipe.recv() == "stop" or stop
+            while pipe.poll(0):
+                stop = pipe.recv() == "stop" or stop
         except (EOFError, OSError):
             return  # the server is gone
         backoff = 0.05
