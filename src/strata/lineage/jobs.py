@@ -27,6 +27,7 @@ from strata.lineage.rows import (
     chunks,
     insert_ignore_many,
     merge_stamped,
+    returning_many,
     touch_namespace,
     update_rows,
     values_query,
@@ -78,7 +79,7 @@ def touch_job_rows(
     )
     by_uuid = {p["uuid"]: key for p, key in zip(params, sorted(spans), strict=True)}
     out = {}
-    for row in conn.execute(stmt, params).all():
+    for row in returning_many(conn, stmt, params):
         current = str(row.current_version_uuid) if row.current_version_uuid else None
         out[by_uuid[str(row.uuid)]] = JobRow(
             str(row.uuid), row.facets or {}, row.fold_state or {}, current

@@ -34,6 +34,7 @@ class UTCDateTime(sa.types.TypeDecorator[datetime]):
     def bind_processor(self, dialect: Dialect) -> Any:
         if dialect.name != "sqlite":
             return super().bind_processor(dialect)
+
         # SQLite: the text SQLAlchemy's DATETIME writes ("2024-01-31 12:00:00.000000", the
         # form every stored time has, compared as text in SQL), made in one C call instead
         # of a process_bind_param, then a %-format of seven fields: times are most of the
