@@ -42,3 +42,32 @@ def test_a_refused_row_raises_integrity_error_and_stores_nothing(engine: sa.Engi
         rows.insert_ignore_many(conn, s.namespaces, bad, ["name"])
     with engine.connect() as conn:
         assert conn.execute(sa.select(sa.func.count()).select_from(s.namespaces)).scalar() == 0
+
+
+def test_execute_many_writes_what_sqlalchemy_writes(engine: sa.Engine) -> None:
+    later = datetime(2024, 2, 1, tzinfo=UTC)
+    with engine.begin() as conn:
+        stmt = rows.widening_upsert(conn, s.namespaces, list(_ns("a")), ["name"], ())
+        rows.execute_many(conn, stmt, [_ns("a"), _ns("b")])
+        # The same upsert again widens the times of a, through the driver as through
+        # SQLAlchemy: both end up equal.
+        rows.execute_many(conn, stmt, [{**_ns("a"), "updated_at": later}])
+        conn.execute(stmt, [{**_ns("b"), "updated_at": later}])
+        rows.update_rows(conn, s.namespaces, "name", [{"name": "a", "description": "x"}])
+        got = conn.execute(
+            sa.select(
+                s.namespaces.c.name,
+                s.namespaces.c.created_at,
+                s.namespaces.c.updated_at,
+                s.namespaces.c.description,
+            ).order_by(s.namespaces.c.name)
+        ).all()
+    assert got == [("a", AT, later, "x"), ("b", AT, later, None)]
+
+
+def test_execute_many_raises_integrity_error(engine: sa.Engine) -> None:
+    stmt = s.namespaces.insert()
+    with pytest.raises(sa.exc.IntegrityError), engine.begin() as conn:
+        rows.execute_many(conn, stmt, [_ns("a"), _ns("a")])  # the same primary key twice
+    with engine.connect() as conn:
+        assert conn.execute(sa.select(sa.func.count()).select_from(s.namespaces)).scalar() == 0

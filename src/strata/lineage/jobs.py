@@ -25,6 +25,7 @@ from strata.lineage.events import Event
 from strata.lineage.rows import (
     cached,
     chunks,
+    execute_many,
     insert_ignore_many,
     merge_stamped,
     returning_many,
@@ -319,7 +320,7 @@ def ensure_job_versions(conn: Connection, wanted: Sequence[VersionWanted]) -> li
         created = insert_ignore_many(conn, s.job_versions, params, ["uuid"])
         new_edges = [e for u in sorted(created) for e in edges[u]]
         if new_edges:
-            conn.execute(cached(("job-version-io",), s.job_version_io.insert), new_edges)
+            execute_many(conn, cached(("job-version-io",), s.job_version_io.insert), new_edges)
     return out
 
 
@@ -416,7 +417,8 @@ def widen_job_versions(
         )
 
     if runs:
-        conn.execute(
+        execute_many(
+            conn,
             cached(("widen-job-version",), build),
             [{"v": v, "r": r, "c": c, "u": u} for v, r, c, u in runs],
         )

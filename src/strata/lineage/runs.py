@@ -19,6 +19,7 @@ from strata.lineage.rows import (
     cached,
     chunks,
     delete_in,
+    execute_many,
     insert_ignore,
     merge_dataset_facets,
     refresh_datasets,
@@ -409,7 +410,7 @@ def write_runs(conn: Connection, steps: Sequence[_Step]) -> None:
             for state, at, digest in run.transitions
         ]
     if rows:
-        conn.execute(upsert(conn, r, list(rows[0]), ["uuid"]), rows)
+        execute_many(conn, upsert(conn, r, list(rows[0]), ["uuid"]), rows)
     delete_in(conn, rs, "run_uuid", cleared)
     if transitions:
-        conn.execute(cached(("run-states-insert",), rs.insert), transitions)
+        execute_many(conn, cached(("run-states-insert",), rs.insert), transitions)

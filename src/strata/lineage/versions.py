@@ -39,6 +39,7 @@ from strata.lineage.rows import (
     cached,
     chunks,
     delete_in,
+    execute_many,
     insert_ignore_many,
     touch_dataset,
     update_rows,
@@ -239,7 +240,8 @@ def bind_runs(
         if item.retimed:
             settle |= {d for d, synth in after.values() if synth}
     if gone:
-        conn.execute(
+        execute_many(
+            conn,
             cached(
                 ("unbind",),
                 lambda: ri.delete().where(
@@ -250,7 +252,7 @@ def bind_runs(
             gone,
         )
     if new:
-        conn.execute(cached(("bind",), ri.insert), new)
+        execute_many(conn, cached(("bind",), ri.insert), new)
     return settle
 
 
@@ -317,10 +319,10 @@ def write_outputs(conn: Connection, outputs: Sequence[Output]) -> None:
                 }
             )
     if versions:
-        conn.execute(upsert(conn, dv, list(versions[0]), ["uuid"]), versions)
+        execute_many(conn, upsert(conn, dv, list(versions[0]), ["uuid"]), versions)
     delete_in(conn, cl, "dataset_version_uuid", cleared)
     if edges:
-        conn.execute(cached(("cl-insert",), cl.insert), edges)
+        execute_many(conn, cached(("cl-insert",), cl.insert), edges)
 
 
 def check_lake_outputs(conn: Connection, events: Sequence[Event]) -> None:
