@@ -271,3 +271,23 @@ def test_closed_writer_refuses_work(engine: sa.Engine) -> None:
     writer.close()
     with pytest.raises(RuntimeError, match="closed"):
         writer.submit([parse_event(run_event("START", 0, "r", "j"))])
+
+
+def test_read_ahead_parses_the_group_after_the_next(engine: sa.Engine) -> None:
+    """The fold process parses the next group while it writes one: the events after the
+    oldest ``skip`` of the queue, in queue order, equal to what the fold would parse."""
+    events = [parse_event(e) for e in _story(5)]
+    journal = journal_for(engine)
+    ingest.accept_parsed(engine, journal, events)
+    ahead = ingest.parse_queued(journal, 4, 3)
+    assert list(ahead) == [e.payload_hash for e in events[4:7]]
+    for event in events[4:7]:
+        assert ahead[event.payload_hash].payload == event.payload
+        assert ahead[event.payload_hash].fold_key() == event.fold_key()
+    assert ingest.parse_queued(journal, 10, 3) == {}
+    # What the fold takes with a head start is what it takes without one.
+    folded = ingest.fold_pending(engine, journal, 4)
+    assert folded.folded == [e.payload_hash for e in events[:4]]
+    folded = ingest.fold_pending(engine, journal, 10, ingest.parse_queued(journal, 0, 10))
+    assert folded.folded == [e.payload_hash for e in events[4:]]
+    assert _pending(journal) == []

@@ -388,13 +388,37 @@ def _queued(
             ),
             {"h": list(chunk)},
         ):
-            # Read as text, so the fold stores the text as it is instead of serialising
-            # the document again.
-            digest, text = str(row[0]), str(row[1])
-            parsed[digest] = parse_event(
-                jsoncodec.loads(text), check=False, digest=digest, text=text
-            )
+            event = _queued_event(row)
+            parsed[event.payload_hash] = event
     return [(parsed[h], at) for h, at in queue]
+
+
+def _queued_event(row: Any) -> Event:
+    """A queue row ``(payload_hash, payload as text)`` parsed. Read as text, so the fold
+    stores the text as it is instead of serialising the document again."""
+    digest, text = str(row[0]), str(row[1])
+    return parse_event(jsoncodec.loads(text), check=False, digest=digest, text=text)
+
+
+def parse_queued(journal: Engine, skip: int, limit: int) -> dict[str, Event]:
+    """The queued events after the oldest ``skip``, up to ``limit`` of them, parsed, by
+    payload hash: what the fold after the current one will take, read while the current
+    one writes (``known`` for :func:`fold_pending`; a miss is parsed there as usual)."""
+    p = s.lineage_pending
+    stmt = rowlib.cached(
+        ("pending-ahead",),
+        lambda: (
+            sa.select(p.c.payload_hash, sa.cast(p.c.payload, sa.Text))
+            .where(p.c.error.is_(None))
+            .order_by(p.c.seq)
+            .limit(sa.bindparam("n"))
+            .offset(sa.bindparam("skip"))
+        ),
+    )
+    with read_tx(journal) as conn:
+        rows = conn.execute(stmt, {"n": limit, "skip": skip}).all()
+    events = [_queued_event(row) for row in rows]
+    return {event.payload_hash: event for event in events}
 
 
 def _dequeue(conn: Connection, done: list[str], refused: dict[str, str]) -> None:
