@@ -42,6 +42,8 @@ class UTCDateTime(sa.types.TypeDecorator[datetime]):
         def process(value: datetime | None) -> str | None:
             if value is None:
                 return None
+            if value.tzinfo is UTC:  # the usual case: "…20.000000+00:00" less its zone
+                return value.isoformat(" ", "microseconds")[:26]
             if value.tzinfo is None:
                 raise ValueError(f"naive datetime {value!r}: pass a timezone-aware value")
             return value.astimezone(UTC).replace(tzinfo=None).isoformat(" ", "microseconds")
