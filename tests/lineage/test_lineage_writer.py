@@ -115,7 +115,16 @@ def test_an_event_refused_when_stored_is_answered_alone(
     mixed = writer.submit(
         [
             parse_event(run_event("START", 1, "r1", "job_b")),
-            parse_event(run_event("START", 2, "r2", "refused", outputs=[ds("ns", "ghost")])),
+            # Only an event naming a version can be refused by the store when queued.
+            parse_event(
+                run_event(
+                    "START",
+                    2,
+                    "r2",
+                    "refused",
+                    outputs=[ds("ns", "ghost", version={"datasetVersion": "7"})],
+                )
+            ),
             InvalidEvent("bad", path="$.x"),
         ]
     )
@@ -151,7 +160,16 @@ def test_an_event_the_fold_refuses_is_set_aside(engine: sa.Engine, monkeypatch: 
     got = writer.submit(
         [
             parse_event(run_event("START", 1, "r1", "job_b")),
-            parse_event(run_event("START", 2, "r2", "refused", outputs=[ds("ns", "ghost")])),
+            # Only an event naming a version can be refused by the store when queued.
+            parse_event(
+                run_event(
+                    "START",
+                    2,
+                    "r2",
+                    "refused",
+                    outputs=[ds("ns", "ghost", version={"datasetVersion": "7"})],
+                )
+            ),
         ]
     ).result(timeout=60)
     assert all(isinstance(r, IngestResult) for r in got)  # stored and acknowledged
@@ -291,3 +309,21 @@ def test_read_ahead_parses_the_group_after_the_next(engine: sa.Engine) -> None:
     folded = ingest.fold_pending(engine, journal, 10, ingest.parse_queued(journal, 0, 10))
     assert folded.folded == [e.payload_hash for e in events[4:]]
     assert _pending(journal) == []
+
+
+def test_an_event_sent_again_after_its_fold_changes_nothing(engine: sa.Engine) -> None:
+    events = [parse_event(e) for e in _story(2)]
+    writer = GroupWriter(engine)
+    for event in events:
+        writer.submit([event]).result(timeout=60)
+    assert writer.wait_folded(60)
+    before = dump(engine)
+    [again] = writer.submit([events[1]]).result(timeout=60)
+    assert isinstance(again, IngestResult)  # queued again: the fold finds it stored
+    assert writer.wait_folded(60)
+    writer.close()
+    assert dump(engine) == before
+    assert _pending(journal_for(engine)) == []
+    with engine.connect() as conn:
+        stored = conn.execute(sa.select(sa.func.count()).select_from(s.lineage_events))
+        assert stored.scalar() == len(events)

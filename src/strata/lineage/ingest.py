@@ -131,14 +131,19 @@ def accept_parsed(
     What the server acknowledges: the event is durable and valid, and everything that
     could refuse it has been checked. It does not wait for the fold: on PostgreSQL the
     queue is a table the fold's lock does not cover, on SQLite a file of its own.
-    ``engine`` is the store, read for those checks.
+    ``engine`` is the store, read for those checks (only events naming a version need
+    it). A result's ``duplicate`` says the event was queued already; one stored already
+    is queued again and the fold finds it stored (looking it up here cost every group a
+    read of the store, for the rare client that sends an event again).
     """
 
     def step(conn: Connection, events: list[Event], received: datetime) -> list[IngestResult]:
         if journal is engine:
-            return _accept(conn, conn, events, received)
-        with read_tx(engine) as store:
-            return _accept(store, conn, events, received)
+            versions.check_lake_outputs(conn, events)
+        elif versions.labelled_outputs(events):
+            with read_tx(engine) as store:
+                versions.check_lake_outputs(store, events)
+        return _queue(conn, events, received)
 
     return _in_groups(journal, items, step, lock=False)
 
@@ -250,26 +255,8 @@ def _store_and_apply(
     return [_result(e, not is_new) for e, is_new in zip(events, new, strict=True)]
 
 
-def _accept(
-    store: Connection, queue: Connection, events: list[Event], received: datetime
-) -> list[IngestResult]:
-    """Check the events against the store and queue the new ones for the fold."""
-    versions.check_lake_outputs(store, events)
-    e, p = s.lineage_events, s.lineage_pending
-    hashes = sorted({ev.payload_hash for ev in events})
-    known: set[str] = set()
-    for chunk in rowlib.chunks(hashes):
-        known.update(
-            store.execute(
-                rowlib.cached(
-                    ("stored-hashes",),
-                    lambda: sa.select(e.c.payload_hash).where(
-                        e.c.payload_hash.in_(sa.bindparam("h", expanding=True))
-                    ),
-                ),
-                {"h": list(chunk)},
-            ).scalars()
-        )
+def _queue(queue: Connection, events: list[Event], received: datetime) -> list[IngestResult]:
+    """Queue the events for the fold; an event queued already is a duplicate."""
     rows = {
         ev.payload_hash: {
             "payload_hash": ev.payload_hash,
@@ -277,9 +264,10 @@ def _accept(
             "received_at": received,
         }
         for ev in events
-        if ev.payload_hash not in known
     }
-    queued = rowlib.insert_ignore_many(queue, p, list(rows.values()), ["payload_hash"])
+    queued = rowlib.insert_ignore_many(
+        queue, s.lineage_pending, list(rows.values()), ["payload_hash"]
+    )
     out = []
     for ev in events:
         out.append(_result(ev, ev.payload_hash not in queued))

@@ -33,7 +33,7 @@ from sqlalchemy.engine import Connection
 from strata.errors import InvalidEvent
 from strata.lineage import facets as fx
 from strata.lineage import keys
-from strata.lineage.events import Event
+from strata.lineage.events import DatasetRef, Event
 from strata.lineage.fold import IoFold, RunFold
 from strata.lineage.rows import (
     cached,
@@ -325,6 +325,17 @@ def write_outputs(conn: Connection, outputs: Sequence[Output]) -> None:
         execute_many(conn, cached(("cl-insert",), cl.insert), edges)
 
 
+def labelled_outputs(events: Sequence[Event]) -> list[tuple[Event, DatasetRef, str]]:
+    """The events' outputs that name a version (``version`` facet), with the label."""
+    out = []
+    for ev in events:
+        for ref in ev.outputs:
+            label = fx.dataset_version_label({**ref.facets, **ref.io_facets})
+            if label is not None:
+                out.append((ev, ref, label))
+    return out
+
+
 def check_lake_outputs(conn: Connection, events: Sequence[Event]) -> None:
     """Refuse an event naming a version of a lake dataset that was never committed.
 
@@ -332,24 +343,20 @@ def check_lake_outputs(conn: Connection, events: Sequence[Event]) -> None:
     change later, since committed versions are never removed.
     """
     d = s.datasets
-    for ev in events:
-        for ref in ev.outputs:
-            label = fx.dataset_version_label({**ref.facets, **ref.io_facets})
-            if label is None:
-                continue
-            row = conn.execute(
-                cached(
-                    ("lake-by-name",),
-                    lambda: sa.select(d.c.uuid).where(
-                        d.c.namespace == sa.bindparam("ns"),
-                        d.c.name == sa.bindparam("n"),
-                        d.c.is_lake.is_(True),
-                    ),
+    for ev, ref, label in labelled_outputs(events):
+        row = conn.execute(
+            cached(
+                ("lake-by-name",),
+                lambda: sa.select(d.c.uuid).where(
+                    d.c.namespace == sa.bindparam("ns"),
+                    d.c.name == sa.bindparam("n"),
+                    d.c.is_lake.is_(True),
                 ),
-                {"ns": ref.namespace, "n": ref.name},
-            ).first()
-            if row is not None and _by_label(conn, str(row.uuid), label, lake=True) is None:
-                raise _missing_commit(ev.run_id, label)
+            ),
+            {"ns": ref.namespace, "n": ref.name},
+        ).first()
+        if row is not None and _by_label(conn, str(row.uuid), label, lake=True) is None:
+            raise _missing_commit(ev.run_id, label)
 
 
 def _missing_commit(run_id: str | None, label: str) -> InvalidEvent:
