@@ -446,6 +446,7 @@ def refresh_current_versions(
     ts = s.runs.c.created_at.type
     for chunk in chunks(ordered):
         stmt, params = values_query(
+            conn,
             ("latest-run",),
             "q",
             {"j": None},

@@ -44,6 +44,7 @@ def chunks(items: Sequence[T]) -> list[Sequence[T]]:
 
 
 def values_query(
+    conn: Connection,
     key: tuple[Any, ...],
     name: str,
     columns: dict[str, Any],
@@ -51,14 +52,37 @@ def values_query(
     body: str,
     returns: Sequence[Any] = (),
 ) -> tuple[Any, dict[str, Any]]:
-    """``WITH name(columns) AS (VALUES ...) body`` over ``rows``, and its parameters.
+    """``WITH name(columns) AS (…rows…) body`` over ``rows``, and its parameters.
 
-    One statement does the work of a lookup per row; PostgreSQL and SQLite both take
-    it. ``columns`` maps each column to its type or None. The row count is rounded up
-    to a power of two by repeating the last row, so a handful of statements serve
-    every group size (callers must not mind a repeated row). ``returns``: typed result
-    columns, where a value needs converting (times on SQLite).
+    One statement does the work of a lookup per row. ``columns`` maps each column to its
+    type or None (text). ``returns``: typed result columns, where a value needs
+    converting (times on SQLite).
+
+    On PostgreSQL the rows are one array per column (``unnest``), so the statement's text
+    is the same for every number of rows and is parsed and planned once per connection;
+    a ``VALUES`` list of hundreds of parameters cost more to plan than to run. SQLite has
+    no arrays: there the rows are a ``VALUES`` list whose length is rounded up to a power
+    of two by repeating the last row, so a handful of statements serve every group size
+    (callers must not mind a repeated row).
     """
+    if conn.dialect.name == "postgresql":
+
+        def build_arrays() -> Any:
+            arrays = ", ".join(
+                f"CAST(:{c} AS {t.compile(dialect=conn.dialect) if t else 'TEXT'}[])"
+                for c, t in columns.items()
+            )
+            stmt = sa.text(
+                f"WITH {name}({', '.join(columns)}) AS (SELECT * FROM unnest({arrays})) {body}"
+            )
+            return stmt.columns(*returns) if returns else stmt
+
+        arrays = {
+            c: [row[c] if t or row[c] is None else str(row[c]) for row in rows]
+            for c, t in columns.items()
+        }
+        return cached(("unnest", *key), build_arrays), arrays
+
     n = 1 << max(len(rows) - 1, 0).bit_length()
 
     def build() -> Any:

@@ -116,6 +116,7 @@ def _current_at_many(
                 for i in chunk
             ]
             stmt, params = values_query(
+                conn,
                 ("current-at", lake),
                 "q",
                 {"k": None, "d": None, "r": None, "t": UTCDateTime()},
@@ -452,6 +453,7 @@ def consumers_of(conn: Connection, moved: Sequence[Moved]) -> set[str]:
     named = [(i, m, label) for i, m in enumerate(moved) for label in sorted(m.labels)]
     for lchunk in chunks(named):
         stmt, params = values_query(
+            conn,
             ("consumers-label",),
             "m",
             {"k": None, "d": None, "v": None},
