@@ -339,6 +339,9 @@ class GroupWriter:
             self._wake_fold()  # fold what an earlier process left
             if self._relay(ours):
                 child.join(30)
+                # Released now, not at interpreter exit (where the semaphores behind the
+                # event would be reported leaked).
+                self._remote_wake = None
                 return
             log.warning(
                 "the lineage fold process stopped (exit %s); starting another", child.exitcode
