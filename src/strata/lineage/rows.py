@@ -205,7 +205,10 @@ class _DriverForm:
 
 def _driver_form(conn: Connection, stmt: Any, row: dict[str, Any]) -> _DriverForm | None:
     """``stmt`` compiled as SQLAlchemy compiles it for an executemany of rows like
-    ``row``; None where the driver form would not bind the same (then SQLAlchemy runs it)."""
+    ``row``; None where the driver form would not bind the same (then SQLAlchemy runs it).
+
+    Kept per statement object: callers pass statements built once (:func:`cached`), so
+    the cache holds a form per statement, not per call."""
     keys = tuple(sorted(row))
     key = ("driver", conn.dialect.name, stmt, keys)
     if key in _CACHE:
