@@ -71,3 +71,78 @@ def test_execute_many_raises_integrity_error(engine: sa.Engine) -> None:
         rows.execute_many(conn, stmt, [_ns("a"), _ns("a")])  # the same primary key twice
     with engine.connect() as conn:
         assert conn.execute(sa.select(sa.func.count()).select_from(s.namespaces)).scalar() == 0
+
+
+def _names(conn: sa.Connection) -> list[tuple[object, ...]]:
+    t = s.namespaces
+    query = sa.select(t.c.name, t.c.created_at, t.c.updated_at, t.c.description)
+    return [tuple(r) for r in conn.execute(query.order_by(t.c.name))]
+
+
+def test_many_row_writes_match_one_statement_per_row(engine: sa.Engine) -> None:
+    # On PostgreSQL an INSERT or a keyed UPDATE of many rows goes as one statement over
+    # an array per column; what it stores must be what the statement run per row stores.
+    later, earlier = datetime(2024, 2, 1, tzinfo=UTC), datetime(2023, 12, 1, tzinfo=UTC)
+    first = [_ns(f"n{i}", description=None if i % 2 else f"d{i}") for i in range(5)]
+    widen = [{**_ns("n1"), "updated_at": later}, {**_ns("n3"), "created_at": earlier}]
+    widen += [_ns("n9")]
+    described = [{"name": "n0", "description": None}, {"name": "n4", "description": "é'\"{}"}]
+    results = []
+    for many in (True, False):
+        with engine.begin() as conn:
+            insert = s.namespaces.insert()
+            upsert = rows.widening_upsert(conn, s.namespaces, list(_ns("x")), ["name"], ())
+            if many:
+                rows.execute_many(conn, insert, first)
+                rows.execute_many(conn, upsert, widen)
+                rows.update_rows(conn, s.namespaces, "name", described)
+            else:
+                for row in first:
+                    conn.execute(insert, row)
+                for row in widen:
+                    conn.execute(upsert, row)
+                for row in described:
+                    values = {"description": row["description"]}
+                    t = s.namespaces
+                    conn.execute(t.update().where(t.c.name == row["name"]).values(values))
+            results.append(_names(conn))
+            conn.execute(s.namespaces.delete())
+    assert results[0] == results[1]
+    assert len(results[0]) == 6
+
+
+@pytest.mark.parametrize("backend", ["postgresql"])  # SQLite has no arrays
+def test_postgresql_sends_many_rows_as_arrays(engine: sa.Engine) -> None:
+    t = s.namespaces
+    with engine.connect() as conn:
+        upsert = rows.widening_upsert(conn, t, list(_ns("x")), ["name"], ())
+        keyed = t.update().where(t.c.name == sa.bindparam("_key"))
+        keyed = keyed.values(description=sa.bindparam("description", type_=t.c.description.type))
+        computed = t.update().values(description=t.c.name + sa.bindparam("s"))
+        forms = {
+            "insert": rows._driver_form(conn, t.insert(), _ns("x")),
+            "upsert": rows._driver_form(conn, upsert, _ns("x")),
+            "update": rows._driver_form(conn, keyed, {"_key": "x", "description": None}),
+            "computed": rows._driver_form(conn, computed, {"s": "x"}),
+        }
+    assert forms["insert"] and forms["insert"].array_sql
+    assert "unnest(" in forms["insert"].array_sql and forms["insert"].unique_on == ()
+    assert forms["upsert"] and forms["upsert"].unique_on == ("name",)
+    assert forms["update"] and forms["update"].unique_on == ("_key",)
+    assert forms["computed"] and forms["computed"].array_sql is None
+    # ON CONFLICT DO UPDATE may not touch a row twice in one statement: rows repeating a
+    # key go one by one, and the later row wins as it does run row by row.
+    assert forms["upsert"].takes_arrays([_ns("a"), _ns("b")])
+    assert not forms["upsert"].takes_arrays([_ns("a"), _ns("a")])
+
+
+def test_rows_repeating_a_key_write_as_one_by_one(engine: sa.Engine) -> None:
+    later = datetime(2024, 2, 1, tzinfo=UTC)
+    with engine.begin() as conn:
+        rows.execute_many(conn, s.namespaces.insert(), [_ns("a"), _ns("b")])
+        upsert = rows.widening_upsert(conn, s.namespaces, list(_ns("a")), ["name"], ())
+        rows.execute_many(conn, upsert, [_ns("a"), {**_ns("a"), "updated_at": later}])
+        again = [{"name": "b", "description": "1"}, {"name": "b", "description": "2"}]
+        rows.update_rows(conn, s.namespaces, "name", again)
+        got = _names(conn)
+    assert got == [("a", AT, later, None), ("b", AT, AT, "2")]

@@ -3,12 +3,12 @@
 from __future__ import annotations
 
 import hashlib
-import json
 from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any
 
 from strata.lineage.validate import EventKind, check_uuid, parse_time, validate
+from strata.store import jsoncodec
 from strata.store.jsoncodec import JsonText
 
 TERMINAL = {"COMPLETE": "COMPLETED", "FAIL": "FAILED", "ABORT": "ABORTED"}
@@ -59,6 +59,10 @@ class Event:
         """The payload for a JSON column: its text when known, else the document."""
         return JsonText(self.text) if self.text is not None else self.payload
 
+    def json_text(self) -> str:
+        """The payload as JSON text: as stored or hashed when known, else canonical."""
+        return self.text if self.text is not None else canonical_json(self.payload)
+
     @property
     def is_terminal(self) -> bool:
         return self.event_type in TERMINAL
@@ -78,7 +82,7 @@ def iso(t: datetime) -> str:
 
 
 def canonical_json(payload: Any) -> str:
-    return json.dumps(payload, sort_keys=True, separators=(",", ":"), ensure_ascii=False)
+    return jsoncodec.canonical(payload)
 
 
 def payload_hash(payload: Any) -> str:

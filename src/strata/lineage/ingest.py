@@ -260,7 +260,7 @@ def _queue(queue: Connection, events: list[Event], received: datetime) -> list[I
     rows = {
         ev.payload_hash: {
             "payload_hash": ev.payload_hash,
-            "payload": ev.stored_payload(),
+            "payload": ev.json_text(),
             "received_at": received,
         }
         for ev in events
@@ -370,7 +370,7 @@ def _queued(
         for row in conn.execute(
             rowlib.cached(
                 ("pending-payloads",),
-                lambda: sa.select(p.c.payload_hash, sa.cast(p.c.payload, sa.Text)).where(
+                lambda: sa.select(p.c.payload_hash, p.c.payload).where(
                     p.c.payload_hash.in_(sa.bindparam("h", expanding=True))
                 ),
             ),
@@ -382,8 +382,8 @@ def _queued(
 
 
 def _queued_event(row: Any) -> Event:
-    """A queue row ``(payload_hash, payload as text)`` parsed. Read as text, so the fold
-    stores the text as it is instead of serialising the document again."""
+    """A queue row ``(payload_hash, payload)`` parsed; the fold stores the text as it is
+    instead of serialising the document again."""
     digest, text = str(row[0]), str(row[1])
     return parse_event(jsoncodec.loads(text), check=False, digest=digest, text=text)
 
@@ -396,7 +396,7 @@ def parse_queued(journal: Engine, skip: int, limit: int) -> dict[str, Event]:
     stmt = rowlib.cached(
         ("pending-ahead",),
         lambda: (
-            sa.select(p.c.payload_hash, sa.cast(p.c.payload, sa.Text))
+            sa.select(p.c.payload_hash, p.c.payload)
             .where(p.c.error.is_(None))
             .order_by(p.c.seq)
             .limit(sa.bindparam("n"))

@@ -627,7 +627,8 @@ _LIST_RUNS_BY_FQN = _list_runs_select(
 
 
 def list_runs(conn: Connection, job_uuid: str, limit: int, offset: int) -> Page[Run]:
-    page = _runs_page(conn.execute(_LIST_RUNS, {"job": job_uuid, "limit": limit, "offset": offset}))
+    params = {"job": job_uuid, "limit": limit, "offset": offset}
+    page = _runs_page(conn.execute(_LIST_RUNS, params).all())
     return page if page is not None else Page([], 0)
 
 
@@ -636,7 +637,7 @@ def list_job_runs(
 ) -> Page[Run] | None:
     """The runs of the job whose FQN is ``name``; ``None`` if no job has it (see resolve_job)."""
     params = {"namespace": namespace, "name": name, "limit": limit, "offset": offset}
-    return _runs_page(conn.execute(_LIST_RUNS_BY_FQN, params))
+    return _runs_page(conn.execute(_LIST_RUNS_BY_FQN, params).all())
 
 
 def _runs_page(rows: Iterable[Sequence[Any]]) -> Page[Run] | None:

@@ -7,6 +7,7 @@ event they came from, so every write here commutes with every other.
 
 from __future__ import annotations
 
+import re
 from collections.abc import Callable, Iterator, Sequence
 from collections.abc import Set as AbstractSet
 from contextlib import contextmanager
@@ -140,13 +141,15 @@ def insert_ignore_many(
 
 
 def returning_many(conn: Connection, stmt: Any, rows: Sequence[dict[str, Any]]) -> list[Any]:
-    """Run an INSERT … RETURNING once per row of ``rows``; the rows it returned.
+    """Run an INSERT … RETURNING once per row of ``rows``; the rows it returned (in no
+    particular order).
 
     SQLAlchemy runs it as one INSERT of many VALUES rows. On PostgreSQL that statement
     (thousands of parameters, a new text for every group size) costs more to parse and
-    plan than to run: about twice the time per row of the same INSERT sent once per row
-    in psycopg's pipeline, which this does there. Result rows are named tuples of the
-    driver's values (JSON decoded, times aware), which is what the callers read.
+    plan than to run; there the rows go as one array per column instead (see
+    :func:`_arrays_sql`), or where that cannot be used one statement per row in psycopg's
+    pipeline. Result rows are named tuples of the driver's values (JSON decoded, times
+    aware), which is what the callers read.
     """
     form = _driver_form(conn, stmt, rows[0]) if conn.dialect.name == "postgresql" else None
     if form is None:
@@ -157,6 +160,9 @@ def returning_many(conn: Connection, stmt: Any, rows: Sequence[dict[str, Any]]) 
     with _driver_errors(conn, form.sql):
         raw = conn.connection.dbapi_connection
         with raw.cursor(row_factory=namedtuple_row) as cur:  # type: ignore[union-attr]
+            if form.takes_arrays(rows):
+                cur.execute(form.array_sql, form.arrays(rows))
+                return list(cur.fetchall())
             cur.executemany(form.sql, form.params(rows), returning=True)
             while True:
                 out.extend(cur.fetchall())
@@ -168,9 +174,10 @@ def returning_many(conn: Connection, stmt: Any, rows: Sequence[dict[str, Any]]) 
 def execute_many(conn: Connection, stmt: Any, rows: Sequence[dict[str, Any]]) -> None:
     """Run ``stmt`` once per row of ``rows``, as ``conn.execute(stmt, rows)`` does.
 
-    The statement is compiled once and handed to the driver's ``executemany`` with the
-    rows' values bound as SQLAlchemy binds them: its own per-row parameter handling cost
-    the fold more than the database did for its plain multi-row writes.
+    The statement is compiled once and handed to the driver with the rows' values bound
+    as SQLAlchemy binds them (its own per-row parameter handling cost the fold more than
+    the database did for its plain multi-row writes): an INSERT on PostgreSQL as one
+    statement over an array per column, anything else through ``executemany``.
     """
     if not rows:
         return
@@ -182,25 +189,46 @@ def execute_many(conn: Connection, stmt: Any, rows: Sequence[dict[str, Any]]) ->
         raw = conn.connection.dbapi_connection
         cur = raw.cursor()  # type: ignore[union-attr]
         try:
-            cur.executemany(form.sql, form.params(rows))
+            if form.takes_arrays(rows):
+                cur.execute(form.array_sql, form.arrays(rows))
+            else:
+                cur.executemany(form.sql, form.params(rows))
         finally:
             cur.close()
 
 
 @dataclass(frozen=True)
 class _DriverForm:
-    """A statement compiled for rows of given keys: its SQL and how to bind a row."""
+    """A statement compiled for rows of given keys: its SQL and how to bind a row; for a
+    PostgreSQL INSERT also the same statement over one array per column."""
 
     sql: str
     names: tuple[str, ...]
     processors: dict[str, Any]
     positional: bool
+    array_sql: str | None = None
+    # ON CONFLICT DO UPDATE may not touch a row twice in one statement: rows sharing
+    # these columns' values go one by one.
+    unique_on: tuple[str, ...] = ()
 
     def params(self, rows: Sequence[dict[str, Any]]) -> list[Any]:
         procs, names = self.processors, self.names
         if self.positional:
             return [tuple(procs[n](r[n]) if n in procs else r[n] for n in names) for r in rows]
         return [{n: procs[n](r[n]) if n in procs else r[n] for n in names} for r in rows]
+
+    def takes_arrays(self, rows: Sequence[dict[str, Any]]) -> bool:
+        if self.array_sql is None or len(rows) < 2:
+            return False
+        on = self.unique_on
+        return not on or len({tuple(r[c] for c in on) for r in rows}) == len(rows)
+
+    def arrays(self, rows: Sequence[dict[str, Any]]) -> dict[str, list[Any]]:
+        out = {}
+        for n in self.names:
+            proc = self.processors.get(n)
+            out[n] = [proc(r[n]) for r in rows] if proc else [r[n] for r in rows]
+        return out
 
 
 def _driver_form(conn: Connection, stmt: Any, row: dict[str, Any]) -> _DriverForm | None:
@@ -223,9 +251,98 @@ def _driver_form(conn: Connection, stmt: Any, row: dict[str, Any]) -> _DriverFor
         and not compiled.literal_execute_params
         and not compiled.post_compile_params
     ):
-        form = _DriverForm(compiled.string, names, dict(compiled._bind_processors), positional)
+        arrays = None
+        if conn.dialect.name == "postgresql" and not positional:
+            arrays = _arrays_sql(conn, stmt, compiled.string, names)
+        form = _DriverForm(
+            compiled.string,
+            names,
+            dict(compiled._bind_processors),
+            positional,
+            *(arrays or (None, ())),
+        )
     _CACHE[key] = form
     return form
+
+
+_BIND = r"%\((\w+)\)s(?:::(.+))?"  # a bind as psycopg is sent it, with its cast if any
+_PLACEHOLDER = re.compile(_BIND)
+_SET_ITEM = re.compile(r"(\w+)=" + _BIND)
+_UPDATE = re.compile(r"UPDATE (\w+) SET (.+) WHERE (\w+)\.(\w+) = " + _BIND)
+
+
+def _arrays_sql(
+    conn: Connection, stmt: Any, sql: str, names: tuple[str, ...]
+) -> tuple[str, tuple[str, ...]] | None:
+    """``stmt`` (compiled to ``sql`` for PostgreSQL) rewritten to take one array per
+    parameter, every row at once, and the parameters the rows must not repeat values of;
+    None for a statement not of the shapes below.
+
+    One statement then writes every row: per row, the database does not set up a new
+    execution, nor does the driver send one, which took most of the time of a group's
+    writes. Row triggers, constraints and ON CONFLICT act on each row as before. Arrays go
+    in binary: as text, every JSON document would be escaped into an array literal and
+    parsed out of it again.
+
+    - ``INSERT INTO t (…) VALUES (%(a)s::T, …) …`` inserts the rows of ``unnest(…)``; with
+      ON CONFLICT DO UPDATE, which may not touch a row twice, rows must differ on the
+      conflict target.
+    - ``UPDATE t SET a=%(a)s::T, … WHERE t.k = %(key)s::T`` joins the rows of ``unnest(…)``
+      on the key, which rows must not repeat.
+    """
+    table = getattr(stmt, "table", None)
+    if table is None:
+        return None
+    binds: list[tuple[str, str | None]] = []  # (parameter, its cast), in order
+    if isinstance(stmt, sa.Insert):
+        start = sql.find(") VALUES (")
+        if start < 0 or not sql.startswith("INSERT INTO "):
+            return None
+        start += len(") VALUES (")
+        depth, end = 0, start
+        while end < len(sql) and (depth or sql[end] != ")"):
+            depth += {"(": 1, ")": -1}.get(sql[end], 0)
+            end += 1
+        for item in sql[start:end].split(", "):
+            m = _PLACEHOLDER.fullmatch(item)
+            if m is None:
+                return None  # a value that is not a plain bind
+            binds.append((m.group(1), m.group(2)))
+        head, tail = sql[: start - len("VALUES (")], sql[end + 1 :]
+        conflict = getattr(stmt, "_post_values_clause", None)
+        unique = tuple(
+            c if isinstance(c, str) else c.key
+            for c in getattr(conflict, "inferred_target_elements", None) or ()
+            if getattr(conflict, "update_values_to_set", None)
+        )
+        parts = (f"{head}SELECT * FROM unnest(", f"){tail}")
+    elif isinstance(stmt, sa.Update):
+        m = _UPDATE.fullmatch(sql)
+        if m is None or m.group(1) != table.name or m.group(3) != table.name:
+            return None
+        sets = [_SET_ITEM.fullmatch(item) for item in m.group(2).split(", ")]
+        if not all(sets):
+            return None
+        binds = [(x.group(2), x.group(3)) for x in sets if x] + [(m.group(5), m.group(6))]
+        columns = [x.group(1) for x in sets if x]
+        if any(x.group(1) != x.group(2) for x in sets if x):
+            return None
+        key = m.group(5)
+        unique = (key,)
+        parts = (
+            f"UPDATE {table.name} SET {', '.join(f'{c}=v.{c}' for c in columns)} FROM unnest(",
+            f") AS v({', '.join(columns)}, {key}) WHERE {table.name}.{m.group(4)} = v.{key}",
+        )
+    else:
+        return None
+    if sorted(n for n, _ in binds) != sorted(names):
+        return None
+    arrays = []
+    for name, cast in binds:
+        if cast is None and name not in table.c:
+            return None  # no type to make its array of
+        arrays.append(f"%({name})b::{cast or table.c[name].type.compile(conn.dialect)}[]")
+    return ", ".join(arrays).join(parts), unique
 
 
 @contextmanager

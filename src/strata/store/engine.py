@@ -69,6 +69,11 @@ def _sqlite_engine(url: URL, **kwargs: Any) -> Engine:
                 "set STRATA_HOME or STRATA_DATABASE_URL to a writable place"
             ) from exc
     kwargs.setdefault("connect_args", {"timeout": 60, "check_same_thread": False})
+    if "poolclass" not in kwargs and url.database and url.database != ":memory:":
+        # Enough pooled connections for a server's concurrent reads: a connection beyond
+        # the pool is closed after use, and every new one runs the pragmas of _on_connect.
+        kwargs.setdefault("pool_size", 16)
+        kwargs.setdefault("max_overflow", 16)
     engine = sa.create_engine(url, **kwargs)
 
     @sa.event.listens_for(engine, "connect")

@@ -9,6 +9,9 @@ more; it writes ``NaN`` and infinities as ``null`` and refuses integers beyond 6
 
 A value that is already JSON text (:class:`JsonText`) is stored as it is, so a payload
 serialised once (to hash it) is not serialised again.
+
+:func:`canonical` is the text an event's hash is taken of, byte for byte what
+``json.dumps(value, sort_keys=True, separators=(",", ":"), ensure_ascii=False)`` writes.
 """
 
 from __future__ import annotations
@@ -42,6 +45,38 @@ def dumps(value: Any) -> str:
     if b"null" in out:  # maybe NaN or an infinity, which orjson writes as null
         return json.dumps(value, ensure_ascii=False)
     return out.decode("utf-8")
+
+
+# What orjson writes byte for byte as json does: the JSON types but floats (it writes
+# 1e-05 as 0.00001 and NaN as null), which go to json.
+_EXACT = frozenset({str, int, bool, type(None)})
+_CANONICAL = orjson.OPT_SORT_KEYS
+
+
+def canonical(value: Any) -> str:
+    """``value`` as sorted, compact JSON text, exactly as ``json.dumps`` writes it.
+
+    Hashes are taken of this text, so it must never change: orjson writes it (ten times
+    faster) only for documents it writes identically, made of dicts, lists, strings,
+    integers, booleans and nulls."""
+    if type(value) in (dict, list) and _plain(value):
+        try:
+            return orjson.dumps(value, option=_CANONICAL).decode("utf-8")
+        except TypeError:  # integers beyond 64 bits, lone surrogates, keys not strings
+            pass
+    return json.dumps(value, sort_keys=True, separators=(",", ":"), ensure_ascii=False)
+
+
+def _plain(value: dict[Any, Any] | list[Any]) -> bool:
+    """``value`` holds nothing but dicts, lists and :data:`_EXACT` values."""
+    for item in value.values() if type(value) is dict else value:
+        kind = type(item)
+        if kind is dict or kind is list:
+            if not _plain(item):
+                return False
+        elif kind not in _EXACT:
+            return False
+    return True
 
 
 def loads(text: str | bytes | bytearray | memoryview | None) -> Any:

@@ -355,7 +355,10 @@ lineage_pending = sa.Table(
     metadata,
     serial_col("seq"),
     sa.Column("payload_hash", sa.String(64), nullable=False, unique=True),
-    sa.Column("payload", JSONType, nullable=False),
+    # The event's JSON text, as hashed: only the fold reads it, and it stores the text as
+    # it is (as JSONB on PostgreSQL it would be parsed on the way in and printed on the way
+    # out, for nothing).
+    sa.Column("payload", sa.Text(), nullable=False),
     ts_col("received_at", nullable=False),
     sa.Column("error", sa.Text(), nullable=True),
 )
@@ -432,14 +435,21 @@ UNHIDE_TRIGGERS: dict[str, list[str]] = {
         """
         CREATE FUNCTION strata_unhide_from_event() RETURNS trigger LANGUAGE plpgsql AS $$
         DECLARE
-          named jsonb := CASE WHEN jsonb_typeof(NEW.payload->'inputs') = 'array'
-                              THEN NEW.payload->'inputs' ELSE '[]'::jsonb END
-                      || CASE WHEN jsonb_typeof(NEW.payload->'outputs') = 'array'
-                              THEN NEW.payload->'outputs' ELSE '[]'::jsonb END
-                      || CASE WHEN jsonb_typeof(NEW.payload->'dataset') = 'object'
-                              THEN jsonb_build_array(NEW.payload->'dataset') ELSE '[]'::jsonb END;
+          -- Nothing hidden is the common case, and reading the payload's names costs more
+          -- than the rest of the insert: they are read only when something is hidden.
+          datasets_hidden boolean := EXISTS (SELECT 1 FROM datasets WHERE is_hidden);
+          namespaces_hidden boolean := EXISTS (SELECT 1 FROM namespaces WHERE is_hidden);
+          named jsonb;
         BEGIN
-          IF EXISTS (SELECT 1 FROM datasets WHERE is_hidden) THEN
+          IF datasets_hidden OR namespaces_hidden THEN
+            named := CASE WHEN jsonb_typeof(NEW.payload->'inputs') = 'array'
+                          THEN NEW.payload->'inputs' ELSE '[]'::jsonb END
+                  || CASE WHEN jsonb_typeof(NEW.payload->'outputs') = 'array'
+                          THEN NEW.payload->'outputs' ELSE '[]'::jsonb END
+                  || CASE WHEN jsonb_typeof(NEW.payload->'dataset') = 'object'
+                          THEN jsonb_build_array(NEW.payload->'dataset') ELSE '[]'::jsonb END;
+          END IF;
+          IF datasets_hidden THEN
             UPDATE datasets AS d SET is_hidden = false
             FROM (SELECT x->>'namespace' AS namespace, x->>'name' AS name
                   FROM jsonb_array_elements(named) AS x
@@ -453,7 +463,7 @@ UNHIDE_TRIGGERS: dict[str, list[str]] = {
                 SELECT job_uuid FROM job_aliases
                 WHERE namespace = NEW.job_namespace AND name = NEW.job_name));
           END IF;
-          IF EXISTS (SELECT 1 FROM namespaces WHERE is_hidden) THEN
+          IF namespaces_hidden THEN
             UPDATE namespaces SET is_hidden = false
             WHERE is_hidden AND (name = NEW.job_namespace OR name IN (
               SELECT x->>'namespace' FROM jsonb_array_elements(named) AS x
