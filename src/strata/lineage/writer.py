@@ -34,6 +34,7 @@ import contextlib
 import gc
 import logging
 import multiprocessing
+import os
 import queue
 import threading
 import time
@@ -90,10 +91,12 @@ class GroupWriter:
         self._engine = engine
         self._fold_in = fold_in
         self._pipe: Connection | None = None  # to the fold process
-        # Set when there is work for the fold process. An event, not a message per group:
-        # a message would wait in the pipe until the fold (busy with a large group) reads
-        # it, and a full pipe stalled the store thread and so every request.
-        self._remote_wake: Any = None
+        # Written a byte when there is work for the fold process, without blocking: a byte
+        # already waiting is wake enough, so a busy fold (a message per group, sent
+        # blocking, filled the pipe and stalled the store thread and so every request)
+        # or a dead one (a shared multiprocessing.Event hung whoever set it next) never
+        # holds the writer back.
+        self._remote_wake: Connection | None = None
         self._pipe_lock = threading.Lock()
         self._journal = journal if journal is not None else journal_for(engine)
         self._max = max_events
@@ -301,8 +304,12 @@ class GroupWriter:
 
     def _wake_fold(self) -> None:
         self._wake.set()
-        if self._remote_wake is not None:
-            self._remote_wake.set()
+        with self._pipe_lock:  # not closed while written to
+            if self._remote_wake is not None:
+                # Full: a wake is pending already. Broken: the process is gone, and the
+                # fold thread starts another.
+                with contextlib.suppress(OSError):
+                    os.write(self._remote_wake.fileno(), b"w")
 
     def _tell(self, message: str) -> None:
         with self._pipe_lock:
@@ -321,27 +328,31 @@ class GroupWriter:
             if self._journal is self._engine
             else self._journal.url.render_as_string(hide_password=False)
         )
-        self._remote_wake = context.Event()
         while True:
             ours, theirs = context.Pipe()
+            wake_in, wake_out = context.Pipe(duplex=False)
+            os.set_blocking(wake_out.fileno(), False)
             child = context.Process(
                 target=_fold_process,
-                args=(url, journal, self._fold_max, self._poll, theirs, self._remote_wake),
+                args=(url, journal, self._fold_max, self._poll, theirs, wake_in),
                 name="strata-lineage-fold",
                 daemon=True,
             )
             child.start()
             theirs.close()
+            wake_in.close()
             with self._pipe_lock:
                 self._pipe = ours
+                self._remote_wake = wake_out
             if self._stopping:
                 self._tell("stop")
             self._wake_fold()  # fold what an earlier process left
-            if self._relay(ours):
-                child.join(30)
-                # Released now, not at interpreter exit (where the semaphores behind the
-                # event would be reported leaked).
+            stopped = self._relay(ours)
+            with self._pipe_lock:
                 self._remote_wake = None
+            wake_out.close()
+            if stopped:
+                child.join(30)
                 return
             log.warning(
                 "the lineage fold process stopped (exit %s); starting another", child.exitcode
@@ -370,10 +381,12 @@ def _fold_process(
     fold_events: int,
     poll: float,
     pipe: Connection,
-    wake: Any,
+    wake: Connection,
 ) -> None:
-    """The fold process: fold what is queued whenever ``wake`` is set (or every ``poll``
-    seconds), report the payload hashes done, and stop when told to, after a last fold."""
+    """The fold process: fold what is queued whenever a byte arrives on ``wake`` (or every
+    ``poll`` seconds), report the payload hashes done, and stop when told to, after a last
+    fold."""
+    os.set_blocking(wake.fileno(), False)
     engine = create_engine(url, pool_size=2)
     journal = create_engine(journal_url) if journal_url else engine
     freeze_startup_objects()
@@ -388,8 +401,8 @@ def _fold_process(
     prefetch = ThreadPoolExecutor(1, "strata-lineage-prefetch")
     stop = False
     while True:
-        wake.wait(poll)
-        wake.clear()  # before folding: work stored from now on sets it again
+        wake.poll(poll)
+        _drain(wake)  # before folding: work stored from now on wakes it again
         try:
             while pipe.poll(0):
                 stop = pipe.recv() == "stop" or stop
@@ -398,14 +411,13 @@ def _fold_process(
         backoff = 0.05
         known: dict[str, Event] = {}
         while True:
-            # With the queue in a file of its own, the next group is read and parsed in a
-            # second thread while this one is written: SQLite releases the interpreter
-            # lock while it works, and reading and parsing is a tenth of a fold.
-            ahead = (
-                prefetch.submit(parse_queued, journal, fold_events, fold_events)
-                if journal is not engine
-                else None
-            )
+            # The next group is read and parsed in a second thread (on a connection of its
+            # own) while this one is written: the database works without the interpreter
+            # lock, and reading and parsing is a tenth of a fold. On PostgreSQL the queue
+            # is a table of the store; what this fold takes is still there until it
+            # commits, so the next group starts after it (if the commit came first, the
+            # read-ahead finds later events, and the fold parses the next ones itself).
+            ahead = prefetch.submit(parse_queued, journal, fold_events, fold_events)
             try:
                 folded = fold_pending(engine, journal, fold_events, known)
             except StoreError as exc:
@@ -430,6 +442,13 @@ def _fold_process(
 
 
 _COLLECT_EVERY = 16
+
+
+def _drain(wake: Connection) -> None:
+    """Read every wake byte waiting (``wake`` does not block)."""
+    with contextlib.suppress(BlockingIOError):
+        while os.read(wake.fileno(), 4096):
+            pass
 
 
 def _result_or_nothing(ahead: Future[dict[str, Event]] | None) -> dict[str, Event]:
