@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import threading
 from collections.abc import Sequence
 from dataclasses import dataclass
 from datetime import datetime
@@ -35,29 +36,76 @@ from strata.store import schema as s
 K = TypeVar("K")
 
 
+class ParsedEvents:
+    """Stored events this process parsed lately, by payload hash, at most ``size``.
+
+    A group's run events are folded with their runs' earlier events, which an earlier
+    group (the START before the COMPLETE) usually brought: kept here, they are not read
+    and parsed again. A payload hash names one content forever, so an entry is never
+    stale; which events a run has is always read from the store.
+    """
+
+    def __init__(self, size: int) -> None:
+        self._size = size
+        self._events: dict[str, Event] = {}
+        self._lock = threading.Lock()  # folds of stores in other threads share it
+
+    def get(self, payload_hash: str) -> Event | None:
+        return self._events.get(payload_hash)
+
+    def add(self, events: Sequence[Event]) -> None:
+        with self._lock:
+            for event in events:
+                self._events.pop(event.payload_hash, None)
+                self._events[event.payload_hash] = event
+            while len(self._events) > self._size:
+                del self._events[next(iter(self._events))]  # the oldest
+
+
+# A few groups' worth: a run's events mostly arrive within seconds of each other.
+PARSED = ParsedEvents(4096)
+
+
 def load_events(
     conn: Connection, run_uuids: Sequence[str], skip: Sequence[str] = ()
 ) -> dict[str, list[Event]]:
     """The stored events of each run (runs without any are left out), but for those
-    whose payload hash is in ``skip`` (the caller has them parsed already)."""
+    whose payload hash is in ``skip`` (the caller has them parsed already). Payloads
+    are read only for events not in :data:`PARSED`."""
     e = s.lineage_events
 
-    def build() -> Any:
-        stmt = sa.select(e.c.run_uuid, e.c.payload, e.c.payload_hash).where(
+    def hashes() -> Any:
+        stmt = sa.select(e.c.run_uuid, e.c.payload_hash).where(
             e.c.run_uuid.in_(sa.bindparam("r", expanding=True))
         )
         if skip:
             stmt = stmt.where(e.c.payload_hash.not_in(sa.bindparam("h", expanding=True)))
         return stmt
 
-    out: dict[str, list[Event]] = {}
+    found: list[tuple[str, str]] = []
     for chunk in chunks(sorted(run_uuids)):
         params: dict[str, Any] = {"r": list(chunk)}
         if skip:
             params["h"] = list(skip)
-        for row in conn.execute(cached(("run-events", bool(skip)), build), params).all():
-            event = parse_event(row.payload, check=False, digest=row.payload_hash)
-            out.setdefault(str(row.run_uuid), []).append(event)
+        rows = conn.execute(cached(("run-event-hashes", bool(skip)), hashes), params)
+        found.extend((str(run), str(digest)) for run, digest in rows)
+    parsed = {h: ev for _, h in found if (ev := PARSED.get(h)) is not None}
+    for chunk in chunks(sorted({h for _, h in found if h not in parsed})):
+        for row in conn.execute(
+            cached(
+                ("event-payloads",),
+                lambda: sa.select(e.c.payload_hash, e.c.payload).where(
+                    e.c.payload_hash.in_(sa.bindparam("h", expanding=True))
+                ),
+            ),
+            {"h": list(chunk)},
+        ):
+            digest = str(row.payload_hash)
+            parsed[digest] = parse_event(row.payload, check=False, digest=digest)
+    PARSED.add([parsed[h] for h in sorted(parsed)])
+    out: dict[str, list[Event]] = {}
+    for run, digest in found:
+        out.setdefault(run, []).append(parsed[digest])
     return out
 
 
@@ -230,6 +278,7 @@ def apply_run_events(conn: Connection, new: Sequence[Event]) -> None:
         assert ev.run_id is not None and ev.job_namespace is not None and ev.job_name
         fresh.setdefault(ev.run_id, []).append(ev)
     stored = load_events(conn, list(fresh), [ev.payload_hash for ev in new])
+    PARSED.add(new)
     steps: list[_Step] = []
     for run_uuid in sorted(fresh):
         earlier = stored.get(run_uuid, [])
