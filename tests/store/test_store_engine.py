@@ -1,0 +1,39 @@
+"""SQLite connections: the settings every one of them runs with, and a pool that keeps them."""
+
+from __future__ import annotations
+
+from contextlib import ExitStack
+from pathlib import Path
+
+from strata.store.engine import create_engine
+
+
+def test_sqlite_connections_run_with_the_store_settings(tmp_path: Path) -> None:
+    engine = create_engine(f"sqlite:///{tmp_path / 'meta.db'}")
+    with engine.connect() as conn:
+        raw = conn.connection.dbapi_connection
+        assert raw is not None
+        got = {
+            pragma: raw.execute(f"PRAGMA {pragma}").fetchone()[0]
+            for pragma in ("journal_mode", "synchronous", "foreign_keys", "wal_autocheckpoint")
+        }
+    engine.dispose()
+    # synchronous 1 is NORMAL; checkpoints every 10,000 pages, not every 1,000.
+    assert got == {
+        "journal_mode": "wal",
+        "synchronous": 1,
+        "foreign_keys": 1,
+        "wal_autocheckpoint": 10_000,
+    }
+
+
+def test_concurrent_reads_keep_their_connections(tmp_path: Path) -> None:
+    # A server's reads run in up to dozens of threads; a connection opened beyond the pool
+    # is closed after use, and opening one again runs every pragma above.
+    engine = create_engine(f"sqlite:///{tmp_path / 'meta.db'}")
+    for _ in range(2):
+        with ExitStack() as stack:
+            conns = [stack.enter_context(engine.connect()) for _ in range(12)]
+            assert len(conns) == 12
+    assert engine.pool.checkedin() == 12  # type: ignore[attr-defined]
+    engine.dispose()
