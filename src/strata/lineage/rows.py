@@ -212,10 +212,11 @@ class _DriverForm:
     unique_on: tuple[str, ...] = ()
 
     def params(self, rows: Sequence[dict[str, Any]]) -> list[Any]:
-        procs, names = self.processors, self.names
+        # (name, processor or None) looked up once: this runs for every row a fold writes.
+        bind = [(n, self.processors.get(n)) for n in self.names]
         if self.positional:
-            return [tuple(procs[n](r[n]) if n in procs else r[n] for n in names) for r in rows]
-        return [{n: procs[n](r[n]) if n in procs else r[n] for n in names} for r in rows]
+            return [tuple([p(r[n]) if p else r[n] for n, p in bind]) for r in rows]
+        return [{n: p(r[n]) if p else r[n] for n, p in bind} for r in rows]
 
     def takes_arrays(self, rows: Sequence[dict[str, Any]]) -> bool:
         if self.array_sql is None or len(rows) < 2:
