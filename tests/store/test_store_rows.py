@@ -119,17 +119,20 @@ def test_postgresql_sends_many_rows_as_arrays(engine: sa.Engine) -> None:
         keyed = t.update().where(t.c.name == sa.bindparam("_key"))
         keyed = keyed.values(description=sa.bindparam("description", type_=t.c.description.type))
         computed = t.update().values(description=t.c.name + sa.bindparam("s"))
+        narrower = keyed.where(t.c.owner.is_(None))  # more than the key: row by row
         forms = {
             "insert": rows._driver_form(conn, t.insert(), _ns("x")),
             "upsert": rows._driver_form(conn, upsert, _ns("x")),
             "update": rows._driver_form(conn, keyed, {"_key": "x", "description": None}),
             "computed": rows._driver_form(conn, computed, {"s": "x"}),
+            "narrower": rows._driver_form(conn, narrower, {"_key": "x", "description": None}),
         }
     assert forms["insert"] and forms["insert"].array_sql
     assert "unnest(" in forms["insert"].array_sql and forms["insert"].unique_on == ()
     assert forms["upsert"] and forms["upsert"].unique_on == ("name",)
     assert forms["update"] and forms["update"].unique_on == ("_key",)
     assert forms["computed"] and forms["computed"].array_sql is None
+    assert forms["narrower"] and forms["narrower"].array_sql is None
     # ON CONFLICT DO UPDATE may not touch a row twice in one statement: rows repeating a
     # key go one by one, and the later row wins as it does run row by row.
     assert forms["upsert"].takes_arrays([_ns("a"), _ns("b")])

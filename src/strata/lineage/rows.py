@@ -266,7 +266,10 @@ def _driver_form(conn: Connection, stmt: Any, row: dict[str, Any]) -> _DriverFor
     return form
 
 
-_BIND = r"%\((\w+)\)s(?:::(.+))?"  # a bind as psycopg is sent it, with its cast if any
+# A bind as psycopg is sent it, with its cast if any: a type name of upper-case words,
+# never taken past the name (an operator after it would make the statement another one).
+_TYPE_WORD = r"(?!(?:AND|OR|NOT|IS|IN)\b)[A-Z][A-Z0-9_]*"
+_BIND = rf"%\((\w+)\)s(?:::({_TYPE_WORD}(?: {_TYPE_WORD})*))?"
 _PLACEHOLDER = re.compile(_BIND)
 _SET_ITEM = re.compile(r"(\w+)=" + _BIND)
 _UPDATE = re.compile(r"UPDATE (\w+) SET (.+) WHERE (\w+)\.(\w+) = " + _BIND)
