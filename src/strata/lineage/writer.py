@@ -451,11 +451,9 @@ def _drain(wake: Connection) -> None:
             pass
 
 
-def _result_or_nothing(ahead: Future[dict[str, Event]] | None) -> dict[str, Event]:
-    """What a read-ahead parsed; nothing if there was none or it failed (the fold then
-    reads those events itself)."""
-    if ahead is None:
-        return {}
+def _result_or_nothing(ahead: Future[dict[str, Event]]) -> dict[str, Event]:
+    """What a read-ahead parsed; nothing if it failed (the fold then reads those events
+    itself)."""
     try:
         return ahead.result()
     except Exception:  # a read-ahead is only a head start
