@@ -21,6 +21,13 @@ def test_parsed_events_keep_the_latest_few() -> None:
     kept.add([events[1], events[3]])  # added again: the latest once more
     assert kept.get(events[1].payload_hash) is events[1]
     assert kept.get(events[2].payload_hash) is None
+    big = parse_event(run_event("START", 0, "big", "j", run_facets=_facet("x" * 70_000)))
+    kept.add([big])  # too large to keep a few thousand of
+    assert kept.get(big.payload_hash) is None and kept.get(events[3].payload_hash)
+
+
+def _facet(text: str) -> dict[str, Any]:
+    return {"big": {"_producer": "p", "_schemaURL": "s", "text": text}}
 
 
 def _payload_reads(engine: sa.Engine) -> list[str]:

@@ -54,14 +54,19 @@ class ParsedEvents:
         return self._events.get(payload_hash)
 
     def add(self, events: Sequence[Event]) -> None:
+        """Keep ``events`` whose JSON text is known and at most :data:`_KEEP_BYTES` long
+        (events of megabytes are allowed, and a few thousand of them would not fit)."""
         with self._lock:
             for event in events:
+                if event.text is None or len(event.text) > _KEEP_BYTES:
+                    continue
                 self._events.pop(event.payload_hash, None)
                 self._events[event.payload_hash] = event
             while len(self._events) > self._size:
                 del self._events[next(iter(self._events))]  # the oldest
 
 
+_KEEP_BYTES = 64 * 1024
 # A few groups' worth: a run's events mostly arrive within seconds of each other.
 PARSED = ParsedEvents(4096)
 
