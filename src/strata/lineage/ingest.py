@@ -355,12 +355,7 @@ def _queued(
     found = conn.execute(
         rowlib.cached(
             ("pending-next",),
-            lambda: (
-                sa.select(p.c.payload_hash, p.c.received_at)
-                .where(p.c.error.is_(None))
-                .order_by(p.c.seq)
-                .limit(sa.bindparam("n"))
-            ),
+            lambda: _queue_head(p.c.payload_hash, p.c.received_at),
         ),
         {"n": limit},
     ).all()
@@ -381,6 +376,12 @@ def _queued(
     return [(parsed[h], at) for h, at in queue]
 
 
+def _queue_head(*columns: Any) -> Any:
+    """``columns`` of the oldest ``:n`` queued events the fold has not refused."""
+    p = s.lineage_pending
+    return sa.select(*columns).where(p.c.error.is_(None)).order_by(p.c.seq).limit(sa.bindparam("n"))
+
+
 def _queued_event(row: Any) -> Event:
     """A queue row ``(payload_hash, payload)`` parsed; the fold stores the text as it is
     instead of serialising the document again."""
@@ -395,13 +396,7 @@ def parse_queued(journal: Engine, skip: int, limit: int) -> dict[str, Event]:
     p = s.lineage_pending
     stmt = rowlib.cached(
         ("pending-ahead",),
-        lambda: (
-            sa.select(p.c.payload_hash, p.c.payload)
-            .where(p.c.error.is_(None))
-            .order_by(p.c.seq)
-            .limit(sa.bindparam("n"))
-            .offset(sa.bindparam("skip"))
-        ),
+        lambda: _queue_head(p.c.payload_hash, p.c.payload).offset(sa.bindparam("skip")),
     )
     with read_tx(journal) as conn:
         rows = conn.execute(stmt, {"n": limit, "skip": skip}).all()
