@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import asyncio
+import logging
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 
@@ -19,11 +21,21 @@ from strata.store.engine import engine_for
 
 API_PREFIX = "/api/v1"
 
+log = logging.getLogger(__name__)
+
 
 @asynccontextmanager
 async def _lifespan(app: FastAPI) -> AsyncIterator[None]:
+    writer: GroupWriter = app.state.lineage_writer
+    # Requests are taken once the fold runs: started by the first event instead, the fold
+    # process would import and connect while the first senders wait for it.
+    if not await asyncio.to_thread(writer.start, _FOLD_READY_S):
+        log.warning("the lineage fold is not ready after %.0f s; serving anyway", _FOLD_READY_S)
     yield
-    app.state.lineage_writer.close()  # answers what is queued before the server exits
+    writer.close()  # answers what is queued before the server exits
+
+
+_FOLD_READY_S = 60.0
 
 
 def create_app(settings: Settings, engine: Engine | None = None) -> FastAPI:

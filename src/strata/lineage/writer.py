@@ -108,6 +108,7 @@ class GroupWriter:
         self._lock = threading.Lock()
         self._state = threading.Condition()
         self._wake = threading.Event()
+        self._ready = threading.Event()  # the fold has started and folded what was queued
         self._threads: list[threading.Thread] = []
         self._closed = False
         self._stopping = False
@@ -121,9 +122,13 @@ class GroupWriter:
 
     # --- callers -------------------------------------------------------------------------
 
-    def submit(self, items: list[Item]) -> Future[Results]:
-        """Queue ``items``; the future gives one result per item, in order, once stored."""
-        req = _Request(list(items))
+    def start(self, timeout: float | None = None) -> bool:
+        """Start both threads (and the fold process) unless started; with ``timeout``,
+        wait that long for the fold to be ready. True once it is.
+
+        A server starts its writer before it takes requests, so the first senders do not
+        wait for (nor share the cores with) a fold process importing and connecting;
+        :meth:`submit` starts one that was not started."""
         with self._lock:
             if self._closed:
                 raise RuntimeError("the lineage writer is closed")
@@ -136,6 +141,15 @@ class GroupWriter:
                 for thread in self._threads:
                     thread.daemon = True
                     thread.start()
+        return self._ready.wait(timeout) if timeout is not None else self._ready.is_set()
+
+    def submit(self, items: list[Item]) -> Future[Results]:
+        """Queue ``items``; the future gives one result per item, in order, once stored."""
+        req = _Request(list(items))
+        self.start()
+        with self._lock:
+            if self._closed:
+                raise RuntimeError("the lineage writer is closed")
             self._queue.put(req)
         return req.future
 
@@ -265,6 +279,8 @@ class GroupWriter:
     # --- fold thread ---------------------------------------------------------------------
 
     def _fold_loop(self) -> None:
+        self._fold_all()  # what an earlier process left
+        self._ready.set()
         while True:
             self._wake.wait(self._poll)
             self._wake.clear()
@@ -371,6 +387,9 @@ class GroupWriter:
                 return False
             if message == "bye":
                 return True
+            if message == "ready":
+                self._ready.set()
+                continue
             with self._state:
                 self._release(list(message))
 
@@ -392,16 +411,17 @@ def _fold_process(
     freeze_startup_objects()
     # A group allocates hundreds of thousands of objects that reference counting frees;
     # automatic collections would walk them again and again while the group is folded.
-    # Folding leaves next to no cycles (none found after most groups), and a collection
-    # walks everything alive, the next group's parsed events included (15-20 ms a
-    # group), so cycles are collected when the queue is empty and every
-    # _COLLECT_EVERY folds while it is not.
+    # Folding leaves next to no cycles (none found after most groups), so cycles are
+    # collected when the queue is empty and every _COLLECT_EVERY folds while it is not
+    # (see _collect).
     gc.disable()
     folds = 0
     prefetch = ThreadPoolExecutor(1, "strata-lineage-prefetch")
     stop = False
+    ready = False
     while True:
-        wake.poll(poll)
+        if ready:
+            wake.poll(poll)
         _drain(wake)  # before folding: work stored from now on wakes it again
         try:
             while pipe.poll(0):
@@ -428,20 +448,35 @@ def _fold_process(
             finally:
                 folds += 1
                 if folds % _COLLECT_EVERY == 0:
-                    gc.collect()
+                    _collect()
                 known = _result_or_nothing(ahead)
             for uuid, why in folded.refused.items():
                 log.warning("lineage event %s refused by the fold: %s", uuid, why)
             if not len(folded):
-                gc.collect()
+                _collect()
                 break
             pipe.send([*folded.folded, *folded.refused])
+        if not ready:  # what an earlier process left is folded
+            ready = True
+            pipe.send("ready")
         if stop:
             pipe.send("bye")
             return
 
 
 _COLLECT_EVERY = 16
+
+
+def _collect() -> None:
+    """Collect cycles, then leave what survived out of later collections.
+
+    A collection walks every object alive: the parsed events the fold keeps
+    (:data:`~strata.lineage.runs.PARSED`, some 160,000 objects) cost each one 150-250 ms,
+    taken whenever the queue ran empty, so while senders waited for the fold. Frozen
+    objects are still freed when no longer referenced; only a cycle among them would
+    outlive its use, and the fold's objects form next to none."""
+    gc.collect()
+    gc.freeze()
 
 
 def _drain(wake: Connection) -> None:
