@@ -12,7 +12,7 @@ from sqlalchemy.engine import Engine
 
 from strata.api import errors, paths, redirects
 from strata.api.deps import authorize
-from strata.api.ingest import StrataApp
+from strata.api.direct import StrataApp
 from strata.api.routes import datasets, jobs, lineage, namespaces, runs, search, strata, tags
 from strata.api.routes.extra import include_extra_routes
 from strata.lineage.writer import GroupWriter

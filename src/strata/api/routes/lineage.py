@@ -65,7 +65,7 @@ async def accept_event(writer: GroupWriter, payload: Any) -> None:
 @router.post("/lineage", status_code=201, openapi_extra=_EVENT_BODY)
 async def post_lineage(request: Request) -> Response:
     """Store one OpenLineage event (201). The app answers this route itself, ahead of the
-    router (:mod:`strata.api.ingest`); this is its description and a fallback."""
+    router (:mod:`strata.api.direct`); this is its description and a fallback."""
     await accept_event(_writer(request), await read_json(request))
     return Response(status_code=201)
 
