@@ -100,7 +100,13 @@ dataset_versions = sa.Table(
     # The producer's own version label (OpenLineage `version` facet).
     sa.Column("external_version", Name(), nullable=True),
     sa.UniqueConstraint("dataset_uuid", "commit_id"),
-    sa.Index("ix_dataset_versions_external", "dataset_uuid", "external_version"),
+    sa.Index(
+        "ix_dataset_versions_external",
+        "dataset_uuid",
+        "external_version",
+        sqlite_where=sa.text("external_version IS NOT NULL"),
+        postgresql_where=sa.text("external_version IS NOT NULL"),
+    ),
     sa.Index("ix_dataset_versions_dataset_created", "dataset_uuid", "created_at", "uuid"),
     sa.Index("ix_dataset_versions_run", "run_uuid"),
 )
@@ -238,7 +244,12 @@ runs = sa.Table(
     sa.CheckConstraint("state IN ('NEW','RUNNING','COMPLETED','FAILED','ABORTED')", name="state"),
     sa.Index("ix_runs_job_created", "job_uuid", "created_at", "uuid"),
     sa.Index("ix_runs_created", "created_at"),
-    sa.Index("ix_runs_parent", "parent_run_uuid"),
+    sa.Index(
+        "ix_runs_parent",
+        "parent_run_uuid",
+        sqlite_where=sa.text("parent_run_uuid IS NOT NULL"),
+        postgresql_where=sa.text("parent_run_uuid IS NOT NULL"),
+    ),
 )
 
 # Runs per job, kept by triggers on ``runs`` (below) so a job's run list can report its
@@ -342,7 +353,6 @@ lineage_events = sa.Table(
     sa.Column("payload_hash", sa.String(64), nullable=False, unique=True),
     sa.Index("ix_lineage_events_time", "event_time"),
     sa.Index("ix_lineage_events_run_time", "run_uuid", "event_time"),
-    sa.Index("ix_lineage_events_received", "received_at"),
 )
 
 # The server's queue of acknowledged events not yet folded into the model (see

@@ -1,0 +1,43 @@
+"""fewer index entries per lineage write: no index on when an event was received (nothing
+reads by it), and the indexes of mostly empty columns (a version's producer label, a
+run's parent) hold only the rows that have a value
+
+Revision ID: 0008
+Revises: 0007
+"""
+
+from __future__ import annotations
+
+import sqlalchemy as sa
+from alembic import op
+
+revision = "0008"
+down_revision = "0007"
+branch_labels = None
+depends_on = None
+
+# (index, table, columns): every lookup by these columns is by a value, which a partial
+# index over the rows that have one answers.
+_PARTIAL = [
+    ("ix_dataset_versions_external", "dataset_versions", ["dataset_uuid", "external_version"]),
+    ("ix_runs_parent", "runs", ["parent_run_uuid"]),
+]
+
+
+def _where(column: str) -> dict[str, sa.TextClause]:
+    cond = sa.text(f"{column} IS NOT NULL")
+    return {"sqlite_where": cond, "postgresql_where": cond}
+
+
+def upgrade() -> None:
+    op.drop_index("ix_lineage_events_received", table_name="lineage_events")
+    for name, table, columns in _PARTIAL:
+        op.drop_index(name, table_name=table)
+        op.create_index(name, table, columns, **_where(columns[-1]))
+
+
+def downgrade() -> None:
+    for name, table, columns in _PARTIAL:
+        op.drop_index(name, table_name=table)
+        op.create_index(name, table, columns)
+    op.create_index("ix_lineage_events_received", "lineage_events", ["received_at"])
