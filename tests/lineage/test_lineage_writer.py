@@ -12,6 +12,7 @@ from lineage_support import ds, dump, rid, run_event
 
 from strata.errors import InvalidEvent, StrataError
 from strata.lineage import ingest, runs, versions
+from strata.lineage import writer as writer_module
 from strata.lineage.events import Event, parse_event
 from strata.lineage.ingest import IngestResult, ingest_event
 from strata.lineage.writer import GroupWriter, journal_for
@@ -323,3 +324,45 @@ def test_an_event_sent_again_after_its_fold_changes_nothing(engine: sa.Engine) -
     with engine.connect() as conn:
         stored = conn.execute(sa.select(sa.func.count()).select_from(s.lineage_events))
         assert stored.scalar() == len(events)
+
+
+def test_coroutines_get_their_own_answers_in_one_wake_up_per_group(
+    engine: sa.Engine, monkeypatch: Any
+) -> None:
+    import asyncio
+
+    wakes: list[int] = []
+    real_settle = writer_module._settle
+
+    def settle(answers: Any) -> None:
+        wakes.append(len(answers))
+        real_settle(answers)
+
+    monkeypatch.setattr(writer_module, "_settle", settle)
+    events = _story(10)
+    writer = GroupWriter(engine)
+    bad = {**events[0], "eventTime": "not a time"}
+
+    async def main() -> list[Any]:
+        gate = asyncio.Event()
+
+        async def one(payload: dict[str, Any]) -> Any:
+            await gate.wait()
+            return await writer.store([payload])
+
+        tasks = [asyncio.create_task(one(e)) for e in [*events, bad]]
+        doomed = asyncio.create_task(one(events[1]))  # its sender gives up: not answered
+        await asyncio.sleep(0)
+        gate.set()
+        await asyncio.sleep(0)
+        doomed.cancel()
+        return await asyncio.gather(*tasks)
+
+    answers = asyncio.run(main())
+    writer.close()
+    assert [type(a[0]) for a in answers] == [IngestResult] * len(events) + [InvalidEvent]
+    assert [a[0].payload_hash for a in answers[:-1]] == [
+        parse_event(e).payload_hash for e in events
+    ]
+    assert sum(wakes) == len(events) + 2  # the cancelled request was stored all the same
+    assert len(wakes) < len(events), "every request woke the event loop on its own"

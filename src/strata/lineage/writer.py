@@ -39,7 +39,7 @@ import queue
 import threading
 import time
 from concurrent.futures import Future, ThreadPoolExecutor
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from multiprocessing.connection import Connection
 from pathlib import Path
 from typing import Any
@@ -60,8 +60,16 @@ log = logging.getLogger(__name__)
 
 @dataclass
 class _Request:
+    """Items to store and who waits for their results: a thread (``future``) or a
+    coroutine on ``loop`` (``waiter``)."""
+
     items: list[Item]
-    future: Future[Results] = field(default_factory=Future)
+    future: Future[Results] | None = None
+    loop: asyncio.AbstractEventLoop | None = None
+    waiter: asyncio.Future[Results] | None = None
+
+
+Answer = tuple[_Request, "Results | BaseException"]
 
 
 @dataclass
@@ -145,13 +153,28 @@ class GroupWriter:
 
     def submit(self, items: list[Item]) -> Future[Results]:
         """Queue ``items``; the future gives one result per item, in order, once stored."""
-        req = _Request(list(items))
+        future: Future[Results] = Future()
+        self._put(_Request(list(items), future=future))
+        return future
+
+    async def store(self, items: list[Item]) -> Results:
+        """:meth:`submit` for a coroutine: one result per item, in order, once stored.
+
+        The results of a group reach the event loop in one call, where a future per
+        request (``asyncio.wrap_future``) cost the store thread a wake-up of the loop
+        per request.
+        """
+        loop = asyncio.get_running_loop()
+        waiter: asyncio.Future[Results] = loop.create_future()
+        self._put(_Request(list(items), loop=loop, waiter=waiter))
+        return await waiter
+
+    def _put(self, req: _Request) -> None:
         self.start()
         with self._lock:
             if self._closed:
                 raise RuntimeError("the lineage writer is closed")
             self._queue.put(req)
-        return req.future
 
     async def barrier(self, timeout: float = 30.0) -> None:
         """Return once every event stored by this process before the call is folded (or
@@ -241,8 +264,7 @@ class GroupWriter:
                     f"the lineage fold is {waiting} events behind and has not caught up in "
                     f"{self._backlog_wait:.0f} s; nothing was stored, send the events again later"
                 )
-                for req in group:
-                    req.future.set_result([busy] * len(req.items))
+                _answer([(req, [busy] * len(req.items)) for req in group])
                 continue
             self._store(group)
 
@@ -263,18 +285,19 @@ class GroupWriter:
         except Exception as exc:  # the callers re-raise it; the thread lives on
             with self._state:
                 self._release(mine)
-            for req in group:
-                req.future.set_exception(exc)
+            _answer([(req, exc) for req in group])
             return
         kept = {r.payload_hash for r in results if isinstance(r, IngestResult) and not r.duplicate}
         with self._state:
             self._release([u for u in mine if u not in kept])
         if kept:
             self._wake_fold()
+        answers: list[Answer] = []
         at = 0
         for req in group:
-            req.future.set_result(results[at : at + len(req.items)])
+            answers.append((req, results[at : at + len(req.items)]))
             at += len(req.items)
+        _answer(answers)
 
     # --- fold thread ---------------------------------------------------------------------
 
@@ -515,6 +538,35 @@ def journal_for(engine: Engine) -> Engine:
     journal = create_engine(f"sqlite:///{path.with_name(path.stem + '.pending.db')}")
     s.lineage_pending.create(journal, checkfirst=True)
     return journal
+
+
+def _answer(answers: list[Answer]) -> None:
+    """Give each request its results (or the exception), those of coroutines in one
+    call per event loop."""
+    by_loop: dict[asyncio.AbstractEventLoop, list[Answer]] = {}
+    for req, value in answers:
+        if req.loop is not None:
+            by_loop.setdefault(req.loop, []).append((req, value))
+        elif req.future is not None:
+            if isinstance(value, BaseException):
+                req.future.set_exception(value)
+            else:
+                req.future.set_result(value)
+    for loop, mine in by_loop.items():
+        with contextlib.suppress(RuntimeError):  # the loop is closed: nobody waits
+            loop.call_soon_threadsafe(_settle, mine)
+
+
+def _settle(answers: list[Answer]) -> None:
+    """On the event loop: resolve the waiters not cancelled meanwhile."""
+    for req, value in answers:
+        waiter = req.waiter
+        if waiter is None or waiter.done():
+            continue
+        if isinstance(value, BaseException):
+            waiter.set_exception(value)
+        else:
+            waiter.set_result(value)
 
 
 def _resolve(future: asyncio.Future[None]) -> None:

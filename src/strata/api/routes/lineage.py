@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import asyncio
 from datetime import datetime
 from typing import Annotated, Any, Literal
 
@@ -48,7 +47,7 @@ def _writer(request: Request) -> GroupWriter:
 
 
 async def _store(request: Request, payloads: list[Any]) -> Results:
-    return await asyncio.wrap_future(_writer(request).submit(payloads))
+    return await _writer(request).store(payloads)
 
 
 async def accept_event(writer: GroupWriter, payload: Any) -> None:
@@ -57,7 +56,7 @@ async def accept_event(writer: GroupWriter, payload: Any) -> None:
         raise InvalidEvent(
             f"a lineage event must be a JSON object, got {type(payload).__name__}", path="$"
         )
-    [result] = await asyncio.wrap_future(writer.submit([payload]))
+    [result] = await writer.store([payload])
     if isinstance(result, StrataError):
         raise result
 
