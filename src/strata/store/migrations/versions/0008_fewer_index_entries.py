@@ -24,16 +24,12 @@ _PARTIAL = [
 ]
 
 
-def _where(column: str) -> dict[str, sa.TextClause]:
-    cond = sa.text(f"{column} IS NOT NULL")
-    return {"sqlite_where": cond, "postgresql_where": cond}
-
-
 def upgrade() -> None:
     op.drop_index("ix_lineage_events_received", table_name="lineage_events")
     for name, table, columns in _PARTIAL:
         op.drop_index(name, table_name=table)
-        op.create_index(name, table, columns, **_where(columns[-1]))
+        has_value = sa.text(f"{columns[-1]} IS NOT NULL")
+        op.create_index(name, table, columns, sqlite_where=has_value, postgresql_where=has_value)
 
 
 def downgrade() -> None:
