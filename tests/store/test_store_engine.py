@@ -37,3 +37,17 @@ def test_concurrent_reads_keep_their_connections(tmp_path: Path) -> None:
             assert len(conns) == 12
     assert engine.pool.checkedin() == 12  # type: ignore[attr-defined]
     engine.dispose()
+
+
+def test_a_page_cache_of_its_own_size(tmp_path: Path) -> None:
+    def cache_kib(**kwargs: int) -> int:
+        engine = create_engine(f"sqlite:///{tmp_path / 'meta.db'}", **kwargs)
+        with engine.connect() as conn:
+            raw = conn.connection.dbapi_connection
+            assert raw is not None
+            value = int(raw.execute("PRAGMA cache_size").fetchone()[0])
+        engine.dispose()
+        return value
+
+    assert cache_kib() == -2000  # SQLite's default, about 2 MB
+    assert cache_kib(sqlite_cache_mb=128) == -128 * 1024

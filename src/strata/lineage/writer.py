@@ -429,7 +429,10 @@ def _fold_process(
     ``poll`` seconds), report the payload hashes done, and stop when told to, after a last
     fold."""
     os.set_blocking(wake.fileno(), False)
-    engine = create_engine(url, pool_size=2)
+    # The fold is the store's one writer: its pages stay valid between its transactions,
+    # and a group's inserts land all over the indexes (folding 8,000 events into a new
+    # store went 8 % faster with 128 MB than with SQLite's 2 MB).
+    engine = create_engine(url, pool_size=2, sqlite_cache_mb=_FOLD_CACHE_MB)
     journal = create_engine(journal_url) if journal_url else engine
     freeze_startup_objects()
     # A group allocates hundreds of thousands of objects that reference counting frees;
@@ -488,6 +491,7 @@ def _fold_process(
 
 
 _COLLECT_EVERY = 16
+_FOLD_CACHE_MB = 128
 
 
 def _collect() -> None:

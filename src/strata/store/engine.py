@@ -36,13 +36,18 @@ def normalise_url(url: str) -> URL:
     return parsed
 
 
-def create_engine(url: str, **kwargs: Any) -> Engine:
-    """An engine with the pragmas and transaction handling Strata relies on."""
+def create_engine(url: str, *, sqlite_cache_mb: int = 0, **kwargs: Any) -> Engine:
+    """An engine with the pragmas and transaction handling Strata relies on.
+
+    ``sqlite_cache_mb``: each SQLite connection's page cache, if not SQLite's default
+    (2 MB); a connection keeps its pages only while no other connection writes the file,
+    so a long-lived writer gains from a large one.
+    """
     parsed = normalise_url(url)
     kwargs.setdefault("json_serializer", jsoncodec.dumps)
     kwargs.setdefault("json_deserializer", jsoncodec.loads)
     if parsed.get_backend_name() == "sqlite":
-        return _sqlite_engine(parsed, **kwargs)
+        return _sqlite_engine(parsed, sqlite_cache_mb, **kwargs)
     kwargs.setdefault("pool_pre_ping", True)
     # psycopg prepares a statement after five runs; PostgreSQL (plan_cache_mode = auto)
     # then reuses a generic plan once it costs no more than the plans made for the
@@ -59,7 +64,7 @@ def engine_for(settings: Settings) -> Engine:
     return create_engine(settings.database_url)
 
 
-def _sqlite_engine(url: URL, **kwargs: Any) -> Engine:
+def _sqlite_engine(url: URL, cache_mb: int, **kwargs: Any) -> Engine:
     if url.database and url.database != ":memory:":
         try:
             Path(url.database).parent.mkdir(parents=True, exist_ok=True)
@@ -90,6 +95,8 @@ def _sqlite_engine(url: URL, **kwargs: Any) -> Engine:
         # a page written by several folds in between is copied once.
         cur.execute(f"PRAGMA wal_autocheckpoint={_WAL_PAGES}")
         cur.execute("PRAGMA foreign_keys=ON")
+        if cache_mb:
+            cur.execute(f"PRAGMA cache_size=-{cache_mb * 1024}")  # negative: in KiB
         cur.close()
 
     @sa.event.listens_for(engine, "begin")
