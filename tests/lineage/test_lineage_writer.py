@@ -366,3 +366,18 @@ def test_coroutines_get_their_own_answers_in_one_wake_up_per_group(
     ]
     assert sum(wakes) == len(events) + 2  # the cancelled request was stored all the same
     assert len(wakes) < len(events), "every request woke the event loop on its own"
+
+
+def test_reads_wait_for_the_oldest_event_still_unfolded(engine: sa.Engine) -> None:
+    writer = GroupWriter(engine)
+    with writer._state:
+        for seq, digest in enumerate("abcde", 1):
+            writer._seq = seq
+            writer._unfolded[digest] = seq
+        writer._release(["b", "d"])  # folded out of order: a still waits
+        assert writer._folded_upto() == 0
+        writer._release(["a"])
+        assert writer._folded_upto() == 2
+        writer._release(["c", "e"])
+        assert writer._folded_upto() == 5
+    writer.close()
