@@ -149,3 +149,54 @@ def test_rows_repeating_a_key_write_as_one_by_one(engine: sa.Engine) -> None:
         rows.update_rows(conn, s.namespaces, "name", again)
         got = _names(conn)
     assert got == [("a", AT, later, None), ("b", AT, AT, "2")]
+
+
+@pytest.mark.parametrize("backend", ["sqlite"])  # PostgreSQL sends arrays (above)
+def test_sqlite_sends_many_rows_as_values_of_one_statement(engine: sa.Engine) -> None:
+    t = s.datasets
+    later = datetime(2024, 3, 1, tzinfo=UTC)
+
+    def dataset(i: int, at: datetime = AT) -> dict[str, object]:
+        name = f"t{i}"
+        return {
+            "uuid": f"u{i}",
+            "namespace": "ns",
+            "name": name,
+            "physical_name": name,
+            "facets": {"n": {"i": i, "big": 2**70}},
+            "fold_state": {"facets": {}},
+            "created_at": at,
+            "updated_at": at,
+        }
+
+    # 1,500 rows go in chunks of 1,024, 256, 128, … (powers of two); 400 of them exist,
+    # and the upsert widens them.
+    first = [dataset(i) for i in range(700)]
+    second = [dataset(i, later) for i in range(300, 1800)]
+    returned = ["namespace", "name", "uuid", "is_lake", "facets", "updated_at"]
+
+    def run(direct: bool) -> tuple[list[tuple[object, ...]], list[tuple[object, ...]]]:
+        with engine.connect() as conn, conn.begin() as tx:
+            rows.touch_namespaces(conn, {"ns": (AT, AT)})
+            stmt = rows.widening_upsert(conn, t, list(first[0]), ["namespace", "name"], returned)
+            form = rows._sqlite_values_form(conn, stmt, first[0])
+            assert form is not None and form.largest == 1024  # 8,192 parameters / 8 columns
+            if direct:
+                rows.returning_many(conn, stmt, first)
+                got = rows.returning_many(conn, stmt, second)
+            else:  # SQLAlchemy's own many-row path
+                conn.execute(stmt, first)
+                got = conn.execute(stmt, second).all()
+            stored = conn.execute(sa.select(t.c.name, t.c.created_at, t.c.updated_at)).all()
+            tx.rollback()
+        return sorted(tuple(r) for r in got), sorted(tuple(r) for r in stored)
+
+    direct_got, direct_stored = run(True)
+    assert (direct_got, direct_stored) == run(False)
+    assert len(direct_got) == 1500 and len(direct_stored) == 1800
+    by_name = {r[1]: r for r in direct_got}
+    assert by_name["t300"][4] == {"n": {"i": 300, "big": 2**70}}
+    assert by_name["t300"][5] == later and by_name["t300"][3] is False
+    with engine.connect() as conn:
+        ignore = rows.insert_ignore_many(conn, s.namespaces, [_ns("a"), _ns("a")], ["name"])
+        assert ignore == {"a"}

@@ -7,11 +7,12 @@ event they came from, so every write here commutes with every other.
 
 from __future__ import annotations
 
+import collections
 import re
 from collections.abc import Callable, Iterator, Sequence
 from collections.abc import Set as AbstractSet
 from contextlib import contextmanager
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any, TypeVar
 
@@ -148,9 +149,14 @@ def returning_many(conn: Connection, stmt: Any, rows: Sequence[dict[str, Any]]) 
     (thousands of parameters, a new text for every group size) costs more to parse and
     plan than to run; there the rows go as one array per column instead (see
     :func:`_arrays_sql`), or where that cannot be used one statement per row in psycopg's
-    pipeline. Result rows are named tuples of the driver's values (JSON decoded, times
-    aware), which is what the callers read.
+    pipeline. On SQLite the VALUES rows go straight to the driver (see
+    :class:`_SqliteValues`). Result rows are named tuples of the values (JSON decoded,
+    times aware), which is what the callers read.
     """
+    if conn.dialect.name == "sqlite":
+        many = _sqlite_values_form(conn, stmt, rows[0])
+        if many is not None:
+            return many.run(conn, rows)
     form = _driver_form(conn, stmt, rows[0]) if conn.dialect.name == "postgresql" else None
     if form is None:
         return list(conn.execute(stmt, list(rows)).all())
@@ -264,6 +270,98 @@ def _driver_form(conn: Connection, stmt: Any, row: dict[str, Any]) -> _DriverFor
         )
     _CACHE[key] = form
     return form
+
+
+@dataclass(frozen=True, eq=False)
+class _SqliteValues:
+    """An ``INSERT … VALUES (?, …) … RETURNING …`` for SQLite, split around its one row
+    of placeholders so that many rows go in one statement.
+
+    SQLAlchemy's own many-row path handles every parameter and every result value of
+    every row in Python, which cost the lineage fold more than SQLite's work did. Here
+    each value is converted once by the column's bind processor, results by the
+    returning columns' result processors. Rows go in chunks whose sizes are powers of
+    two, so that a few statement texts (prepared once, kept in the driver's statement
+    cache) serve every number of rows.
+    """
+
+    form: _DriverForm
+    head: str  # up to and including "VALUES "
+    row: str  # "(?, ?, …)"
+    tail: str  # ON CONFLICT … RETURNING …
+    result: Any  # a named tuple type of the returning columns
+    processors: tuple[Any, ...]  # a result processor (or None) per returning column
+    largest: int  # rows per chunk at most
+    texts: dict[int, str] = field(default_factory=dict)  # the statement, by rows
+
+    def run(self, conn: Connection, rows: Sequence[dict[str, Any]]) -> list[Any]:
+        params = self.form.params(rows)
+        out: list[Any] = []
+        raw = conn.connection.dbapi_connection
+        cur = raw.cursor()  # type: ignore[union-attr]
+        try:
+            at = 0
+            while at < len(params):
+                size = min(self.largest, 1 << ((len(params) - at).bit_length() - 1))
+                sql = self._sql(size)
+                flat = [value for row in params[at : at + size] for value in row]
+                with _driver_errors(conn, sql):
+                    cur.execute(sql, flat)
+                    found = cur.fetchall()
+                for values in found:
+                    out.append(
+                        self.result._make(
+                            p(v) if p else v for p, v in zip(self.processors, values, strict=True)
+                        )
+                    )
+                at += size
+        finally:
+            cur.close()
+        return out
+
+    def _sql(self, size: int) -> str:
+        sql = self.texts.get(size)
+        if sql is None:
+            sql = self.texts[size] = self.head + ", ".join([self.row] * size) + self.tail
+        return sql
+
+
+# SQLite allows 32,766 parameters a statement; chunks stay well below that.
+_SQLITE_PARAMS = 8192
+
+
+def _sqlite_values_form(conn: Connection, stmt: Any, row: dict[str, Any]) -> _SqliteValues | None:
+    """``stmt`` as a :class:`_SqliteValues`, or None where it is not a plain INSERT with
+    RETURNING whose only parameters are its row's values."""
+    key = ("sqlite-form", stmt, tuple(sorted(row)))
+    if key in _CACHE:
+        return _CACHE[key]  # type: ignore[no-any-return]
+    made = None
+    form = _driver_form(conn, stmt, row)
+    returning = getattr(stmt, "_returning", ())
+    sql = form.sql if form is not None else ""
+    start = sql.find(") VALUES (")
+    if form is not None and form.positional and returning and start > 0:
+        start += len(") VALUES ")
+        end = sql.find(")", start) + 1
+        placeholders = sql[start:end]
+        if (
+            placeholders == "(" + ", ".join(["?"] * len(form.names)) + ")"
+            and "?" not in sql[:start] + sql[end:]
+            and all(isinstance(c, sa.Column) for c in returning)
+        ):
+            names = [c.name for c in returning]
+            made = _SqliteValues(
+                form,
+                sql[:start],
+                placeholders,
+                sql[end:],
+                collections.namedtuple("Returned", names, rename=True),
+                tuple(c.type._cached_result_processor(conn.dialect, None) for c in returning),
+                max(1, 1 << ((_SQLITE_PARAMS // max(1, len(form.names))).bit_length() - 1)),
+            )
+    _CACHE[key] = made
+    return made
 
 
 # A bind as psycopg is sent it, with its cast if any: a type name of upper-case words,
