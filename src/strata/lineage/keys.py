@@ -36,6 +36,9 @@ def job_uuid(namespace: str, name: str) -> str:
     return _name("job", namespace, name)
 
 
+# A fold names the same event, run output and job version several times (its row, its
+# state history, bindings, the previous fold): the recent names are kept.
+@lru_cache(maxsize=16384)
 def output_version_uuid(run_uuid: str, dataset: str) -> str:
     return _name("output", run_uuid, dataset)
 
@@ -48,10 +51,12 @@ def named_version_uuid(dataset: str, label: str) -> str:
     return _name("named", dataset, label)
 
 
+@lru_cache(maxsize=16384)
 def job_version_uuid(job: str, fingerprint: str) -> str:
     return _name("job-version", job, fingerprint)
 
 
+@lru_cache(maxsize=16384)
 def event_uuid(payload_hash: str) -> str:
     return _name("event", payload_hash)
 
