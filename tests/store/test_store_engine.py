@@ -4,7 +4,12 @@ from __future__ import annotations
 
 from contextlib import ExitStack
 from pathlib import Path
+from typing import Any
 
+import pytest
+import sqlalchemy as sa
+
+from strata.store import engine as engine_module
 from strata.store.engine import create_engine
 
 
@@ -51,3 +56,31 @@ def test_a_page_cache_of_its_own_size(tmp_path: Path) -> None:
 
     assert cache_kib() == -2000  # SQLite's default, about 2 MB
     assert cache_kib(sqlite_cache_mb=128) == -128 * 1024
+
+
+@pytest.mark.parametrize("backend", ["postgresql"])  # SQLite has no server to drop it
+def test_an_idle_connection_the_server_dropped_is_replaced(
+    db_url: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    engine = create_engine(db_url, pool_size=1, max_overflow=0)
+    pings: list[int] = []
+    real_ping = engine.dialect.do_ping
+
+    def ping(dbapi_conn: Any) -> bool:
+        pings.append(1)
+        return bool(real_ping(dbapi_conn))
+
+    monkeypatch.setattr(engine.dialect, "do_ping", ping)
+    pid_of = "SELECT pg_backend_pid()"
+    with engine.connect() as conn:
+        first = conn.exec_driver_sql(pid_of).scalar()
+    with engine.connect() as conn:  # used a moment ago: handed out unchecked
+        assert conn.exec_driver_sql(pid_of).scalar() == first
+    assert pings == []
+    with create_engine(db_url, poolclass=sa.pool.NullPool).connect() as other:
+        other.exec_driver_sql(f"SELECT pg_terminate_backend({first})")
+    monkeypatch.setattr(engine_module, "_PING_IDLE_S", 0.0)  # as if idle for long
+    with engine.connect() as conn:
+        second = conn.exec_driver_sql(pid_of).scalar()
+    assert pings and second != first
+    engine.dispose()

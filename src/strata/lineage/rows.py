@@ -169,6 +169,9 @@ def returning_many(conn: Connection, stmt: Any, rows: Sequence[dict[str, Any]]) 
             if form.takes_arrays(rows):
                 cur.execute(form.array_sql, form.arrays(rows))
                 return list(cur.fetchall())
+            if len(rows) == 1:  # a pipeline's set-up and sync cost more than its one row
+                cur.execute(form.sql, form.params(rows)[0])
+                return list(cur.fetchall())
             cur.executemany(form.sql, form.params(rows), returning=True)
             while True:
                 out.extend(cur.fetchall())
@@ -197,6 +200,8 @@ def execute_many(conn: Connection, stmt: Any, rows: Sequence[dict[str, Any]]) ->
         try:
             if form.takes_arrays(rows):
                 cur.execute(form.array_sql, form.arrays(rows))
+            elif len(rows) == 1:
+                cur.execute(form.sql, form.params(rows)[0])
             else:
                 cur.executemany(form.sql, form.params(rows))
         finally:

@@ -48,7 +48,6 @@ def create_engine(url: str, *, sqlite_cache_mb: int = 0, **kwargs: Any) -> Engin
     kwargs.setdefault("json_deserializer", jsoncodec.loads)
     if parsed.get_backend_name() == "sqlite":
         return _sqlite_engine(parsed, sqlite_cache_mb, **kwargs)
-    kwargs.setdefault("pool_pre_ping", True)
     # psycopg prepares a statement after five runs; PostgreSQL (plan_cache_mode = auto)
     # then reuses a generic plan once it costs no more than the plans made for the
     # values, which saves re-planning every run. Statements must be written so that their
@@ -57,7 +56,38 @@ def create_engine(url: str, *, sqlite_cache_mb: int = 0, **kwargs: Any) -> Engin
     if "poolclass" not in kwargs:  # NullPool and friends take no size arguments
         kwargs.setdefault("pool_size", 8)
         kwargs.setdefault("max_overflow", 8)
-    return sa.create_engine(parsed, **kwargs)
+    engine = sa.create_engine(parsed, **kwargs)
+    _ping_when_idle(engine)
+    return engine
+
+
+# A pooled connection unused for this long is checked before use.
+_PING_IDLE_S = 5.0
+
+
+def _ping_when_idle(engine: Engine) -> None:
+    """Check a pooled connection that sat unused for :data:`_PING_IDLE_S` before handing it
+    out, and replace it if the server dropped it (a restart, an idle timeout).
+
+    SQLAlchemy's ``pool_pre_ping`` checks every checkout: a round trip before every
+    transaction, a tenth of the server's ingest time under load, for connections used a
+    moment ago. One used within the last seconds is taken as alive; if it is not after
+    all, that one transaction fails and the pool drops the connection.
+    """
+
+    @sa.event.listens_for(engine, "checkin")
+    def _checkin(_dbapi_conn: Any, record: Any) -> None:
+        record.info["strata_used_at"] = time.monotonic()
+
+    @sa.event.listens_for(engine, "checkout")
+    def _checkout(dbapi_conn: Any, record: Any, _proxy: Any) -> None:
+        used_at = record.info.get("strata_used_at")
+        if used_at is None or time.monotonic() - used_at < _PING_IDLE_S:
+            return  # just opened, or just used
+        try:
+            engine.dialect.do_ping(dbapi_conn)
+        except engine.dialect.loaded_dbapi.Error as exc:
+            raise sa.exc.DisconnectionError(f"pooled connection lost: {exc}") from exc
 
 
 def engine_for(settings: Settings) -> Engine:
