@@ -308,6 +308,28 @@ def test_read_ahead_parses_the_next_group(engine: sa.Engine) -> None:
     assert _pending(journal) == []
 
 
+def test_a_fold_takes_at_most_its_share_of_json(
+    engine: sa.Engine, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Events of megabytes are allowed: a fold and its read-ahead stop at a JSON budget
+    (always taking one event, however large)."""
+    events = [parse_event(e) for e in _story(4)]  # 8 events
+    size = max(len(e.json_text()) for e in events)
+    monkeypatch.setattr(ingest, "_GROUP_CHARS", 3 * size)
+    journal = journal_for(engine)
+    ingest.accept_parsed(engine, journal, events)
+    hashes = [e.payload_hash for e in events]
+    # The current fold takes 3 of the 8: the read-ahead finds the next 3.
+    assert list(ingest.parse_queued(journal, 100, 100)) == hashes[3:6]
+    assert ingest.fold_pending(engine, journal, 100).folded == hashes[:3]
+    assert ingest.fold_pending(engine, journal, 2).folded == hashes[3:5]  # the count still binds
+    monkeypatch.setattr(ingest, "_GROUP_CHARS", 1)
+    assert ingest.fold_pending(engine, journal, 100).folded == hashes[5:6]
+    monkeypatch.undo()
+    assert ingest.fold_pending(engine, journal, 100).folded == hashes[6:]
+    assert _pending(journal) == []
+
+
 def test_an_event_sent_again_after_its_fold_changes_nothing(engine: sa.Engine) -> None:
     events = [parse_event(e) for e in _story(2)]
     writer = GroupWriter(engine)

@@ -13,7 +13,7 @@ lake commits. Invalid events store nothing.
 from __future__ import annotations
 
 import logging
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import Any
@@ -351,17 +351,51 @@ def _queued(
 ) -> list[tuple[Event, datetime]]:
     """The oldest ``limit`` queued events and when each was received; payloads are read
     (and parsed) only for those not in ``known``."""
-    p = s.lineage_pending
-    found = conn.execute(
-        rowlib.cached(
-            ("pending-next",),
-            lambda: _queue_head(p.c.payload_hash, p.c.received_at),
-        ),
-        {"n": limit},
-    ).all()
-    queue: list[tuple[str, datetime]] = [(str(r.payload_hash), r.received_at) for r in found]
+    found = _head(conn, limit)
+    found = found[: _group([size for _, _, size in found])]
+    queue: list[tuple[str, datetime]] = [(digest, at) for digest, at, _ in found]
     parsed = {h: known[h] for h, _ in queue if h in known}
-    for chunk in rowlib.chunks([h for h, _ in queue if h not in parsed]):
+    parsed.update(_payloads(conn, [h for h, _ in queue if h not in parsed]))
+    return [(parsed[h], at) for h, at in queue]
+
+
+# A fold takes at most this much JSON (events of several MB are allowed: a group of a
+# thousand of them, parsed, would not fit in memory), and always at least one event.
+_GROUP_CHARS = 32 * 1024 * 1024
+
+
+def _group(sizes: Sequence[int]) -> int:
+    """How many of the queue's oldest events, of these JSON sizes, one fold takes."""
+    total = 0
+    for taken, size in enumerate(sizes):
+        total += size
+        if total > _GROUP_CHARS and taken:
+            return taken
+    return len(sizes)
+
+
+def _head(conn: Connection, limit: int) -> list[tuple[str, datetime, int]]:
+    """(payload hash, received at, JSON size) of the oldest ``limit`` queued events the
+    fold has not refused."""
+    p = s.lineage_pending
+    stmt = rowlib.cached(
+        ("pending-next",),
+        lambda: (
+            sa.select(p.c.payload_hash, p.c.received_at, sa.func.length(p.c.payload))
+            .where(p.c.error.is_(None))
+            .order_by(p.c.seq)
+            .limit(sa.bindparam("n"))
+        ),
+    )
+    rows = conn.execute(stmt, {"n": limit}).all()
+    return [(str(row[0]), row[1], int(row[2] or 0)) for row in rows]
+
+
+def _payloads(conn: Connection, hashes: Sequence[str]) -> dict[str, Event]:
+    """The queued events of ``hashes``, parsed, by payload hash."""
+    p = s.lineage_pending
+    out: dict[str, Event] = {}
+    for chunk in rowlib.chunks(list(hashes)):
         for row in conn.execute(
             rowlib.cached(
                 ("pending-payloads",),
@@ -371,37 +405,23 @@ def _queued(
             ),
             {"h": list(chunk)},
         ):
-            event = _queued_event(row)
-            parsed[event.payload_hash] = event
-    return [(parsed[h], at) for h, at in queue]
-
-
-def _queue_head(*columns: Any) -> Any:
-    """``columns`` of the oldest ``:n`` queued events the fold has not refused."""
-    p = s.lineage_pending
-    return sa.select(*columns).where(p.c.error.is_(None)).order_by(p.c.seq).limit(sa.bindparam("n"))
-
-
-def _queued_event(row: Any) -> Event:
-    """A queue row ``(payload_hash, payload)`` parsed; the fold stores the text as it is
-    instead of serialising the document again."""
-    digest, text = str(row[0]), str(row[1])
-    return parse_event(jsoncodec.loads(text), check=False, digest=digest, text=text)
+            # The fold stores the text as it is instead of serialising the document again.
+            digest, text = str(row[0]), str(row[1])
+            out[digest] = parse_event(jsoncodec.loads(text), check=False, digest=digest, text=text)
+    return out
 
 
 def parse_queued(journal: Engine, skip: int, limit: int) -> dict[str, Event]:
-    """The queued events after the oldest ``skip``, up to ``limit`` of them, parsed, by
-    payload hash: what the fold after the current one will take, read while the current
-    one writes (``known`` for :func:`fold_pending`; a miss is parsed there as usual)."""
-    p = s.lineage_pending
-    stmt = rowlib.cached(
-        ("pending-ahead",),
-        lambda: _queue_head(p.c.payload_hash, p.c.payload).offset(sa.bindparam("skip")),
-    )
+    """What the fold after the current one will take, parsed, by payload hash: read
+    while the current one (of at most ``skip`` events) writes, up to ``limit`` events
+    (``known`` for :func:`fold_pending`; a miss is parsed there as usual)."""
     with read_tx(journal) as conn:
-        rows = conn.execute(stmt, {"n": limit, "skip": skip}).all()
-    events = [_queued_event(row) for row in rows]
-    return {event.payload_hash: event for event in events}
+        head = _head(conn, skip + limit)
+        current = _group([size for _, _, size in head[:skip]])
+        after = head[current : current + limit]
+        after = after[: _group([size for _, _, size in after])]
+        parsed = _payloads(conn, [digest for digest, _, _ in after])
+    return {digest: parsed[digest] for digest, _, _ in after if digest in parsed}
 
 
 def _dequeue(conn: Connection, done: list[str], refused: dict[str, str]) -> None:

@@ -88,7 +88,7 @@ class GroupWriter:
         journal: Engine | None = None,
         *,
         max_events: int = 1000,
-        fold_events: int = 1000,
+        fold_events: int = 2000,
         max_backlog: int = 20_000,
         poll: float = 1.0,
         fold_in: str = "thread",
