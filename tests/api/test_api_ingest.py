@@ -198,3 +198,10 @@ def test_bad_write_bodies(client: TestClient, engine: sa.Engine) -> None:
     assert r.status_code == 400 and r.json()["details"]["field"] == "action"
     with engine.connect() as conn:
         assert conn.execute(sa.select(sa.func.count()).select_from(s.namespaces)).scalar() == 0
+
+
+def test_the_app_starts_its_fold_before_taking_requests(client: TestClient) -> None:
+    # ``client`` ran the app's lifespan: the writer's threads run and its fold is ready.
+    writer = client.app.state.lineage_writer  # type: ignore[attr-defined]
+    assert writer.start(0)
+    assert [t.is_alive() for t in writer._threads] == [True, True]

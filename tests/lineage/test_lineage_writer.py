@@ -403,3 +403,16 @@ def test_reads_wait_for_the_oldest_event_still_unfolded(engine: sa.Engine) -> No
         writer._release(["c", "e"])
         assert writer._folded_upto() == 5
     writer.close()
+
+
+@pytest.mark.parametrize("fold_in", ["thread", "process"])
+def test_start_returns_once_what_was_left_is_folded(engine: sa.Engine, fold_in: str) -> None:
+    journal = journal_for(engine)
+    left = [parse_event(e) for e in _story(2)]
+    ingest.accept_parsed(engine, journal, left)  # acknowledged by a server that stopped
+    writer = GroupWriter(engine, fold_in=fold_in)
+    assert writer.start(60)
+    assert _pending(journal) == []
+    with engine.connect() as conn:
+        assert conn.execute(sa.select(sa.func.count()).select_from(s.runs)).scalar() == 2
+    writer.close()
