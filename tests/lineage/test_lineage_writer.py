@@ -406,13 +406,43 @@ def test_reads_wait_for_the_oldest_event_still_unfolded(engine: sa.Engine) -> No
 
 
 @pytest.mark.parametrize("fold_in", ["thread", "process"])
-def test_start_returns_once_what_was_left_is_folded(engine: sa.Engine, fold_in: str) -> None:
+def test_start_returns_once_the_fold_has_folded_a_group(engine: sa.Engine, fold_in: str) -> None:
     journal = journal_for(engine)
     left = [parse_event(e) for e in _story(2)]
     ingest.accept_parsed(engine, journal, left)  # acknowledged by a server that stopped
     writer = GroupWriter(engine, fold_in=fold_in)
     assert writer.start(60)
-    assert _pending(journal) == []
+    assert _pending(journal) == []  # one group held all four
     with engine.connect() as conn:
         assert conn.execute(sa.select(sa.func.count()).select_from(s.runs)).scalar() == 2
     writer.close()
+
+
+def test_start_does_not_wait_for_a_whole_backlog(engine: sa.Engine, monkeypatch: Any) -> None:
+    # A server that left thousands of events queued takes requests once its fold runs,
+    # not once it has folded all of them.
+    journal = journal_for(engine)
+    ingest.accept_parsed(engine, journal, [parse_event(e) for e in _story(3)])
+    real_fold = ingest.fold_pending
+    second = threading.Event()
+    release = threading.Event()
+    calls: list[int] = []
+
+    def slow_after_first(eng: sa.Engine, jrn: sa.Engine, limit: int, known: Any = None) -> Any:
+        calls.append(limit)
+        if len(calls) == 2:
+            second.set()
+            release.wait(60)
+        return real_fold(eng, jrn, limit, known)
+
+    monkeypatch.setattr("strata.lineage.writer.fold_pending", slow_after_first)
+    writer = GroupWriter(engine, fold_events=2)
+    try:
+        assert writer.start(30)
+        assert second.wait(30)  # the rest of the backlog is still being folded
+        assert len(_pending(journal)) == 4
+    finally:
+        release.set()
+    assert writer.wait_folded(60)
+    writer.close()
+    assert _pending(journal) == []

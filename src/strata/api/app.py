@@ -27,8 +27,9 @@ log = logging.getLogger(__name__)
 @asynccontextmanager
 async def _lifespan(app: FastAPI) -> AsyncIterator[None]:
     writer: GroupWriter = app.state.lineage_writer
-    # Requests are taken once the fold runs: started by the first event instead, the fold
-    # process would import and connect while the first senders wait for it.
+    # Requests are taken once the fold runs (a first group folded, not a whole backlog
+    # an earlier server left): started by the first event instead, the fold process
+    # would import and connect while the first senders wait for it.
     if not await asyncio.to_thread(writer.start, _FOLD_READY_S):
         log.warning("the lineage fold is not ready after %.0f s; serving anyway", _FOLD_READY_S)
     yield

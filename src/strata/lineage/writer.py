@@ -116,7 +116,7 @@ class GroupWriter:
         self._lock = threading.Lock()
         self._state = threading.Condition()
         self._wake = threading.Event()
-        self._ready = threading.Event()  # the fold has started and folded what was queued
+        self._ready = threading.Event()  # the fold runs: it has folded a first group
         self._threads: list[threading.Thread] = []
         self._closed = False
         self._stopping = False
@@ -132,7 +132,8 @@ class GroupWriter:
 
     def start(self, timeout: float | None = None) -> bool:
         """Start both threads (and the fold process) unless started; with ``timeout``,
-        wait that long for the fold to be ready. True once it is.
+        wait that long for the fold to be ready (imported, connected, and a first group
+        of what an earlier server left folded). True once it is.
 
         A server starts its writer before it takes requests, so the first senders do not
         wait for (nor share the cores with) a fold process importing and connecting;
@@ -305,7 +306,6 @@ class GroupWriter:
 
     def _fold_loop(self) -> None:
         self._fold_all()  # what an earlier process left
-        self._ready.set()
         while True:
             self._wake.wait(self._poll)
             self._wake.clear()
@@ -334,6 +334,7 @@ class GroupWriter:
                 log.exception("lineage fold failed")
                 self._wake.wait(self._poll)
                 return
+            self._ready.set()
             for uuid, why in folded.refused.items():
                 log.warning("lineage event %s refused by the fold: %s", uuid, why)
             with self._state:
@@ -478,15 +479,15 @@ def _fold_process(
                 if folds % _COLLECT_EVERY == 0:
                     _collect()
                 known = _result_or_nothing(ahead)
+            if not ready:  # imported, connected, and a first group folded
+                ready = True
+                pipe.send("ready")
             for uuid, why in folded.refused.items():
                 log.warning("lineage event %s refused by the fold: %s", uuid, why)
             if not len(folded):
                 _collect()
                 break
             pipe.send([*folded.folded, *folded.refused])
-        if not ready:  # what an earlier process left is folded
-            ready = True
-            pipe.send("ready")
         if stop:
             pipe.send("bye")
             return
