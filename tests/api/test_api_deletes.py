@@ -178,6 +178,38 @@ def test_namespace_delete_hides_everything_in_it(client: TestClient) -> None:
     assert names(client, "datasets") == ["out"]
 
 
+def test_events_folded_together_each_bring_back_what_they_name(client: TestClient) -> None:
+    """A batch is folded in one statement per table: every event of it counts, not the
+    first or the last."""
+    post(client, run_event(job="a"))
+    post(client, run_event(job="b", namespace="other", inputs=(), outputs=("other|x",)))
+    for path in ("datasets/in", "datasets/out", "jobs/a"):
+        assert client.delete(f"/api/v1/namespaces/ns/{path}").status_code == 200
+    assert client.delete("/api/v1/namespaces/other").status_code == 200
+    assert names(client, "datasets") == [] and names(client, "jobs") == []
+    later = "2024-06-01T00:00:00Z"
+    batch = [
+        run_event(job="c", inputs=("ns|in",), outputs=(), at=later),
+        run_event(job="a", inputs=(), outputs=(), at=later),
+        {
+            "eventTime": later,
+            "dataset": {"namespace": "ns", "name": "out"},
+            "producer": P,
+            "schemaURL": SCHEMA + "DatasetEvent",
+        },
+        run_event(job="d", namespace="third", inputs=(), outputs=("other|x",), at=later),
+    ]
+    r = client.post("/api/v1/lineage/batch", json=batch)
+    assert r.status_code == 200, r.text
+    assert r.json()["summary"]["failed"] == 0
+    assert names(client, "datasets") == ["in", "out"]
+    assert names(client, "jobs") == ["a", "c"]
+    # The namespace comes back through a dataset named in it, its other job does not.
+    assert client.get("/api/v1/namespaces/other").json()["isHidden"] is False
+    assert names(client, "datasets", "other") == ["x"]
+    assert names(client, "jobs", "other") == []
+
+
 def test_put_namespace_brings_it_back(client: TestClient) -> None:
     assert client.put("/api/v1/namespaces/ns", json={"ownerName": "me"}).status_code == 200
     assert client.delete("/api/v1/namespaces/ns").status_code == 200

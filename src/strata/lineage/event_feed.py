@@ -14,11 +14,11 @@ from strata.store import schema as s
 _IN_NAMESPACE = {
     "postgresql": """(
         job_namespace = :ns
-        OR payload @> jsonb_build_object(
+        OR CAST(payload AS jsonb) @> jsonb_build_object(
             'dataset', jsonb_build_object('namespace', CAST(:ns AS text)))
-        OR payload @> jsonb_build_object(
+        OR CAST(payload AS jsonb) @> jsonb_build_object(
             'inputs', jsonb_build_array(jsonb_build_object('namespace', CAST(:ns AS text))))
-        OR payload @> jsonb_build_object(
+        OR CAST(payload AS jsonb) @> jsonb_build_object(
             'outputs', jsonb_build_array(jsonb_build_object('namespace', CAST(:ns AS text)))))""",
     "sqlite": """(
         job_namespace = :ns

@@ -398,9 +398,9 @@ def _payloads(conn: Connection, hashes: Sequence[str]) -> dict[str, Event]:
     for chunk in rowlib.chunks(list(hashes)):
         for row in conn.execute(
             rowlib.cached(
-                ("pending-payloads",),
+                ("pending-payloads", conn.dialect.name),
                 lambda: sa.select(p.c.payload_hash, p.c.payload).where(
-                    p.c.payload_hash.in_(sa.bindparam("h", expanding=True))
+                    rowlib.one_of(conn.dialect.name, p.c.payload_hash, "h")
                 ),
             ),
             {"h": list(chunk)},

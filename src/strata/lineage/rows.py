@@ -45,6 +45,21 @@ def chunks(items: Sequence[T]) -> list[Sequence[T]]:
     return [items[i : i + CHUNK] for i in range(0, len(items), CHUNK)]
 
 
+def one_of(dialect: str, column: Any, name: str, *, negate: bool = False) -> Any:
+    """``column IN`` (or ``NOT IN``) the list bound as ``name``.
+
+    On PostgreSQL it is ``= ANY`` (``<> ALL``) of one array: the statement text is the
+    same for any number of values, so it is prepared once, where an IN list is a new text
+    (parsed and planned again) for every length, and one of thousands of values was read
+    through by the driver on every execution. Cache a statement using it per dialect.
+    """
+    if dialect == "postgresql":
+        array = sa.bindparam(name, type_=postgresql.ARRAY(column.type))
+        return column != sa.all_(array) if negate else column == sa.any_(array)
+    values: Any = sa.bindparam(name, expanding=True)
+    return column.not_in(values) if negate else column.in_(values)
+
+
 def values_query(
     conn: Connection,
     key: tuple[Any, ...],
@@ -483,11 +498,11 @@ def update_rows(
 
 def delete_in(conn: Connection, table: sa.Table, column: str, values: Sequence[Any]) -> None:
     """Delete the rows whose ``column`` is one of ``values``."""
-    stmt = _CACHE.get(("delete-in", table.name, column))
-    if stmt is None:
-        stmt = _CACHE[("delete-in", table.name, column)] = table.delete().where(
-            table.c[column].in_(sa.bindparam("values", expanding=True))
-        )
+    dialect = conn.dialect.name
+    stmt = cached(
+        ("delete-in", table.name, column, dialect),
+        lambda: table.delete().where(one_of(dialect, table.c[column], "values")),
+    )
     for chunk in chunks(sorted(set(values))):
         conn.execute(stmt, {"values": list(chunk)})
 

@@ -23,6 +23,7 @@ from strata.lineage.rows import (
     execute_many,
     insert_ignore,
     merge_dataset_facets,
+    one_of,
     refresh_datasets,
     touch_dataset_rows,
     touch_namespaces,
@@ -78,29 +79,30 @@ def load_events(
     whose payload hash is in ``skip`` (the caller has them parsed already). Payloads
     are read only for events not in :data:`PARSED`."""
     e = s.lineage_events
+    dialect = conn.dialect.name
 
-    def hashes() -> Any:
-        stmt = sa.select(e.c.run_uuid, e.c.payload_hash).where(
-            e.c.run_uuid.in_(sa.bindparam("r", expanding=True))
-        )
-        if skip:
-            stmt = stmt.where(e.c.payload_hash.not_in(sa.bindparam("h", expanding=True)))
-        return stmt
-
+    # The caller's events are left out here, not in SQL: the rows are few either way, and
+    # a NOT IN of thousands of hashes cost PostgreSQL more than the lookup by run.
+    leave_out = set(skip)
     found: list[tuple[str, str]] = []
     for chunk in chunks(sorted(run_uuids)):
-        params: dict[str, Any] = {"r": list(chunk)}
-        if skip:
-            params["h"] = list(skip)
-        rows = conn.execute(cached(("run-event-hashes", bool(skip)), hashes), params)
-        found.extend((str(run), str(digest)) for run, digest in rows)
+        rows = conn.execute(
+            cached(
+                ("run-event-hashes", dialect),
+                lambda: sa.select(e.c.run_uuid, e.c.payload_hash).where(
+                    one_of(dialect, e.c.run_uuid, "r")
+                ),
+            ),
+            {"r": list(chunk)},
+        )
+        found.extend((str(run), str(digest)) for run, digest in rows if digest not in leave_out)
     parsed = {h: ev for _, h in found if (ev := PARSED.get(h)) is not None}
     for chunk in chunks(sorted({h for _, h in found if h not in parsed})):
         for row in conn.execute(
             cached(
-                ("event-payloads",),
+                ("event-payloads", dialect),
                 lambda: sa.select(e.c.payload_hash, e.c.payload).where(
-                    e.c.payload_hash.in_(sa.bindparam("h", expanding=True))
+                    one_of(dialect, e.c.payload_hash, "h")
                 ),
             ),
             {"h": list(chunk)},
@@ -206,9 +208,9 @@ def _lookup_datasets(
     for chunk in chunks(sorted(set(wanted))):
         found = conn.execute(
             cached(
-                ("dataset-by-uuid",),
+                ("dataset-by-uuid", conn.dialect.name),
                 lambda: sa.select(d.c.namespace, d.c.name, d.c.uuid, d.c.is_lake).where(
-                    d.c.uuid.in_(sa.bindparam("u", expanding=True))
+                    one_of(conn.dialect.name, d.c.uuid, "u")
                 ),
             ),
             {"u": [keys.dataset_uuid(ns, n) for ns, n in chunk]},

@@ -41,6 +41,7 @@ from strata.lineage.rows import (
     delete_in,
     execute_many,
     insert_ignore_many,
+    one_of,
     touch_dataset,
     update_rows,
     upsert,
@@ -165,7 +166,7 @@ def bind_runs(
     for chunk in chunks(stale):
         found = conn.execute(
             cached(
-                ("bound",),
+                ("bound", conn.dialect.name),
                 lambda: (
                     sa.select(
                         ri.c.run_uuid,
@@ -174,7 +175,7 @@ def bind_runs(
                         sa.and_(dv.c.run_uuid.is_(None), dv.c.commit_id.is_(None)).label("synth"),
                     )
                     .join(dv, ri.c.dataset_version_uuid == dv.c.uuid)
-                    .where(ri.c.run_uuid.in_(sa.bindparam("r", expanding=True)))
+                    .where(one_of(conn.dialect.name, ri.c.run_uuid, "r"))
                 ),
             ),
             {"r": chunk},
@@ -476,7 +477,7 @@ def settle(conn: Connection, datasets: Iterable[str]) -> None:
     for chunk in chunks(keys_):
         synthetic = conn.execute(
             cached(
-                ("synthetic-dates",),
+                ("synthetic-dates", conn.dialect.name),
                 lambda: (
                     sa.select(
                         dv.c.uuid, dv.c.created_at, sa.func.min(r.c.created_at).label("first")
@@ -485,7 +486,7 @@ def settle(conn: Connection, datasets: Iterable[str]) -> None:
                     .outerjoin(ri, ri.c.dataset_version_uuid == dv.c.uuid)
                     .outerjoin(r, r.c.uuid == ri.c.run_uuid)
                     .where(
-                        dv.c.dataset_uuid.in_(sa.bindparam("d", expanding=True)),
+                        one_of(conn.dialect.name, dv.c.dataset_uuid, "d"),
                         dv.c.run_uuid.is_(None),
                         dv.c.commit_id.is_(None),
                     )
@@ -534,9 +535,9 @@ def set_current(conn: Connection, datasets: Iterable[str]) -> None:
         # COALESCE evaluates the synthetic scan only when no run completed an output.
         return (
             d.update()
-            .where(d.c.uuid.in_(sa.bindparam("keys", expanding=True)))
+            .where(one_of(conn.dialect.name, d.c.uuid, "keys"))
             .values(current_version_uuid=sa.func.coalesce(completed, synthetic))
         )
 
     for chunk in chunks(sorted(set(datasets))):
-        conn.execute(cached(("set-current",), build), {"keys": chunk})
+        conn.execute(cached(("set-current", conn.dialect.name), build), {"keys": chunk})

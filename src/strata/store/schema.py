@@ -16,7 +16,7 @@ from __future__ import annotations
 
 import sqlalchemy as sa
 
-from strata.store.types import JSONType, serial_col, ts_col, uuid_col
+from strata.store.types import JSONTextType, JSONType, serial_col, ts_col, uuid_col
 
 metadata = sa.MetaData(
     naming_convention={
@@ -349,7 +349,7 @@ lineage_events = sa.Table(
     sa.Column("producer", sa.Text(), nullable=True),
     sa.Column("job_namespace", Name(), nullable=True),
     sa.Column("job_name", Name(), nullable=True),
-    sa.Column("payload", JSONType, nullable=False),
+    sa.Column("payload", JSONTextType, nullable=False),
     sa.Column("payload_hash", sa.String(64), nullable=False, unique=True),
     sa.Index("ix_lineage_events_time", "event_time"),
     sa.Index("ix_lineage_events_run_time", "run_uuid", "event_time"),
@@ -445,57 +445,66 @@ UNHIDE_TRIGGERS: dict[str, list[str]] = {
         """
         CREATE FUNCTION strata_unhide_from_event() RETURNS trigger LANGUAGE plpgsql AS $$
         DECLARE
-          -- Nothing hidden is the common case, and reading the payload's names costs more
-          -- than the rest of the insert: they are read only when something is hidden.
+          -- Once per statement, over the rows it added: nothing hidden is the common case,
+          -- and reading the payloads' names costs more than the rest of the insert, so
+          -- they are read only when something is hidden.
           datasets_hidden boolean := EXISTS (SELECT 1 FROM datasets WHERE is_hidden);
           namespaces_hidden boolean := EXISTS (SELECT 1 FROM namespaces WHERE is_hidden);
-          named jsonb;
+          named_namespaces text[];
+          named_names text[];
         BEGIN
           IF datasets_hidden OR namespaces_hidden THEN
-            named := CASE WHEN jsonb_typeof(NEW.payload->'inputs') = 'array'
-                          THEN NEW.payload->'inputs' ELSE '[]'::jsonb END
-                  || CASE WHEN jsonb_typeof(NEW.payload->'outputs') = 'array'
-                          THEN NEW.payload->'outputs' ELSE '[]'::jsonb END
-                  || CASE WHEN jsonb_typeof(NEW.payload->'dataset') = 'object'
-                          THEN jsonb_build_array(NEW.payload->'dataset') ELSE '[]'::jsonb END;
+            SELECT array_agg(x->>'namespace'), array_agg(x->>'name')
+            INTO named_namespaces, named_names
+            FROM added AS a, LATERAL (
+              SELECT json_array_elements(a.payload->'inputs')
+              WHERE json_typeof(a.payload->'inputs') = 'array'
+              UNION ALL
+              SELECT json_array_elements(a.payload->'outputs')
+              WHERE json_typeof(a.payload->'outputs') = 'array'
+              UNION ALL
+              SELECT a.payload->'dataset' WHERE json_typeof(a.payload->'dataset') = 'object'
+            ) AS named(x)
+            WHERE json_typeof(x) = 'object';
           END IF;
           IF datasets_hidden THEN
             UPDATE datasets AS d SET is_hidden = false
-            FROM (SELECT x->>'namespace' AS namespace, x->>'name' AS name
-                  FROM jsonb_array_elements(named) AS x
-                  WHERE jsonb_typeof(x) = 'object') AS m
+            FROM unnest(named_namespaces, named_names) AS m(namespace, name)
             WHERE d.is_hidden AND d.namespace = m.namespace AND d.name = m.name;
           END IF;
-          IF NEW.job_namespace IS NOT NULL AND EXISTS (SELECT 1 FROM jobs WHERE is_hidden) THEN
-            UPDATE jobs SET is_hidden = false
-            WHERE is_hidden AND namespace = NEW.job_namespace
-              AND (name = NEW.job_name OR uuid IN (
+          IF EXISTS (SELECT 1 FROM jobs WHERE is_hidden) THEN
+            UPDATE jobs AS j SET is_hidden = false
+            FROM added AS a
+            WHERE j.is_hidden AND j.namespace = a.job_namespace
+              AND (j.name = a.job_name OR j.uuid IN (
                 SELECT job_uuid FROM job_aliases
-                WHERE namespace = NEW.job_namespace AND name = NEW.job_name));
+                WHERE namespace = a.job_namespace AND name = a.job_name));
           END IF;
           IF namespaces_hidden THEN
             UPDATE namespaces SET is_hidden = false
-            WHERE is_hidden AND (name = NEW.job_namespace OR name IN (
-              SELECT x->>'namespace' FROM jsonb_array_elements(named) AS x
-              WHERE jsonb_typeof(x) = 'object'));
+            WHERE is_hidden AND (name IN (SELECT job_namespace FROM added)
+                                 OR name = ANY(named_namespaces));
           END IF;
           RETURN NULL;
         END $$
         """,
         """
         CREATE TRIGGER trg_lineage_events_unhide AFTER INSERT ON lineage_events
-        FOR EACH ROW EXECUTE FUNCTION strata_unhide_from_event()
+        REFERENCING NEW TABLE AS added
+        FOR EACH STATEMENT EXECUTE FUNCTION strata_unhide_from_event()
         """,
         """
         CREATE FUNCTION strata_unhide_from_version() RETURNS trigger LANGUAGE plpgsql AS $$
         BEGIN
-          UPDATE datasets SET is_hidden = false WHERE uuid = NEW.dataset_uuid AND is_hidden;
+          UPDATE datasets SET is_hidden = false
+          WHERE is_hidden AND uuid IN (SELECT dataset_uuid FROM added);
           RETURN NULL;
         END $$
         """,
         """
         CREATE TRIGGER trg_dataset_versions_unhide AFTER INSERT ON dataset_versions
-        FOR EACH ROW EXECUTE FUNCTION strata_unhide_from_version()
+        REFERENCING NEW TABLE AS added
+        FOR EACH STATEMENT EXECUTE FUNCTION strata_unhide_from_version()
         """,
         """
         CREATE FUNCTION strata_unhide_namespace() RETURNS trigger LANGUAGE plpgsql AS $$

@@ -92,3 +92,9 @@ def ts_col(name: str, *args: Any, **kwargs: Any) -> sa.Column[datetime]:
 
 
 JSONType = sa.JSON().with_variant(postgresql.JSONB(), "postgresql")
+
+# A document kept as the text it was stored as (PostgreSQL ``json``, which checks the text
+# and keeps it; ``jsonb`` parses it into a tree): for raw events, written once, read whole,
+# and never queried into on the way (parsing a 2.5 kB event into jsonb cost the fold as
+# much as the rest of its insert).
+JSONTextType = sa.JSON().with_variant(postgresql.JSON(), "postgresql")
