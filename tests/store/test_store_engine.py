@@ -84,3 +84,26 @@ def test_an_idle_connection_the_server_dropped_is_replaced(
         second = conn.exec_driver_sql(pid_of).scalar()
     assert pings and second != first
     engine.dispose()
+
+
+def test_a_statement_transaction_commits_each_statement_alone(db_url: str) -> None:
+    """On PostgreSQL a write in ``statement_tx`` stands however the block ends (no BEGIN
+    or COMMIT is sent around it); elsewhere it is a write transaction. Either way the
+    connection goes back to the pool transactional."""
+    engine = create_engine(db_url, pool_size=1, max_overflow=0)
+    ns = sa.table("namespaces", sa.column("name"), sa.column("created_at"), sa.column("updated_at"))
+
+    def add(conn: sa.Connection, name: str) -> None:
+        at = sa.func.current_timestamp()
+        conn.execute(sa.insert(ns).values(name=name, created_at=at, updated_at=at))
+
+    with pytest.raises(RuntimeError), engine_module.statement_tx(engine) as conn:
+        add(conn, "alone")
+        raise RuntimeError("after the statement")
+    with pytest.raises(RuntimeError), engine_module.write_tx(engine) as conn:  # same connection
+        add(conn, "in-a-transaction")
+        raise RuntimeError("after the statement")
+    with engine.connect() as conn:
+        names = conn.execute(sa.select(ns.c.name)).scalars().all()
+    engine.dispose()
+    assert names == (["alone"] if engine.dialect.name == "postgresql" else [])

@@ -28,7 +28,7 @@ from strata.lineage.events import Event, parse_event
 from strata.lineage.validate import EventKind
 from strata.store import jsoncodec
 from strata.store import schema as s
-from strata.store.engine import read_tx, write_tx
+from strata.store.engine import read_tx, statement_tx, write_tx
 
 log = logging.getLogger(__name__)
 
@@ -126,7 +126,7 @@ def accept_parsed(
     engine: Engine, journal: Engine, items: list[Event | StrataError]
 ) -> list[IngestResult | StrataError]:
     """Queue already parsed events for :func:`fold_pending` in ``journal``, one SQL
-    transaction; errors pass through in place.
+    statement; errors pass through in place.
 
     What the server acknowledges: the event is durable and valid, and everything that
     could refuse it has been checked. It does not wait for the fold: on PostgreSQL the
@@ -136,16 +136,52 @@ def accept_parsed(
     is queued again and the fold finds it stored (looking it up here cost every group a
     read of the store, for the rare client that sends an event again).
     """
+    out: list[IngestResult | StrataError | None] = [
+        None if isinstance(item, Event) else item for item in items
+    ]
+    events = [(at, item) for at, item in enumerate(items) if isinstance(item, Event)]
+    labelled = {id(ev) for ev, _, _ in versions.labelled_outputs([ev for _, ev in events])}
+    if labelled:
+        with read_tx(engine) as store:
+            for at, ev in events:
+                if id(ev) in labelled:
+                    try:
+                        versions.check_lake_outputs(store, [ev])
+                    except StrataError as exc:
+                        out[at] = exc
+    todo = [(at, ev) for at, ev in events if out[at] is None]
+    received = datetime.now(UTC)
+    results: list[IngestResult | StrataError]
+    try:
+        results = list(_queue_alone(journal, [ev for _, ev in todo], received))
+    except (sa.exc.IntegrityError, sa.exc.DataError):
+        # One event the queue would not take: each goes alone, so only it is refused.
+        results = [_queue_one(journal, ev, received) for _, ev in todo]
+    except StoreError as exc:
+        results = [exc] * len(todo)
+    for (at, _), result in zip(todo, results, strict=True):
+        out[at] = result
+    return [r for r in out if r is not None]
 
-    def step(conn: Connection, events: list[Event], received: datetime) -> list[IngestResult]:
-        if journal is engine:
-            versions.check_lake_outputs(conn, events)
-        elif versions.labelled_outputs(events):
-            with read_tx(engine) as store:
-                versions.check_lake_outputs(store, events)
+
+def _queue_alone(journal: Engine, events: list[Event], received: datetime) -> list[IngestResult]:
+    """Queue ``events`` in one statement, committed by itself."""
+    if not events:
+        return []
+    with statement_tx(journal) as conn:
         return _queue(conn, events, received)
 
-    return _in_groups(journal, items, step, lock=False)
+
+def _queue_one(journal: Engine, event: Event, received: datetime) -> IngestResult | StrataError:
+    try:
+        [result] = _queue_alone(journal, [event], received)
+    except sa.exc.IntegrityError as exc:
+        return _conflict(exc)
+    except sa.exc.DataError as exc:
+        return InvalidEvent(f"the store cannot keep this event: {exc.orig}", path="$")
+    except StrataError as exc:
+        return exc
+    return result
 
 
 def _in_groups(
