@@ -39,9 +39,11 @@ def test_concurrent_submissions_are_grouped(engine: sa.Engine, monkeypatch: Any)
     folded: list[int] = []
     real_accept, real_fold = ingest.accept_parsed, ingest.fold_pending
 
-    def counting(eng: sa.Engine, journal: sa.Engine, items: list[Event | StrataError]) -> Any:
+    def counting(
+        eng: sa.Engine, journal: sa.Engine, items: list[Event | StrataError], **kw: Any
+    ) -> Any:
         stored.append(len(items))
-        return real_accept(eng, journal, items)
+        return real_accept(eng, journal, items, **kw)
 
     def folding(eng: sa.Engine, journal: sa.Engine, limit: int, known: Any = None) -> Any:
         done = real_fold(eng, journal, limit, known)

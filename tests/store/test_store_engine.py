@@ -86,10 +86,10 @@ def test_an_idle_connection_the_server_dropped_is_replaced(
     engine.dispose()
 
 
-def test_a_statement_transaction_commits_each_statement_alone(db_url: str) -> None:
-    """On PostgreSQL a write in ``statement_tx`` stands however the block ends (no BEGIN
-    or COMMIT is sent around it); elsewhere it is a write transaction. Either way the
-    connection goes back to the pool transactional."""
+def test_a_statement_connection_commits_each_statement_alone(db_url: str) -> None:
+    """On PostgreSQL a write on a ``StatementConnection`` stands however the block ends (no
+    BEGIN or COMMIT is sent around it); elsewhere it is a write transaction. Either way a
+    connection given back to the pool is transactional again."""
     engine = create_engine(db_url, pool_size=1, max_overflow=0)
     ns = sa.table("namespaces", sa.column("name"), sa.column("created_at"), sa.column("updated_at"))
 
@@ -97,13 +97,46 @@ def test_a_statement_transaction_commits_each_statement_alone(db_url: str) -> No
         at = sa.func.current_timestamp()
         conn.execute(sa.insert(ns).values(name=name, created_at=at, updated_at=at))
 
-    with pytest.raises(RuntimeError), engine_module.statement_tx(engine) as conn:
+    held = engine_module.StatementConnection(engine)
+    with held.tx() as conn:
+        add(conn, "first")
+    with pytest.raises(RuntimeError), held.tx() as conn:
         add(conn, "alone")
         raise RuntimeError("after the statement")
+    held.close()
     with pytest.raises(RuntimeError), engine_module.write_tx(engine) as conn:  # same connection
         add(conn, "in-a-transaction")
         raise RuntimeError("after the statement")
     with engine.connect() as conn:
-        names = conn.execute(sa.select(ns.c.name)).scalars().all()
+        names = conn.execute(sa.select(ns.c.name).order_by(ns.c.name)).scalars().all()
     engine.dispose()
-    assert names == (["alone"] if engine.dialect.name == "postgresql" else [])
+    assert names == (["alone", "first"] if engine.dialect.name == "postgresql" else ["first"])
+
+
+@pytest.mark.parametrize("backend", ["postgresql"])  # SQLite writes in transactions
+def test_a_statement_connection_is_kept_while_in_use(
+    db_url: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    engine = create_engine(db_url, pool_size=2, max_overflow=0)
+    held = engine_module.StatementConnection(engine)
+    pid_of = "SELECT pg_backend_pid()"
+
+    def pid() -> int:
+        with held.tx() as conn:
+            return int(conn.exec_driver_sql(pid_of).scalar_one())
+
+    first = pid()
+    assert pid() == first
+    assert engine.pool.checkedout() == 1  # kept between writes
+    with pytest.raises(sa.exc.ProgrammingError), held.tx() as conn:
+        conn.exec_driver_sql("SELECT * FROM no_such_table")
+    assert engine.pool.checkedout() == 0  # a failed statement gives it back
+    second = pid()
+    with create_engine(db_url, poolclass=sa.pool.NullPool).connect() as other:
+        other.exec_driver_sql(f"SELECT pg_terminate_backend({second})")
+    # Unused for long: given back, and the pool replaces the one the server dropped.
+    monkeypatch.setattr(engine_module, "_PING_IDLE_S", 0.0)
+    assert pid() not in (second, None)
+    held.close()
+    assert engine.pool.checkedout() == 0
+    engine.dispose()

@@ -28,7 +28,7 @@ from strata.lineage.events import Event, parse_event
 from strata.lineage.validate import EventKind
 from strata.store import jsoncodec
 from strata.store import schema as s
-from strata.store.engine import read_tx, statement_tx, write_tx
+from strata.store.engine import StatementConnection, read_tx, write_tx
 
 log = logging.getLogger(__name__)
 
@@ -123,10 +123,15 @@ def ingest_parsed(
 
 
 def accept_parsed(
-    engine: Engine, journal: Engine, items: list[Event | StrataError]
+    engine: Engine,
+    journal: Engine,
+    items: list[Event | StrataError],
+    *,
+    statements: StatementConnection | None = None,
 ) -> list[IngestResult | StrataError]:
     """Queue already parsed events for :func:`fold_pending` in ``journal``, one SQL
-    statement; errors pass through in place.
+    statement (on ``statements``, a connection to ``journal`` its caller keeps); errors
+    pass through in place.
 
     What the server acknowledges: the event is durable and valid, and everything that
     could refuse it has been checked. It does not wait for the fold: on PostgreSQL the
@@ -151,30 +156,38 @@ def accept_parsed(
                         out[at] = exc
     todo = [(at, ev) for at, ev in events if out[at] is None]
     received = datetime.now(UTC)
+    held = statements if statements is not None else StatementConnection(journal)
     results: list[IngestResult | StrataError]
     try:
-        results = list(_queue_alone(journal, [ev for _, ev in todo], received))
+        results = list(_queue_alone(held, [ev for _, ev in todo], received))
     except (sa.exc.IntegrityError, sa.exc.DataError):
         # One event the queue would not take: each goes alone, so only it is refused.
-        results = [_queue_one(journal, ev, received) for _, ev in todo]
+        results = [_queue_one(held, ev, received) for _, ev in todo]
     except StoreError as exc:
         results = [exc] * len(todo)
+    finally:
+        if statements is None:
+            held.close()
     for (at, _), result in zip(todo, results, strict=True):
         out[at] = result
     return [r for r in out if r is not None]
 
 
-def _queue_alone(journal: Engine, events: list[Event], received: datetime) -> list[IngestResult]:
+def _queue_alone(
+    statements: StatementConnection, events: list[Event], received: datetime
+) -> list[IngestResult]:
     """Queue ``events`` in one statement, committed by itself."""
     if not events:
         return []
-    with statement_tx(journal) as conn:
+    with statements.tx() as conn:
         return _queue(conn, events, received)
 
 
-def _queue_one(journal: Engine, event: Event, received: datetime) -> IngestResult | StrataError:
+def _queue_one(
+    statements: StatementConnection, event: Event, received: datetime
+) -> IngestResult | StrataError:
     try:
-        [result] = _queue_alone(journal, [event], received)
+        [result] = _queue_alone(statements, [event], received)
     except sa.exc.IntegrityError as exc:
         return _conflict(exc)
     except sa.exc.DataError as exc:

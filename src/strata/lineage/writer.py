@@ -50,7 +50,7 @@ from strata.errors import StoreError, StrataError
 from strata.lineage.events import Event, parse_event
 from strata.lineage.ingest import IngestResult, accept_parsed, fold_pending, parse_queued
 from strata.store import schema as s
-from strata.store.engine import create_engine
+from strata.store.engine import StatementConnection, create_engine
 
 Results = list[IngestResult | StrataError]
 Item = Event | StrataError | Any  # parsed, already refused, or a raw JSON payload
@@ -107,6 +107,7 @@ class GroupWriter:
         self._remote_wake: Connection | None = None
         self._pipe_lock = threading.Lock()
         self._journal = journal if journal is not None else journal_for(engine)
+        self._statements = StatementConnection(self._journal)  # the store thread's
         self._max = max_events
         self._fold_max = fold_events
         self._max_backlog = max_backlog
@@ -241,6 +242,12 @@ class GroupWriter:
     # --- store thread --------------------------------------------------------------------
 
     def _store_loop(self) -> None:
+        try:
+            self._store_groups()
+        finally:
+            self._statements.close()
+
+    def _store_groups(self) -> None:
         stop = False
         while not stop:
             first = self._queue.get()
@@ -284,7 +291,7 @@ class GroupWriter:
                         self._parsed[item.payload_hash] = item
                     mine.append(item.payload_hash)
         try:
-            results = accept_parsed(self._engine, self._journal, flat)
+            results = accept_parsed(self._engine, self._journal, flat, statements=self._statements)
         except Exception as exc:  # the callers re-raise it; the thread lives on
             with self._state:
                 self._release(mine)

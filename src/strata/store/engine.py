@@ -168,26 +168,53 @@ def write_tx(engine: Engine) -> Iterator[Connection]:
             raise _unreachable(exc) from exc
 
 
-@contextmanager
-def statement_tx(engine: Engine) -> Iterator[Connection]:
-    """A connection for a write of one statement, which is atomic by itself: on
-    PostgreSQL the statement commits alone (autocommit), elsewhere a :func:`write_tx`.
+class StatementConnection:
+    """A connection for writes of one statement each, which are atomic by themselves,
+    kept by the one thread that writes them.
 
-    BEGIN and COMMIT around a one-statement write are two more round trips to the
-    server; for the server's lineage queue, whose writes under load are of one or two
-    events each, they cost about as much CPU as the insert. Run one write at most.
+    On PostgreSQL each statement commits alone (autocommit): BEGIN and COMMIT around a
+    one-statement write are two more round trips to the server, and for the server's
+    lineage queue, whose writes under load hold one or two events each, they cost about
+    as much CPU as the insert. The connection is kept between writes, since checking one
+    out of the pool and in again cost each write as much Python as the write itself;
+    after :data:`_PING_IDLE_S` unused it goes back to the pool, which checks it is alive
+    before handing it out again. Elsewhere every write is a :func:`write_tx`.
     """
-    if engine.dialect.name != "postgresql":
-        with write_tx(engine) as conn:
-            yield conn
-        return
-    with engine.connect() as raw:
-        # Reset to the pool's default when the connection goes back to it.
-        conn = raw.execution_options(isolation_level="AUTOCOMMIT")
+
+    def __init__(self, engine: Engine) -> None:
+        self._engine = engine
+        self._conn: Connection | None = None
+        self._used = 0.0
+
+    @contextmanager
+    def tx(self) -> Iterator[Connection]:
+        """The connection for one write statement (and reads before it)."""
+        if self._engine.dialect.name != "postgresql":
+            with write_tx(self._engine) as conn:
+                yield conn
+            return
+        if self._conn is not None and time.monotonic() - self._used > _PING_IDLE_S:
+            self.close()
         try:
-            yield conn
+            if self._conn is None:
+                self._conn = self._engine.connect().execution_options(isolation_level="AUTOCOMMIT")
+            yield self._conn
+            if self._conn.in_transaction():  # SQLAlchemy's own, begun by an execute
+                self._conn.commit()
         except sa.exc.OperationalError as exc:
+            self.close()
             raise _unreachable(exc) from exc
+        except BaseException:
+            self.close()  # whatever it was, the next write starts on a clean connection
+            raise
+        finally:
+            self._used = time.monotonic()
+
+    def close(self) -> None:
+        """Give the connection back to the pool (the next write takes one again)."""
+        conn, self._conn = self._conn, None
+        if conn is not None:
+            conn.close()
 
 
 def _unreachable(exc: sa.exc.OperationalError) -> StoreError:
