@@ -17,6 +17,7 @@ from strata.lineage.events import Event, parse_event
 from strata.lineage.ingest import IngestResult, ingest_event
 from strata.lineage.writer import GroupWriter, journal_for
 from strata.store import schema as s
+from strata.store.engine import write_tx
 
 
 def _pending(journal: sa.Engine) -> list[tuple[str, str | None]]:
@@ -448,3 +449,25 @@ def test_start_does_not_wait_for_a_whole_backlog(engine: sa.Engine, monkeypatch:
     assert writer.wait_folded(60)
     writer.close()
     assert _pending(journal) == []
+
+
+@pytest.mark.parametrize("backend", ["postgresql"])  # planner settings of PostgreSQL
+def test_the_fold_plans_lookups_without_workers_or_compiling(engine: sa.Engine) -> None:
+    """A fold's statements are key lookups: with scans priced out their plans look costly
+    enough for parallel workers and JIT compiling, each of which took longer than the
+    lookups (JIT up to 110 ms a statement once the store held some history)."""
+    settings = ("enable_seqscan", "enable_bitmapscan", "max_parallel_workers_per_gather", "jit")
+    with engine.connect() as conn:
+        before = conn.exec_driver_sql("SHOW max_parallel_workers_per_gather").scalar()
+    with write_tx(engine) as conn:
+        ingest._lock(conn)
+        inside = {name: conn.exec_driver_sql(f"SHOW {name}").scalar() for name in settings}
+    with engine.connect() as conn:  # for the fold's transaction only
+        after = conn.exec_driver_sql("SHOW max_parallel_workers_per_gather").scalar()
+    assert inside == {
+        "enable_seqscan": "off",
+        "enable_bitmapscan": "off",
+        "max_parallel_workers_per_gather": "0",
+        "jit": "off",
+    }
+    assert after == before != "0"

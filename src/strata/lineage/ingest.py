@@ -55,8 +55,15 @@ _LOCK = sa.text("SELECT pg_advisory_xact_lock(:k)")
 # Every lookup of the fold is by key, and one group's rows are written and then read in
 # one transaction: PostgreSQL's statistics of a store that grew a moment ago can make a
 # scan of a whole table look cheaper than the index (seen: 800 ms instead of 6 ms for a
-# group's current versions), so the fold's transaction plans with scans priced out.
-_INDEXED = "SET LOCAL enable_seqscan = off; SET LOCAL enable_bitmapscan = off"
+# group's current versions), so the fold's transaction plans with scans priced out. Nor
+# does it start parallel workers, or compile plans (JIT): with scans priced out, plans
+# look costly enough for both, and starting a worker (3-5 ms) or compiling a plan (7-110
+# ms, seen on most of a fold's statements once the store held some history) took far
+# longer than the lookups themselves.
+_INDEXED = (
+    "SET LOCAL enable_seqscan = off; SET LOCAL enable_bitmapscan = off; "
+    "SET LOCAL max_parallel_workers_per_gather = 0; SET LOCAL jit = off"
+)
 
 
 def _lock(conn: Connection) -> None:

@@ -398,12 +398,25 @@ class Moved:
 # first: with in-order delivery that is the last few runs (a group's own, mostly), where
 # starting from the datasets would visit all of their versions. CROSS JOIN fixes that
 # order on SQLite; PostgreSQL plans it alike.
-_SINCE = (
-    "SELECT ri.run_uuid, r.created_at, dv.dataset_uuid FROM runs r"
-    " CROSS JOIN run_inputs ri CROSS JOIN dataset_versions dv"
-    " WHERE r.created_at >= :t AND ri.run_uuid = r.uuid"
-    " AND dv.uuid = ri.dataset_version_uuid AND dv.dataset_uuid IN :d"
-)
+_SINCE = {
+    "sqlite": (
+        "SELECT ri.run_uuid, r.created_at, dv.dataset_uuid FROM runs r"
+        " CROSS JOIN run_inputs ri CROSS JOIN dataset_versions dv"
+        " WHERE r.created_at >= :t AND ri.run_uuid = r.uuid"
+        " AND dv.uuid = ri.dataset_version_uuid AND dv.dataset_uuid IN :d"
+    ),
+    # The inputs of each recent run looked up through the index, run by run: joined as
+    # sets, PostgreSQL hashed every run's inputs ever stored for a group's few hundred
+    # recent runs, a cost that grew with the store. OFFSET 0 keeps the subquery from
+    # being pulled up into such a join again.
+    "postgresql": (
+        "SELECT x.run_uuid, r.created_at, x.dataset_uuid FROM runs r CROSS JOIN LATERAL ("
+        "SELECT ri.run_uuid, dv.dataset_uuid FROM run_inputs ri"
+        " JOIN dataset_versions dv ON dv.uuid = ri.dataset_version_uuid"
+        " WHERE ri.run_uuid = r.uuid AND dv.dataset_uuid IN :d OFFSET 0) AS x"
+        " WHERE r.created_at >= :t"
+    ),
+}
 # Runs bound by label: to a version carrying one of the labels, or to the output itself.
 _BY_LABEL = (
     "SELECT m.k, ri.run_uuid FROM m JOIN dataset_versions dv ON dv.dataset_uuid = m.d"
@@ -429,10 +442,11 @@ def consumers_of(conn: Connection, moved: Sequence[Moved]) -> set[str]:
             timed.setdefault(m.dataset, []).append(m)
     if timed:
         since = min(m.since for ms in timed.values() for m in ms if m.since is not None)
+        dialect = conn.dialect.name
         stmt = cached(
-            ("consumers-since",),
+            ("consumers-since", dialect),
             lambda: (
-                sa.text(_SINCE)
+                sa.text(_SINCE[dialect])
                 .bindparams(
                     sa.bindparam("t", type_=s.runs.c.created_at.type),
                     sa.bindparam("d", expanding=True),
