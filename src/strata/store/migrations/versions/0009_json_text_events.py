@@ -105,19 +105,25 @@ def _has_lz4() -> bool:
     )
 
 
+def _payload_as(
+    old: sa.types.TypeEngine[object], new: sa.types.TypeEngine[object], cast: str
+) -> None:
+    op.alter_column(
+        "lineage_events",
+        "payload",
+        existing_type=old,
+        type_=new,
+        existing_nullable=False,
+        postgresql_using=f"payload::{cast}",
+    )
+
+
 def upgrade() -> None:
     if op.get_bind().dialect.name != "postgresql":
         return  # SQLite keeps JSON as text already, and its triggers run per row only
     for trigger in _ROW_TRIGGERS:
         op.execute(f"DROP TRIGGER {trigger}")
-    op.alter_column(
-        "lineage_events",
-        "payload",
-        existing_type=postgresql.JSONB(),
-        type_=postgresql.JSON(),
-        existing_nullable=False,
-        postgresql_using="payload::json",
-    )
+    _payload_as(postgresql.JSONB(), postgresql.JSON(), "json")
     if _has_lz4():
         # An event is about 2.5 kB of JSON: over the 2 kB at which a row is compressed,
         # which with lz4 costs a fraction of what the default (pglz) does.
@@ -135,14 +141,7 @@ def downgrade() -> None:
     if _has_lz4():
         for table in _COMPRESSED:
             op.execute(f"ALTER TABLE {table} ALTER COLUMN payload SET COMPRESSION DEFAULT")
-    op.alter_column(
-        "lineage_events",
-        "payload",
-        existing_type=postgresql.JSON(),
-        type_=postgresql.JSONB(),
-        existing_nullable=False,
-        postgresql_using="payload::jsonb",
-    )
+    _payload_as(postgresql.JSON(), postgresql.JSONB(), "jsonb")
     # The functions and row triggers as revisions 0007 (events) and 0005 (versions) made them.
     op.execute(context.script.get_revision("0007").module._UNHIDE_FROM_EVENT)
     made = context.script.get_revision("0005").module._TRIGGERS["postgresql"]
