@@ -4,7 +4,9 @@ A fresh store (PostgreSQL or SQLite) is migrated, then ``uvicorn`` serves
 ``strata.api.create_app`` from a subprocess on a free 127.0.0.1 port (one worker, access
 log off). Clients send realistic RunEvents: START and COMPLETE of each run, 1-3 inputs and
 1-3 outputs per run drawn from a shared pool of datasets, a schema facet on every dataset,
-jobs from a shared pool. Two modes, each with a fixed number of events: one event per
+jobs from a shared pool; each phase (the warm-up, then each mode) happens after the one
+before in event time, as a producer's events do. Two modes, each with a fixed number of
+events: one event per
 ``POST /api/v1/lineage``, and ``POST /api/v1/lineage/batch`` with ``--batch`` events per
 request. The load generator runs on the same machine as the server and the database, so
 all three share its cores.
