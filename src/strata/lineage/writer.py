@@ -4,7 +4,8 @@ Two threads per writer own the lineage writes of a process:
 
 - The **store** thread takes everything queued by requests (up to ``max_events``),
   validates it, and queues it with :func:`~strata.lineage.ingest.accept_parsed`: a
-  queue row per event, one SQL transaction for the group. Each caller is answered
+  queue row per event, one SQL statement for the group (on PostgreSQL committed
+  alone, on a connection the thread keeps). Each caller is answered
   when its group commits: a 201 means the event is valid, durable and will be part of
   the model. A refused event is answered alone, as if sent by itself. On SQLite the
   queue is a file of its own (:func:`journal_for`), since SQLite has one writer per
