@@ -113,7 +113,7 @@ def merge_job_facets(job: JobRow, ev: Event, parent_job: str | None) -> tuple[bo
     before = dict(current)
     stamp = ev.stamp()
     stamps = dict(state.get("facets") or {})
-    changed = merge_stamped(current, stamps, ev.job_facets, stamp)
+    changed = merge_stamped(current, stamps, {k: (stamp, v) for k, v in ev.job_facets.items()})
     parent = state.get("parent")
     derived = current != before
     if parent_job is not None and parent_job != job.uuid and (parent is None or parent[:2] < stamp):

@@ -672,14 +672,15 @@ def touch_dataset(conn: Connection, namespace: str, name: str, at: datetime) -> 
 
 
 def merge_stamped(
-    current: dict[str, Any], stamps: dict[str, Any], new: dict[str, Any], stamp: list[str]
+    current: dict[str, Any], stamps: dict[str, Any], new: dict[str, tuple[list[str], Any]]
 ) -> bool:
-    """Merge ``new`` facets into ``current`` where ``stamp`` is later; True if changed.
+    """Merge ``new`` facets (name: (stamp, value)) into ``current``, each where its stamp
+    is later than the one in ``stamps``; True if any was.
 
     A stamp names one event, so equal stamps carry equal values.
     """
     changed = False
-    for key, value in new.items():
+    for key, (stamp, value) in new.items():
         old = stamps.get(key)
         if old is None or list(old) < stamp:
             current[key] = value
@@ -689,14 +690,13 @@ def merge_stamped(
 
 
 def merge_dataset_facets(
-    row: DatasetRow, new: dict[str, Any], stamp: list[str]
+    row: DatasetRow, new: dict[str, tuple[list[str], Any]]
 ) -> tuple[bool, bool]:
-    """Fold ``new`` facets into ``row`` in memory: (row changed, facet values changed)."""
-    if not new:
-        return False, False
+    """Fold ``new`` facets (name: (stamp, value)) into ``row`` in memory, each where its
+    stamp is later: (row changed, facet values changed)."""
     current = dict(row.facets)
     stamps = dict(row.fold_state.get("facets") or {})
-    if not merge_stamped(current, stamps, new, stamp):
+    if not merge_stamped(current, stamps, new):
         return False, False
     values_changed = current != row.facets
     if values_changed:

@@ -167,17 +167,29 @@ def touch_events(
                 sources.add((source[0], source[1], at))
     touch_namespaces(conn, names)
     found = touch_dataset_rows(conn, spans)
+    # Per dataset and facet, the group's latest (by stamp) value, merged once: a dataset
+    # named by hundreds of the group's events was merged, copied and compared as often.
+    latest: dict[tuple[str, str], dict[str, tuple[list[str], Any]]] = {}
+    for ev in events:
+        stamp: list[str] | None = None
+        for ref in (*ev.inputs, *ev.outputs, *((ev.dataset,) if ev.dataset else ())):
+            if not ref.facets:
+                continue
+            stamp = stamp or ev.stamp()
+            facets = latest.setdefault(ref.key, {})
+            for name, value in ref.facets.items():
+                best = facets.get(name)
+                if best is None or best[0] < stamp:
+                    facets[name] = (stamp, value)
     changed: dict[str, DatasetRow] = {}
     stale: set[str] = set()
-    for ev in events:
-        stamp = ev.stamp()
-        for ref in (*ev.inputs, *ev.outputs, *((ev.dataset,) if ev.dataset else ())):
-            row = found[ref.key]
-            wrote, values = merge_dataset_facets(row, ref.facets, stamp)
-            if wrote:
-                changed[row.uuid] = row
-            if values:
-                stale.add(row.uuid)
+    for key in sorted(latest):
+        row = found[key]
+        wrote, values = merge_dataset_facets(row, latest[key])
+        if wrote:
+            changed[row.uuid] = row
+        if values:
+            stale.add(row.uuid)
     write_dataset_facets(conn, [changed[u] for u in sorted(changed)], stale)
     for name, uri, at in sorted(sources, key=lambda x: (x[0], x[1] or "", x[2])):
         touch_source(conn, name, uri, at)
