@@ -13,7 +13,7 @@ lake commits. Invalid events store nothing.
 from __future__ import annotations
 
 import logging
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import Any
@@ -82,7 +82,7 @@ def ingest_event(
 
 def store_event(engine: Engine, event: Event, received: datetime) -> IngestResult:
     """Store one parsed event and fold it in, in its own SQL transaction."""
-    result = _one(engine, event, received, _store_and_apply, True)
+    result = _one(engine, event, received)
     if isinstance(result, StrataError):
         raise result
     return result
@@ -118,15 +118,12 @@ def ingest_batch(
     return ingest_parsed(engine, parsed)
 
 
-Step = Callable[[Connection, list[Event], datetime], list[IngestResult]]
-
-
 def ingest_parsed(
     engine: Engine, items: list[Event | StrataError]
 ) -> list[IngestResult | StrataError]:
     """Store already parsed events and fold them into the model, in one SQL transaction;
     errors pass through in place."""
-    return _in_groups(engine, items, _store_and_apply, lock=True)
+    return _in_groups(engine, items)
 
 
 def accept_parsed(
@@ -205,9 +202,10 @@ def _queue_one(
 
 
 def _in_groups(
-    engine: Engine, items: list[Event | StrataError], step: Step, *, lock: bool
+    engine: Engine, items: list[Event | StrataError]
 ) -> list[IngestResult | StrataError]:
-    """Run ``step`` over the events of ``items`` in one SQL transaction.
+    """Store and apply the events of ``items`` in one SQL transaction under the writer
+    lock.
 
     The batch is first taken as a whole; if an event is refused, that attempt
     is rolled back and each event runs under its own savepoint, so a refused
@@ -224,22 +222,18 @@ def _in_groups(
         return [r for r in out if r is not None]
     received = datetime.now(UTC)
     try:
-        return _batch_whole(engine, parsed, out, received, step, lock)
+        return _batch_whole(engine, parsed, out, received)
     except _Refused:
         pass
     try:
         with write_tx(engine) as conn:
-            if lock:
-                _lock(conn)
+            _lock(conn)
             for i, event in enumerate(parsed):
                 if event is not None:
-                    out[i] = _nested(conn, [event], received, step)
+                    out[i] = _nested(conn, event, received)
     except StoreError:
         # Results set inside the failed transaction were rolled back with it.
-        return [
-            i if isinstance(i, StrataError) else _one(engine, i, received, step, lock)
-            for i in items
-        ]
+        return [i if isinstance(i, StrataError) else _one(engine, i, received) for i in items]
     return [r for r in out if r is not None]
 
 
@@ -252,17 +246,14 @@ def _batch_whole(
     parsed: list[Event | None],
     out: list[IngestResult | StrataError | None],
     received: datetime,
-    step: Step,
-    lock: bool,
 ) -> list[IngestResult | StrataError]:
     done = list(out)
     events = [e for e in parsed if e is not None]
     try:
         with write_tx(engine) as conn:
-            if lock:
-                _lock(conn)
+            _lock(conn)
             try:
-                results = iter(step(conn, events, received))
+                results = iter(_store_and_apply(conn, events, received))
             except (sa.exc.IntegrityError, StrataError) as exc:
                 raise _Refused from exc
     except StoreError as exc:  # the slower path answers each event on its own
@@ -273,13 +264,11 @@ def _batch_whole(
     return [r for r in done if r is not None]
 
 
-def _nested(
-    conn: Connection, events: list[Event], received: datetime, step: Step
-) -> IngestResult | StrataError:
-    """``step`` over one event under a savepoint: its result, or why it was refused."""
+def _nested(conn: Connection, event: Event, received: datetime) -> IngestResult | StrataError:
+    """One event stored and applied under a savepoint: its result, or why it was refused."""
     try:
         with conn.begin_nested():
-            [result] = step(conn, events, received)
+            [result] = _store_and_apply(conn, [event], received)
     except sa.exc.IntegrityError as exc:
         return _conflict(exc)
     except StrataError as exc:
@@ -287,14 +276,11 @@ def _nested(
     return result
 
 
-def _one(
-    engine: Engine, event: Event, received: datetime, step: Step, lock: bool
-) -> IngestResult | StrataError:
+def _one(engine: Engine, event: Event, received: datetime) -> IngestResult | StrataError:
     try:
         with write_tx(engine) as conn:
-            if lock:
-                _lock(conn)
-            [result] = step(conn, [event], received)
+            _lock(conn)
+            [result] = _store_and_apply(conn, [event], received)
     except sa.exc.IntegrityError as exc:
         return _conflict(exc)
     except StrataError as exc:

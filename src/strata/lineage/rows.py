@@ -45,19 +45,17 @@ def chunks(items: Sequence[T]) -> list[Sequence[T]]:
     return [items[i : i + CHUNK] for i in range(0, len(items), CHUNK)]
 
 
-def one_of(dialect: str, column: Any, name: str, *, negate: bool = False) -> Any:
-    """``column IN`` (or ``NOT IN``) the list bound as ``name``.
+def one_of(dialect: str, column: Any, name: str) -> Any:
+    """``column IN`` the list bound as ``name``.
 
-    On PostgreSQL it is ``= ANY`` (``<> ALL``) of one array: the statement text is the
-    same for any number of values, so it is prepared once, where an IN list is a new text
-    (parsed and planned again) for every length, and one of thousands of values was read
-    through by the driver on every execution. Cache a statement using it per dialect.
+    On PostgreSQL it is ``= ANY`` of one array: the statement text is the same for any
+    number of values, so it is prepared once, where an IN list is a new text (parsed and
+    planned again) for every length, and one of thousands of values was read through by
+    the driver on every execution. Cache a statement using it per dialect.
     """
     if dialect == "postgresql":
-        array = sa.bindparam(name, type_=postgresql.ARRAY(column.type))
-        return column != sa.all_(array) if negate else column == sa.any_(array)
-    values: Any = sa.bindparam(name, expanding=True)
-    return column.not_in(values) if negate else column.in_(values)
+        return column == sa.any_(sa.bindparam(name, type_=postgresql.ARRAY(column.type)))
+    return column.in_(sa.bindparam(name, expanding=True))
 
 
 def values_query(

@@ -397,7 +397,7 @@ class Moved:
 # Runs that started at or after a time and read one of some datasets. The runs come
 # first: with in-order delivery that is the last few runs (a group's own, mostly), where
 # starting from the datasets would visit all of their versions. CROSS JOIN fixes that
-# order on SQLite; PostgreSQL plans it alike.
+# order on SQLite; on PostgreSQL a LATERAL subquery does.
 _SINCE = {
     "sqlite": (
         "SELECT ri.run_uuid, r.created_at, dv.dataset_uuid FROM runs r"
