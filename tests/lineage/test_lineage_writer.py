@@ -178,6 +178,41 @@ def test_an_event_the_fold_refuses_is_set_aside(engine: sa.Engine, monkeypatch: 
     assert _pending(journal_for(engine)) == [(got[1].payload_hash, "refused by the store")]
 
 
+def test_a_write_the_database_refuses_after_it_was_sent_refuses_only_its_event(
+    engine: sa.Engine, monkeypatch: Any
+) -> None:
+    """On PostgreSQL the fold does not wait for its writes (strata.lineage.deferred): a
+    write's error comes back at a later statement, and must still refuse only its event."""
+    from strata.lineage import rows
+
+    real = runs.write_runs
+
+    def failing(conn: sa.Connection, steps: list[Any]) -> None:
+        real(conn, steps)
+        if any(st.run.job_name == "refused" for st in steps):
+            stmt = rows.upsert(conn, s.namespaces, ["name", "created_at", "updated_at"], ["name"])
+            rows.execute_many(conn, stmt, [{"name": "x", "created_at": None, "updated_at": None}])
+
+    monkeypatch.setattr(runs, "write_runs", failing)
+    writer = GroupWriter(engine)
+    got = writer.submit(
+        [
+            parse_event(run_event("START", 1, "r1", "job_b", outputs=[ds("ns", "kept")])),
+            parse_event(run_event("START", 2, "r2", "refused", outputs=[ds("ns", "ghost")])),
+            parse_event(run_event("COMPLETE", 3, "r1", "job_b", outputs=[ds("ns", "kept")])),
+        ]
+    ).result(timeout=60)
+    assert all(isinstance(r, IngestResult) for r in got)
+    assert writer.wait_folded(60)
+    writer.close()
+    with engine.connect() as conn:
+        assert conn.execute(sa.select(s.datasets.c.name)).scalars().all() == ["kept"]
+        assert conn.execute(sa.select(s.runs.c.state)).scalars().all() == ["COMPLETED"]
+        assert conn.execute(sa.select(s.datasets.c.current_version_uuid)).scalar() is not None
+    [(digest, why)] = _pending(journal_for(engine))
+    assert digest == got[1].payload_hash and why is not None and "created_at" in why
+
+
 def test_a_fold_process_that_dies_is_replaced(engine: sa.Engine) -> None:
     import os
     import signal

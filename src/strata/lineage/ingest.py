@@ -24,6 +24,7 @@ from sqlalchemy.engine import Connection, Engine
 from strata.errors import InvalidEvent, StoreError, StrataError
 from strata.lineage import jobs, keys, runs, versions
 from strata.lineage import rows as rowlib
+from strata.lineage.deferred import deferred_writes
 from strata.lineage.events import Event, parse_event
 from strata.lineage.validate import EventKind
 from strata.store import jsoncodec
@@ -293,7 +294,8 @@ def _store_and_apply(
 ) -> list[IngestResult]:
     """Store the raw events and bring the model up to date with the new ones."""
     new = _store(conn, events, received)
-    _apply(conn, [e for e, is_new in zip(events, new, strict=True) if is_new])
+    with deferred_writes(conn):
+        _apply(conn, [e for e, is_new in zip(events, new, strict=True) if is_new])
     return [_result(e, not is_new) for e, is_new in zip(events, new, strict=True)]
 
 

@@ -9,9 +9,8 @@ from __future__ import annotations
 
 import collections
 import re
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Sequence
 from collections.abc import Set as AbstractSet
-from contextlib import contextmanager
 from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any, TypeVar
@@ -20,8 +19,8 @@ import sqlalchemy as sa
 from sqlalchemy.dialects import postgresql, sqlite
 from sqlalchemy.engine import Connection
 
+from strata.lineage import deferred, keys
 from strata.lineage import facets as fx
-from strata.lineage import keys
 from strata.store import schema as s
 
 _CACHE: dict[tuple[Any, ...], Any] = {}
@@ -171,12 +170,13 @@ def returning_many(conn: Connection, stmt: Any, rows: Sequence[dict[str, Any]]) 
         if many is not None:
             return many.run(conn, rows)
     form = _driver_form(conn, stmt, rows[0]) if conn.dialect.name == "postgresql" else None
+    deferred.wait(conn)  # the rows it returns may depend on writes sent before
     if form is None:
         return list(conn.execute(stmt, list(rows)).all())
     from psycopg.rows import namedtuple_row
 
     out: list[Any] = []
-    with _driver_errors(conn, form.sql):
+    with deferred.driver_errors(conn, form.sql):
         raw = conn.connection.dbapi_connection
         with raw.cursor(row_factory=namedtuple_row) as cur:  # type: ignore[union-attr]
             if form.takes_arrays(rows):
@@ -207,16 +207,14 @@ def execute_many(conn: Connection, stmt: Any, rows: Sequence[dict[str, Any]]) ->
     if form is None:
         conn.execute(stmt, list(rows))
         return
-    with _driver_errors(conn, form.sql):
-        raw = conn.connection.dbapi_connection
-        cur = raw.cursor()  # type: ignore[union-attr]
+    with deferred.driver_errors(conn, form.sql):
+        cur = deferred.pending_cursor(conn, form.sql)
+        if cur is not None:  # sent, not waited for: closed once waited for
+            form.run(cur, rows)
+            return
+        cur = conn.connection.dbapi_connection.cursor()  # type: ignore[union-attr]
         try:
-            if form.takes_arrays(rows):
-                cur.execute(form.array_sql, form.arrays(rows))
-            elif len(rows) == 1:
-                cur.execute(form.sql, form.params(rows)[0])
-            else:
-                cur.executemany(form.sql, form.params(rows))
+            form.run(cur, rows)
         finally:
             cur.close()
 
@@ -241,6 +239,15 @@ class _DriverForm:
         if self.positional:
             return [tuple([p(r[n]) if p else r[n] for n, p in bind]) for r in rows]
         return [{n: p(r[n]) if p else r[n] for n, p in bind} for r in rows]
+
+    def run(self, cur: Any, rows: Sequence[dict[str, Any]]) -> None:
+        """Execute for ``rows`` on the driver's cursor ``cur``."""
+        if self.takes_arrays(rows):
+            cur.execute(self.array_sql, self.arrays(rows))
+        elif len(rows) == 1:
+            cur.execute(self.sql, self.params(rows)[0])
+        else:
+            cur.executemany(self.sql, self.params(rows))
 
     def takes_arrays(self, rows: Sequence[dict[str, Any]]) -> bool:
         if self.array_sql is None or len(rows) < 2:
@@ -323,7 +330,7 @@ class _SqliteValues:
                 size = min(self.largest, 1 << ((len(params) - at).bit_length() - 1))
                 sql = self._sql(size)
                 flat = [value for row in params[at : at + size] for value in row]
-                with _driver_errors(conn, sql):
+                with deferred.driver_errors(conn, sql):
                     cur.execute(sql, flat)
                     found = cur.fetchall()
                 for values in found:
@@ -465,17 +472,6 @@ def _arrays_sql(
     return ", ".join(arrays).join(parts), unique
 
 
-@contextmanager
-def _driver_errors(conn: Connection, sql: str) -> Iterator[None]:
-    """Driver errors raised as SQLAlchemy raises them (IntegrityError, OperationalError…),
-    which is what callers catch."""
-    dbapi_error = conn.dialect.loaded_dbapi.Error
-    try:
-        yield
-    except dbapi_error as exc:
-        raise sa.exc.DBAPIError.instance(sql, None, exc, dbapi_error) from exc
-
-
 def update_rows(
     conn: Connection, table: sa.Table, key: str, rows: Sequence[dict[str, Any]]
 ) -> None:
@@ -502,7 +498,7 @@ def delete_in(conn: Connection, table: sa.Table, column: str, values: Sequence[A
         lambda: table.delete().where(one_of(dialect, table.c[column], "values")),
     )
     for chunk in chunks(sorted(set(values))):
-        conn.execute(stmt, {"values": list(chunk)})
+        execute_many(conn, stmt, [{"values": list(chunk)}])
 
 
 def upsert(conn: Connection, table: sa.Table, columns: Sequence[str], index: Sequence[str]) -> Any:

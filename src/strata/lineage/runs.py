@@ -142,13 +142,15 @@ def touch_placeholder_run(conn: Connection, run_uuid: str, job_uuid: str, at: da
 
 def touch_events(
     conn: Connection, events: Sequence[Event]
-) -> tuple[dict[tuple[str, str], DatasetRow], set[str]]:
-    """Namespaces, datasets, sources and dataset facets of ``events``.
+) -> tuple[dict[tuple[str, str], DatasetRow], set[str], list[DatasetRow]]:
+    """Namespaces, datasets and sources of ``events``, and their dataset facets merged
+    in memory.
 
-    Returns the events' dataset rows and the datasets whose facet values changed
-    (their derived columns need a refresh). Every write here is a latest-wins or
-    widening merge, so applying an event once is all the model ever needs of it,
-    and the events of a group are merged in memory and written once.
+    Returns the events' dataset rows, the datasets whose facet values changed (their
+    derived columns need a refresh) and the rows whose merged facets the caller writes
+    with :func:`write_dataset_facets`. Every write here is a latest-wins or widening
+    merge, so applying an event once is all the model ever needs of it, and the events
+    of a group are merged in memory and written once.
     """
     names: dict[str, tuple[datetime, datetime]] = {}
     spans: dict[tuple[str, str], tuple[datetime, datetime]] = {}
@@ -190,10 +192,9 @@ def touch_events(
             changed[row.uuid] = row
         if values:
             stale.add(row.uuid)
-    write_dataset_facets(conn, [changed[u] for u in sorted(changed)], stale)
     for name, uri, at in sorted(sources, key=lambda x: (x[0], x[1] or "", x[2])):
         touch_source(conn, name, uri, at)
-    return found, stale
+    return found, stale, [changed[u] for u in sorted(changed)]
 
 
 def widen(spans: dict[K, tuple[datetime, datetime]], key: K, at: datetime) -> None:
@@ -207,7 +208,8 @@ def widen(spans: dict[K, tuple[datetime, datetime]], key: K, at: datetime) -> No
 
 def touch_event_datasets(conn: Connection, ev: Event) -> dict[tuple[str, str], str]:
     """Create the event's datasets, fold its dataset facets in and refresh what changed."""
-    found, stale = touch_events(conn, [ev])
+    found, stale, changed = touch_events(conn, [ev])
+    write_dataset_facets(conn, changed, stale)
     refresh_datasets(conn, {row.uuid: row.facets for row in found.values() if row.uuid in stale})
     return {key: row.uuid for key, row in found.items()}
 
@@ -305,7 +307,7 @@ def apply_run_events(conn: Connection, new: Sequence[Event]) -> None:
         steps.append(_Step(run, fold_run(earlier) if earlier else None))
 
     ordered = sorted(new, key=Event.fold_key)
-    found, stale = touch_events(conn, ordered)
+    found, stale, facet_rows = touch_events(conn, ordered)
     spans: dict[tuple[str, str], tuple[datetime, datetime]] = {}
     for ev in ordered:
         assert ev.job_namespace is not None and ev.job_name is not None
@@ -313,6 +315,9 @@ def apply_run_events(conn: Connection, new: Sequence[Event]) -> None:
         if ev.parent is not None:
             widen(spans, (ev.parent.namespace, ev.parent.name), ev.event_time)
     job_rows = jobs.touch_job_rows(conn, spans)
+    # Written after the jobs are read: on PostgreSQL the database writes the datasets
+    # while the jobs' facets are merged (see strata.lineage.deferred).
+    write_dataset_facets(conn, facet_rows, stale)
     merged: dict[str, jobs.JobRow] = {}
     refresh: set[str] = set()
     for ev in ordered:
@@ -365,6 +370,36 @@ def apply_run_events(conn: Connection, new: Sequence[Event]) -> None:
             if not _same_output(st.old, st.run, key)
         ],
     )
+    # What the job versions need, worked out while the database writes the outputs.
+    refresh_versions: set[str] = set()
+    recounted: set[str] = set()  # jobs whose current version refresh_job_versions moves
+    widened = []
+    for st in steps:
+        run, old = st.run, st.old
+        # The stored version is a function of the earlier fold, so it need not be read back.
+        previous = (
+            keys.job_version_uuid(
+                keys.job_uuid(old.job_namespace, old.job_name),
+                fx.job_fingerprint(list(old.inputs), list(old.outputs), old.job_facets),
+            )
+            if old is not None
+            else None
+        )
+        if old is not None and previous is not None and previous != st.version:
+            refresh_versions |= {previous, st.version}
+            recounted |= {keys.job_uuid(old.job_namespace, old.job_name), st.job_uuid}
+        else:
+            widened.append((st.version, run.run_id, run.created_at, run.updated_at))
+    by_uuid = {job.uuid: job for job in job_rows.values()}
+    current: dict[str, tuple[dict[str, Any] | None, str | bool | None]] = {}
+    for job_uuid in {st.job_uuid for st in steps}:
+        touched = by_uuid.get(job_uuid)
+        if job_uuid in recounted:
+            continue  # refresh_job_versions sets it
+        if touched is not None:
+            current[job_uuid] = (touched.fold_state, touched.current_version)
+        else:
+            current[job_uuid] = (None, False)
     rebind: dict[str, versions.Rebind] = {}
     moved_outputs: list[versions.Moved] = []
     moved: set[str] = set()
@@ -385,6 +420,9 @@ def apply_run_events(conn: Connection, new: Sequence[Event]) -> None:
             since = min((sig[0] for sig in sigs if sig[2]), default=None)
             moved_outputs.append(versions.Moved(dataset, run.run_id, since, frozenset(labels)))
     consumers = versions.consumers_of(conn, moved_outputs) - set(rebind)
+    # It reads runs, written above, and nothing written below: read here, where every
+    # write sent so far is done already (see strata.lineage.deferred).
+    jobs.refresh_current_versions(conn, current)
     in_group = {st.run.run_id: st.run for st in steps}
     others = load_events(conn, sorted(consumers - set(in_group)))
     for run_uuid in sorted(consumers):
@@ -402,38 +440,8 @@ def apply_run_events(conn: Connection, new: Sequence[Event]) -> None:
     versions.settle(conn, settle - lake)
     versions.set_current(conn, moved - settle)
 
-    refresh_versions: set[str] = set()
-    recounted: set[str] = set()  # jobs whose current version refresh_job_versions moves
-    widened = []
-    for st in steps:
-        run, old = st.run, st.old
-        # The stored version is a function of the earlier fold, so it need not be read back.
-        previous = (
-            keys.job_version_uuid(
-                keys.job_uuid(old.job_namespace, old.job_name),
-                fx.job_fingerprint(list(old.inputs), list(old.outputs), old.job_facets),
-            )
-            if old is not None
-            else None
-        )
-        if old is not None and previous is not None and previous != st.version:
-            refresh_versions |= {previous, st.version}
-            recounted |= {keys.job_uuid(old.job_namespace, old.job_name), st.job_uuid}
-        else:
-            widened.append((st.version, run.run_id, run.created_at, run.updated_at))
     jobs.widen_job_versions(conn, widened)
     jobs.refresh_job_versions(conn, refresh_versions)
-    by_uuid = {job.uuid: job for job in job_rows.values()}
-    current: dict[str, tuple[dict[str, Any] | None, str | bool | None]] = {}
-    for job_uuid in {st.job_uuid for st in steps}:
-        touched = by_uuid.get(job_uuid)
-        if job_uuid in recounted:
-            continue  # refresh_job_versions just set it
-        if touched is not None:
-            current[job_uuid] = (touched.fold_state, touched.current_version)
-        else:
-            current[job_uuid] = (None, False)
-    jobs.refresh_current_versions(conn, current)
 
 
 def write_runs(conn: Connection, steps: Sequence[_Step]) -> None:

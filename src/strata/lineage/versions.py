@@ -554,4 +554,4 @@ def set_current(conn: Connection, datasets: Iterable[str]) -> None:
         )
 
     for chunk in chunks(sorted(set(datasets))):
-        conn.execute(cached(("set-current", conn.dialect.name), build), {"keys": chunk})
+        execute_many(conn, cached(("set-current", conn.dialect.name), build), [{"keys": chunk}])
