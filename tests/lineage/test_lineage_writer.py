@@ -326,39 +326,17 @@ def test_closed_writer_refuses_work(engine: sa.Engine) -> None:
         writer.submit([parse_event(run_event("START", 0, "r", "j"))])
 
 
-def test_read_ahead_parses_the_next_group(engine: sa.Engine) -> None:
-    """The fold process parses the next group while it writes one: the events after the
-    oldest ``skip`` of the queue, in queue order, equal to what the fold would parse."""
-    events = [parse_event(e) for e in _story(5)]
-    journal = journal_for(engine)
-    ingest.accept_parsed(engine, journal, events)
-    ahead = ingest.parse_queued(journal, 4, 3)
-    assert list(ahead) == [e.payload_hash for e in events[4:7]]
-    for event in events[4:7]:
-        assert ahead[event.payload_hash].payload == event.payload
-        assert ahead[event.payload_hash].fold_key() == event.fold_key()
-    assert ingest.parse_queued(journal, 10, 3) == {}
-    # What the fold takes with a head start is what it takes without one.
-    folded = ingest.fold_pending(engine, journal, 4)
-    assert folded.folded == [e.payload_hash for e in events[:4]]
-    folded = ingest.fold_pending(engine, journal, 10, ingest.parse_queued(journal, 0, 10))
-    assert folded.folded == [e.payload_hash for e in events[4:]]
-    assert _pending(journal) == []
-
-
 def test_a_fold_takes_at_most_its_share_of_json(
     engine: sa.Engine, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    """Events of megabytes are allowed: a fold and its read-ahead stop at a JSON budget
-    (always taking one event, however large)."""
+    """Events of megabytes are allowed: a fold stops at a JSON budget (always taking one
+    event, however large)."""
     events = [parse_event(e) for e in _story(4)]  # 8 events
     size = max(len(e.json_text()) for e in events)
     monkeypatch.setattr(ingest, "_GROUP_CHARS", 3 * size)
     journal = journal_for(engine)
     ingest.accept_parsed(engine, journal, events)
     hashes = [e.payload_hash for e in events]
-    # The current fold takes 3 of the 8: the read-ahead finds the next 3.
-    assert list(ingest.parse_queued(journal, 100, 100)) == hashes[3:6]
     assert ingest.fold_pending(engine, journal, 100).folded == hashes[:3]
     assert ingest.fold_pending(engine, journal, 2).folded == hashes[3:5]  # the count still binds
     monkeypatch.setattr(ingest, "_GROUP_CHARS", 1)

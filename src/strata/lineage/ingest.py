@@ -455,19 +455,6 @@ def _payloads(conn: Connection, hashes: Sequence[str]) -> dict[str, Event]:
     return out
 
 
-def parse_queued(journal: Engine, skip: int, limit: int) -> dict[str, Event]:
-    """What the fold after the current one will take, parsed, by payload hash: read
-    while the current one (of at most ``skip`` events) writes, up to ``limit`` events
-    (``known`` for :func:`fold_pending`; a miss is parsed there as usual)."""
-    with read_tx(journal) as conn:
-        head = _head(conn, skip + limit)
-        current = _group([size for _, _, size in head[:skip]])
-        after = head[current : current + limit]
-        after = after[: _group([size for _, _, size in after])]
-        parsed = _payloads(conn, [digest for digest, _, _ in after])
-    return {digest: parsed[digest] for digest, _, _ in after if digest in parsed}
-
-
 def _dequeue(conn: Connection, done: list[str], refused: dict[str, str]) -> None:
     p = s.lineage_pending
     rowlib.delete_in(conn, p, "payload_hash", done)

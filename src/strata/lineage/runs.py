@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import itertools
 import threading
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -63,8 +64,12 @@ class ParsedEvents:
                     continue
                 self._events.pop(event.payload_hash, None)
                 self._events[event.payload_hash] = event
-            while len(self._events) > self._size:
-                del self._events[next(iter(self._events))]  # the oldest
+            excess = len(self._events) - self._size
+            if excess > 0:
+                # The oldest, in one pass: deleting them one next(iter()) at a time walked
+                # the slots of those already deleted again for each one.
+                for digest in list(itertools.islice(self._events, excess)):
+                    del self._events[digest]
 
 
 _KEEP_BYTES = 64 * 1024
