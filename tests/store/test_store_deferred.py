@@ -51,10 +51,15 @@ def test_a_failed_write_is_raised_at_the_next_read(engine: sa.Engine) -> None:
     with engine.begin() as conn:
         _insert(conn, ["kept"])
         savepoint = conn.begin_nested()
-        with pytest.raises(sa.exc.IntegrityError, match="created_at"), deferred_writes(conn):
+        with (
+            pytest.raises(sa.exc.IntegrityError, match="created_at") as raised,
+            deferred_writes(conn),
+        ):
             bad = rows.upsert(conn, s.namespaces, list(_ns("x")), ["name"])
             rows.execute_many(conn, bad, [_ns("bad", created_at=None)])  # NOT NULL
             _names(conn)
+        # The error names the write that failed, not the read it surfaced at.
+        assert "INSERT INTO namespaces" in str(raised.value)
         savepoint.rollback()
         # The connection is out of pipeline mode and its transaction usable again.
         assert not _in_pipeline(conn)

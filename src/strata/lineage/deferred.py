@@ -17,7 +17,7 @@ On SQLite the block changes nothing: every statement is waited for.
 from __future__ import annotations
 
 import contextlib
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from typing import Any
 
@@ -45,7 +45,12 @@ class _Pending:
         self.raw = raw
         self.pipeline: Any = None  # psycopg's, entered while writes are pending
         self.cursors: list[Any] = []
-        self.sql = ""  # the last one sent, to name in an error
+        # The statements sent since the last wait: an error surfaces at a later statement
+        # or at the wait, so it names all of them, not the one that happened to be last.
+        self.sql: dict[str, None] = {}
+
+    def statements(self) -> str:
+        return "; ".join(self.sql)
 
     def cursor(self, sql: str) -> Any:
         if self.pipeline is None:
@@ -53,7 +58,7 @@ class _Pending:
             self.pipeline.__enter__()
         cur = self.raw.cursor()
         self.cursors.append(cur)
-        self.sql = sql
+        self.sql[sql] = None
         return cur
 
     def wait(self, conn: Connection) -> None:
@@ -61,7 +66,8 @@ class _Pending:
             return
         pipeline, self.pipeline = self.pipeline, None
         cursors, self.cursors = self.cursors, []
-        with driver_errors(conn, self.sql):
+        statements, self.sql = self.statements(), {}
+        with driver_errors(conn, statements):
             try:
                 pipeline.__exit__(None, None, None)
             finally:
@@ -73,14 +79,15 @@ class _Pending:
         if self.pipeline is None:
             return
         pipeline, self.pipeline = self.pipeline, None
-        self.cursors = []
+        self.cursors, self.sql = [], {}
         with contextlib.suppress(Exception):  # a write's error, after the block's own
             pipeline.__exit__(None, None, None)
 
 
 @contextmanager
 def deferred_writes(conn: Connection) -> Iterator[None]:
-    """Within the block, writes sent with :func:`send` are not waited for (PostgreSQL)."""
+    """Within the block, writes sent with :func:`send` (as ``rows.execute_many`` sends
+    them) are not waited for, on PostgreSQL; the block's end waits for them."""
     if conn.dialect.name != "postgresql" or _KEY in conn.info:
         yield
         return
@@ -98,11 +105,16 @@ def deferred_writes(conn: Connection) -> Iterator[None]:
         conn.info.pop(_KEY, None)
 
 
-def pending_cursor(conn: Connection, sql: str) -> Any | None:
-    """A cursor to send ``sql`` on without waiting for it, inside :func:`deferred_writes`;
-    None outside one (or on SQLite)."""
+def send(conn: Connection, sql: str, run: Callable[[Any], None]) -> bool:
+    """Inside :func:`deferred_writes` (PostgreSQL), ``run`` the write ``sql`` on a driver
+    cursor and do not wait for it; False outside one, where the caller runs it."""
     pending: _Pending | None = conn.info.get(_KEY)
-    return pending.cursor(sql) if pending is not None else None
+    if pending is None:
+        return False
+    cur = pending.cursor(sql)
+    with driver_errors(conn, pending.statements()):
+        run(cur)
+    return True
 
 
 def wait(conn: Connection) -> None:

@@ -199,7 +199,8 @@ def execute_many(conn: Connection, stmt: Any, rows: Sequence[dict[str, Any]]) ->
     The statement is compiled once and handed to the driver with the rows' values bound
     as SQLAlchemy binds them (its own per-row parameter handling cost the fold more than
     the database did for its plain multi-row writes): an INSERT on PostgreSQL as one
-    statement over an array per column, anything else through ``executemany``.
+    statement over an array per column, anything else through ``executemany``. Inside
+    :func:`~strata.lineage.deferred.deferred_writes` it is sent and not waited for.
     """
     if not rows:
         return
@@ -207,11 +208,9 @@ def execute_many(conn: Connection, stmt: Any, rows: Sequence[dict[str, Any]]) ->
     if form is None:
         conn.execute(stmt, list(rows))
         return
+    if deferred.send(conn, form.sql, lambda cur: form.run(cur, rows)):
+        return
     with deferred.driver_errors(conn, form.sql):
-        cur = deferred.pending_cursor(conn, form.sql)
-        if cur is not None:  # sent, not waited for: closed once waited for
-            form.run(cur, rows)
-            return
         cur = conn.connection.dbapi_connection.cursor()  # type: ignore[union-attr]
         try:
             form.run(cur, rows)

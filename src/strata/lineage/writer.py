@@ -470,8 +470,7 @@ def _fold_process(
             # ahead while this one was written cost more than it saved: under load the
             # next group is mostly events that arrive during this fold, and the thread's
             # reads and parsing took the interpreter lock and the cores from the fold and
-            # the server (PostgreSQL: 2,370-2,599 visible events/s with it, 2,641-2,873
-            # without).
+            # the server (docs/benchmarks.md).
             try:
                 folded = fold_pending(engine, journal, fold_events)
             except StoreError as exc:
