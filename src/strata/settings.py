@@ -38,6 +38,8 @@ class Settings:
     write_tokens: tuple[str, ...] = ()
     lineage_url: str = ""
     lineage_fold: str = "process"
+    pipelines: tuple[str, ...] = ()
+    build_lease_seconds: float = 300.0
     extra: dict[str, Any] = field(default_factory=dict)
 
     def __post_init__(self) -> None:
@@ -51,6 +53,11 @@ class Settings:
             raise ConfigError(
                 f"lineage_fold must be 'process' or 'thread', got {self.lineage_fold!r}; "
                 "set STRATA_LINEAGE_FOLD to one of them"
+            )
+        if self.build_lease_seconds <= 0:
+            raise ConfigError(
+                f"build_lease_seconds must be more than 0, got {self.build_lease_seconds}; "
+                "set STRATA_BUILD_LEASE_SECONDS to a number of seconds"
             )
         if self.commit_retries < 0:
             raise ConfigError(
@@ -102,6 +109,11 @@ def _from_toml(config_file: str | Path | None, names: set[str]) -> dict[str, Any
     if isinstance(table.get("home"), str) and not Path(table["home"]).is_absolute():
         # Relative paths in a config file are relative to that file, as users expect.
         table["home"] = str(path.parent / table["home"])
+    if isinstance(table.get("pipelines"), list):
+        table["pipelines"] = [
+            p if not isinstance(p, str) or Path(p).is_absolute() else str(path.parent / p)
+            for p in table["pipelines"]
+        ]
     return dict(table)
 
 

@@ -99,6 +99,10 @@ dataset_versions = sa.Table(
     sa.Column("lifecycle_state", Name(), nullable=True),
     # The producer's own version label (OpenLineage `version` facet).
     sa.Column("external_version", Name(), nullable=True),
+    # Lake commits: a hash of the version's rows alone (not their files or order), and the
+    # order-independent row-hash sum it is made from, carried forward by APPENDs.
+    sa.Column("data_fingerprint", sa.String(64), nullable=True),
+    sa.Column("row_hash", sa.String(64), nullable=True),
     sa.UniqueConstraint("dataset_uuid", "commit_id"),
     sa.Index(
         "ix_dataset_versions_external",
@@ -435,6 +439,35 @@ build_triggers = sa.Table(
     ts_col("done_at", nullable=True),
     sa.Column("error", sa.Text(), nullable=True),
     sa.Index("ix_build_triggers_pending", "done_at", "claimed_at"),
+)
+
+# Program versions of transforms: the job version's fingerprint with its per-transform
+# ordinal, the declaration it was built with and the source files needed to run it again.
+# ``uuid`` is the lineage job version's uuid, so a run's ``job_version_uuid`` finds it.
+program_versions = sa.Table(
+    "program_versions",
+    metadata,
+    uuid_col("uuid", primary_key=True),
+    sa.Column("namespace", Name(), nullable=False),
+    sa.Column("job_name", Name(), nullable=False),
+    sa.Column("fingerprint", sa.String(64), nullable=False),
+    sa.Column("ordinal", sa.Integer(), nullable=False),
+    sa.Column("declaration", JSONType, nullable=False),
+    sa.Column("files", JSONType, nullable=False),
+    sa.Column("entry", JSONType, nullable=False),
+    ts_col("created_at", nullable=False),
+    sa.UniqueConstraint("namespace", "job_name", "fingerprint"),
+    sa.UniqueConstraint("namespace", "job_name", "ordinal"),
+)
+
+# One holder at a time per transform: a build (CLI or worker) leases the transform's job
+# before it runs it and renews the lease while it works; an expired lease is free.
+build_leases = sa.Table(
+    "build_leases",
+    metadata,
+    sa.Column("name", Name(), primary_key=True),
+    sa.Column("holder", Name(), nullable=False),
+    ts_col("expires_at", nullable=False),
 )
 
 # Soft delete (``is_hidden`` on datasets, jobs, namespaces) is undone the way Marquez undoes

@@ -1,0 +1,1 @@
+"""The build service: declared PySpark transforms, versioned programs, staleness and builds."""
