@@ -21,6 +21,10 @@ say what to do about it.
     ├── SchemaMismatch          APPEND with an incompatible schema (409)
     ├── LakeError               the lake cannot be written or read (400)
     │   └── PurgedVersion       the version's containers were purged (410)
+    ├── PipelineError           transforms cannot be loaded: import error, cycle,
+    │                           duplicate or raw output (400)
+    ├── TransformError          a transform broke its declaration while running (400)
+    │   └── UndeclaredInput     it read a dataset it did not declare
     └── Unauthorized / Forbidden  API auth (401 / 403)
 """
 
@@ -102,6 +106,20 @@ class LakeError(StrataError):
 class PurgedVersion(LakeError):
     code = "purged_version"
     http_status = 410
+
+
+class PipelineError(StrataError):
+    code = "pipeline_error"
+    http_status = 400
+
+
+class TransformError(StrataError):
+    code = "transform_error"
+    http_status = 400
+
+
+class UndeclaredInput(TransformError):
+    code = "undeclared_input"
 
 
 class Unauthorized(StrataError):

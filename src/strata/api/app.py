@@ -13,7 +13,17 @@ from sqlalchemy.engine import Engine
 from strata.api import errors, paths, redirects
 from strata.api.deps import authorize
 from strata.api.direct import StrataApp
-from strata.api.routes import datasets, jobs, lineage, namespaces, runs, search, strata, tags
+from strata.api.routes import (
+    builds,
+    datasets,
+    jobs,
+    lineage,
+    namespaces,
+    runs,
+    search,
+    strata,
+    tags,
+)
 from strata.api.routes.extra import include_extra_routes
 from strata.lineage.writer import GroupWriter
 from strata.settings import Settings
@@ -53,7 +63,7 @@ def create_app(settings: Settings, engine: Engine | None = None) -> FastAPI:
     app.state.lineage_writer = GroupWriter(app.state.engine, fold_in=settings.lineage_fold)
     # Each module's router straight under the app: every level of router nesting is
     # matched again on every request.
-    for module in (namespaces, datasets, jobs, runs, tags, search, lineage, strata):
+    for module in (namespaces, datasets, jobs, runs, tags, search, lineage, strata, builds):
         app.include_router(module.router, prefix=API_PREFIX, dependencies=[Depends(authorize)])
     include_extra_routes(app, API_PREFIX, [Depends(authorize)])
     errors.install(app)

@@ -7,7 +7,7 @@ from typing import Annotated
 
 import typer
 
-from strata.cli import lake_commands
+from strata.cli import build_commands, lake_commands
 from strata.cli.common import reported, settings_from
 from strata.cli.demo import demo
 from strata.cli.output import console
@@ -73,6 +73,7 @@ app.command()(lake_commands.versions)
 app.command()(lake_commands.read)
 app.command()(lake_commands.gc)
 app.command()(demo)
+build_commands.register(app)
 
 
 if __name__ == "__main__":  # pragma: no cover

@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+from collections.abc import Collection, Iterator
+from contextlib import contextmanager
+from contextvars import ContextVar
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 from typing import TYPE_CHECKING, Any
@@ -9,7 +12,7 @@ from typing import TYPE_CHECKING, Any
 import sqlalchemy as sa
 from sqlalchemy.engine import Engine
 
-from strata.errors import InvalidArgument
+from strata.errors import InvalidArgument, UndeclaredInput
 from strata.ids import new_id
 from strata.lake import catalog, schemas
 from strata.lake.catalog import DatasetInfo, Version
@@ -25,6 +28,35 @@ from strata.store.upsert import insert_ignore
 if TYPE_CHECKING:
     import pyarrow as pa
     from pyspark.sql import DataFrame, SparkSession
+
+
+# Set while a transform runs: who it is and the datasets it declared. Per thread and
+# task, so transforms built side by side each keep their own.
+_READABLE: ContextVar[tuple[str, frozenset[str]] | None] = ContextVar(
+    "strata_readable", default=None
+)
+
+
+@contextmanager
+def reads_limited_to(owner: str, names: Collection[str]) -> Iterator[None]:
+    """Within the block, reading any lake dataset but ``names`` raises UndeclaredInput."""
+    token = _READABLE.set((owner, frozenset(names)))
+    try:
+        yield
+    finally:
+        _READABLE.reset(token)
+
+
+def _check_declared(dataset: str) -> None:
+    limit = _READABLE.get()
+    if limit is not None and dataset not in limit[1]:
+        owner, names = limit
+        raise UndeclaredInput(
+            f"{owner} read dataset {dataset!r}, which it does not declare; add "
+            f"{dataset.split('/')[-1]}=Input({dataset!r}) to its inputs (it declares "
+            f"{sorted(names)})",
+            dataset=dataset,
+        )
 
 
 @dataclass(frozen=True)
@@ -156,6 +188,7 @@ class Lake:
         self, dataset: str, version: int | None, as_of: datetime | None
     ) -> tuple[Version, list[FileEntry]]:
         validate_dataset_name(dataset)
+        _check_declared(dataset)
         with read_tx(self.engine) as conn:
             v = catalog.resolve_version(conn, self.namespace, dataset, version=version, as_of=as_of)
             return v, catalog.version_files(conn, v.dataset_uuid, v.commit_id)

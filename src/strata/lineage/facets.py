@@ -139,7 +139,15 @@ def _transformation(inp: dict[str, Any], spec: dict[str, Any]) -> tuple[str | No
 def job_fingerprint(
     inputs: list[tuple[str, str]], outputs: list[tuple[str, str]], job_facets: dict[str, Any]
 ) -> str:
-    """sha256 of the job's io and source: the same program on the same data is one version."""
+    """sha256 of the job's io and source: the same program on the same data is one version.
+
+    A producer that versions its own programs names the version in a ``strata_program``
+    job facet (``fingerprint``, 64 hex digits); that fingerprint is the job version, so a
+    build's program version and its lineage job version are one and the same.
+    """
+    declared = program_fingerprint(job_facets)
+    if declared is not None:
+        return declared
     doc = {
         "inputs": sorted(inputs),
         "outputs": sorted(outputs),
@@ -151,6 +159,17 @@ def job_fingerprint(
         },
     }
     return hashlib.sha256(canonical_json(doc).encode("utf-8")).hexdigest()
+
+
+PROGRAM_FACET = "strata_program"
+
+
+def program_fingerprint(job_facets: dict[str, Any]) -> str | None:
+    """The fingerprint a ``strata_program`` job facet declares, when it is well formed."""
+    value = get(job_facets, PROGRAM_FACET).get("fingerprint")
+    if isinstance(value, str) and len(value) == 64 and all(c in "0123456789abcdef" for c in value):
+        return value
+    return None
 
 
 def source_code(job_facets: dict[str, Any]) -> str | None:

@@ -69,6 +69,9 @@ def provenance(
         deeper = _with_inputs(conn, list(runs)) if d == depth else set()
         nxt: list[tuple[ProvenanceNode, str | None]] = []
         for node, run_id in todo:
+            if node.version in expanded:  # met twice on one level: a diamond
+                node.repeated = True
+                continue
             expanded.add(node.version)
             if not run_id:
                 continue
@@ -76,7 +79,15 @@ def provenance(
             if d == depth:
                 node.truncated = run_id in deeper
                 continue
-            for inp, producer in inputs.get(run_id, []):
+            for template, producer in inputs.get(run_id, []):
+                # A node of its own per parent: two parents may have read one version.
+                inp = ProvenanceNode(
+                    template.namespace,
+                    template.name,
+                    template.version,
+                    template.commit_id,
+                    template.created_at,
+                )
                 inp.repeated = inp.version in expanded
                 node.inputs.append(inp)
                 nxt.append((inp, producer))

@@ -1,0 +1,60 @@
+"""Strata build routes: status with causes, version history, trace and programs.
+
+Dataset names go in one path segment (``raw%2Fclicks``). Status needs the pipelines'
+current declarations: the server loads them from its ``pipelines`` setting afresh for
+each request, so an edited transform shows as changed at once.
+"""
+
+from __future__ import annotations
+
+from typing import Annotated
+
+from fastapi import APIRouter, Query, Request, Response
+
+from strata.api import views
+from strata.api.deps import settings
+from strata.build.service import BuildService
+from strata.lake.service import Lake
+
+router = APIRouter(prefix="/strata", tags=["Strata builds"])
+
+Version = Annotated[int | None, Query(ge=1, le=2**62, description="commit id (default: current)")]
+
+
+def _service(request: Request) -> BuildService:
+    engine = request.app.state.engine
+    st = settings(request)
+    return BuildService(st, lake=Lake(st, engine))
+
+
+@router.get("/status", response_model=views.Json)
+def get_status(request: Request) -> Response:
+    """Every dataset, fresh or out of date with every cause (as `strata status --json`)."""
+    result = _service(request).status()
+    return views.json_response({"datasets": [s.to_dict() for s in result.values()]})
+
+
+@router.get("/status/{dataset:seg}", response_model=views.Json)
+def get_dataset_status(request: Request, dataset: str) -> Response:
+    """One dataset's status and causes."""
+    return views.json_response(_service(request).dataset_status(dataset).to_dict())
+
+
+@router.get("/history/{dataset:seg}", response_model=views.Json)
+def get_history(request: Request, dataset: str) -> Response:
+    """Each version with the run and program version that built it and its input versions."""
+    return views.json_response(_service(request).history(dataset))
+
+
+@router.get("/trace/{dataset:seg}", response_model=views.Json)
+def get_trace(request: Request, dataset: str, version: Version = None) -> Response:
+    """The provenance tree of a version down to raw datasets, exact versions at each level."""
+    return views.json_response(_service(request).trace(dataset, version))
+
+
+@router.get("/programs/{dataset:seg}", response_model=views.Json)
+def get_program(request: Request, dataset: str, version: Version = None) -> Response:
+    """The stored program version (source files included) that built a dataset version."""
+    built = _service(request).program(dataset, version)
+    body = {"dataset": dataset, "version": built.version, "run": built.run}
+    return views.json_response({**body, "inputs": built.inputs, **built.program.to_dict()})

@@ -1,0 +1,316 @@
+"""Builds: bring datasets up to date, visiting their upstream graph in post-order.
+
+Each transform is run only when one of its outputs is out of date at the moment it is
+visited (after its upstreams were rebuilt), or always with ``force``. Downstream of a
+failure nothing runs in that build; independent branches go on. A build is one parent
+run per pipeline it runs transforms of (the pipeline is the parent job); each transform
+run is a child. Transforms are leased while they run, so two builders never run one
+transform at once; a builder that waited re-checks before running.
+"""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Callable, Sequence
+from concurrent.futures import FIRST_COMPLETED, Future, ThreadPoolExecutor, wait
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any, Protocol
+
+from strata.build import leases
+from strata.build.catalog import Current, load_current, program_ordinals
+from strata.build.discovery import Declared, Pipelines
+from strata.build.events import Emitter, JobRef, RunSpec, run_event
+from strata.build.execute import RunContext, RunResult, resolve_inputs, run_transform
+from strata.build.status import assess, own_causes
+from strata.errors import NotFound, StrataError
+from strata.ids import new_id
+from strata.lake.service import Lake
+from strata.store.engine import read_tx
+
+if TYPE_CHECKING:
+    from pyspark.sql import SparkSession
+
+
+@dataclass
+class Step:
+    """One transform's part in a build."""
+
+    transform: str
+    outcome: str  # built | fresh | failed | skipped | would_build
+    outputs: dict[str, int | None]
+    reason: str | None = None
+    causes: dict[str, list[dict[str, Any]]] = field(default_factory=dict)
+    run: str | None = None
+    seconds: float = 0.0
+    rows: int = 0
+
+    def to_dict(self) -> dict[str, Any]:
+        return dict(self.__dict__)
+
+
+@dataclass
+class BuildReport:
+    run: str
+    state: str
+    steps: list[Step]
+    runs: dict[str, str] = field(default_factory=dict)  # pipeline -> its parent run
+
+    @property
+    def failed(self) -> bool:
+        return self.state != "COMPLETED"
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "run": self.run,
+            "state": self.state,
+            "runs": self.runs,
+            "transforms": [s.to_dict() for s in self.steps],
+        }
+
+
+class Reporter(Protocol):
+    """Hears of a build's progress (the CLI draws it)."""
+
+    def planned(self, keys: Sequence[str]) -> None: ...
+    def started(self, key: str) -> None: ...
+    def finished(self, step: Step) -> None: ...
+    def waiting(self, key: str, holder: str) -> None: ...
+
+
+class Silent:
+    def planned(self, keys: Sequence[str]) -> None: ...
+    def started(self, key: str) -> None: ...
+    def finished(self, step: Step) -> None: ...
+    def waiting(self, key: str, holder: str) -> None: ...
+
+
+@dataclass
+class Builder:
+    """Runs builds over one lake, one set of pipelines and one Spark session."""
+
+    lake: Lake
+    pipelines: Pipelines
+    spark: Callable[[], SparkSession]
+    holder: str = field(default_factory=lambda: f"build-{new_id()}")
+    lease_seconds: float = 300.0
+    _emitter: Emitter | None = None
+
+    @property
+    def emitter(self) -> Emitter:
+        if self._emitter is None:
+            self._emitter = Emitter(self.lake.engine)
+        return self._emitter
+
+    def plan(self, datasets: Sequence[str], everything: bool = False) -> list[str]:
+        """The transforms a build of ``datasets`` (or of every root) visits, in order."""
+        graph = self.pipelines.graph
+        if everything:
+            return graph.post_order(graph.roots())
+        keys: list[str] = []
+        for name in datasets:
+            item = self.pipelines.producer(name)
+            if item is None:
+                raise NotFound(
+                    f"no transform writes dataset {name!r}; `strata status` lists the derived "
+                    "datasets a build can make",
+                    dataset=name,
+                )
+            keys.append(item.fqn)
+        return graph.post_order(keys)
+
+    def current(self, names: set[str] | None = None) -> dict[str, Current]:
+        with read_tx(self.lake.engine) as conn:
+            return load_current(conn, self.lake.namespace, names)
+
+    def dry_run(self, order: Sequence[str], force: bool = False) -> BuildReport:
+        """What a build would run now, with causes; nothing runs."""
+        with read_tx(self.lake.engine) as conn:
+            current = load_current(conn, self.lake.namespace)
+            ordinals = program_ordinals(conn, self.lake.namespace)
+        status = assess(self.pipelines, current, ordinals)
+        steps = []
+        for key in order:
+            item = self.pipelines.transforms[key]
+            causes = {d: status[d].causes for d in item.output_names if status[d].causes}
+            outcome = "would_build" if causes or force else "fresh"
+            outputs = {d: status[d].version for d in item.output_names}
+            steps.append(Step(key, outcome, outputs, causes=causes))
+        return BuildReport(new_id(), "COMPLETED", steps)
+
+    def build(
+        self,
+        order: Sequence[str],
+        *,
+        force: bool = False,
+        jobs: int = 1,
+        reporter: Reporter | None = None,
+    ) -> BuildReport:
+        """Visit ``order`` (a post-order plan); run what is out of date."""
+        run = _BuildRun(self, force, reporter or Silent())
+        run.reporter.planned(order)
+        try:
+            _visit_all(order, self.pipelines, run.visit, jobs)
+        except BaseException:
+            run.parents.finish("ABORT")
+            raise
+        return run.report()
+
+
+class _BuildRun:
+    """The state of one build while it runs (visits may run on several threads)."""
+
+    def __init__(self, builder: Builder, force: bool, reporter: Reporter) -> None:
+        self.builder, self.force, self.reporter = builder, force, reporter
+        self.id = new_id()
+        self.lock = threading.Lock()
+        self.steps: dict[str, Step] = {}
+        self.current = builder.current()
+        self.parents = _Parents(builder, self.id)
+
+    def visit(self, key: str) -> None:
+        item = self.builder.pipelines.transforms[key]
+        step = self._blocked(item) or self._run_if_stale(item)
+        with self.lock:
+            self.steps[key] = step
+        self.reporter.finished(step)
+
+    def _blocked(self, item: Declared) -> Step | None:
+        """Skipped: an upstream transform of this build failed or was skipped."""
+        for up in self.builder.pipelines.graph.upstream(item.fqn):
+            with self.lock:
+                prior = self.steps.get(up)
+            if prior is not None and prior.outcome in ("failed", "skipped"):
+                failed = prior.outcome == "failed"
+                reason = f"upstream {up} failed" if failed else (prior.reason or up)
+                return Step(item.fqn, "skipped", self._versions(item), reason=reason)
+        return None
+
+    def _causes(self, item: Declared, current: dict[str, Current]) -> dict[str, list[Any]]:
+        out = {}
+        for dataset in item.output_names:
+            causes, _ = own_causes(item, dataset, current, {})
+            if causes:
+                out[dataset] = causes
+        return out
+
+    def _run_if_stale(self, item: Declared) -> Step:
+        with self.lock:
+            snapshot = dict(self.current)
+        if not self.force and not self._causes(item, snapshot):
+            return Step(item.fqn, "fresh", self._versions(item))
+        b = self.builder
+        waiting = lambda holder: self.reporter.waiting(item.fqn, holder)  # noqa: E731
+        with leases.held(b.lake.engine, item.fqn, b.holder, b.lease_seconds, waiting):
+            fresh = b.current(set(item.output_names) | set(item.input_names))
+            causes = self._causes(item, fresh)
+            if not causes and not self.force:
+                self._remember(fresh)
+                return Step(item.fqn, "fresh", self._versions(item))
+            self.reporter.started(item.fqn)
+            result = self._execute(item)
+            self._remember(b.current(set(item.output_names)))
+        return _step(result, causes, self._versions(item))
+
+    def _execute(self, item: Declared) -> RunResult:
+        try:
+            inputs = resolve_inputs(self.builder.lake, item)
+        except StrataError as exc:
+            return RunResult(item.fqn, None, "failed", {}, reason=exc.message)
+        parent = self.parents.start(item.pipeline)
+        ctx = RunContext(self.builder.lake, self.builder.spark(), self.builder.emitter, parent)
+        result = run_transform(ctx, item, inputs)
+        self.parents.record(item.pipeline, result.outcome == "built")
+        return result
+
+    def _remember(self, rows: dict[str, Current]) -> None:
+        with self.lock:
+            self.current.update(rows)
+
+    def _versions(self, item: Declared) -> dict[str, int | None]:
+        with self.lock:
+            return {
+                d: (self.current[d].commit_id if d in self.current else None)
+                for d in item.output_names
+            }
+
+    def report(self) -> BuildReport:
+        state = "FAILED" if any(s.outcome == "failed" for s in self.steps.values()) else "COMPLETED"
+        runs = self.parents.finish()
+        ordered = list(self.steps.values())
+        run = next(iter(runs.values()), self.id)
+        return BuildReport(run, state, ordered, runs)
+
+
+def _step(result: RunResult, causes: dict[str, list[Any]], after: dict[str, int | None]) -> Step:
+    return Step(
+        result.transform,
+        result.outcome,
+        after,
+        reason=result.reason,
+        causes=causes,
+        run=result.run,
+        seconds=round(result.seconds, 3),
+        rows=result.rows,
+    )
+
+
+class _Parents:
+    """One parent run per pipeline, started when its first transform runs."""
+
+    def __init__(self, builder: Builder, build_id: str) -> None:
+        self.builder, self.build_id = builder, build_id
+        self.lock = threading.Lock()
+        self.specs: dict[str, RunSpec] = {}
+        self.ok: dict[str, bool] = {}
+
+    def start(self, pipeline: str) -> tuple[str, JobRef]:
+        ns = self.builder.lake.namespace
+        with self.lock:
+            spec = self.specs.get(pipeline)
+            if spec is None:
+                # The first pipeline's run is the build's own id, so a one-pipeline build
+                # (the usual case) is one parent run a user can look up by that id.
+                run_id = self.build_id if not self.specs else new_id()
+                spec = RunSpec(run_id, JobRef(ns, pipeline))
+                self.builder.emitter.emit(run_event("START", spec, namespace=ns))
+                self.specs[pipeline] = spec
+                self.ok[pipeline] = True
+        return spec.run_id, spec.job
+
+    def record(self, pipeline: str, ok: bool) -> None:
+        with self.lock:
+            self.ok[pipeline] = self.ok[pipeline] and ok
+
+    def finish(self, forced: str | None = None) -> dict[str, str]:
+        ns = self.builder.lake.namespace
+        with self.lock:
+            for pipeline, spec in self.specs.items():
+                kind = forced or ("COMPLETE" if self.ok[pipeline] else "FAIL")
+                self.builder.emitter.emit(run_event(kind, spec, namespace=ns))
+            runs = {p: s.run_id for p, s in self.specs.items()}
+            self.specs = {}
+        return runs
+
+
+def _visit_all(
+    order: Sequence[str], pipelines: Pipelines, visit: Callable[[str], None], jobs: int
+) -> None:
+    """Visit in ``order``; with ``jobs`` > 1, a transform as soon as its upstreams are done."""
+    if jobs <= 1:
+        for key in order:
+            visit(key)
+        return
+    within = set(order)
+    ups = {k: [u for u in pipelines.graph.upstream(k) if u in within] for k in order}
+    pending, done = list(order), set[str]()
+    running: dict[Future[None], str] = {}
+    with ThreadPoolExecutor(jobs, thread_name_prefix="strata-build") as pool:
+        while pending or running:
+            ready = [k for k in pending if all(u in done for u in ups[k])]
+            for key in ready[: jobs - len(running)]:
+                pending.remove(key)
+                running[pool.submit(visit, key)] = key
+            finished, _ = wait(running, return_when=FIRST_COMPLETED)
+            for fut in finished:
+                done.add(running.pop(fut))
+                fut.result()

@@ -1,0 +1,180 @@
+"""The builder's lineage: OpenLineage run events, ingested in process like any producer's.
+
+Every event goes through :func:`strata.lineage.ingest.ingest_event` (the build catalog is
+the lineage model), and also to a remote OpenLineage server when openlineage-python is
+configured the standard way (``OPENLINEAGE_URL``, ``OPENLINEAGE_CONFIG``, an
+``openlineage.yml`` or ``OPENLINEAGE__TRANSPORT__*``). A remote that fails is logged, not
+fatal: the store already holds the event.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from datetime import UTC, datetime
+from typing import TYPE_CHECKING, Any
+
+from sqlalchemy.engine import Engine
+
+from strata.lineage.facets import PROGRAM_FACET
+from strata.lineage.ingest import ingest_event
+
+if TYPE_CHECKING:
+    from openlineage.client.client import OpenLineageClient
+
+log = logging.getLogger(__name__)
+
+PRODUCER = "urn:strata:build:0.1.0"
+FACET_SCHEMA = "urn:strata:facets:1-0-0"
+
+
+@dataclass(frozen=True)
+class DatasetAt:
+    """A lake dataset version as an event names it."""
+
+    name: str
+    commit_id: int
+    schema_fields: list[dict[str, Any]] = field(default_factory=list)
+    rows: int | None = None
+    size: int | None = None
+    files: int | None = None
+
+
+@dataclass(frozen=True)
+class JobRef:
+    namespace: str
+    name: str
+
+
+@dataclass(frozen=True)
+class RunSpec:
+    """What every event of one run repeats: its job, parent and job facets."""
+
+    run_id: str
+    job: JobRef
+    parent: tuple[str, JobRef] | None = None
+    job_facets: dict[str, Any] = field(default_factory=dict)
+
+
+def program_facets(
+    fingerprint: str, ordinal: int, transform: str, source: str, location: str
+) -> dict[str, Any]:
+    """Job facets of a transform run: its program version, source and kind."""
+    return {
+        PROGRAM_FACET: {
+            "_producer": PRODUCER,
+            "_schemaURL": f"{FACET_SCHEMA}/StrataProgramJobFacet.json",
+            "fingerprint": fingerprint,
+            "ordinal": ordinal,
+            "transform": transform,
+        },
+        "sourceCode": _facet("SourceCodeJobFacet", language="python", sourceCode=source),
+        "sourceCodeLocation": _facet("SourceCodeLocationJobFacet", type="file", url=location),
+        "jobType": _facet(
+            "JobTypeJobFacet", processingType="BATCH", integration="STRATA", jobType="TRANSFORM"
+        ),
+    }
+
+
+def _facet(name: str, **fields: Any) -> dict[str, Any]:
+    url = f"https://openlineage.io/spec/facets/1-0-1/{name}.json"
+    return {"_producer": PRODUCER, "_schemaURL": url, **fields}
+
+
+def _dataset(namespace: str, at: DatasetAt, output: bool) -> dict[str, Any]:
+    facets: dict[str, Any] = {
+        "version": _facet("DatasetVersionDatasetFacet", datasetVersion=str(at.commit_id))
+    }
+    if at.schema_fields:
+        fields = [{"name": f["name"], "type": f.get("type")} for f in at.schema_fields]
+        facets["schema"] = _facet("SchemaDatasetFacet", fields=fields)
+    out: dict[str, Any] = {"namespace": namespace, "name": at.name, "facets": facets}
+    if output and at.rows is not None:
+        stats = {"rowCount": at.rows, "size": at.size, "fileCount": at.files}
+        out["outputFacets"] = {
+            "outputStatistics": _facet(
+                "OutputStatisticsOutputDatasetFacet",
+                **{k: v for k, v in stats.items() if v is not None},
+            )
+        }
+    return out
+
+
+def run_event(
+    kind: str,
+    spec: RunSpec,
+    *,
+    namespace: str,
+    inputs: Sequence[DatasetAt] = (),
+    outputs: Sequence[DatasetAt] = (),
+    error: BaseException | None = None,
+    trace: str | None = None,
+    at: datetime | None = None,
+) -> dict[str, Any]:
+    """One spec-shaped OpenLineage RunEvent as a JSON document."""
+    run_facets: dict[str, Any] = {}
+    if spec.parent is not None:
+        parent_run, parent_job = spec.parent
+        run_facets["parent"] = _facet(
+            "ParentRunFacet",
+            run={"runId": parent_run},
+            job={"namespace": parent_job.namespace, "name": parent_job.name},
+        )
+    if error is not None:
+        run_facets["errorMessage"] = _facet(
+            "ErrorMessageRunFacet",
+            message=f"{type(error).__name__}: {error}",
+            programmingLanguage="python",
+            stackTrace=trace,
+        )
+    return {
+        "eventType": kind,
+        "eventTime": (at or datetime.now(UTC)).isoformat(),
+        "producer": PRODUCER,
+        "schemaURL": "https://openlineage.io/spec/2-0-2/OpenLineage.json#/$defs/RunEvent",
+        "run": {"runId": spec.run_id, "facets": run_facets},
+        "job": {"namespace": spec.job.namespace, "name": spec.job.name, "facets": spec.job_facets},
+        "inputs": [_dataset(namespace, i, False) for i in inputs],
+        "outputs": [_dataset(namespace, o, True) for o in outputs],
+    }
+
+
+class Emitter:
+    """Sends events to the store in process, and to a configured remote server too."""
+
+    def __init__(self, engine: Engine) -> None:
+        self.engine = engine
+        self.remote = remote_client()
+
+    def emit(self, event: dict[str, Any]) -> None:
+        ingest_event(self.engine, event)
+        if self.remote is not None:
+            _send_remote(self.remote, event)
+
+
+def _configured() -> bool:
+    names = ("OPENLINEAGE_URL", "OPENLINEAGE_CONFIG")
+    if any(os.environ.get(n) for n in names) or os.path.exists("openlineage.yml"):
+        return True
+    home = os.path.join(os.path.expanduser("~/.openlineage"), "openlineage.yml")
+    return os.path.exists(home) or any(k.startswith("OPENLINEAGE__") for k in os.environ)
+
+
+def remote_client() -> OpenLineageClient | None:
+    """The standard openlineage-python client, when it is configured; None otherwise
+    (its default would print every event to the console)."""
+    if not _configured() or os.environ.get("OPENLINEAGE_DISABLED", "").lower() == "true":
+        return None
+    from openlineage.client.client import OpenLineageClient
+
+    return OpenLineageClient()
+
+
+def _send_remote(client: OpenLineageClient, event: dict[str, Any]) -> None:
+    try:
+        # Transports serialise plain documents as they do event objects (``Serde``).
+        client.transport.emit(event)  # type: ignore[arg-type]
+    except Exception as exc:  # the store has the event; a remote outage must not fail builds
+        log.warning("could not send lineage event to %s: %s", client.transport.kind, exc)

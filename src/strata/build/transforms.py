@@ -1,0 +1,179 @@
+"""The decorator API: ``@transform_df``, ``@transform``, ``Input`` and ``Output``.
+
+It reads the way Foundry's transforms do::
+
+    @transform_df(Output("metrics/hourly"), clicks=Input("raw/clicks"))
+    def hourly(clicks):
+        return clicks.groupBy("experiment").count()
+
+A decorated function becomes a :class:`Transform`; calling it still calls the function,
+so it can be tested by hand. Declarations are checked here, when the module is
+imported, so a mistake names the function and its file and line.
+"""
+
+from __future__ import annotations
+
+import inspect
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass
+from typing import Any
+
+from strata.errors import PipelineError, StrataError
+from strata.lake.names import validate_dataset_name
+
+OUTPUT_TYPES = ("SNAPSHOT", "APPEND")
+DF_OUTPUT = "output"  # the one output of a @transform_df, as the handles' key
+
+
+@dataclass(frozen=True)
+class Input:
+    """A dataset a transform reads: its latest version, or ``version=N`` pinned."""
+
+    name: str
+    version: int | None = None
+
+
+@dataclass(frozen=True)
+class Output:
+    """A dataset a transform writes, replaced on each build (or appended to)."""
+
+    name: str
+    type: str = "SNAPSHOT"
+
+
+def where(func: Callable[..., Any]) -> str:
+    """``file:line`` of a function, for messages."""
+    code = getattr(func, "__code__", None)
+    if code is None:
+        return getattr(func, "__qualname__", repr(func))
+    return f"{code.co_filename}:{code.co_firstlineno}"
+
+
+class Transform:
+    """A declared derivation: a function with named inputs and outputs."""
+
+    def __init__(
+        self,
+        func: Callable[..., Any],
+        inputs: Mapping[str, Input],
+        outputs: Mapping[str, Output],
+        *,
+        kind: str,
+        name: str | None = None,
+        version: str | None = None,
+    ) -> None:
+        self.func = func
+        self.inputs = dict(inputs)
+        self.outputs = dict(outputs)
+        self.kind = kind
+        self.name = name
+        self.version = version
+        _check_declaration(self)
+
+    def __call__(self, *args: Any, **kwargs: Any) -> Any:
+        return self.func(*args, **kwargs)
+
+    def __repr__(self) -> str:
+        outs = ", ".join(o.name for o in self.outputs.values())
+        return f"<Transform {self.name or self.func.__name__} -> {outs}>"
+
+    @property
+    def where(self) -> str:
+        return where(self.func)
+
+    @property
+    def output_type(self) -> str:
+        return next(iter(self.outputs.values())).type
+
+    def declaration(self) -> dict[str, Any]:
+        """What the program fingerprint covers besides the code."""
+        return {
+            "kind": self.kind,
+            "inputs": {
+                k: {"dataset": i.name, "version": i.version} for k, i in self.inputs.items()
+            },
+            "outputs": {k: {"dataset": o.name, "type": o.type} for k, o in self.outputs.items()},
+        }
+
+
+def transform_df(
+    output: Output, *, name: str | None = None, version: str | None = None, **inputs: Input
+) -> Callable[[Callable[..., Any]], Transform]:
+    """A function of Spark DataFrames (one per input) that returns the output's DataFrame."""
+    if not isinstance(output, Output):
+        raise PipelineError(
+            f"@transform_df takes an Output(...) first, got {output!r}; write "
+            "@transform_df(Output('name'), x=Input('raw'))"
+        )
+
+    def wrap(func: Callable[..., Any]) -> Transform:
+        return Transform(func, inputs, {DF_OUTPUT: output}, kind="df", name=name, version=version)
+
+    return wrap
+
+
+def transform(
+    *, name: str | None = None, version: str | None = None, **params: Input | Output
+) -> Callable[[Callable[..., Any]], Transform]:
+    """A function of input handles (``.dataframe()``) and output handles
+    (``.write_dataframe(df)``); all its outputs commit together."""
+
+    def wrap(func: Callable[..., Any]) -> Transform:
+        inputs = {k: v for k, v in params.items() if isinstance(v, Input)}
+        outputs = {k: v for k, v in params.items() if isinstance(v, Output)}
+        odd = sorted(k for k in params if k not in inputs and k not in outputs)
+        if odd:
+            raise PipelineError(
+                f"@transform on {func.__name__} ({where(func)}): {odd} must each be "
+                "Input(...) or Output(...)"
+            )
+        return Transform(func, inputs, outputs, kind="handles", name=name, version=version)
+
+    return wrap
+
+
+def _check_declaration(t: Transform) -> None:
+    at = f"{t.func.__name__} ({t.where})"
+    if not t.outputs:
+        raise PipelineError(f"transform {at} declares no Output; add one")
+    for item in [*t.inputs.values(), *t.outputs.values()]:
+        try:
+            validate_dataset_name(item.name)
+        except StrataError as exc:
+            raise PipelineError(f"transform {at}: {exc.message}") from exc
+    for inp in t.inputs.values():
+        if inp.version is not None and (isinstance(inp.version, bool) or inp.version < 1):
+            raise PipelineError(
+                f"transform {at}: Input({inp.name!r}, version={inp.version!r}) must pin a "
+                "version number of 1 or more"
+            )
+    for out in t.outputs.values():
+        if out.type not in OUTPUT_TYPES:
+            raise PipelineError(
+                f"transform {at}: Output({out.name!r}, type={out.type!r}) must be one of "
+                f"{', '.join(OUTPUT_TYPES)}"
+            )
+    if len({o.type for o in t.outputs.values()}) > 1:
+        raise PipelineError(
+            f"transform {at}: its outputs commit in one transaction, so they must share one "
+            "type; make them all SNAPSHOT or all APPEND"
+        )
+    if t.version is not None and (not isinstance(t.version, str) or not t.version):
+        raise PipelineError(f"transform {at}: version= must be a non-empty string")
+    _check_parameters(t, at)
+
+
+def _check_parameters(t: Transform, at: str) -> None:
+    wanted = set(t.inputs) if t.kind == "df" else set(t.inputs) | set(t.outputs)
+    params = inspect.signature(t.func).parameters
+    if any(p.kind is p.VAR_KEYWORD for p in params.values()):
+        return
+    have = set(params)
+    if have != wanted:
+        missing, extra = sorted(wanted - have), sorted(have - wanted)
+        raise PipelineError(
+            f"transform {at}: its parameters {sorted(have)} must match the declared "
+            f"{'inputs' if t.kind == 'df' else 'inputs and outputs'} {sorted(wanted)}"
+            + (f"; missing {missing}" if missing else "")
+            + (f"; not declared {extra}" if extra else "")
+        )

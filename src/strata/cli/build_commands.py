@@ -1,0 +1,332 @@
+"""`strata status`, `build`, `worker`, `history`, `trace`, `reproduce`, `show-program`."""
+
+from __future__ import annotations
+
+import signal
+from collections.abc import Iterator, Sequence
+from contextlib import contextmanager
+from pathlib import Path
+from typing import TYPE_CHECKING, Annotated, Any
+
+import typer
+
+from strata.cli.common import reported, settings_from
+from strata.cli.output import emit_json, emit_table, err_console
+
+if TYPE_CHECKING:
+    from strata.build.builder import BuildReport, Step
+    from strata.build.service import BuildService
+
+PipelineOpt = Annotated[
+    list[Path] | None,
+    typer.Option(
+        "--pipeline",
+        help="A pipeline module or folder (repeatable); default: `pipelines` in strata.toml.",
+    ),
+]
+JsonOpt = Annotated[bool, typer.Option("--json", help="Print JSON for scripts.")]
+
+
+def service_from(ctx: typer.Context, pipeline: list[Path] | None) -> BuildService:
+    from strata.build.service import BuildService
+
+    paths = [str(p) for p in pipeline] if pipeline else None
+    return BuildService(settings_from(ctx), paths)
+
+
+def status(ctx: typer.Context, pipeline: PipelineOpt = None, json: JsonOpt = False) -> None:
+    """Every dataset: fresh or out of date, with every cause. Starts no JVM."""
+    with reported():
+        result = service_from(ctx, pipeline).status()
+        if json:
+            emit_json({"datasets": [s.to_dict() for s in result.values()]})
+            return
+        rows = [
+            (
+                s.name,
+                s.kind,
+                s.transform or "",
+                s.version,
+                "[red]stale[/]" if s.stale else "[green]fresh[/]",
+                "; ".join(describe_cause(c) for c in s.causes + s.notes),
+            )
+            for s in result.values()
+        ]
+        emit_table("status", ["dataset", "kind", "transform", "version", "state", "why"], rows)
+
+
+def describe_cause(cause: dict[str, Any]) -> str:
+    """One cause (or note) in words."""
+    kind = cause["kind"]
+    if kind == "never_built":
+        return "never built"
+    if kind == "program_changed":
+        old, new = cause.get("old"), cause.get("new")
+        was = _program_label(old) if old else "written outside a build"
+        return f"program changed: {was} → {_program_label(new)}"
+    if kind == "input_newer":
+        pinned = " (pinned)" if cause.get("pinned") else ""
+        built, now = cause["built_from"], cause["current"]
+        return f"input {cause['input']}: built from {built}, now {now}{pinned}"
+    if kind == "input_identical":
+        return (
+            f"input {cause['input']} moved {cause['built_from']} → {cause['current']} "
+            "with identical rows"
+        )
+    if kind == "input_added":
+        return f"input added: {cause['input']}"
+    if kind == "input_removed":
+        return f"input removed: {cause['input']}"
+    return f"via {cause['via']}"
+
+
+def _program_label(program: dict[str, Any] | None) -> str:
+    if not program:
+        return "?"
+    ordinal = program.get("ordinal")
+    head = f"v{ordinal} " if ordinal else "new "
+    return f"{head}({program['fingerprint'][:10]})"
+
+
+@contextmanager
+def _sigterm_interrupts() -> Iterator[None]:
+    """SIGTERM stops a build as Ctrl-C does: open runs end ABORTED, transactions abort."""
+
+    def interrupt(signum: int, frame: Any) -> None:
+        raise KeyboardInterrupt
+
+    previous = signal.signal(signal.SIGTERM, interrupt)
+    try:
+        yield
+    finally:
+        signal.signal(signal.SIGTERM, previous)
+
+
+def build(
+    ctx: typer.Context,
+    datasets: Annotated[
+        list[str] | None, typer.Argument(help="Datasets to bring up to date.")
+    ] = None,
+    all_: Annotated[bool, typer.Option("--all", help="Build every root dataset.")] = False,
+    force: Annotated[bool, typer.Option(help="Run every transform, out of date or not.")] = False,
+    dry_run: Annotated[bool, typer.Option(help="Print the plan with causes; run nothing.")] = False,
+    jobs: Annotated[int, typer.Option(min=1, help="Independent transforms run at once.")] = 1,
+    pipeline: PipelineOpt = None,
+    json: JsonOpt = False,
+) -> None:
+    """Build what DATASETS need, post-order, running only what is out of date."""
+    from strata.errors import InvalidArgument
+
+    with reported():
+        if not datasets and not all_:
+            raise InvalidArgument("name the datasets to build, or pass --all for every root")
+        service = service_from(ctx, pipeline)
+        reporter = None if json else _LiveReporter()
+        with _sigterm_interrupts():
+            report = service.build(
+                datasets or [],
+                everything=all_,
+                force=force,
+                dry_run=dry_run,
+                jobs=jobs,
+                reporter=reporter,
+            )
+        if json:
+            emit_json(report.to_dict())
+        else:
+            print_report(report, dry_run)
+    if report.failed:
+        raise typer.Exit(1)
+
+
+class _LiveReporter:
+    """One line per transform as it finishes, with a spinner while one runs."""
+
+    def __init__(self) -> None:
+        self.total = 0
+        self.done = 0
+
+    def planned(self, keys: Sequence[str]) -> None:
+        self.total = len(keys)
+
+    def started(self, key: str) -> None:
+        err_console.print(f"[dim]… running {key}[/]", highlight=False)
+
+    def waiting(self, key: str, holder: str) -> None:
+        err_console.print(f"[yellow]… {key} is being built by {holder}; waiting[/]")
+
+    def finished(self, step: Step) -> None:
+        self.done += 1
+        mark = _MARKS.get(step.outcome, "·")
+        extra = f" {step.rows} rows in {step.seconds:.1f}s" if step.outcome == "built" else ""
+        why = f" ({step.reason})" if step.reason else ""
+        err_console.print(
+            f"[{self.done}/{self.total}] {mark} {step.transform} {step.outcome}{extra}{why}",
+            highlight=False,
+        )
+
+
+_MARKS = {
+    "built": "[green]✓[/]",
+    "fresh": "[dim]=[/]",
+    "failed": "[red]✗[/]",
+    "skipped": "[yellow]-[/]",
+}
+
+
+def print_report(report: BuildReport, dry_run: bool) -> None:
+    rows = []
+    for s in report.steps:
+        outputs = ", ".join(f"{k}@{v}" if v is not None else k for k, v in s.outputs.items())
+        why = s.reason or "; ".join(
+            f"{d}: " + ", ".join(describe_cause(c) for c in cs) for d, cs in s.causes.items()
+        )
+        took = f"{s.seconds:.1f}s" if s.outcome in ("built", "failed") else ""
+        rows.append((s.transform, s.outcome, outputs, s.rows or "", took, why))
+    title = "build plan" if dry_run else f"build {report.run} — {report.state}"
+    emit_table(title, ["transform", "outcome", "outputs", "rows", "time", "why"], rows)
+    if report.failed:
+        failed = [s.transform for s in report.steps if s.outcome == "failed"]
+        err_console.print(f"[bold red]error:[/] build failed: {', '.join(failed)}")
+
+
+def worker(
+    ctx: typer.Context,
+    once: Annotated[bool, typer.Option(help="Drain the pending triggers, then exit.")] = False,
+    poll: Annotated[float, typer.Option(min=0.01, help="Seconds between looks when idle.")] = 0.2,
+    pipeline: PipelineOpt = None,
+    json: JsonOpt = False,
+) -> None:
+    """Build the out-of-date dependents of each commit, as commits land."""
+    from strata.build.worker import run_worker
+
+    with reported():
+        service = service_from(ctx, pipeline)
+        reporter = None if json else _LiveReporter()
+
+        def told(claimed: Any, built: BuildReport | None) -> None:
+            if not json:
+                what = "nothing reads it" if built is None else f"build {built.state.lower()}"
+                err_console.print(
+                    f"trigger {claimed.dataset}@{claimed.commit_id}: {what}", highlight=False
+                )
+
+        with _sigterm_interrupts():
+            report = run_worker(service, once=once, poll=poll, reporter=reporter, on_build=told)
+        if json:
+            emit_json(report.to_dict())
+
+
+Ref = Annotated[str, typer.Argument(help="DATASET or DATASET@VERSION.")]
+
+
+def history(ctx: typer.Context, dataset: str, json: JsonOpt = False) -> None:
+    """Each version: commit time, type, rows, the run and program that built it, its inputs."""
+    with reported():
+        result = service_from(ctx, []).history(dataset)
+        if json:
+            emit_json(result)
+            return
+        rows = [
+            (
+                v["version"],
+                v["committed_at"],
+                v["type"],
+                v["rows"],
+                (v["run"] or "")[:13] + (f" {v['state']}" if v["state"] else ""),
+                _program_label(v["program"]) if v["program"] else "written by hand",
+                ", ".join(f"{k}@{n}" for k, n in v["inputs"].items()),
+            )
+            for v in result["versions"]
+        ]
+        emit_table(
+            f"history of {dataset}",
+            ["version", "committed at", "type", "rows", "run", "program", "inputs"],
+            rows,
+        )
+
+
+def trace(ctx: typer.Context, ref: Ref, json: JsonOpt = False) -> None:
+    """The provenance tree of a version down to raw datasets, with exact versions."""
+    from strata.build.history import parse_ref
+
+    with reported():
+        name, version = parse_ref(ref)
+        tree = service_from(ctx, []).trace(name, version)
+        if json:
+            emit_json(tree)
+            return
+        from rich.tree import Tree
+
+        from strata.cli.output import console
+
+        console.print(_tree(tree, Tree(_label(tree))))
+
+
+def _label(node: dict[str, Any]) -> str:
+    program = node["program"]
+    made = f" ← {program['transform']} v{program['ordinal']}" if program else " (raw)"
+    state = f" run {node['run'][:13]} {node['state']}" if node["run"] else ""
+    return f"[bold]{node['dataset']}@{node['version']}[/]{made}{state}"
+
+
+def _tree(node: dict[str, Any], into: Any) -> Any:
+    for child in node["inputs"]:
+        _tree(child, into.add(_label(child)))
+    return into
+
+
+def show_program(ctx: typer.Context, ref: Ref, json: JsonOpt = False) -> None:
+    """The source of the program version that built a dataset version."""
+    from strata.build.history import parse_ref
+
+    with reported():
+        name, version = parse_ref(ref)
+        built = service_from(ctx, []).program(name, version)
+        if json:
+            emit_json({"dataset": name, "version": built.version, **built.program.to_dict()})
+            return
+        from rich.syntax import Syntax
+
+        from strata.cli.output import console
+
+        p = built.program
+        console.print(
+            f"[bold]{name}@{built.version}[/] was built by {p.job_name} v{p.ordinal} "
+            f"({p.fingerprint[:12]}), run {built.run}, from "
+            + ", ".join(f"{k}@{v}" for k, v in built.inputs.items())
+        )
+        console.print(Syntax(p.source, "python", line_numbers=False))
+        console.print(f"[dim]stored files: {', '.join(sorted(p.files))}[/]")
+
+
+def reproduce(ctx: typer.Context, ref: Ref, json: JsonOpt = False) -> None:
+    """Run a version's stored program on its recorded inputs; compare the rows."""
+    from strata.build.history import parse_ref
+
+    with reported():
+        name, version = parse_ref(ref)
+        result = service_from(ctx, []).reproduce(name, version)
+        if json:
+            emit_json(result.to_dict())
+        else:
+            verdict = "[green]identical[/]" if result.identical else "[red]different[/]"
+            err_console.print(
+                f"{name}@{result.version}: {verdict} (recorded {str(result.recorded)[:12]}, "
+                f"reproduced {str(result.reproduced)[:12]})"
+            )
+            for k, v in result.differences.items():
+                if v:
+                    err_console.print(f"  {k.replace('_', ' ')}: {v}")
+    if not result.identical:
+        raise typer.Exit(1)
+
+
+def register(app: typer.Typer) -> None:
+    app.command()(history)
+    app.command()(trace)
+    app.command()(reproduce)
+    app.command("show-program")(show_program)
+    app.command()(worker)
+    app.command()(status)
+    app.command()(build)

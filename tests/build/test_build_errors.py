@@ -1,0 +1,120 @@
+"""Bad pipelines and bad requests: a clear error naming the transform and file, nothing
+committed."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+from build_support import Project, clicks, users
+
+
+def _fail(p: Project, *args: str) -> str:
+    code, out, err = p.cli(*args)
+    assert code == 1, (out, err)
+    assert "Traceback" not in err
+    return " ".join(err.split())
+
+
+def _write(p: Project, text: str) -> Path:
+    p.pipeline.write_text(text)
+    return p.pipeline
+
+
+HEAD = "from strata import Input, Output, transform, transform_df\n\n"
+
+
+def test_pipeline_errors_name_the_file_and_line(project: Project) -> None:
+    p = project
+    where = str(p.folder)
+    _write(p, HEAD + "def broken(:\n    pass\n")
+    assert f"syntax error at {p.pipeline}:3" in _fail(p, "status", "--pipeline", where)
+
+    _write(p, HEAD + "import no_such_module_here\n")
+    msg = _fail(p, "status", "--pipeline", where)
+    assert f"{p.pipeline}:3" in msg and "no_such_module_here" in msg
+
+    two = (
+        HEAD
+        + "@transform_df(Output('d/x'), a=Input('raw/a'))\ndef one(a):\n    return a\n\n"
+        + "@transform_df(Output('d/x'), a=Input('raw/a'))\ndef two(a):\n    return a\n"
+    )
+    _write(p, two)
+    msg = _fail(p, "status", "--pipeline", where)
+    assert "'d/x' is written by two transforms, shop.one" in msg and "shop.two" in msg
+
+    cycle = (
+        HEAD
+        + "@transform_df(Output('d/x'), a=Input('d/y'))\ndef one(a):\n    return a\n\n"
+        + "@transform_df(Output('d/y'), a=Input('d/x'))\ndef two(a):\n    return a\n"
+    )
+    _write(p, cycle)
+    msg = _fail(p, "status", "--pipeline", where)
+    assert "cycle" in msg and "d/x -> d/y -> d/x" in msg or "d/y -> d/x -> d/y" in msg
+
+    _write(p, HEAD + "@transform_df(Output('d/x'), a=Input('raw/a'))\ndef one(b):\n    return b\n")
+    msg = _fail(p, "status", "--pipeline", where)
+    assert "one" in msg and f"{p.pipeline}:4" in msg and "missing ['a']" in msg
+
+    _write(p, HEAD + "@transform_df(Output('raw/users'), a=Input('raw/a'))\ndef one(a):\n    return a\n")
+    p.append("raw/users", users(("ada", "UK")))
+    msg = _fail(p, "status", "--pipeline", where)
+    assert "writes 'raw/users', a raw dataset written by hand" in msg
+
+    assert "no pipelines are configured" in _fail(p, "status")
+    assert "is not a .py file or a folder" in _fail(p, "status", "--pipeline", where + "/nope")
+
+
+@pytest.mark.spark
+def test_transform_mistakes_fail_the_run_and_commit_nothing(
+    project: Project, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    p = project
+    # What `strata.connect()` inside a transform opens: the project's own store and lake.
+    monkeypatch.setenv("STRATA_DATABASE_URL", p.settings.database_url)
+    monkeypatch.setenv("STRATA_LAKE_URI", p.settings.lake_uri)
+    p.append("raw/clicks", clicks(("ada", 1)))
+    p.append("other/secret", clicks(("eve", 1)))
+    _write(
+        p,
+        HEAD
+        + "import strata\n\n"
+        + "@transform_df(Output('d/none'), c=Input('raw/clicks'))\ndef none(c):\n    c.count()\n\n"
+        + "@transform_df(Output('d/peek'), c=Input('raw/clicks'))\ndef peek(c):\n"
+        + "    return strata.connect().read('other/secret')\n\n"
+        + "@transform_df(Output('d/lost'), c=Input('raw/nowhere'))\ndef lost(c):\n    return c\n\n"
+        + "@transform(a=Output('d/a'), b=Output('d/b'), c=Input('raw/clicks'))\n"
+        + "def half(a, b, c):\n    a.write_dataframe(c.dataframe())\n",
+    )
+    code, out, err = p.cli("build", "--all", "--json", "--pipeline", str(p.folder))
+    assert code == 1, err
+    steps = {t["transform"]: t for t in json.loads(out)["transforms"]}
+    assert {t["outcome"] for t in steps.values()} == {"failed"}
+    assert "shop.none" in steps["shop.none"]["reason"]
+    assert "not a Spark DataFrame" in steps["shop.none"]["reason"]
+    assert f"{p.pipeline}:6" in steps["shop.none"]["reason"]
+    assert "read dataset 'other/secret', which it does not declare" in steps["shop.peek"]["reason"]
+    assert "'raw/nowhere'" in steps["shop.lost"]["reason"]
+    assert "did not write ['d/b']" in steps["shop.half"]["reason"]
+    # Nothing was committed: no derived dataset has a version, the half-written one neither.
+    assert p.scalar("SELECT count(*) FROM transactions WHERE state = 'COMMITTED'") == 2
+    assert p.scalar("SELECT count(*) FROM runs WHERE state = 'FAILED'") == 3
+
+
+@pytest.mark.spark
+def test_unknown_datasets_and_versions(project: Project) -> None:
+    p = project
+    p.append("raw/clicks", clicks(("ada", 1)))
+    p.append("raw/users", users(("ada", "UK")))
+    where = str(p.folder)
+    assert "no transform writes dataset 'nope/x'" in _fail(p, "build", "nope/x", "--pipeline", where)
+    assert "no transform writes dataset 'raw/clicks'" in _fail(
+        p, "build", "raw/clicks", "--pipeline", where
+    )
+    assert "name the datasets to build, or pass --all" in _fail(p, "build", "--pipeline", where)
+    assert "has no version 9" in _fail(p, "trace", "raw/clicks@9")
+    assert "does not exist" in _fail(p, "trace", "nope/x")
+    assert "write DATASET@N" in _fail(p, "trace", "raw/clicks@x")
+    assert "was not built by a transform" in _fail(p, "reproduce", "raw/clicks@1")
+    assert "was not built by a transform" in _fail(p, "show-program", "raw/clicks@1")
