@@ -149,6 +149,9 @@ def _import(root: Path, file: Path) -> ModuleType:
             file=str(exc.filename),
             line=exc.lineno,
         ) from exc
+    except PipelineError:  # a declaration mistake, already named with its place
+        del sys.modules[file.stem]
+        raise
     except Exception as exc:
         del sys.modules[file.stem]
         raise PipelineError(

@@ -35,7 +35,7 @@ class DatasetAt:
     """A lake dataset version as an event names it."""
 
     name: str
-    commit_id: int
+    commit_id: int | None  # None: not committed (yet)
     schema_fields: list[dict[str, Any]] = field(default_factory=list)
     rows: int | None = None
     size: int | None = None
@@ -84,9 +84,9 @@ def _facet(name: str, **fields: Any) -> dict[str, Any]:
 
 
 def _dataset(namespace: str, at: DatasetAt, output: bool) -> dict[str, Any]:
-    facets: dict[str, Any] = {
-        "version": _facet("DatasetVersionDatasetFacet", datasetVersion=str(at.commit_id))
-    }
+    facets: dict[str, Any] = {}
+    if at.commit_id is not None:
+        facets["version"] = _facet("DatasetVersionDatasetFacet", datasetVersion=str(at.commit_id))
     if at.schema_fields:
         fields = [{"name": f["name"], "type": f.get("type")} for f in at.schema_fields]
         facets["schema"] = _facet("SchemaDatasetFacet", fields=fields)

@@ -125,14 +125,19 @@ def run_transform(ctx: RunContext, item: Declared, inputs: Mapping[str, Version]
             (item.root / item.code.module_path).as_uri(),
         ),
     )
-    read = [_at(v) for v in inputs.values()]
-    ctx.emitter.emit(run_event("START", spec, namespace=lake.namespace, inputs=read))
-    result = RunResult(item.fqn, spec.run_id, "failed", dict.fromkeys(item.output_names))
-    result.program = program
-    result.inputs = {v.dataset: v.commit_id for v in inputs.values()}
+    # The transaction first: it makes the outputs lake datasets before an event names them
+    # (an event naming an unknown dataset would make it an external one, versioned by runs).
     txn = lake.transaction(
         list(item.output_names), item.transform.output_type, run_uuid=spec.run_id
     )
+    read = [_at(v) for v in inputs.values()]
+    writing = [DatasetAt(name, None) for name in item.output_names]
+    ctx.emitter.emit(
+        run_event("START", spec, namespace=lake.namespace, inputs=read, outputs=writing)
+    )
+    result = RunResult(item.fqn, spec.run_id, "failed", dict.fromkeys(item.output_names))
+    result.program = program
+    result.inputs = {v.dataset: v.commit_id for v in inputs.values()}
     try:
         with reads_limited_to(f"transform {item.fqn} ({item.where})", item.input_names):
             call_transform(lake, ctx.spark, item, inputs, txn)
@@ -142,7 +147,13 @@ def run_transform(ctx: RunContext, item: Declared, inputs: Mapping[str, Version]
             txn.abort()
         kind = "FAIL" if isinstance(exc, Exception) else "ABORT"
         event = run_event(
-            kind, spec, namespace=lake.namespace, inputs=read, error=exc, trace=_trace(exc)
+            kind,
+            spec,
+            namespace=lake.namespace,
+            inputs=read,
+            outputs=writing,
+            error=exc,
+            trace=_trace(exc),
         )
         ctx.emitter.emit(event)
         if not isinstance(exc, Exception):

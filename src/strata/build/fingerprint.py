@@ -142,16 +142,20 @@ def _constant(value: Any) -> str | None:
     if isinstance(value, _CONSTANTS):
         return repr(value)
     if isinstance(value, tuple | list | frozenset | set):
-        parts = [_constant(v) for v in value]
-        if any(p is None for p in parts):
+        found = [_constant(v) for v in value]
+        parts = [p for p in found if p is not None]
+        if len(parts) != len(found):
             return None
         items = sorted(parts) if isinstance(value, frozenset | set) else parts
         return f"{type(value).__name__}({','.join(str(p) for p in items)})"
     if isinstance(value, dict):
-        pairs = [(_constant(k), _constant(v)) for k, v in value.items()]
-        if any(k is None or v is None for k, v in pairs):
+        keys = [_constant(k) for k in value]
+        values = [_constant(v) for v in value.values()]
+        if None in keys or None in values:
             return None
-        return "dict(" + ",".join(f"{k}:{v}" for k, v in sorted(pairs)) + ")"  # type: ignore[arg-type]
+        return (
+            "dict(" + ",".join(sorted(f"{k}:{v}" for k, v in zip(keys, values, strict=True))) + ")"
+        )
     return None
 
 
@@ -162,9 +166,9 @@ def _normalised(source: str) -> ast.AST:
     for node in ast.walk(tree):
         if isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef | ast.ClassDef | ast.Module):
             body = node.body
-            if body and isinstance(body[0], ast.Expr) and isinstance(body[0].value, ast.Constant):
-                if isinstance(body[0].value.value, str):
-                    node.body = body[1:] or [ast.Pass()]
+            first = body[0].value if body and isinstance(body[0], ast.Expr) else None
+            if isinstance(first, ast.Constant) and isinstance(first.value, str):
+                node.body = body[1:] or [ast.Pass()]
     top = tree.body[0] if isinstance(tree, ast.Module) and len(tree.body) == 1 else None
     if isinstance(top, ast.FunctionDef | ast.AsyncFunctionDef | ast.ClassDef):
         top.decorator_list = []

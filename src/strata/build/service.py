@@ -13,6 +13,7 @@ from strata.build import history
 from strata.build.builder import Builder, BuildReport, Reporter
 from strata.build.catalog import Current, load_current, program_ordinals
 from strata.build.discovery import Pipelines, load_pipelines
+from strata.build.history import Entry
 from strata.build.status import DatasetStatus, assess
 from strata.errors import NotFound, PipelineError
 from strata.lake.service import Lake, connect
@@ -102,7 +103,7 @@ class BuildService:
         with read_tx(self.lake.engine) as conn:
             return history.trace(conn, self.lake.namespace, dataset, version)
 
-    def program(self, dataset: str, version: int | None = None) -> history.Entry:
+    def program(self, dataset: str, version: int | None = None) -> Entry:
         with read_tx(self.lake.engine) as conn:
             return history.entry(conn, self.lake.namespace, dataset, version)
 
@@ -129,13 +130,15 @@ def _refuse_raw_outputs(
     if not suspects:
         return
     d, t = s.datasets, s.transactions
-    raw = conn.execute(
-        sa.select(d.c.name)
-        .join(t, sa.and_(t.c.dataset_uuid == d.c.uuid, t.c.state == "COMMITTED"))
-        .where(d.c.namespace == namespace, d.c.name.in_(suspects))
-        .group_by(d.c.name)
-        .having(sa.func.count(t.c.run_uuid) == 0)
-    ).scalars()
+    raw: list[str] = list(
+        conn.execute(
+            sa.select(d.c.name)
+            .join(t, sa.and_(t.c.dataset_uuid == d.c.uuid, t.c.state == "COMMITTED"))
+            .where(d.c.namespace == namespace, d.c.name.in_(suspects))
+            .group_by(d.c.name)
+            .having(sa.func.count(t.c.run_uuid) == 0)
+        ).scalars()
+    )
     for name in raw:
         item = pipelines.producer(name)
         assert item is not None

@@ -136,9 +136,10 @@ def _check_declaration(t: Transform) -> None:
     at = f"{t.func.__name__} ({t.where})"
     if not t.outputs:
         raise PipelineError(f"transform {at} declares no Output; add one")
-    for item in [*t.inputs.values(), *t.outputs.values()]:
+    names = [i.name for i in t.inputs.values()] + [o.name for o in t.outputs.values()]
+    for name in names:
         try:
-            validate_dataset_name(item.name)
+            validate_dataset_name(name)
         except StrataError as exc:
             raise PipelineError(f"transform {at}: {exc.message}") from exc
     for inp in t.inputs.values():

@@ -17,6 +17,7 @@ import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
+from functools import partial
 from typing import Any
 
 import sqlalchemy as sa
@@ -141,7 +142,7 @@ def run_worker(
             time.sleep(poll)
             continue
         error: str | None = None
-        with heartbeat(lambda c=claimed: _renew(engine, c, holder), lease / 3):
+        with heartbeat(partial(_renew, engine, claimed, holder), lease / 3):
             try:
                 built = handle(service, claimed, reporter)
             except StrataError as exc:  # a broken pipeline: retrying would not help
