@@ -116,7 +116,7 @@ def test_program_change_input_append_and_early_cutoff(project: Project) -> None:
     build(p, "--all")
 
     # A program change: exactly its datasets and those downstream are out of date.
-    p.edit("SLOW_MS = 100", "SLOW_MS = 50")
+    p.edit("SLOW_MS = 100", "SLOW_MS = 30")
     st = status(p)
     assert kinds(st["clicks/slow"]) == ["program_changed"]
     change = st["clicks/slow"]["causes"][0]
@@ -129,6 +129,11 @@ def test_program_change_input_append_and_early_cutoff(project: Project) -> None:
 
     dry = build(p, "--all", "--dry-run")
     assert {k for k, v in outcomes(dry).items() if v == "would_build"} == {"shop.split"}
+    assert {k for k, v in outcomes(dry).items() if v == "may_build"} == {
+        "shop.slow_per_user",
+        "shop.fast_per_user",
+        "shop.user_report",
+    }
     report = build(p, "--all")
     assert built(report) == {
         "shop.split",
@@ -205,7 +210,10 @@ def test_failure_skips_downstream_and_recovers(project: Project) -> None:
 
     p.edit("\n        assert False, 'boom'", "")
     report = build(p, "--all")
-    assert built(report) == {"shop.slow_per_user", "shop.fast_per_user", "shop.user_report"}
+    # The fix restores the first program version, and clicks/fast kept its rows: only
+    # what the appended slow click changes is built.
+    assert built(report) == {"shop.slow_per_user", "shop.user_report"}
+    assert outcomes(report)["shop.fast_per_user"] == "fresh"
 
 
 def test_trace_and_reproduce_a_past_version(project: Project) -> None:

@@ -36,7 +36,7 @@ class Step:
     """One transform's part in a build."""
 
     transform: str
-    outcome: str  # built | fresh | failed | skipped | would_build
+    outcome: str  # built | fresh | failed | skipped; dry runs: would_build | may_build
     outputs: dict[str, int | None]
     reason: str | None = None
     causes: dict[str, list[dict[str, Any]]] = field(default_factory=dict)
@@ -132,7 +132,9 @@ class Builder:
         for key in order:
             item = self.pipelines.transforms[key]
             causes = {d: status[d].causes for d in item.output_names if status[d].causes}
-            outcome = "would_build" if causes or force else "fresh"
+            own = any(c["kind"] != "upstream_stale" for cs in causes.values() for c in cs)
+            # Downstream of a stale dataset only: rebuilt if the upstream's rows change.
+            outcome = "would_build" if own or force else "may_build" if causes else "fresh"
             outputs = {d: status[d].version for d in item.output_names}
             steps.append(Step(key, outcome, outputs, causes=causes))
         return BuildReport(new_id(), "COMPLETED", steps)

@@ -59,7 +59,7 @@ def reproduce(lake: Lake, spark: SparkSession, dataset: str, version: int | None
             fingerprint = txn.pending_fingerprint(dataset)
             diff = _differences(
                 lake.read(dataset, version=built.version, spark=spark),
-                txn.pending_frame(dataset, spark),
+                txn.pending_frame(spark, dataset),
             )
         finally:
             txn.abort()

@@ -44,9 +44,11 @@ class Version:
     transaction_uuid: str | None
     run_uuid: str | None
     facets: dict[str, Any]
+    data_fingerprint: str | None = None
+    row_hash: str | None = None
 
     def to_dict(self) -> dict[str, Any]:
-        out = {k: v for k, v in self.__dict__.items() if k != "facets"}
+        out = {k: v for k, v in self.__dict__.items() if k not in ("facets", "row_hash")}
         out["committed_at"] = self.committed_at.isoformat()
         return out
 
@@ -132,6 +134,8 @@ def _to_version(name: str, row: RowMapping) -> Version:
         transaction_uuid=row["transaction_uuid"],
         run_uuid=row["run_uuid"],
         facets=dict(row["facets"] or {}),
+        data_fingerprint=row["data_fingerprint"],
+        row_hash=row["row_hash"],
     )
 
 

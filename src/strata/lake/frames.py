@@ -6,6 +6,7 @@ from typing import TYPE_CHECKING, Any
 
 from strata.errors import InvalidArgument, LakeError
 from strata.ids import new_id
+from strata.lake.rowhash import RowHash, arrow_row_hash, observed, observed_hash
 from strata.lake.storage import FileEntry, Storage
 
 if TYPE_CHECKING:
@@ -29,11 +30,17 @@ def frame_kind(frame: object) -> str:
     )
 
 
-def write_frame(storage: Storage, folder: str, frame: Any) -> tuple[list[FileEntry], pa.Schema]:
-    """Write ``frame`` as new containers under ``folder``; return them and their schema."""
+Written = tuple[list["FileEntry"], "pa.Schema", RowHash]
+
+
+def write_frame(storage: Storage, folder: str, frame: Any) -> Written:
+    """Write ``frame`` as new containers under ``folder``; return them, their schema and
+    the hash of the rows written."""
     kind = frame_kind(frame)
     if kind == "spark":
-        return _write_spark(storage, folder, frame)
+        watched, obs = observed(frame)
+        entries, schema = _write_spark(storage, folder, watched)
+        return entries, schema, observed_hash(obs)
     import pyarrow as pa
 
     if kind == "pandas":
@@ -42,7 +49,8 @@ def write_frame(storage: Storage, folder: str, frame: Any) -> tuple[list[FileEnt
         table = pa.Table.from_batches([frame])
     else:
         table = frame
-    return _write_arrow(storage, folder, table)
+    entries, schema = _write_arrow(storage, folder, table)
+    return entries, schema, arrow_row_hash(table)
 
 
 def _write_arrow(

@@ -53,7 +53,7 @@ def _check_declared(dataset: str) -> None:
         owner, names = limit
         raise UndeclaredInput(
             f"{owner} read dataset {dataset!r}, which it does not declare; add "
-            f"{dataset.split('/')[-1]}=Input({dataset!r}) to its inputs (it declares "
+            f"{dataset.rsplit('/', maxsplit=1)[-1]}=Input({dataset!r}) to its inputs (it declares "
             f"{sorted(names)})",
             dataset=dataset,
         )

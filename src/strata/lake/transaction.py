@@ -28,6 +28,7 @@ from strata.ids import new_id
 from strata.lake import schemas
 from strata.lake.catalog import Version, latest_version
 from strata.lake.frames import write_frame
+from strata.lake.rowhash import EMPTY, RowHash, fingerprint
 from strata.lake.storage import FileEntry
 from strata.store.engine import write_tx
 from strata.store.schema import (
@@ -117,6 +118,8 @@ _VERSION_COLUMNS = (
     "schema_fields",
     "facets",
     "content_hash",
+    "data_fingerprint",
+    "row_hash",
     "row_count",
     "byte_count",
     "file_count",
@@ -165,6 +168,7 @@ class _Part:
     removes: list[str] = field(default_factory=list)
     schema_fields: list[dict[str, Any]] | None = None
     arrow_schema: str | None = None
+    rows: RowHash | None = EMPTY  # None: writes by two engines, not comparable
 
 
 class Transaction:
@@ -237,7 +241,7 @@ class Transaction:
                 "transaction to add data",
                 type=self.type,
             )
-        entries, schema = write_frame(self._lake.storage, part.folder, frame)
+        entries, schema, rows = write_frame(self._lake.storage, part.folder, frame)
         fields = schemas.fields_of(schema)
         try:
             if part.schema_fields is not None and not schemas.compatible(
@@ -259,6 +263,7 @@ class Transaction:
         part.adds.extend(entries)
         part.schema_fields = fields
         part.arrow_schema = schemas.encode(schema)
+        part.rows = part.rows.combine(rows) if part.rows is not None else None
         return entries
 
     def remove(self, *paths: str, dataset: str | None = None) -> None:
@@ -349,6 +354,7 @@ class Transaction:
             now = previous.committed_at + timedelta(microseconds=1)
 
         removed = self._removals(conn, part, commit_id)
+        rows_hash = self._rows_after(part, previous, removed)
         rows = sum(e.rows for e in part.adds)
         size = sum(e.bytes for e in part.adds)
         count = len(part.adds)
@@ -387,6 +393,8 @@ class Transaction:
             "schema_fields": fields,
             "facets": facets,
             "content_hash": f"{digest % _HASH_MOD:064x}",
+            "data_fingerprint": fingerprint(fields, rows_hash) if rows_hash else None,
+            "row_hash": rows_hash.encode() if rows_hash else None,
             "row_count": rows,
             "byte_count": size,
             "file_count": count,
@@ -416,11 +424,39 @@ class Transaction:
             byte_count=size,
             file_count=count,
             content_hash=f"{digest % _HASH_MOD:064x}",
+            data_fingerprint=fingerprint(fields, rows_hash) if rows_hash else None,
+            row_hash=rows_hash.encode() if rows_hash else None,
             schema_fields=list(fields),
             transaction_uuid=part.txn_uuid,
             run_uuid=None,
             facets=facets,
         )
+
+    def _rows_after(
+        self, part: _Part, previous: Version | None, removed: list[Any]
+    ) -> RowHash | None:
+        """The row hash of the version this commit makes; None when unknown: files were
+        removed (their rows' hashes are not kept per file), or engines were mixed."""
+        if self.type == "SNAPSHOT" or part.rows is None:
+            return part.rows
+        if removed or previous is None:
+            return None if removed else part.rows
+        if previous.row_hash is None:
+            return None
+        return RowHash.decode(previous.row_hash).combine(part.rows)
+
+    def pending_fingerprint(self, dataset: str | None = None) -> str | None:
+        """The data fingerprint a SNAPSHOT commit of what was written would record."""
+        part = self._part(dataset)
+        if part.rows is None:
+            return None
+        return fingerprint(part.schema_fields or [], part.rows)
+
+    def pending_frame(self, spark: Any, dataset: str | None = None) -> Any:
+        """What was written so far, as a Spark DataFrame (uncommitted: for comparisons)."""
+        part = self._part(dataset)
+        storage = self._lake.storage
+        return spark.read.parquet(*[storage.spark_uri(e.path) for e in part.adds])
 
     def _removals(self, conn: Connection, part: _Part, commit_id: int) -> list[Any]:
         """Mark removed files in the interval index; returns their rows."""
