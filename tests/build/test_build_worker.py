@@ -54,7 +54,7 @@ def test_two_workers_carry_a_raw_append_through_the_pipeline(project: Project) -
     assert p.scalar("SELECT count(*) FROM build_triggers WHERE done_at IS NULL") == 0
 
     # A late append flows through again on its own.
-    p.append("raw/clicks", clicks(("cy", 500)))
+    p.append("raw/clicks", clicks(("bob", 500)))
     again = p.spawn("worker", "--once", "--json")
     out, err = again.communicate(timeout=600)
     assert again.returncode == 0, err
