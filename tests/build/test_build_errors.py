@@ -51,13 +51,16 @@ def test_pipeline_errors_name_the_file_and_line(project: Project) -> None:
     )
     _write(p, cycle)
     msg = _fail(p, "status", "--pipeline", where)
-    assert "cycle" in msg and "d/x -> d/y -> d/x" in msg or "d/y -> d/x -> d/y" in msg
+    assert ("cycle" in msg and "d/x -> d/y -> d/x" in msg) or "d/y -> d/x -> d/y" in msg
 
     _write(p, HEAD + "@transform_df(Output('d/x'), a=Input('raw/a'))\ndef one(b):\n    return b\n")
     msg = _fail(p, "status", "--pipeline", where)
     assert "one" in msg and f"{p.pipeline}:3" in msg and "missing ['a']" in msg
 
-    _write(p, HEAD + "@transform_df(Output('raw/users'), a=Input('raw/a'))\ndef one(a):\n    return a\n")
+    _write(
+        p,
+        HEAD + "@transform_df(Output('raw/users'), a=Input('raw/a'))\ndef one(a):\n    return a\n",
+    )
     p.append("raw/users", users(("ada", "UK")))
     msg = _fail(p, "status", "--pipeline", where)
     assert "writes 'raw/users', a raw dataset written by hand" in msg
@@ -113,7 +116,9 @@ def test_unknown_datasets_and_versions(project: Project) -> None:
     p.append("raw/clicks", clicks(("ada", 1)))
     p.append("raw/users", users(("ada", "UK")))
     where = str(p.folder)
-    assert "no transform writes dataset 'nope/x'" in _fail(p, "build", "nope/x", "--pipeline", where)
+    assert "no transform writes dataset 'nope/x'" in _fail(
+        p, "build", "nope/x", "--pipeline", where
+    )
     assert "no transform writes dataset 'raw/clicks'" in _fail(
         p, "build", "raw/clicks", "--pipeline", where
     )

@@ -6,6 +6,7 @@ import json
 import signal
 import time
 from datetime import datetime
+from itertools import pairwise
 
 import pytest
 from build_support import Project, clicks, users
@@ -49,14 +50,14 @@ def test_two_workers_carry_a_raw_append_through_the_pipeline(project: Project) -
     }
     # No transform ran twice at once (its runs never overlap).
     for spans in built.values():
-        for (_, end), (start, _) in zip(spans, spans[1:], strict=False):
+        for (_, end), (start, _) in pairwise(spans):
             assert end <= start
     assert p.scalar("SELECT count(*) FROM build_triggers WHERE done_at IS NULL") == 0
 
     # A late append flows through again on its own.
     p.append("raw/clicks", clicks(("bob", 500)))
     again = p.spawn("worker", "--once", "--json")
-    out, err = again.communicate(timeout=600)
+    _, err = again.communicate(timeout=600)
     assert again.returncode == 0, err
     hist = p.json("history", "report/users")["versions"]
     assert hist[-1]["inputs"] == {"metrics/fast_per_user": 1, "metrics/slow_per_user": 2}
@@ -64,7 +65,10 @@ def test_two_workers_carry_a_raw_append_through_the_pipeline(project: Project) -
 
 def test_a_killed_worker_leaves_its_trigger_to_another(project: Project) -> None:
     p = project
-    p.edit("def clean_clicks(clicks):\n", "def clean_clicks(clicks):\n    import time; time.sleep(60)\n")
+    p.edit(
+        "def clean_clicks(clicks):\n",
+        "def clean_clicks(clicks):\n    import time; time.sleep(60)\n",
+    )
     p.append("raw/clicks", clicks(("ada", 40)))
     victim = p.spawn("worker", STRATA_BUILD_LEASE_SECONDS="3")
     deadline = time.monotonic() + 120

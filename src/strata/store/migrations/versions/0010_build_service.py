@@ -47,7 +47,10 @@ def upgrade() -> None:
             name="uq_program_versions_namespace_job_name_fingerprint",
         ),
         sa.UniqueConstraint(
-            "namespace", "job_name", "ordinal", name="uq_program_versions_namespace_job_name_ordinal"
+            "namespace",
+            "job_name",
+            "ordinal",
+            name="uq_program_versions_namespace_job_name_ordinal",
         ),
     )
     op.create_table(
