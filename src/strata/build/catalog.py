@@ -41,49 +41,54 @@ class Current:
     inputs: dict[str, BuiltFrom] = field(default_factory=dict)
 
 
-def _producer(dv: Any, t: Any) -> Any:
-    return sa.func.coalesce(dv.c.run_uuid, t.c.run_uuid)
+_D, _DV, _T = s.datasets, s.dataset_versions, s.transactions
+# The run that made a version: its own, or its transaction's while the run's COMPLETE
+# event is not folded yet.
+_PRODUCER = sa.func.coalesce(_DV.c.run_uuid, _T.c.run_uuid)
+
+
+def _of_current(q: sa.Select[Any], namespace: str, names: Collection[str] | None) -> Any:
+    """``q`` over the lake datasets of ``namespace`` (or ``names``) and their current
+    versions; joins after it may use :data:`_PRODUCER`."""
+    q = (
+        q.select_from(_D)
+        .join(_DV, _DV.c.uuid == _D.c.current_version_uuid)
+        .outerjoin(_T, _T.c.uuid == _DV.c.transaction_uuid)
+        .where(_D.c.namespace == namespace, _D.c.is_lake.is_(True), _D.c.deleted_at.is_(None))
+    )
+    return q.where(_D.c.name.in_(sorted(names))) if names is not None else q
 
 
 def _current_rows(namespace: str, names: Collection[str] | None) -> sa.Select[Any]:
-    d, dv, t = s.datasets, s.dataset_versions, s.transactions
     r, jv, pv, j = s.runs, s.job_versions, s.program_versions, s.jobs
-    q = (
-        sa.select(
-            d.c.name,
-            dv.c.commit_id,
-            dv.c.data_fingerprint,
-            _producer(dv, t).label("run"),
-            j.c.name.label("job"),
-            jv.c.version.label("program"),
-            pv.c.ordinal,
-        )
-        .select_from(d)
-        .join(dv, dv.c.uuid == d.c.current_version_uuid)
-        .outerjoin(t, t.c.uuid == dv.c.transaction_uuid)
-        .outerjoin(r, r.c.uuid == _producer(dv, t))
+    columns = sa.select(
+        _D.c.name,
+        _DV.c.commit_id,
+        _DV.c.data_fingerprint,
+        _PRODUCER.label("run"),
+        j.c.name.label("job"),
+        jv.c.version.label("program"),
+        pv.c.ordinal,
+    )
+    return (
+        _of_current(columns, namespace, names)
+        .outerjoin(r, r.c.uuid == _PRODUCER)
         .outerjoin(jv, jv.c.uuid == r.c.job_version_uuid)
         .outerjoin(pv, pv.c.uuid == r.c.job_version_uuid)
         .outerjoin(j, j.c.uuid == r.c.job_uuid)
-        .where(d.c.namespace == namespace, d.c.is_lake.is_(True), d.c.deleted_at.is_(None))
     )
-    return q.where(d.c.name.in_(sorted(names))) if names is not None else q
 
 
 def _input_rows(namespace: str, names: Collection[str] | None) -> sa.Select[Any]:
-    d, dv, t, ri = s.datasets, s.dataset_versions, s.transactions, s.run_inputs
+    ri = s.run_inputs
     ind, iv = s.datasets.alias("ind"), s.dataset_versions.alias("iv")
-    q = (
-        sa.select(d.c.name, ind.c.name.label("input"), iv.c.commit_id, iv.c.data_fingerprint)
-        .select_from(d)
-        .join(dv, dv.c.uuid == d.c.current_version_uuid)
-        .outerjoin(t, t.c.uuid == dv.c.transaction_uuid)
-        .join(ri, ri.c.run_uuid == _producer(dv, t))
+    columns = sa.select(_D.c.name, ind.c.name.label("input"), iv.c.commit_id, iv.c.data_fingerprint)
+    return (
+        _of_current(columns, namespace, names)
+        .join(ri, ri.c.run_uuid == _PRODUCER)
         .join(iv, iv.c.uuid == ri.c.dataset_version_uuid)
         .join(ind, ind.c.uuid == iv.c.dataset_uuid)
-        .where(d.c.namespace == namespace, d.c.is_lake.is_(True), d.c.deleted_at.is_(None))
     )
-    return q.where(d.c.name.in_(sorted(names))) if names is not None else q
 
 
 def load_current(
@@ -116,23 +121,3 @@ def program_ordinals(conn: Connection, namespace: str) -> dict[tuple[str, str], 
         sa.select(pv.c.job_name, pv.c.fingerprint, pv.c.ordinal).where(pv.c.namespace == namespace)
     )
     return {(r.job_name, r.fingerprint): int(r.ordinal) for r in rows}
-
-
-def version_fingerprints(
-    conn: Connection, namespace: str, wanted: Collection[tuple[str, int]]
-) -> dict[tuple[str, int], str | None]:
-    """Data fingerprints of some ``(dataset, commit id)`` versions (pinned inputs)."""
-    if not wanted:
-        return {}
-    d, dv = s.datasets, s.dataset_versions
-    names = sorted({n for n, _ in wanted})
-    rows = conn.execute(
-        sa.select(d.c.name, dv.c.commit_id, dv.c.data_fingerprint)
-        .join(dv, dv.c.dataset_uuid == d.c.uuid)
-        .where(d.c.namespace == namespace, d.c.name.in_(names), dv.c.commit_id.is_not(None))
-    )
-    return {
-        (r.name, int(r.commit_id)): r.data_fingerprint
-        for r in rows
-        if (r.name, int(r.commit_id)) in wanted
-    }

@@ -7,7 +7,7 @@ generated chain may be deeper than Python's recursion limit.
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from itertools import pairwise
 
@@ -120,13 +120,3 @@ def _cycle_datasets(graph: Graph, keys: list[str]) -> list[str]:
         written = set(graph.nodes[writer].outputs)
         names.append(next(i for i in graph.nodes[reader].inputs if i in written))
     return [*reversed(names), names[-1]] if names else []
-
-
-def levels(order: Sequence[str], graph: Graph) -> Mapping[str, int]:
-    """Depth of each transform of ``order`` (0: nothing upstream within ``order``)."""
-    depth: dict[str, int] = {}
-    within = set(order)
-    for key in order:
-        ups = [u for u in graph.upstream(key) if u in within]
-        depth[key] = 1 + max((depth[u] for u in ups), default=-1)
-    return depth
