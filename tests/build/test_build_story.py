@@ -109,6 +109,14 @@ def test_first_build_records_the_catalog_and_a_rebuild_runs_nothing(project: Pro
     assert set(outcomes(again).values()) == {"fresh"}
     assert p.scalar("SELECT count(*) FROM runs") == runs_before
 
+    # Status and a no-op build start no JVM: with no Spark to be found they still answer.
+    for args in (["status", "--json"], ["build", "--all", "--json"]):
+        proc = p.spawn(*args, SPARK_HOME="/nonexistent", JAVA_HOME="/nonexistent")
+        out, err = proc.communicate(timeout=120)
+        assert proc.returncode == 0, err
+        assert "java" not in err.lower()
+        assert json.loads(out)
+
 
 def test_program_change_input_append_and_early_cutoff(project: Project) -> None:
     p = project

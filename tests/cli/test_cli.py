@@ -29,7 +29,9 @@ def invoke(settings: Settings, *args: str) -> tuple[int, str, str]:
 
 
 def test_every_command_has_help() -> None:
-    for command in ("init", "ingest", "datasets", "versions", "read", "gc", "demo", "serve"):
+    commands = ("init", "ingest", "datasets", "versions", "read", "gc", "demo", "serve")
+    builds = ("status", "build", "worker", "history", "trace", "reproduce", "show-program")
+    for command in commands + builds:
         result = runner.invoke(app, [command, "--help"])
         assert result.exit_code == 0, command
         assert "Usage" in result.stdout

@@ -17,6 +17,7 @@ import sqlalchemy as sa
 from sqlalchemy.engine import Connection
 
 from strata.store import schema as s
+from strata.store.fetch import plain_rows
 
 
 @dataclass(frozen=True)
@@ -47,7 +48,7 @@ _D, _DV, _T = s.datasets, s.dataset_versions, s.transactions
 _PRODUCER = sa.func.coalesce(_DV.c.run_uuid, _T.c.run_uuid)
 
 
-def _of_current(q: sa.Select[Any], namespace: str, names: Collection[str] | None) -> Any:
+def _of_current(q: sa.Select[Any], namespace: str, names: Collection[str] | None) -> sa.Select[Any]:
     """``q`` over the lake datasets of ``namespace`` (or ``names``) and their current
     versions; joins after it may use :data:`_PRODUCER`."""
     q = (
@@ -60,22 +61,22 @@ def _of_current(q: sa.Select[Any], namespace: str, names: Collection[str] | None
 
 
 def _current_rows(namespace: str, names: Collection[str] | None) -> sa.Select[Any]:
-    r, jv, pv, j = s.runs, s.job_versions, s.program_versions, s.jobs
+    # The program version (its uuid is the run's job version) names the job and the
+    # fingerprint: a run of another producer has none, and counts as no build.
+    r, pv = s.runs, s.program_versions
     columns = sa.select(
         _D.c.name,
         _DV.c.commit_id,
         _DV.c.data_fingerprint,
         _PRODUCER.label("run"),
-        j.c.name.label("job"),
-        jv.c.version.label("program"),
+        pv.c.job_name,
+        pv.c.fingerprint,
         pv.c.ordinal,
     )
     return (
         _of_current(columns, namespace, names)
         .outerjoin(r, r.c.uuid == _PRODUCER)
-        .outerjoin(jv, jv.c.uuid == r.c.job_version_uuid)
         .outerjoin(pv, pv.c.uuid == r.c.job_version_uuid)
-        .outerjoin(j, j.c.uuid == r.c.job_uuid)
     )
 
 
@@ -96,21 +97,14 @@ def load_current(
 ) -> dict[str, Current]:
     """Current versions with their catalog entries: every lake dataset, or ``names``."""
     out: dict[str, Current] = {}
-    for row in conn.execute(_current_rows(namespace, names)):
-        out[row.name] = Current(
-            dataset=row.name,
-            commit_id=int(row.commit_id),
-            data_fingerprint=row.data_fingerprint,
-            run=row.run,
-            job=row.job,
-            program=row.program,
-            ordinal=row.ordinal,
-        )
-    for row in conn.execute(_input_rows(namespace, names)):
-        cur = out.get(row.name)
+    for name, cid, fp, run, job, program, ordinal in plain_rows(
+        conn, _current_rows(namespace, names)
+    ):
+        out[name] = Current(name, int(cid), fp, run, job, program, ordinal, {})
+    for name, input_name, cid, fp in plain_rows(conn, _input_rows(namespace, names)):
+        cur = out.get(name)
         if cur is not None:
-            cid = int(row.commit_id) if row.commit_id is not None else None
-            cur.inputs[row.input] = BuiltFrom(cid, row.data_fingerprint)
+            cur.inputs[input_name] = BuiltFrom(int(cid) if cid is not None else None, fp)
     return out
 
 

@@ -16,6 +16,7 @@ import sys
 import traceback
 from collections.abc import Sequence
 from dataclasses import dataclass
+from functools import cached_property
 from pathlib import Path
 from types import ModuleType
 
@@ -50,11 +51,11 @@ class Declared:
     def outputs(self) -> dict[str, Output]:
         return self.transform.outputs
 
-    @property
+    @cached_property
     def input_names(self) -> tuple[str, ...]:
         return tuple(dict.fromkeys(i.name for i in self.inputs.values()))
 
-    @property
+    @cached_property
     def output_names(self) -> tuple[str, ...]:
         return tuple(o.name for o in self.outputs.values())
 

@@ -59,11 +59,11 @@ def program_code(func: Callable[..., Any], root: Path) -> ProgramCode:
     file = _file_of(func)
     assert file is not None
     rel = file.relative_to(root).as_posix() if file.is_relative_to(root) else file.name
-    walk.files.setdefault(rel, file.read_text(encoding="utf-8"))
+    walk.files.setdefault(rel, _read(file))
     return ProgramCode(
         digest,
         dict(sorted(walk.files.items())),
-        textwrap.dedent(_source(func)),
+        textwrap.dedent(_parsed(func)[0]),
         rel,
         func.__code__.co_firstlineno,
     )
@@ -80,7 +80,7 @@ class _Walk:
 
     def function(self, func: Callable[..., Any]) -> str:
         self.seen.add(id(func))
-        tree = _normalised(_source(func))
+        tree, dump = _code_of(func)
         code = getattr(func, "__code__", None)
         closure = getattr(func, "__closure__", None) or ()
         if code is not None:
@@ -93,7 +93,7 @@ class _Walk:
         for name in sorted(_names(tree)):
             if name in scope:
                 self._reference(name, scope[name])
-        return ast.dump(tree, include_attributes=False)
+        return dump
 
     def _reference(self, name: str, value: Any) -> None:
         if id(value) in self.seen:
@@ -106,13 +106,49 @@ class _Walk:
         if file is None or not file.is_relative_to(self.root):
             return  # library code counts by name only
         self.seen.add(id(value))
-        self.files.setdefault(file.relative_to(self.root).as_posix(), file.read_text("utf-8"))
+        self.files.setdefault(file.relative_to(self.root).as_posix(), _read(file))
         if isinstance(value, types.ModuleType):
-            self.refs[name] = ast.dump(_normalised(file.read_text("utf-8")))
+            self.refs[name] = ast.dump(_normalised(_read(file)))
         elif isinstance(value, types.FunctionType):
             self.refs[name] = self.function(value)
         else:
-            self.refs[name] = ast.dump(_normalised(_source(value)))
+            self.refs[name] = _parsed(value)[2]
+
+
+def _code_of(func: Callable[..., Any]) -> tuple[ast.AST, str]:
+    """The normalised tree of a function and its dump."""
+    _, tree, dump = _parsed(func)
+    return tree, dump
+
+
+# Keyed by code object (equal code, equal source): a factory that registers one function
+# thousands of times has it read and parsed once. Bounded, for workers that reload.
+_CODE_CACHE: dict[Any, tuple[str, ast.AST, str]] = {}
+
+
+def _parsed(func: Callable[..., Any]) -> tuple[str, ast.AST, str]:
+    """A function's source, normalised tree and dump."""
+    key = getattr(func, "__code__", None)  # classes have none: not cached
+    found = _CODE_CACHE.get(key) if key is not None else None
+    if found is None:
+        source = _source(func)
+        tree = _normalised(source)
+        found = (source, tree, ast.dump(tree, include_attributes=False))
+        if key is not None:
+            if len(_CODE_CACHE) > 4096:
+                _CODE_CACHE.clear()
+            _CODE_CACHE[key] = found
+    return found
+
+
+def _read(path: Path) -> str:
+    stat = path.stat()
+    return _read_cached(path, stat.st_mtime_ns, stat.st_size)
+
+
+@lru_cache(maxsize=1024)
+def _read_cached(path: Path, mtime: int, size: int) -> str:
+    return path.read_text(encoding="utf-8")
 
 
 def _source(obj: Any) -> str:
@@ -128,13 +164,21 @@ def _source(obj: Any) -> str:
 
 
 def _file_of(value: Any) -> Path | None:
-    if not isinstance(value, types.ModuleType | types.FunctionType | type):
+    if isinstance(value, types.FunctionType):
+        return _resolved(value.__code__.co_filename)
+    if not isinstance(value, types.ModuleType | type):
         return None
     try:
         path = inspect.getsourcefile(value)
     except TypeError:
         return None
-    return Path(path).resolve() if path else None
+    return _resolved(path) if path else None
+
+
+@lru_cache(maxsize=4096)
+def _resolved(path: str) -> Path | None:
+    found = Path(path)
+    return found.resolve() if found.exists() else None
 
 
 def _constant(value: Any) -> str | None:

@@ -27,6 +27,7 @@ class Graph:
 
     nodes: dict[str, Node]
     producer: dict[str, str] = field(default_factory=dict)
+    _upstream: dict[str, list[str]] = field(default_factory=dict)
 
     @classmethod
     def of(cls, nodes: Iterable[Node]) -> Graph:
@@ -38,12 +39,15 @@ class Graph:
 
     def upstream(self, key: str) -> list[str]:
         """The transforms that write ``key``'s inputs, once each, in input order."""
-        seen: dict[str, None] = {}
-        for name in self.nodes[key].inputs:
-            up = self.producer.get(name)
-            if up is not None:
-                seen.setdefault(up, None)
-        return list(seen)
+        found = self._upstream.get(key)
+        if found is None:
+            seen: dict[str, None] = {}
+            for name in self.nodes[key].inputs:
+                up = self.producer.get(name)
+                if up is not None:
+                    seen.setdefault(up, None)
+            found = self._upstream[key] = list(seen)
+        return found
 
     def downstream(self) -> dict[str, list[str]]:
         """For each transform, the transforms that read one of its outputs."""

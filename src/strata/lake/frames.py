@@ -35,7 +35,11 @@ Written = tuple[list["FileEntry"], "pa.Schema", RowHash]
 
 def write_frame(storage: Storage, folder: str, frame: Any) -> Written:
     """Write ``frame`` as new containers under ``folder``; return them, their schema and
-    the hash of the rows written."""
+    the hash of the rows written (:mod:`strata.lake.rowhash`).
+
+    Spark writes the frame with its row hash observed, so Spark hashes exactly what it
+    writes in the write's own pass; an Arrow table or pandas frame is hashed as stored.
+    """
     kind = frame_kind(frame)
     if kind == "spark":
         watched, obs = observed(frame)
@@ -50,7 +54,7 @@ def write_frame(storage: Storage, folder: str, frame: Any) -> Written:
     else:
         table = frame
     entries, schema = _write_arrow(storage, folder, table)
-    return entries, schema, arrow_row_hash(table)
+    return entries, schema, arrow_row_hash(table, schema)
 
 
 def _write_arrow(

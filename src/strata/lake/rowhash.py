@@ -12,6 +12,7 @@ a rebuild that early cutoff could have saved.
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import json
 from dataclasses import dataclass
@@ -25,6 +26,7 @@ _MOD = 1 << 64
 SPARK = "spark-xxh64"
 ARROW = "arrow-pandas"
 _KEYS = ("strata-rows-key1", "strata-rows-key2")  # pandas wants 16 characters
+_SALT = 0x9E3779B97F4A7C15
 
 
 @dataclass(frozen=True)
@@ -67,64 +69,176 @@ def fingerprint(schema_fields: list[dict[str, Any]], rows: RowHash) -> str:
     return hashlib.sha256(json.dumps(doc, separators=(",", ":")).encode()).hexdigest()
 
 
-def arrow_row_hash(table: pa.Table) -> RowHash:
-    """Hash the rows of an Arrow table (through pandas' vectorised row hash)."""
+def arrow_row_hash(table: pa.Table, written: pa.Schema | None = None) -> RowHash:
+    """Hash the rows of an Arrow table (through pandas' vectorised row hash).
+
+    ``written`` is the schema the table was stored with (from the Parquet footer): columns
+    are hashed as stored (e.g. timestamps at the microseconds the lake keeps), so tables that
+    store the same rows hash alike. Integers, floats and booleans with nulls are hashed as
+    nullable pandas columns (a null is neither 0.0 nor NaN, and a large integer is not
+    rounded to a float); nested values by their exact Python ``repr``.
+    """
+    import numpy as np
+    import pandas as pd
+    import pyarrow as pa
     from pandas.util import hash_pandas_object
 
     if table.num_rows == 0:
         return EMPTY
-    frame = table.select(sorted(table.column_names)).to_pandas()
-    sums = []
-    for key in _KEYS:
+    names = table.column_names
+    stored = list(written.types) if written is not None and len(written) == len(names) else None
+    columns = [
+        _hashable(table.column(i), stored[i] if stored else None)
+        for i in sorted(range(len(names)), key=lambda i: names[i])
+    ]
+    nullable = {
+        pa.bool_(): pd.BooleanDtype(),
+        pa.float32(): pd.Float32Dtype(),
+        pa.float64(): pd.Float64Dtype(),
+        pa.int8(): pd.Int8Dtype(),
+        pa.int16(): pd.Int16Dtype(),
+        pa.int32(): pd.Int32Dtype(),
+        pa.int64(): pd.Int64Dtype(),
+        pa.uint8(): pd.UInt8Dtype(),
+        pa.uint16(): pd.UInt16Dtype(),
+        pa.uint32(): pd.UInt32Dtype(),
+        pa.uint64(): pd.UInt64Dtype(),
+    }
+    # Column names are not hashed (the fingerprint carries them), only their order.
+    frame = pa.table(columns, names=[str(i) for i in range(len(columns))]).to_pandas(
+        types_mapper=nullable.get
+    )
+
+    def total(key: str) -> int:
         hashes = hash_pandas_object(frame, index=False, hash_key=key)
-        sums.append(int(hashes.to_numpy().sum(dtype="uint64")))
-    return RowHash(ARROW, table.num_rows, sums[0] % _MOD, sums[1] % _MOD)
+        return int(hashes.to_numpy().sum(dtype="uint64")) % _MOD  # numpy wraps: mod 2**64
+
+    s1 = total(_KEYS[0])
+    # pandas hashes numbers without the key: a leading constant column makes the second row
+    # hash another function of them as well.
+    frame.insert(0, "salt", np.full(len(frame), _SALT, dtype="uint64"))
+    return RowHash(ARROW, table.num_rows, s1, total(_KEYS[1]))
+
+
+def _hashable(column: pa.ChunkedArray, stored: pa.DataType | None) -> pa.ChunkedArray:
+    """One column as pandas should hash it."""
+    import pyarrow as pa
+
+    if stored is not None and column.type != stored:
+        # When the cast fails, the column is hashed as given: still a function of the rows.
+        with contextlib.suppress(pa.ArrowInvalid, pa.ArrowNotImplementedError):
+            column = column.cast(stored, safe=False)
+    if pa.types.is_dictionary(column.type):
+        column = column.cast(column.type.value_type)  # hashed as its values
+    kind = column.type
+    if pa.types.is_timestamp(kind):
+        # What the lake stores (writes coerce to microseconds), as integers: the same
+        # hash whatever unit pandas would convert to.
+        return column.cast(pa.timestamp("us", kind.tz), safe=False).cast(pa.int64())
+    if pa.types.is_nested(kind):
+        # pandas would hash nested values by str(), which rounds floats and elides long
+        # arrays; repr of the Python value is exact.
+        text = [None if v is None else repr(v) for v in column.to_pylist()]
+        return pa.chunked_array([pa.array(text, pa.string())])
+    return column
+
+
+# Spark: xxhash64 skips nulls and cannot hash maps or variants; to_json stands for nested
+# values, with every field and full timestamps, whatever the session's settings.
+_JSON = {
+    "ignoreNullFields": "false",
+    "timestampFormat": "yyyy-MM-dd'T'HH:mm:ss.SSSSSSXXX",
+    "timestampNTZFormat": "yyyy-MM-dd'T'HH:mm:ss.SSSSSS",
+    "timeZone": "UTC",
+}
+_MASK_BITS = 62  # null flags per mask column
+_CHUNK = 21  # bits per partial sum (see _sums)
 
 
 def _spark_columns(df: DataFrame) -> list[Any]:
-    """Per-row hash inputs: every column by name, plus which of them are null (xxhash64
-    skips nulls, so without it (null, 1) and (1, null) would hash alike)."""
-    from pyspark.sql import functions as F  # noqa: N812
-    from pyspark.sql.types import MapType
+    """Per-row hash inputs: which columns are null, then every column by name.
 
+    xxhash64 skips nulls, so without the null flags (null, 1) and (1, null) would hash
+    alike. A flag is only computed for columns that can be null (the others add 0). Nested
+    columns (structs, arrays, maps, variants) are hashed as JSON text: xxhash64 skips nulls
+    inside them too, and cannot hash maps or variants at all.
+    """
+    from pyspark.sql import functions as F  # noqa: N812
+    from pyspark.sql.types import ArrayType, MapType, StructType
+
+    nested: tuple[type, ...] = (ArrayType, MapType, StructType)
+    try:
+        from pyspark.sql.types import VariantType
+
+        nested += (VariantType,)
+    except ImportError:  # pragma: no cover - Spark before 4.0
+        pass
+    fields = sorted(df.schema.fields, key=lambda f: f.name)
     cols: list[Any] = []
-    nulls: Any = F.lit(0)
-    for i, field in enumerate(sorted(df.schema.fields, key=lambda f: f.name)):
+    masks: list[Any] = []
+    for start in range(0, max(len(fields), 1), _MASK_BITS):
+        chunk = fields[start : start + _MASK_BITS]
+        mask: Any = F.lit(0)
+        for bit, field in enumerate(chunk):
+            if field.nullable:
+                flag = F.when(F.col(f"`{field.name}`").isNull(), F.lit(1 << bit))
+                mask = mask + flag.otherwise(F.lit(0))
+        # An int while every flag fits one (the type counts: xxhash64 hashes ints and longs
+        # differently), whichever columns are nullable.
+        masks.append(mask.cast("int" if start == 0 and len(fields) <= 31 else "long"))
+    for field in fields:
         col = F.col(f"`{field.name}`")
-        # Spark cannot hash maps; their JSON text stands for them.
-        cols.append(F.to_json(col) if isinstance(field.dataType, MapType) else col)
-        nulls = nulls + F.when(col.isNull(), F.lit(1 << (i % 62))).otherwise(F.lit(0))
-    return [nulls, *cols]
+        cols.append(F.to_json(col, _JSON) if isinstance(field.dataType, nested) else col)
+    return [*masks, *cols]
+
+
+def _sums(h: Any) -> list[Any]:
+    """Sums of a long column in three 21-bit slices: exact while fewer than 2**42 rows,
+    no overflow (ANSI mode raises on one), and much cheaper than summing decimals.
+    ``h = lo + mid * 2**21 + hi * 2**42`` (``hi`` signed), so the sums give sum(h)."""
+    from pyspark.sql import functions as F  # noqa: N812
+
+    low = F.lit((1 << _CHUNK) - 1)
+    return [
+        F.sum(h.bitwiseAND(low)),
+        F.sum(F.shiftright(h, _CHUNK).bitwiseAND(low)),
+        F.sum(F.shiftright(h, 2 * _CHUNK)),
+    ]
 
 
 def observed(df: DataFrame) -> tuple[DataFrame, Any]:
-    """``df`` with its row hash observed: write it, then :func:`observed_hash`."""
+    """``df`` with its row hash observed: run one action on it (the write), then
+    :func:`observed_hash`. The hash is computed by that action, in the same pass."""
     from pyspark.sql import Observation
     from pyspark.sql import functions as F  # noqa: N812
 
     cols = _spark_columns(df)
-    obs = Observation("strata_row_hash")
-    as_decimal = "decimal(38,0)"  # sums of longs overflow a long (and ANSI mode raises)
-    watched = df.observe(
-        obs,
-        F.count(F.lit(1)).alias("n"),
-        F.sum(F.xxhash64(*cols).cast(as_decimal)).alias("s1"),
-        F.sum(F.xxhash64(F.lit(_KEYS[1]), *cols).cast(as_decimal)).alias("s2"),
-    )
+    obs = Observation()  # an unnamed one gets a unique name: it never clashes
+    metrics = [
+        F.count(F.lit(1)),
+        *_sums(F.xxhash64(*cols)),
+        *_sums(F.xxhash64(F.lit(_KEYS[1]), *cols)),
+    ]
+    watched = df.observe(obs, *[m.alias(f"strata_h{i}") for i, m in enumerate(metrics)])
     return watched, obs
 
 
 def observed_hash(obs: Any) -> RowHash:
     """The row hash an Observation saw during the action that ran."""
     got = obs.get
-    count = int(got.get("n") or 0)
+    count = int(got.get("strata_h0") or 0)
     if count == 0:
         return EMPTY
-    return RowHash(SPARK, count, int(got["s1"] or 0) % _MOD, int(got["s2"] or 0) % _MOD)
+    parts = [int(got.get(f"strata_h{i}") or 0) for i in range(1, 7)]
+    s1, s2 = (
+        (lo + (mid << _CHUNK) + (hi << 2 * _CHUNK)) % _MOD for lo, mid, hi in (parts[:3], parts[3:])
+    )
+    return RowHash(SPARK, count, s1, s2)
 
 
 def dataframe_row_hash(df: DataFrame) -> RowHash:
-    """The Spark row hash of a DataFrame, computed without writing files."""
+    """The Spark row hash of a DataFrame, computed without writing files (a ``noop``
+    write), e.g. to compare a re-run with a recorded version."""
     watched, obs = observed(df)
     watched.write.format("noop").mode("overwrite").save()
     return observed_hash(obs)

@@ -1,0 +1,171 @@
+"""What the data fingerprint costs a large Spark write.
+
+The DataFrame of ``spark_write.py`` (``--rows`` rows: ``id``, ``user`` string, ``score``
+double, ``clicks`` int, ``ts`` timestamp; cached and counted first). Each round writes it
+three ways, rotating which goes first:
+
+- ``plain``: ``df.write.parquet(new path)``;
+- ``hashed``: the same write of ``df`` with its row hash observed
+  (``strata.lake.rowhash.observed``): the fingerprint's own cost, without the lake;
+- ``strata``: ``lake.transaction(..., type=SNAPSHOT)`` + ``txn.write(df)`` + commit,
+  which records the version's data fingerprint.
+
+Outputs are deleted between rounds, outside the timers. The target is strata / plain
+<= 1.2 (ratio of medians).
+"""
+
+from __future__ import annotations
+
+import gc
+import shutil
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+from _common import (
+    backends,
+    now_ms,
+    ok,
+    open_lake,
+    parser,
+    print_table,
+    scratch_dir,
+    side_by_side,
+    summary,
+    write_json,
+)
+from spark_write import make_frame
+
+TARGET_RATIO = 1.2
+DATASET = "bench/fingerprinted"
+
+
+def rotate(
+    ops: dict[str, Callable[[int], float]], rounds: int, warmup: int, backend: str
+) -> dict[str, list[float]]:
+    """Run every op once per round, starting one later each round; keep rounds after
+    ``warmup``."""
+    names = list(ops)
+    kept: dict[str, list[float]] = {n: [] for n in names}
+    for i in range(warmup + rounds):
+        order = names[i % len(names) :] + names[: i % len(names)]
+        got: dict[str, float] = {}
+        for name in order:
+            gc.collect()
+            got[name] = ops[name](i)
+        print(
+            f"  [{backend}] round {i + 1}{' (warm-up)' if i < warmup else ''}: "
+            + ", ".join(f"{n} {got[n]:,.0f} ms" for n in names),
+            flush=True,
+        )
+        if i >= warmup:
+            for n in names:
+                kept[n].append(got[n])
+    return kept
+
+
+def run(backend: str, df: Any, rounds: int, warmup: int) -> dict[str, Any]:
+    from strata.lake.rowhash import observed, observed_hash
+
+    with scratch_dir("fingerprint") as home, open_lake(backend, home) as lake:
+        fingerprints: set[str | None] = set()
+        hashes: set[Any] = set()
+
+        def plain(i: int) -> float:
+            target = home / "plain" / f"round-{i}"
+            t0 = now_ms()
+            df.write.parquet(target.as_uri())
+            elapsed = now_ms() - t0
+            shutil.rmtree(target, ignore_errors=True)
+            return elapsed
+
+        def hashed(i: int) -> float:
+            target = home / "hashed" / f"round-{i}"
+            t0 = now_ms()
+            watched, obs = observed(df)
+            watched.write.parquet(target.as_uri())
+            hashes.add(observed_hash(obs))
+            elapsed = now_ms() - t0
+            shutil.rmtree(target, ignore_errors=True)
+            return elapsed
+
+        def strata(_i: int) -> float:
+            t0 = now_ms()
+            with lake.transaction(DATASET, type="SNAPSHOT") as txn:
+                txn.write(df)
+            elapsed = now_ms() - t0
+            fingerprints.add(txn.versions[DATASET].data_fingerprint)
+            for folder in {"/".join(f.path.split("/")[:2]) for f in lake.files(DATASET)}:
+                shutil.rmtree(Path(lake.storage.local(folder)), ignore_errors=True)
+            return elapsed
+
+        kept = rotate({"plain": plain, "hashed": hashed, "strata": strata}, rounds, warmup, backend)
+        version = lake.version(DATASET)
+    assert len(fingerprints) == 1 and None not in fingerprints, fingerprints
+    assert len(hashes) == 1, hashes
+    return {
+        "backend": backend,
+        "rounds": rounds,
+        "files_per_write": version.file_count,
+        "fingerprint": fingerprints.pop(),
+        "hashed": summary(kept["hashed"]),
+        "hashed_over_plain": side_by_side(kept["hashed"], kept["plain"], ("hashed", "plain"))[
+            "ratio_of_medians"
+        ],
+        **side_by_side(kept["strata"], kept["plain"], ("strata", "plain")),
+    }
+
+
+def main() -> None:
+    p = parser(__doc__ or "")
+    p.add_argument("--rows", type=int, default=5_000_000, help="rows (default 5,000,000)")
+    p.add_argument("--partitions", type=int, default=4, help="DataFrame partitions (default 4)")
+    p.add_argument("--rounds", type=int, default=6, help="timed rounds (default 6)")
+    p.add_argument("--warmup", type=int, default=1, help="untimed rounds first (default 1)")
+    a = p.parse_args()
+
+    from strata.lake.spark import get_spark
+    from strata.settings import Settings
+
+    with scratch_dir("fingerprint-session") as tmp:
+        spark = get_spark(Settings(home=tmp))
+        t0 = now_ms()
+        df: Any = make_frame(spark, a.rows, a.partitions)
+        print(f"cached {a.rows:,} rows in {(now_ms() - t0) / 1000:.1f} s")
+        results = [run(b, df, a.rounds, a.warmup) for b in backends(a.backend)]
+        df.unpersist()
+        spark.stop()
+    print_table(
+        f"Spark write of {a.rows:,} cached rows with and without its data fingerprint, "
+        f"{a.rounds} rounds rotating (ms)",
+        [
+            "backend",
+            "files",
+            "plain p50",
+            "hashed p50",
+            "strata p50",
+            "hashed/plain",
+            "strata/plain",
+            "paired ratio p50",
+            f"ratio <= {TARGET_RATIO}",
+        ],
+        [
+            [
+                r["backend"],
+                r["files_per_write"],
+                r["plain"]["p50"],
+                r["hashed"]["p50"],
+                r["strata"]["p50"],
+                r["hashed_over_plain"],
+                r["ratio_of_medians"],
+                r["median_paired_ratio"],
+                ok(float(r["ratio_of_medians"]) <= TARGET_RATIO),
+            ]
+            for r in results
+        ],
+    )
+    write_json("data_fingerprint", a.json, vars(a), results)
+
+
+if __name__ == "__main__":
+    main()
