@@ -128,3 +128,24 @@ def test_unknown_datasets_and_versions(project: Project) -> None:
     assert "write DATASET@N" in _fail(p, "trace", "raw/clicks@x")
     assert "was not built by a transform" in _fail(p, "reproduce", "raw/clicks@1")
     assert "was not built by a transform" in _fail(p, "show-program", "raw/clicks@1")
+
+
+@pytest.mark.spark
+def test_an_append_output_refuses_another_schema(project: Project) -> None:
+    p = project
+    p.append("raw/clicks", clicks(("ada", 1)))
+    _write(
+        p,
+        HEAD
+        + "@transform_df(Output('d/log', type='APPEND'), c=Input('raw/clicks'))\n"
+        + "def log(c):\n    return c\n",
+    )
+    first = p.json("build", "--all", "--pipeline", str(p.folder))
+    assert first["transforms"][0]["outputs"] == {"d/log": 1}
+    p.edit("    return c\n", "    return c.selectExpr('user', 'cast(ms as string) as ms')\n")
+    code, out, err = p.cli("build", "--all", "--json", "--pipeline", str(p.folder))
+    assert code == 1, err
+    step = json.loads(out)["transforms"][0]
+    assert step["outcome"] == "failed"
+    assert "d/log" in step["reason"] and "APPEND" in step["reason"]
+    assert [v["version"] for v in p.json("history", "d/log")["versions"]] == [1]
