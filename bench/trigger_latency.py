@@ -13,6 +13,7 @@ import os
 import subprocess
 import sys
 import time
+from datetime import UTC, datetime
 from typing import Any
 
 from _common import backends, open_lake, parser, print_table, scratch_dir, summary, write_json
@@ -76,7 +77,9 @@ def _wait_for_run(lake: Any, query: Any, version_uuid: str) -> Any:
         with lake.engine.connect() as conn:
             found = conn.execute(query, {"v": version_uuid}).scalar()
         if found is not None:
-            return found
+            # SQLite hands the time back as the text it stored.
+            when = datetime.fromisoformat(found) if isinstance(found, str) else found
+            return when if when.tzinfo else when.replace(tzinfo=UTC)
         time.sleep(0.05)
     raise TimeoutError("the worker did not build the commit within 300 s")
 

@@ -197,7 +197,8 @@ class _BuildRun:
 
     def _run_if_stale(self, item: Declared) -> Step:
         with self.lock:
-            snapshot = dict(self.current)
+            names = (*item.output_names, *item.input_names)
+            snapshot = {n: self.current[n] for n in names if n in self.current}
         if not self.force and not self._causes(item, snapshot):
             return Step(item.fqn, "fresh", self._versions(item))
         b = self.builder

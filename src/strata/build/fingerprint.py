@@ -80,7 +80,7 @@ class _Walk:
 
     def function(self, func: Callable[..., Any]) -> str:
         self.seen.add(id(func))
-        tree, dump = _code_of(func)
+        names, dump = _code_of(func)
         code = getattr(func, "__code__", None)
         closure = getattr(func, "__closure__", None) or ()
         if code is not None:
@@ -90,7 +90,7 @@ class _Walk:
                 except ValueError:  # an empty cell: the variable was never bound
                     continue
         scope = getattr(func, "__globals__", {})
-        for name in sorted(_names(tree)):
+        for name in sorted(names):
             if name in scope:
                 self._reference(name, scope[name])
         return dump
@@ -115,10 +115,19 @@ class _Walk:
             self.refs[name] = _parsed(value)[2]
 
 
-def _code_of(func: Callable[..., Any]) -> tuple[ast.AST, str]:
-    """The normalised tree of a function and its dump."""
+def _code_of(func: Callable[..., Any]) -> tuple[frozenset[str], str]:
+    """The names a function's code loads, and the dump of its normalised tree."""
     _, tree, dump = _parsed(func)
-    return tree, dump
+    key = getattr(func, "__code__", None)
+    names = _NAMES.get(key) if key is not None else None
+    if names is None:
+        names = frozenset(_names(tree))
+        if key is not None:
+            _NAMES[key] = names
+    return names, dump
+
+
+_NAMES: dict[Any, frozenset[str]] = {}
 
 
 # Keyed by code object (equal code, equal source): a factory that registers one function
@@ -137,6 +146,7 @@ def _parsed(func: Callable[..., Any]) -> tuple[str, ast.AST, str]:
         if key is not None:
             if len(_CODE_CACHE) > 4096:
                 _CODE_CACHE.clear()
+                _NAMES.clear()
             _CODE_CACHE[key] = found
     return found
 

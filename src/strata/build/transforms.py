@@ -166,10 +166,9 @@ def _check_declaration(t: Transform) -> None:
 
 def _check_parameters(t: Transform, at: str) -> None:
     wanted = set(t.inputs) if t.kind == "df" else set(t.inputs) | set(t.outputs)
-    params = inspect.signature(t.func).parameters
-    if any(p.kind is p.VAR_KEYWORD for p in params.values()):
+    have, open_ended = _parameters(t.func)
+    if open_ended:
         return
-    have = set(params)
     if have != wanted:
         missing, extra = sorted(wanted - have), sorted(have - wanted)
         raise PipelineError(
@@ -178,3 +177,14 @@ def _check_parameters(t: Transform, at: str) -> None:
             + (f"; missing {missing}" if missing else "")
             + (f"; not declared {extra}" if extra else "")
         )
+
+
+def _parameters(func: Callable[..., Any]) -> tuple[set[str], bool]:
+    """A function's parameter names, and whether it takes ``**kwargs``. Read from its
+    code object when it has one: a factory may declare thousands of transforms."""
+    code = getattr(func, "__code__", None)
+    if code is None:
+        params = inspect.signature(func).parameters
+        return set(params), any(p.kind is p.VAR_KEYWORD for p in params.values())
+    count = code.co_argcount + code.co_kwonlyargcount
+    return set(code.co_varnames[:count]), bool(code.co_flags & inspect.CO_VARKEYWORDS)

@@ -120,7 +120,7 @@ def arrow_row_hash(table: pa.Table, written: pa.Schema | None = None) -> RowHash
     return RowHash(ARROW, table.num_rows, s1, total(_KEYS[1]))
 
 
-def _hashable(column: pa.ChunkedArray, stored: pa.DataType | None) -> pa.ChunkedArray:
+def _hashable(column: pa.ChunkedArray[Any], stored: pa.DataType | None) -> pa.ChunkedArray[Any]:
     """One column as pandas should hash it."""
     import pyarrow as pa
 
