@@ -116,7 +116,7 @@ def main() -> None:
             "plain min",
             "strata/plain",
             "paired ratio p50",
-            "ratio < 1.05",
+            "ratio <= 1.2",
         ],
         [
             [

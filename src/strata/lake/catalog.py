@@ -28,7 +28,14 @@ class DatasetInfo:
 
 @dataclass(frozen=True)
 class Version:
-    """One committed version of a lake dataset."""
+    """One committed version of a lake dataset.
+
+    ``data_fingerprint`` depends on the version's rows and columns only (not on its files,
+    partitioning or row order; see :mod:`strata.lake.rowhash`). It is None when unknown
+    (the commit removed files, or mixed engines' writes): a comparison with an unknown
+    fingerprint must count as "different". ``row_hash`` is the encoded row-hash sum the
+    fingerprint is made from, which the next APPEND carries forward.
+    """
 
     dataset: str
     dataset_uuid: str

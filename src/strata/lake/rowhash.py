@@ -6,8 +6,11 @@ count, an order-independent multiset hash, so an APPEND's is its parent's plus w
 added. Spark computes it from exactly what it writes, in the same pass (``observe``);
 Arrow and pandas writes hash with pandas. The two engines hash rows differently, so a
 fingerprint names its algorithm and versions written by different engines never compare
-equal; nor does an unknown fingerprint (a version that removed files), which only costs
-a rebuild that early cutoff could have saved.
+equal.
+
+A fingerprint may be unknown (None: a version that removed files, or mixed engines in
+one write). A comparison with an unknown fingerprint must count as "different": it only
+costs a rebuild that early cutoff could have saved, never a wrong "same".
 """
 
 from __future__ import annotations
@@ -174,6 +177,10 @@ def _spark_columns(df: DataFrame) -> list[Any]:
     except ImportError:  # pragma: no cover - Spark before 4.0
         pass
     fields = sorted(df.schema.fields, key=lambda f: f.name)
+
+    def column(name: str) -> Any:
+        return F.col("`" + name.replace("`", "``") + "`")
+
     cols: list[Any] = []
     masks: list[Any] = []
     for start in range(0, max(len(fields), 1), _MASK_BITS):
@@ -181,21 +188,25 @@ def _spark_columns(df: DataFrame) -> list[Any]:
         mask: Any = F.lit(0)
         for bit, field in enumerate(chunk):
             if field.nullable:
-                flag = F.when(F.col(f"`{field.name}`").isNull(), F.lit(1 << bit))
+                flag = F.when(column(field.name).isNull(), F.lit(1 << bit))
                 mask = mask + flag.otherwise(F.lit(0))
         # An int while every flag fits one (the type counts: xxhash64 hashes ints and longs
         # differently), whichever columns are nullable.
         masks.append(mask.cast("int" if start == 0 and len(fields) <= 31 else "long"))
     for field in fields:
-        col = F.col(f"`{field.name}`")
+        col = column(field.name)
         cols.append(F.to_json(col, _JSON) if isinstance(field.dataType, nested) else col)
     return [*masks, *cols]
 
 
 def _sums(h: Any) -> list[Any]:
-    """Sums of a long column in three 21-bit slices: exact while fewer than 2**42 rows,
-    no overflow (ANSI mode raises on one), and much cheaper than summing decimals.
-    ``h = lo + mid * 2**21 + hi * 2**42`` (``hi`` signed), so the sums give sum(h)."""
+    """Sums of a long column in three 21-bit slices, ``h = lo + mid * 2**21 + hi * 2**42``
+    (``hi`` signed), from which :func:`observed_hash` rebuilds sum(h) exactly.
+
+    Each slice's sum fits a long up to 2**42 rows, so ANSI mode never raises on an
+    overflow; summing ``h`` as decimal(38, 0) gives the same figure but took twice the
+    CPU (a 5M-row write: +80 % instead of +40 %).
+    """
     from pyspark.sql import functions as F  # noqa: N812
 
     low = F.lit((1 << _CHUNK) - 1)

@@ -435,15 +435,23 @@ class Transaction:
     def _rows_after(
         self, part: _Part, previous: Version | None, removed: list[Any]
     ) -> RowHash | None:
-        """The row hash of the version this commit makes; None when unknown: files were
-        removed (their rows' hashes are not kept per file), or engines were mixed."""
+        """The row hash of the version this commit makes: a SNAPSHOT's own writes'; an
+        APPEND's (or an UPDATE's that removes nothing) its parent's plus its writes'.
+
+        None when unknown: files were removed (their rows' hashes are not kept per file),
+        the parent's is unknown, or engines were mixed. The version's data fingerprint is
+        then None too, and a comparison with it must count as "different"."""
         if self.type == "SNAPSHOT" or part.rows is None:
             return part.rows
         if removed or previous is None:
             return None if removed else part.rows
         if previous.row_hash is None:
             return None
-        return RowHash.decode(previous.row_hash).combine(part.rows)
+        try:
+            parent = RowHash.decode(previous.row_hash)
+        except ValueError:  # not a row hash this version of Strata wrote: unknown
+            return None
+        return parent.combine(part.rows)
 
     def pending_fingerprint(self, dataset: str | None = None) -> str | None:
         """The data fingerprint a SNAPSHOT commit of what was written would record."""
