@@ -64,9 +64,16 @@ def test_status_history_trace_and_programs_over_http(project: Project) -> None:
         ).json()
         assert "job:strata:shop.countries" in {n["id"] for n in graph["graph"]}
 
+        again = api.post(f"/api/v1/strata/reproduce/{seg('report/countries')}?version=1")
+        assert again.status_code == 200
+        assert again.json()["identical"] is True
+        assert again.json()["recorded"] == hist["versions"][0]["data_fingerprint"]
+
         missing = api.get(f"/api/v1/strata/history/{seg('nope/x')}")
         assert missing.status_code == 404 and missing.json()["code"] == "not_found"
         bad = api.get(f"/api/v1/strata/trace/{seg('raw/users')}?version=0")
         assert bad.status_code in (400, 422) and "code" in bad.json()
         raw = api.get(f"/api/v1/strata/programs/{seg('raw/users')}")
+        assert raw.status_code == 404 and "written by hand" in raw.json()["message"]
+        raw = api.post(f"/api/v1/strata/reproduce/{seg('raw/users')}")
         assert raw.status_code == 404 and "written by hand" in raw.json()["message"]

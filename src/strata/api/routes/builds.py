@@ -1,4 +1,4 @@
-"""Strata build routes: status with causes, version history, trace and programs.
+"""Strata build routes: status with causes, version history, trace, programs, reproduce.
 
 Dataset names go in one path segment (``raw%2Fclicks``). Status needs the pipelines'
 current declarations: the server loads them from its ``pipelines`` setting afresh for
@@ -58,3 +58,12 @@ def get_program(request: Request, dataset: str, version: Version = None) -> Resp
     built = _service(request).program(dataset, version)
     body = {"dataset": dataset, "version": built.version, "run": built.run}
     return views.json_response({**body, "inputs": built.inputs, **built.program.to_dict()})
+
+
+@router.post("/reproduce/{dataset:seg}", response_model=views.Json)
+def post_reproduce(request: Request, dataset: str, version: Version = None) -> Response:
+    """Run the stored program of a built version again on its recorded inputs, in a
+    scratch transaction never committed, and compare data fingerprints. Starts Spark in
+    the server (the `spark_master` setting) on first use."""
+    result = _service(request).reproduce(dataset, version)
+    return views.json_response(result.to_dict())
