@@ -154,6 +154,26 @@ def _record_commit(conn: Connection, part: _Part, version: dict[str, Any]) -> bo
     return True
 
 
+def _version_row(v: Version, fields: list[dict[str, Any]]) -> dict[str, Any]:
+    """The ``dataset_versions`` row of a new lake version."""
+    return {
+        "uuid": v.uuid,
+        "dataset_uuid": v.dataset_uuid,
+        "commit_id": v.commit_id,
+        "created_at": v.committed_at,
+        "transaction_uuid": v.transaction_uuid,
+        "schema_fields": fields,
+        "facets": v.facets,
+        "content_hash": v.content_hash,
+        "data_fingerprint": v.data_fingerprint,
+        "row_hash": v.row_hash,
+        "row_count": v.row_count,
+        "byte_count": v.byte_count,
+        "file_count": v.file_count,
+        "lifecycle_state": "COMMITTED",
+    }
+
+
 @dataclass
 class _Part:
     """One dataset's share of a transaction."""
@@ -323,51 +343,17 @@ class Transaction:
 
     def _commit_part(self, conn: Connection, part: _Part) -> Version:
         previous = latest_version(conn, part.dataset, part.dataset_uuid)
-        latest = previous.commit_id if previous is not None else 0
-        if self.type != "APPEND" and latest != part.base_commit_id:
-            assert previous is not None
-            raise CommitConflict(
-                f"{self.type} on {part.dataset!r} started from version {part.base_commit_id}, "
-                f"but version {latest} was committed since (transaction "
-                f"{previous.transaction_uuid} at {previous.committed_at.isoformat()}); "
-                "start a new transaction from the latest version and try again",
-                dataset=part.dataset,
-                base_commit_id=part.base_commit_id,
-                winning_commit_id=latest,
-                winning_transaction=previous.transaction_uuid,
-            )
-        fields = part.schema_fields
-        if fields is not None and self.type in ("APPEND", "UPDATE") and previous is not None:
-            schemas.require_compatible(part.dataset, previous.schema_fields, fields, self.type)
-        if fields is None:  # nothing written: the schema stays what it was
-            fields = previous.schema_fields if previous else []
-            arrow = previous.facets.get(schemas.ARROW_SCHEMA_FACET) if previous else None
-        else:
-            arrow = part.arrow_schema
-            if previous is not None and self.type in ("APPEND", "UPDATE"):
-                fields, arrow = schemas.keep_nullable(previous.schema_fields, fields, arrow)
-
-        commit_id = latest + 1
+        self._check_base(part, previous)
+        fields, arrow = self._schema_after(part, previous)
+        commit_id = previous.commit_id + 1 if previous is not None else 1
         now = datetime.now(UTC)
         if previous is not None and now <= previous.committed_at:
             # Keep commit times increasing so as-of reads agree with commit order.
             now = previous.committed_at + timedelta(microseconds=1)
 
         removed = self._removals(conn, part, commit_id)
+        rows, size, count, digest = self._totals(part, previous, removed)
         rows_hash = self._rows_after(part, previous, removed)
-        rows = sum(e.rows for e in part.adds)
-        size = sum(e.bytes for e in part.adds)
-        count = len(part.adds)
-        # Additive set hash: a version's hash follows from its parent's and the delta alone.
-        digest = sum(_file_digest(e.path, e.bytes, e.rows) for e in part.adds)
-        if previous is not None and self.type != "SNAPSHOT":
-            rows += previous.row_count - sum(r.rows for r in removed)
-            size += previous.byte_count - sum(r.bytes for r in removed)
-            count += previous.file_count - len(removed)
-            digest += int(previous.content_hash, 16) - sum(
-                _file_digest(r.path, r.bytes, r.rows) for r in removed
-            )
-
         if part.adds:
             conn.execute(
                 dataset_files.insert(),
@@ -382,41 +368,10 @@ class Transaction:
                     for e in part.adds
                 ],
             )
-        version_uuid = new_id()
-        facets = {schemas.ARROW_SCHEMA_FACET: arrow} if arrow else {}
-        version_row = {
-            "uuid": version_uuid,
-            "dataset_uuid": part.dataset_uuid,
-            "commit_id": commit_id,
-            "created_at": now,
-            "transaction_uuid": part.txn_uuid,
-            "schema_fields": fields,
-            "facets": facets,
-            "content_hash": f"{digest % _HASH_MOD:064x}",
-            "data_fingerprint": fingerprint(fields, rows_hash) if rows_hash else None,
-            "row_hash": rows_hash.encode() if rows_hash else None,
-            "row_count": rows,
-            "byte_count": size,
-            "file_count": count,
-            "lifecycle_state": "COMMITTED",
-        }
-        if not _record_commit(conn, part, version_row):
-            state = conn.execute(
-                sa.select(transactions.c.state).where(transactions.c.uuid == part.txn_uuid)
-            ).scalar()
-            self.state = str(state)
-            raise TransactionClosed(
-                f"transaction {part.txn_uuid} on {part.dataset!r} was {str(state).lower()} "
-                "(by `strata gc` after the grace period, or by another process); start a new "
-                "transaction",
-                transaction=part.txn_uuid,
-                state=state,
-            )
-        # Everything a read of the new row would return is known here: no query needed.
-        return Version(
+        version = Version(
             dataset=part.dataset,
             dataset_uuid=part.dataset_uuid,
-            uuid=version_uuid,
+            uuid=new_id(),
             commit_id=commit_id,
             committed_at=now,
             type=self.type,
@@ -429,8 +384,72 @@ class Transaction:
             schema_fields=list(fields),
             transaction_uuid=part.txn_uuid,
             run_uuid=None,
-            facets=facets,
+            facets={schemas.ARROW_SCHEMA_FACET: arrow} if arrow else {},
         )
+        if not _record_commit(conn, part, _version_row(version, fields)):
+            state = conn.execute(
+                sa.select(transactions.c.state).where(transactions.c.uuid == part.txn_uuid)
+            ).scalar()
+            self.state = str(state)
+            raise TransactionClosed(
+                f"transaction {part.txn_uuid} on {part.dataset!r} was {str(state).lower()} "
+                "(by `strata gc` after the grace period, or by another process); start a new "
+                "transaction",
+                transaction=part.txn_uuid,
+                state=state,
+            )
+        # Everything a read of the new row would return is known here: no query needed.
+        return version
+
+    def _check_base(self, part: _Part, previous: Version | None) -> None:
+        """SNAPSHOT, UPDATE and DELETE fail when a commit landed after their base."""
+        latest = previous.commit_id if previous is not None else 0
+        if self.type != "APPEND" and latest != part.base_commit_id:
+            assert previous is not None
+            raise CommitConflict(
+                f"{self.type} on {part.dataset!r} started from version {part.base_commit_id}, "
+                f"but version {latest} was committed since (transaction "
+                f"{previous.transaction_uuid} at {previous.committed_at.isoformat()}); "
+                "start a new transaction from the latest version and try again",
+                dataset=part.dataset,
+                base_commit_id=part.base_commit_id,
+                winning_commit_id=latest,
+                winning_transaction=previous.transaction_uuid,
+            )
+
+    def _schema_after(
+        self, part: _Part, previous: Version | None
+    ) -> tuple[list[dict[str, Any]], str | None]:
+        """The new version's columns and Arrow schema, checked against its parent's."""
+        fields = part.schema_fields
+        if fields is not None and self.type in ("APPEND", "UPDATE") and previous is not None:
+            schemas.require_compatible(part.dataset, previous.schema_fields, fields, self.type)
+        if fields is None:  # nothing written: the schema stays what it was
+            fields = previous.schema_fields if previous else []
+            arrow = previous.facets.get(schemas.ARROW_SCHEMA_FACET) if previous else None
+            return fields, arrow
+        arrow = part.arrow_schema
+        if previous is not None and self.type in ("APPEND", "UPDATE"):
+            fields, arrow = schemas.keep_nullable(previous.schema_fields, fields, arrow)
+        return fields, arrow
+
+    def _totals(
+        self, part: _Part, previous: Version | None, removed: list[Any]
+    ) -> tuple[int, int, int, int]:
+        """Rows, bytes, files and the content hash's sum, from the parent's and the delta."""
+        rows = sum(e.rows for e in part.adds)
+        size = sum(e.bytes for e in part.adds)
+        count = len(part.adds)
+        # Additive set hash: a version's hash follows from its parent's and the delta alone.
+        digest = sum(_file_digest(e.path, e.bytes, e.rows) for e in part.adds)
+        if previous is not None and self.type != "SNAPSHOT":
+            rows += previous.row_count - sum(r.rows for r in removed)
+            size += previous.byte_count - sum(r.bytes for r in removed)
+            count += previous.file_count - len(removed)
+            digest += int(previous.content_hash, 16) - sum(
+                _file_digest(r.path, r.bytes, r.rows) for r in removed
+            )
+        return rows, size, count, digest
 
     def _rows_after(
         self, part: _Part, previous: Version | None, removed: list[Any]
