@@ -1,10 +1,11 @@
 """Data fingerprints: a hash of a version's rows alone, whatever their files or order.
 
-Each row is hashed (columns taken by name, so column order does not count) by two
-independent 64-bit hashes; a version's row hash is their sums modulo 2**64 with the row
-count, an order-independent multiset hash, so an APPEND's is its parent's plus what it
-added. Spark computes it from exactly what it writes, in the same pass (``observe``);
-Arrow and pandas writes hash with pandas. The two engines hash rows differently, so a
+Each row is hashed (columns taken by name, so column order does not count); a version's
+row hash is the sum of its rows' hashes modulo 2**64 with the row count, an
+order-independent multiset hash, so an APPEND's is its parent's plus what it added.
+Spark computes it from exactly what it writes, in the same pass (``observe``), one
+xxhash64 per row (a second independent hash cost a third of a plain write); Arrow and
+pandas writes hash with pandas, twice with two keys. The two engines hash rows differently, so a
 fingerprint names its algorithm and versions written by different engines never compare
 equal.
 
@@ -26,7 +27,7 @@ if TYPE_CHECKING:
     from pyspark.sql import DataFrame
 
 _MOD = 1 << 64
-SPARK = "spark-xxh64"
+SPARK = "spark-xxh64/1"
 ARROW = "arrow-pandas"
 _KEYS = ("strata-rows-key1", "strata-rows-key2")  # pandas wants 16 characters
 _SALT = 0x9E3779B97F4A7C15
@@ -34,7 +35,10 @@ _SALT = 0x9E3779B97F4A7C15
 
 @dataclass(frozen=True)
 class RowHash:
-    """Two sums of per-row hashes and the row count; ``algo`` None while empty."""
+    """Sums of per-row hashes and the row count; ``algo`` None while empty.
+
+    ``s2`` is the second hash's sum where the algorithm has one (0 for Spark's).
+    """
 
     algo: str | None
     count: int
@@ -204,9 +208,8 @@ def _sums(h: Any) -> list[Any]:
     (``hi`` signed), from which :func:`observed_hash` rebuilds sum(h) exactly.
 
     Each slice's sum fits a long up to 2**42 rows, so ANSI mode never raises on an
-    overflow. Summing ``h`` as decimal(38, 0) gives the same figure at a higher price:
-    ``bench/data_fingerprint.py`` measured about +70 % of a plain write's CPU with
-    decimals, +35 to +50 % with these slices.
+    overflow. Summing ``h`` as decimal(38, 0) gives the same figure at about twice the
+    CPU (``bench/data_fingerprint.py``).
     """
     from pyspark.sql import functions as F  # noqa: N812
 
@@ -226,11 +229,7 @@ def observed(df: DataFrame) -> tuple[DataFrame, Any]:
 
     cols = _spark_columns(df)
     obs = Observation()  # an unnamed one gets a unique name: it never clashes
-    metrics = [
-        F.count(F.lit(1)),
-        *_sums(F.xxhash64(*cols)),
-        *_sums(F.xxhash64(F.lit(_KEYS[1]), *cols)),
-    ]
+    metrics = [F.count(F.lit(1)), *_sums(F.xxhash64(*cols))]
     watched = df.observe(obs, *[m.alias(f"strata_h{i}") for i, m in enumerate(metrics)])
     return watched, obs
 
@@ -241,11 +240,8 @@ def observed_hash(obs: Any) -> RowHash:
     count = int(got.get("strata_h0") or 0)
     if count == 0:
         return EMPTY
-    parts = [int(got.get(f"strata_h{i}") or 0) for i in range(1, 7)]
-    s1, s2 = (
-        (lo + (mid << _CHUNK) + (hi << 2 * _CHUNK)) % _MOD for lo, mid, hi in (parts[:3], parts[3:])
-    )
-    return RowHash(SPARK, count, s1, s2)
+    lo, mid, hi = (int(got.get(f"strata_h{i}") or 0) for i in range(1, 4))
+    return RowHash(SPARK, count, (lo + (mid << _CHUNK) + (hi << 2 * _CHUNK)) % _MOD, 0)
 
 
 def dataframe_row_hash(df: DataFrame) -> RowHash:
