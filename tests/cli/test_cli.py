@@ -37,19 +37,6 @@ def test_every_command_has_help() -> None:
         assert "Usage" in result.stdout
 
 
-def test_demo_walks_through_the_transaction_service(settings: Settings) -> None:
-    code, out, _ = invoke(settings, "demo", "--no-spark")
-    assert code == 0, out
-    assert "APPEND from pyarrow -> version 1" in out
-    assert "SNAPSHOT" in out and "Time travel" in out
-    history = Lake(settings).versions("demo/clicks")
-    assert [(v.commit_id, v.type, v.row_count) for v in history] == [
-        (1, "APPEND", 2),
-        (2, "APPEND", 3),
-        (3, "SNAPSHOT", 3),
-    ]
-
-
 def test_versions_and_read_print_json(settings: Settings) -> None:
     lake = Lake(settings)
     for n in (2, 3):
@@ -120,11 +107,12 @@ def test_ingest_csv_through_spark(settings: Settings, spark: object, tmp_path: P
 
 
 def test_console_script_on_the_embedded_default(tmp_path: Path) -> None:
-    """The installed `strata` command migrates ./.strata on first use and runs the demo."""
+    """The installed `strata` command migrates ./.strata on first use."""
     env = {k: v for k, v in os.environ.items() if not k.startswith("STRATA_")}
     exe = Path(sys.executable).with_name("strata")
+    (tmp_path / "clicks.csv").write_text("user,clicks\nada,3\n")
     done = subprocess.run(
-        [str(exe), "demo", "--no-spark"],
+        [str(exe), "ingest", "clicks.csv", "demo/clicks"],
         cwd=tmp_path,
         env=env,
         capture_output=True,
@@ -144,7 +132,7 @@ def test_console_script_on_the_embedded_default(tmp_path: Path) -> None:
         timeout=120,
         check=False,
     )
-    assert [v["commit_id"] for v in json.loads(again.stdout)] == [1, 2, 3]
+    assert [(v["commit_id"], v["row_count"]) for v in json.loads(again.stdout)] == [(1, 1)]
 
 
 def test_serve_ingests_reads_back_and_stops_cleanly(tmp_path: Path) -> None:

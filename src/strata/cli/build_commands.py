@@ -227,23 +227,28 @@ def history(ctx: typer.Context, dataset: str, json: JsonOpt = False) -> None:
         if json:
             emit_json(result)
             return
-        rows = [
-            (
-                v["version"],
-                v["committed_at"],
-                v["type"],
-                v["rows"],
-                (v["run"] or "")[:13] + (f" {v['state']}" if v["state"] else ""),
-                _program_label(v["program"]) if v["program"] else "written by hand",
-                ", ".join(f"{k}@{n}" for k, n in v["inputs"].items()),
-            )
-            for v in result["versions"]
-        ]
-        emit_table(
-            f"history of {dataset}",
-            ["version", "committed at", "type", "rows", "run", "program", "inputs"],
-            rows,
+        print_history(dataset, result)
+
+
+def print_history(dataset: str, result: dict[str, Any]) -> None:
+    """A dataset's versions with the run, program and exact inputs of each."""
+    rows = [
+        (
+            v["version"],
+            v["committed_at"],
+            v["type"],
+            v["rows"],
+            (v["run"] or "")[:13] + (f" {v['state']}" if v["state"] else ""),
+            _program_label(v["program"]) if v["program"] else "written by hand",
+            ", ".join(f"{k}@{n}" for k, n in v["inputs"].items()),
         )
+        for v in result["versions"]
+    ]
+    emit_table(
+        f"history of {dataset}",
+        ["version", "committed at", "type", "rows", "run", "program", "inputs"],
+        rows,
+    )
 
 
 def trace(ctx: typer.Context, ref: Ref, json: JsonOpt = False) -> None:
@@ -256,11 +261,16 @@ def trace(ctx: typer.Context, ref: Ref, json: JsonOpt = False) -> None:
         if json:
             emit_json(tree)
             return
-        from rich.tree import Tree
+        print_trace(tree)
 
-        from strata.cli.output import console
 
-        console.print(_tree(tree, Tree(_label(tree))))
+def print_trace(tree: dict[str, Any]) -> None:
+    """A version's provenance as a tree, down to raw datasets."""
+    from rich.tree import Tree
+
+    from strata.cli.output import console
+
+    console.print(_tree(tree, Tree(_label(tree))))
 
 
 def _label(node: dict[str, Any]) -> str:

@@ -1,0 +1,309 @@
+"""The demo's steps, in the order a data engineer meets them: hours arrive and are built,
+a day is built, nothing to do, a program changes, late data arrives, a transform breaks
+and is fixed, and every version can be traced and read again."""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Iterator, Sequence
+from contextlib import contextmanager
+from dataclasses import dataclass
+from datetime import datetime
+from pathlib import Path
+from types import ModuleType
+from typing import TYPE_CHECKING, Any
+
+from rich.progress import BarColumn, Progress, SpinnerColumn, TextColumn, TimeElapsedColumn
+
+from strata.cli.build_commands import describe_cause, print_trace
+from strata.cli.demo.example import DAILY, HOURLY, DemoState
+from strata.cli.output import console, emit_table
+from strata.errors import StrataError
+
+if TYPE_CHECKING:
+    import pyarrow as pa
+
+    from strata.build.builder import BuildReport
+    from strata.build.service import BuildService
+    from strata.lake.service import Lake
+
+RESULT = "metrics/experiment_cumulative"
+
+
+@dataclass
+class Story:
+    """One telling of the demo over one store, lake and copy of the pipelines."""
+
+    lake: Lake
+    service: BuildService
+    pipelines: Path
+    data: ModuleType
+    state: DemoState
+    count: int = 0
+
+    def chapter(self, title: str) -> None:
+        self.count += 1
+        console.print()
+        console.rule(f"[bold]{self.count}. {title}", align="left")
+
+    def say(self, text: str) -> None:
+        console.print(text, highlight=False)
+
+    # -- 1-2: hours and a day -------------------------------------------------------
+
+    def hours(self, count: int) -> None:
+        """Ingest ``count`` hours of clicks for the three regions, with an hourly build
+        after each."""
+        self.chapter(f"{count} hours of clicks from US, UK and JP, an hourly build after each")
+        rows: list[Sequence[Any]] = []
+        with _progress() as progress:
+            task = progress.add_task("hours", total=count)
+            for _ in range(count):
+                hour = self.state.hour()
+                progress.update(task, description=f"{hour:%H:%M}Z: ingest raw/clicks")
+                batch = self.data.batch(hour, self.state.seed, self.state.hour("first_hour"))
+                version = self.append_clicks(batch)
+                progress.update(task, description=f"{hour:%H:%M}Z: hourly build")
+                report = self.build(HOURLY)
+                rows.append(_hour_row(hour, batch, version, report))
+                self.state.advance()
+                progress.advance(task)
+        emit_table(
+            "each hour: a raw APPEND, then `strata build metrics/experiment_hourly`",
+            ["hour (UTC)", "events", "late", "raw/clicks", "transforms run", "build"],
+            rows,
+        )
+
+    def day(self) -> None:
+        """Build the daily pipeline and show the experiments' results."""
+        self.chapter("the daily build: customer days, experiment days, results so far")
+        self.say("Days end at local midnight: the UK's day of the 23rd closed at 00:00Z.")
+        outcomes(self.build(DAILY))
+        self.show_result()
+
+    def show_result(self, version: int | None = None) -> None:
+        table = self.lake.read_arrow(RESULT, version=version)
+        got = self.lake.version(RESULT, version)
+        emit_table(
+            f"{RESULT}@{got.commit_id}: bucket B against A",
+            ["experiment", "days", "customers A / B", "clicks per customer A / B", "lift"],
+            [
+                (
+                    r["experiment_id"],
+                    r["active_days"],
+                    f"{r['customers_a']:,} / {r['customers_b']:,}",
+                    f"{r['clicks_per_customer_a']:.2f} / {r['clicks_per_customer_b']:.2f}",
+                    f"{r['lift_pct']:+.1f} %",
+                )
+                for r in table.sort_by("experiment_id").to_pylist()
+            ],
+        )
+
+    # -- 3-4: nothing to do, then a program change ----------------------------------
+
+    def no_op(self) -> None:
+        """A build of everything with nothing out of date runs nothing."""
+        self.chapter("build everything again: nothing is out of date")
+        t0 = time.perf_counter()
+        report = self.service.build(everything=True)
+        ran = [s.transform for s in report.steps if s.outcome != "fresh"]
+        took = time.perf_counter() - t0
+        if ran:
+            raise StrataError(f"a build with nothing out of date ran {', '.join(ran)}")
+        self.say(
+            f"[green]✓[/] {len(report.steps)} transforms checked, none ran ({took:.2f} s): "
+            "every output's inputs and program are what it was built from."
+        )
+
+    def program_change(self) -> None:
+        """Edit one transform: status names exactly what is out of date, and why; the
+        build rebuilds exactly those."""
+        self.chapter("a new program version: clicks on /home no longer count")
+        self.edit(
+            "hourly.py",
+            'F.count("*").alias("clicks")',
+            'F.count(F.when(F.col("page") != "/home", 1)).alias("clicks")',
+        )
+        self.say(
+            'hourly.py, customer_hourly: [red]F.count("*")[/] → '
+            '[green]F.count(F.when(F.col("page") != "/home", 1))[/]'
+        )
+        stale = self.stale()
+        report = self.build(stale)
+        built = {o for s in report.steps if s.outcome == "built" for o in s.outputs}
+        outcomes(report)
+        if built != set(stale):
+            raise StrataError(f"status named {sorted(stale)} but the build ran {sorted(built)}")
+        self.say(f"[green]✓[/] rebuilt exactly the {len(built)} datasets `strata status` named.")
+
+    def stale(self) -> list[str]:
+        """Print the out-of-date datasets with their causes; return their names."""
+        self.service.reload()
+        status = self.service.status()
+        stale = [s for s in status.values() if s.stale]
+        fresh = sum(1 for s in status.values() if not s.stale)
+        emit_table(
+            f"`strata status`: {len(stale)} out of date, {fresh} fresh",
+            ["dataset", "transform", "version", "why"],
+            [
+                (s.name, s.transform, s.version, "; ".join(describe_cause(c) for c in s.causes))
+                for s in stale
+            ],
+        )
+        return [s.name for s in stale]
+
+    # -- 5-6: late data through the worker; a failure and its fix -------------------
+
+    def late_data(self) -> None:
+        """Late clicks for the first hour flow down the graph through ``worker --once``."""
+        self.chapter("late clicks for the first hour, carried down by `strata worker --once`")
+        from strata.build.worker import run_worker
+
+        before = self.lake.version(RESULT).commit_id
+        self.state.runs += 1
+        self.state.save()
+        first = self.state.hour("first_hour")
+        late = self.data.late_events(first, self.state.seed, f"replay{self.state.runs}")
+        version = self.append_clicks(late)
+        self.say(f"APPEND of {late.num_rows:,} late events → raw/clicks@{version}")
+        t0 = time.perf_counter()
+        with _progress() as progress:
+            progress.add_task("worker --once: draining the commit triggers", total=None)
+            report = run_worker(self.service, once=True)
+        ran = [t for b in report.builds for t in b.get("transforms", []) if t["outcome"] == "built"]
+        after = self.lake.version(RESULT).commit_id
+        self.say(
+            f"the worker took {report.triggers} commit triggers and ran "
+            f"{len(ran)} transforms in {time.perf_counter() - t0:.1f} s: "
+            + ", ".join(sorted({t["transform"] for t in ran}))
+        )
+        if after == before:
+            raise StrataError(f"the late clicks did not reach {RESULT} (still @{before})")
+        self.say(f"[green]✓[/] {RESULT}: @{before} → @{after}, with no build asked for.")
+
+    def failure(self) -> None:
+        """A broken transform fails; its outputs keep their versions, what reads them is
+        skipped; the fix builds them."""
+        self.chapter("a broken transform: current versions stay, downstream is skipped")
+        hour = self.state.hour()
+        version = self.append_clicks(
+            self.data.batch(hour, self.state.seed, self.state.hour("first_hour"))
+        )
+        self.state.advance()
+        self.say(f"one more hour ({hour:%H:%M}Z) → raw/clicks@{version}")
+        original = self.edit("daily.py", 'F.sum("sessions")', 'F.sum("session")')
+        self.say('daily.py, customer_daily: a typo, [red]F.sum("session")[/]')
+        held = {d: self.lake.version(d).commit_id for d in (*DAILY, "metrics/customer_daily")}
+        report = self.build(check=False)
+        outcomes(report)
+        moved = {d: v for d, v in held.items() if self.lake.version(d).commit_id != v}
+        if not report.failed or moved:
+            raise StrataError(f"the broken build should fail and move nothing; moved {moved}")
+        self.say(
+            "[green]✓[/] current versions untouched: "
+            + ", ".join(f"{d}@{v}" for d, v in sorted(held.items()))
+        )
+        (self.pipelines / "daily.py").write_text(original)
+        self.say("the typo fixed:")
+        outcomes(self.build())
+
+    # -- 7: history, trace, time travel ---------------------------------------------
+
+    def provenance(self) -> None:
+        """The result's versions, one traced down to raw clicks, and a past version read."""
+        self.chapter(f"history and trace of {RESULT}, and a read of the past")
+        history = self.service.history(RESULT)
+        emit_table(
+            f"`strata history {RESULT}`",
+            ["version", "committed (UTC)", "run", "program", "built from"],
+            [
+                (
+                    v["version"],
+                    v["committed_at"][11:19],
+                    f"{v['run'][:13]} {v['state']}",
+                    f"v{v['program']['ordinal']}",
+                    ", ".join(f"{k}@{n}" for k, n in v["inputs"].items()),
+                )
+                for v in history["versions"]
+            ],
+        )
+        print_trace(self.service.trace(RESULT))
+        first = history["versions"][0]
+        self.say(f"as of {first['committed_at']} (version {first['version']}) it read:")
+        self.show_result(first["version"])
+
+    # -- helpers -------------------------------------------------------------------
+
+    def append_clicks(self, batch: pa.Table) -> int:
+        with self.lake.transaction("raw/clicks", type="APPEND") as txn:
+            txn.write(batch)
+        return txn.versions["raw/clicks"].commit_id
+
+    def build(self, datasets: Sequence[str] = (), *, check: bool = True) -> BuildReport:
+        """Build ``datasets`` (none: everything) with the pipelines as they are now."""
+        self.service.reload()
+        report = self.service.build(datasets, everything=not datasets)
+        if check and report.failed:
+            outcomes(report)
+            raise StrataError(f"the build of {', '.join(datasets) or 'everything'} failed")
+        return report
+
+    def edit(self, file: str, old: str, new: str) -> str:
+        """Replace ``old`` with ``new`` in a pipeline file; return the text before."""
+        path = self.pipelines / file
+        text = path.read_text()
+        if old not in text:
+            raise StrataError(f"{path} no longer holds {old!r}; run `strata demo --fresh`")
+        path.write_text(text.replace(old, new, 1))
+        return text
+
+
+def outcomes(report: BuildReport) -> None:
+    """A build's transforms that did something, one line each; the fresh ones counted."""
+    rows = []
+    for step in report.steps:
+        if step.outcome == "fresh":
+            continue
+        outputs = ", ".join(f"{k}@{v}" if v is not None else k for k, v in step.outputs.items())
+        if step.reason:
+            why = step.reason.splitlines()[0][:160]
+        else:
+            why = "; ".join(describe_cause(c) for cs in step.causes.values() for c in cs)
+        rows.append((step.transform, _MARKS.get(step.outcome, step.outcome), outputs, why))
+    fresh = sum(1 for s in report.steps if s.outcome == "fresh")
+    title = f"build {report.state.lower()}: {len(rows)} ran or stopped, {fresh} fresh"
+    emit_table(title, ["transform", "outcome", "output", "why"], rows)
+
+
+_MARKS = {
+    "built": "[green]built[/]",
+    "failed": "[red]failed[/]",
+    "skipped": "[yellow]skipped[/]",
+}
+
+
+def _hour_row(hour: datetime, batch: pa.Table, version: int, report: BuildReport) -> list[Any]:
+    late = len([t for t in batch.column("event_time").to_pylist() if t and t < hour])
+    built = [s for s in report.steps if s.outcome == "built"]
+    seconds = sum(s.seconds for s in built)
+    return [
+        f"{hour:%Y-%m-%d %H:%M}",
+        f"{batch.num_rows:,}",
+        f"{late:,}",
+        f"@{version}",
+        f"{len(built)} of {len(report.steps)}",
+        f"{seconds:.1f} s",
+    ]
+
+
+@contextmanager
+def _progress() -> Iterator[Progress]:
+    with Progress(
+        SpinnerColumn(),
+        TextColumn("{task.description}"),
+        BarColumn(),
+        TimeElapsedColumn(),
+        console=console,
+        transient=True,
+    ) as progress:
+        yield progress

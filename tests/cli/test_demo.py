@@ -1,0 +1,109 @@
+"""`strata demo`: the experiments pipeline told end to end, run again, and started over."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+from typer.testing import CliRunner
+
+from strata.build.service import BuildService
+from strata.cli.main import app
+from strata.lake.service import Lake
+from strata.settings import Settings
+
+pytestmark = pytest.mark.spark
+runner = CliRunner()
+CHAPTERS = (
+    "hours of clicks from US, UK and JP",
+    "the daily build",
+    "nothing is out of date",
+    "a new program version",
+    "late clicks for the first hour",
+    "a broken transform",
+    "history and trace",
+    "explore what it built",
+)
+
+
+def run_demo(*args: str) -> str:
+    result = runner.invoke(app, [*args], catch_exceptions=False, terminal_width=160)
+    assert result.exit_code == 0, result.stdout + result.stderr
+    return result.stdout
+
+
+def test_demo_tells_the_story_and_goes_on_where_it_stopped(
+    settings: Settings, spark: object
+) -> None:
+    where = ["--database-url", settings.database_url, "--lake-uri", settings.lake_uri]
+    out = run_demo(*where, "--home", str(settings.home), "demo", "--hours", "2")
+    for chapter in CHAPTERS:
+        assert chapter in out, chapter
+    assert "rebuilt exactly the 5 datasets `strata status` named" in out
+    assert "current versions untouched" in out
+
+    lake = Lake(settings)
+    # Two hours, the late replay and one more hour: four raw APPENDs.
+    assert [v.type for v in lake.versions("raw/clicks")] == ["APPEND"] * 4
+    service = BuildService(settings, [str(settings.home / "demo" / "pipelines")], lake=lake)
+    assert [s.name for s in service.status().values() if s.stale] == []
+    history = service.history("metrics/experiment_cumulative")["versions"]
+    # daily build, program change, late clicks, the fix: the failed build moved nothing.
+    assert len(history) == 4
+    assert history[-1]["inputs"] == {"metrics/customer_daily": 4, "raw/experiments": 1}
+    hourly = service.history("metrics/customer_hourly")["versions"]
+    assert [v["program"]["ordinal"] for v in hourly] == [1, 1, 2, 2, 2]
+    tree = service.trace("metrics/experiment_cumulative", 1)
+    assert _leaves(tree) == {("raw/clicks", 2), ("raw/experiments", 1)}
+
+    again = run_demo(*where, "--home", str(settings.home), "demo", "--hours", "1")
+    assert "going on from 2026-11-24T00:00:00+00:00" in again
+    assert len(lake.versions("raw/clicks")) == 7
+    # The pipelines were copied afresh: the first hourly build ran program v1 again.
+    assert [
+        v["program"]["ordinal"] for v in service.history("metrics/customer_hourly")["versions"]
+    ][5:] == [1, 2, 2, 2]
+    lake.engine.dispose()
+
+
+def test_fresh_starts_over_on_the_embedded_default(tmp_path: Path, spark: object) -> None:
+    home = tmp_path / "state"
+    run_demo("--home", str(home), "demo", "--hours", "1")
+    out = run_demo("--home", str(home), "demo", "--fresh", "--hours", "1")
+    assert "started over" in out and "going on from" not in out
+    lake = Lake(Settings(home=home))
+    assert [v.commit_id for v in lake.versions("raw/clicks")] == [1, 2, 3]
+    lake.engine.dispose()
+
+
+def test_fresh_refuses_to_delete_a_store_outside_its_folder(settings: Settings) -> None:
+    args = ["--home", str(settings.home), "--database-url", settings.database_url]
+    result = runner.invoke(app, [*args, "demo", "--fresh"], catch_exceptions=False)
+    assert result.exit_code == 1
+    assert "--fresh deletes only a store and lake inside" in result.stderr
+    assert settings.database_url in result.stderr
+
+
+def test_a_first_run_refuses_raw_datasets_it_did_not_write(settings: Settings) -> None:
+    import pyarrow as pa
+
+    lake = Lake(settings)
+    with lake.transaction("raw/clicks", type="APPEND") as txn:
+        txn.write(pa.table({"user": ["ada"]}))
+    where = ["--database-url", settings.database_url, "--lake-uri", settings.lake_uri]
+    result = runner.invoke(app, [*where, "--home", str(settings.home), "demo"])
+    assert result.exit_code == 1
+    assert "raw/clicks already exist" in result.stderr and "--fresh" in result.stderr
+    assert len(lake.versions("raw/clicks")) == 1
+    lake.engine.dispose()
+
+
+def _leaves(node: dict[str, object]) -> set[tuple[object, object]]:
+    """The raw versions under a trace node (a version met again is traced once)."""
+    inputs = node["inputs"]
+    assert isinstance(inputs, list)
+    if node.get("repeated"):
+        return set()
+    if not inputs:
+        return {(node["dataset"], node["version"])}
+    return set().union(*(_leaves(child) for child in inputs))
