@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
+from typing import Any
 
 import pytest
 from build_support import Project, clicks, users
@@ -128,6 +129,24 @@ def test_unknown_datasets_and_versions(project: Project) -> None:
     assert "write DATASET@N" in _fail(p, "trace", "raw/clicks@x")
     assert "was not built by a transform" in _fail(p, "reproduce", "raw/clicks@1")
     assert "was not built by a transform" in _fail(p, "show-program", "raw/clicks@1")
+
+
+def test_reproduce_refuses_a_wrong_version_before_starting_spark(project: Project) -> None:
+    from strata.build.reproduce import reproduce
+    from strata.errors import NotFound
+
+    p = project
+    p.append("raw/clicks", clicks(("ada", 1)))
+    started: list[str] = []
+
+    def start_spark() -> Any:
+        started.append("spark")
+        raise AssertionError("Spark was started for a version that cannot be reproduced")
+
+    for version in (9, 1):  # no such version; a version written by hand
+        with pytest.raises(NotFound):
+            reproduce(p.lake, start_spark, "raw/clicks", version)
+    assert started == []
 
 
 @pytest.mark.spark

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import sys
 import tempfile
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -43,11 +43,18 @@ class Reproduction:
         return dict(self.__dict__)
 
 
-def reproduce(lake: Lake, spark: SparkSession, dataset: str, version: int | None) -> Reproduction:
-    """Run the program that built ``dataset@version`` again and compare the rows."""
+def reproduce(
+    lake: Lake, start_spark: Callable[[], SparkSession], dataset: str, version: int | None
+) -> Reproduction:
+    """Run the program that built ``dataset@version`` again and compare the rows.
+
+    Spark is started only once the version and its stored program are known to be
+    reproducible, so a wrong name or version is refused at once.
+    """
     with read_tx(lake.engine) as conn:
         built = entry(conn, lake.namespace, dataset, version)
     with _stored_program(built) as item:
+        spark = start_spark()
         inputs = {
             p: lake.version(i.name, version=built.inputs.get(i.name))
             for p, i in item.inputs.items()

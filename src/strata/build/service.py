@@ -112,7 +112,7 @@ class BuildService:
     def reproduce(self, dataset: str, version: int | None = None) -> Reproduction:
         from strata.build.reproduce import reproduce
 
-        return reproduce(self.lake, self._spark(), dataset, version)
+        return reproduce(self.lake, self._spark, dataset, version)
 
     def _spark(self) -> SparkSession:
         from strata.lake.spark import get_spark
