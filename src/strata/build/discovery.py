@@ -20,7 +20,12 @@ from functools import cached_property
 from pathlib import Path
 from types import ModuleType
 
-from strata.build.fingerprint import ProgramCode, program_code, program_fingerprint
+from strata.build.fingerprint import (
+    ProgramCode,
+    is_library_file,
+    program_code,
+    program_fingerprint,
+)
 from strata.build.graph import Graph, Node, find_cycle
 from strata.build.transforms import Input, Output, Transform
 from strata.errors import PipelineError
@@ -38,6 +43,7 @@ class Declared:
     root: Path
     code: ProgramCode
     fingerprint: str
+    pipeline_file: Path
 
     @property
     def fqn(self) -> str:
@@ -122,10 +128,18 @@ def _modules(paths: Sequence[str | Path]) -> list[tuple[Path, list[Path]]]:
 
 
 def _forget(root: Path) -> None:
-    """Drop modules loaded from ``root`` (edited since, or another root's namesakes)."""
+    """Drop modules loaded from ``root`` (they may have been edited since) and other
+    folders' modules named like one of ``root``'s, which would shadow it on import."""
+    local = {p.stem for p in root.glob("*.py")} | {
+        p.parent.name for p in root.glob("*/__init__.py")
+    }
     for name, mod in list(sys.modules.items()):
         origin = getattr(mod, "__file__", None)
-        if origin and Path(origin).resolve().is_relative_to(root):
+        if not origin:
+            continue
+        file = Path(origin).resolve()
+        namesake = name.partition(".")[0] in local and not is_library_file(file)
+        if namesake or file.is_relative_to(root):
             del sys.modules[name]
     if str(root) not in sys.path:
         sys.path.insert(0, str(root))
@@ -194,11 +208,11 @@ def _declared(modules: list[tuple[Path, ModuleType]]) -> list[Declared]:
                     f"{where}; bind it in one of them only"
                 )
         root, module, attr, value = owners[0]
-        out.append(_declare(value, module.__name__, attr, root))
+        out.append(_declare(value, module, attr, root))
     return out
 
 
-def _declare(value: Transform, pipeline: str, attr: str, root: Path) -> Declared:
+def _declare(value: Transform, module: ModuleType, attr: str, root: Path) -> Declared:
     name = value.name or attr
     if not _SIMPLE_NAME.match(name):
         raise PipelineError(
@@ -207,7 +221,8 @@ def _declare(value: Transform, pipeline: str, attr: str, root: Path) -> Declared
         )
     code = program_code(value.func, root)
     fingerprint = program_fingerprint(code.code_hash, value.declaration(), value.version)
-    return Declared(value, pipeline, name, root, code, fingerprint)
+    pipeline_file = Path(str(module.__file__)).resolve()
+    return Declared(value, module.__name__, name, root, code, fingerprint, pipeline_file)
 
 
 def _checked_graph(found: dict[str, Declared]) -> Graph:

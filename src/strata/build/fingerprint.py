@@ -374,11 +374,16 @@ def _library_dirs() -> tuple[Path, ...]:
 def _relative(root: Path, file: Path) -> str | None:
     """``file`` relative to ``root``; None outside it or for installed or standard
     library code (a .venv in the folder)."""
-    if not file.is_relative_to(root) or {"site-packages", "dist-packages"} & set(file.parts):
-        return None
-    if any(file.is_relative_to(d) for d in _library_dirs()):
+    if not file.is_relative_to(root) or is_library_file(file):
         return None
     return file.relative_to(root).as_posix()
+
+
+def is_library_file(file: Path) -> bool:
+    """True for installed or standard library code (and Strata's own)."""
+    if {"site-packages", "dist-packages"} & set(file.parts):
+        return True
+    return any(file.is_relative_to(d) for d in _library_dirs())
 
 
 def _constant(value: object, depth: int = 0) -> str | None:

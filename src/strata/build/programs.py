@@ -16,6 +16,7 @@ import sqlalchemy as sa
 from sqlalchemy.engine import Connection, Engine
 
 from strata.build.discovery import Declared
+from strata.build.pipeline_files import imported_files
 from strata.errors import NotFound
 from strata.lineage import keys
 from strata.store import schema as s
@@ -66,6 +67,7 @@ def register(engine: Engine, namespace: str, item: Declared) -> Program:
         "module": item.code.module_path,
         "line": item.code.line,
         "source": item.code.source,
+        "pipeline_file": item.pipeline_file.relative_to(item.root.resolve()).as_posix(),
     }
     pv = s.program_versions
     for _ in range(5):  # a concurrent builder may take the same ordinal first
@@ -85,7 +87,7 @@ def register(engine: Engine, namespace: str, item: Declared) -> Program:
                 "fingerprint": item.fingerprint,
                 "ordinal": int(top or 0) + 1,
                 "declaration": item.transform.declaration(),
-                "files": item.code.files,
+                "files": {**imported_files(item.pipeline_file, item.root), **item.code.files},
                 "entry": entry,
                 "created_at": datetime.now(UTC),
             }

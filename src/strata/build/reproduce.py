@@ -108,7 +108,9 @@ def _stored_program(built: Entry) -> Iterator[Declared]:
             sys.modules.pop(Path(rel).stem, None)
         sys.path.insert(0, str(root))
         try:
-            loaded = load_pipelines([root / program.entry["module"]])
+            # Older program versions kept no pipeline file: the function's module declared it.
+            entry = program.entry.get("pipeline_file", program.entry["module"])
+            loaded = load_pipelines([root / entry])
             item = loaded.transforms.get(program.job_name)
             if item is None:
                 raise NotFound(
