@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-import socket
-import threading
 import time
 import uuid
 from collections.abc import Iterator
@@ -11,7 +9,7 @@ from datetime import UTC, datetime
 
 import pytest
 import sqlalchemy as sa
-import uvicorn
+from live_server import serving
 
 from strata.api import create_app
 from strata.settings import Settings
@@ -23,12 +21,6 @@ pytest.importorskip("openlineage.client")
 WRITE, READ = "w-token", "r-token"
 
 
-def _free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return int(sock.getsockname()[1])
-
-
 @pytest.fixture
 def server(settings: Settings, engine: sa.Engine) -> Iterator[str]:
     import dataclasses
@@ -36,20 +28,8 @@ def server(settings: Settings, engine: sa.Engine) -> Iterator[str]:
     secured = dataclasses.replace(
         settings, write_tokens=(WRITE,), read_tokens=(READ,), lineage_fold="process"
     )
-    port = _free_port()
-    config = uvicorn.Config(
-        create_app(secured, engine), host="127.0.0.1", port=port, log_level="warning"
-    )
-    srv = uvicorn.Server(config)
-    thread = threading.Thread(target=srv.run, daemon=True)
-    thread.start()
-    deadline = time.monotonic() + 20
-    while not srv.started and time.monotonic() < deadline:
-        time.sleep(0.05)
-    assert srv.started, "uvicorn did not start"
-    yield f"http://127.0.0.1:{port}"
-    srv.should_exit = True
-    thread.join(timeout=10)
+    with serving(create_app(secured, engine)) as url:
+        yield url
 
 
 def test_openlineage_client_to_marquez_client(server: str) -> None:

@@ -10,9 +10,10 @@ from contextlib import asynccontextmanager
 from fastapi import Depends, FastAPI
 from sqlalchemy.engine import Engine
 
-from strata.api import errors, paths, redirects
+from strata.api import contract, errors, paths, redirects
 from strata.api.deps import authorize
 from strata.api.direct import StrataApp
+from strata.api.inputs import check_request
 from strata.api.routes import (
     builds,
     datasets,
@@ -63,9 +64,11 @@ def create_app(settings: Settings, engine: Engine | None = None) -> FastAPI:
     app.state.lineage_writer = GroupWriter(app.state.engine, fold_in=settings.lineage_fold)
     # Each module's router straight under the app: every level of router nesting is
     # matched again on every request.
+    checks = [Depends(authorize), Depends(check_request)]
     for module in (namespaces, datasets, jobs, runs, tags, search, lineage, strata, builds):
-        app.include_router(module.router, prefix=API_PREFIX, dependencies=[Depends(authorize)])
-    include_extra_routes(app, API_PREFIX, [Depends(authorize)])
+        app.include_router(module.router, prefix=API_PREFIX, dependencies=checks)
+    include_extra_routes(app, API_PREFIX, checks)
+    contract.declare(app)
     errors.install(app)
     app.add_exception_handler(redirects.JobMoved, redirects.handle)
     app.add_middleware(paths.RawSegmentsMiddleware)

@@ -26,7 +26,7 @@ async def answer_error(
     if isinstance(exc, StrataError):
         response = json_response(exc.to_dict(), exc.http_status)
     elif isinstance(exc, HTTPException):
-        response = errors.http_error_response(exc)
+        response = errors.http_error_response(exc, scope)
     else:
         response = errors.fault_response(method, path, exc)
     await response(scope, receive, send)

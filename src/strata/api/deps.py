@@ -10,12 +10,15 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 from contextlib import AbstractContextManager, contextmanager
-from typing import Annotated
+from datetime import datetime
+from typing import Annotated, Any
 
 from fastapi import Depends, Query, Request
+from pydantic import BeforeValidator
 from sqlalchemy.engine import Connection, Engine
 
 from strata.api import auth
+from strata.api.inputs import MAX_OFFSET, TIME_EXAMPLE, TIME_PATTERN, iso_text
 from strata.settings import Settings
 from strata.store.engine import read_tx
 
@@ -78,5 +81,19 @@ async def _engine(request: Request) -> Engine:
 Eng = Annotated[Engine, Depends(_engine)]
 Conn = Annotated[Connection, Depends(read_conn)]
 Limit = Annotated[int, Query(ge=0, le=MAX_LIMIT, description="results to return")]
-Offset = Annotated[int, Query(ge=0, description="results to skip")]
+Offset = Annotated[int, Query(ge=0, le=MAX_OFFSET, description="results to skip")]
 Depth = Annotated[int, Query(ge=0, le=100, description="how many job hops to walk")]
+
+
+def time_param(description: str, alias: str | None = None) -> Any:
+    """A date-time query parameter: ISO-8601, years 1000 to 9999 (checked by the route)."""
+    return Query(
+        alias=alias,
+        description=f"{description}: an ISO-8601 date-time such as {TIME_EXAMPLE}",
+        json_schema_extra={"pattern": TIME_PATTERN},
+    )
+
+
+# A time in the query: ISO-8601 text only (see inputs.iso_text), described by ``time_param``.
+QueryTime = Annotated[datetime | None, BeforeValidator(iso_text)]
+At = Annotated[QueryTime, time_param("when it happened (default: the server's local now)")]

@@ -17,6 +17,7 @@ from starlette.types import Receive, Scope, Send
 from strata.api import auth, views
 from strata.api.asgi import answer_error, headers
 from strata.api.deps import MAX_LIMIT, read_connection
+from strata.api.inputs import is_name
 from strata.lineage import queries as q
 
 _PREFIX = "/api/v1/namespaces/"
@@ -63,10 +64,11 @@ def _names(raw: object) -> tuple[str, str] | None:
         return None
     if parts[5] != "jobs" or parts[7] != "runs" or not parts[4] or not parts[6]:
         return None
-    return (
-        unquote(parts[4], encoding="utf-8", errors="replace"),
-        unquote(parts[6], encoding="utf-8", errors="replace"),
-    )
+    namespace = unquote(parts[4], encoding="utf-8", errors="replace")
+    job = unquote(parts[6], encoding="utf-8", errors="replace")
+    if not (is_name(namespace) and is_name(job)):
+        return None  # the route refuses it, naming the limit
+    return namespace, job
 
 
 def _paging(query: bytes) -> tuple[int, int] | None:

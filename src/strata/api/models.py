@@ -3,12 +3,43 @@
 from __future__ import annotations
 
 from datetime import datetime
-from typing import Any, Literal
+from typing import Annotated, Any, Literal
 from uuid import UUID
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import AfterValidator, BaseModel, ConfigDict, Field
 
-_Name = Field(min_length=1, max_length=1024)
+from strata.api.inputs import MAX_NAME_BYTES, NO_NUL, name_problem, time_problem
+
+
+def _storable_name(value: str) -> str:
+    problem = name_problem("name", value)
+    if problem is not None:
+        raise ValueError(problem)
+    return value
+
+
+def _storable_time(value: datetime) -> datetime:
+    problem = time_problem("time", value)
+    if problem is not None:
+        raise ValueError(problem)
+    return value
+
+
+def _storable_text(value: str) -> str:
+    if "\x00" in value:
+        raise ValueError("contains a NUL character; remove it")
+    return value
+
+
+# PostgreSQL text cannot hold NUL, so no stored string may; the pattern says it in the document.
+Text = Annotated[str, Field(json_schema_extra={"pattern": NO_NUL}), AfterValidator(_storable_text)]
+# A name the store can index; the JSON Schema can only say characters, the check is bytes.
+Name = Annotated[
+    str,
+    Field(min_length=1, max_length=MAX_NAME_BYTES, json_schema_extra={"pattern": NO_NUL}),
+    AfterValidator(_storable_name),
+]
+Time = Annotated[datetime, AfterValidator(_storable_time)]
 
 
 class _Body(BaseModel):
@@ -16,55 +47,68 @@ class _Body(BaseModel):
 
 
 class NamespaceIn(_Body):
-    owner_name: str = Field(alias="ownerName", min_length=1, max_length=1024)
-    description: str | None = None
+    owner_name: Name = Field(alias="ownerName")
+    description: Text | None = None
 
 
 class SourceIn(_Body):
-    type: str = Field(min_length=1, max_length=64)
-    connection_url: str = Field(alias="connectionUrl", min_length=1)
-    description: str | None = None
+    type: Text = Field(min_length=1, max_length=64)
+    connection_url: Text = Field(alias="connectionUrl", min_length=1)
+    description: Text | None = None
 
 
 class FieldIn(_Body):
-    name: str = Field(min_length=1, max_length=1024)
-    type: str | None = None
-    description: str | None = None
-    tags: list[str] = []
+    name: Name
+    type: Text | None = None
+    description: Text | None = None
+    tags: list[Name] = []
 
 
 class DatasetIn(_Body):
     type: Literal["DB_TABLE", "STREAM"]
-    physical_name: str = Field(alias="physicalName", min_length=1, max_length=1024)
-    source_name: str = Field(alias="sourceName", min_length=1, max_length=1024)
+    physical_name: Name = Field(alias="physicalName")
+    source_name: Name = Field(alias="sourceName")
     fields: list[FieldIn] = []
-    tags: list[str] = []
-    description: str | None = None
+    tags: list[Name] = []
+    description: Text | None = None
     run_id: UUID | None = Field(default=None, alias="runId")
-    schema_location: str | None = Field(default=None, alias="schemaLocation")
+    schema_location: Text | None = Field(default=None, alias="schemaLocation")
 
 
 class DatasetIdIn(_Body):
-    namespace: str = Field(min_length=1, max_length=1024)
-    name: str = Field(min_length=1, max_length=1024)
+    namespace: Name
+    name: Name
 
 
 class JobIn(_Body):
     type: Literal["BATCH", "STREAM", "SERVICE"]
     inputs: list[DatasetIdIn] = []
     outputs: list[DatasetIdIn] = []
-    location: str | None = None
-    description: str | None = None
+    location: Text | None = None
+    description: Text | None = None
     context: dict[str, Any] = {}
     run_id: UUID | None = Field(default=None, alias="runId")
 
 
 class RunIn(_Body):
     id: UUID | None = None
-    nominal_start_time: datetime | None = Field(default=None, alias="nominalStartTime")
-    nominal_end_time: datetime | None = Field(default=None, alias="nominalEndTime")
-    args: dict[str, Any] | None = None  # as written: see routes.jobs.marquez_args
+    nominal_start_time: Time | None = Field(default=None, alias="nominalStartTime")
+    nominal_end_time: Time | None = Field(default=None, alias="nominalEndTime")
+    # Checked as written by routes.jobs.marquez_args; the schema says what it accepts.
+    args: dict[str, Any] | None = Field(
+        default=None,
+        json_schema_extra={
+            "propertyNames": {"pattern": NO_NUL},
+            "additionalProperties": {
+                "anyOf": [
+                    {"type": "string", "pattern": NO_NUL},
+                    {"type": "number"},
+                    {"type": "boolean"},
+                ]
+            },
+        },
+    )
 
 
 class TagIn(_Body):
-    description: str | None = None
+    description: Text | None = None

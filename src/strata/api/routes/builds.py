@@ -12,6 +12,7 @@ from typing import Annotated
 from fastapi import APIRouter, Query, Request, Response
 
 from strata.api import views
+from strata.api.contract import errors
 from strata.api.deps import settings
 from strata.build.service import BuildService
 from strata.lake.service import Lake
@@ -27,7 +28,8 @@ def _service(request: Request) -> BuildService:
     return BuildService(st, lake=Lake(st, engine))
 
 
-@router.get("/status", response_model=views.Json)
+# The server's pipelines setting may name pipelines that cannot be loaded (400).
+@router.get("/status", response_model=views.Json, responses=errors(400))
 def get_status(request: Request) -> Response:
     """Every dataset, fresh or out of date with every cause (as `strata status --json`)."""
     result = _service(request).status()
@@ -60,10 +62,12 @@ def get_program(request: Request, dataset: str, version: Version = None) -> Resp
     return views.json_response({**body, "inputs": built.inputs, **built.program.to_dict()})
 
 
-@router.post("/reproduce/{dataset:seg}", response_model=views.Json)
+@router.post("/reproduce/{dataset:seg}", response_model=views.Json, responses=errors(410))
 def post_reproduce(request: Request, dataset: str, version: Version = None) -> Response:
     """Run the stored program of a built version again on its recorded inputs, in a
     scratch transaction never committed, and compare data fingerprints. Starts Spark in
     the server (the `spark_master` setting) on first use."""
-    result = _service(request).reproduce(dataset, version)
+    service = _service(request)
+    service.program(dataset, version)  # 404 for an unknown dataset or version, before Spark
+    result = service.reproduce(dataset, version)
     return views.json_response(result.to_dict())

@@ -7,6 +7,7 @@ from typing import Any
 from fastapi import APIRouter
 
 from strata.api import views
+from strata.api.contract import JOB_MOVED
 from strata.api.deps import Eng
 from strata.api.redirects import job_uuid
 from strata.lineage import deletes
@@ -27,7 +28,7 @@ def delete_dataset(eng: Eng, namespace: str, dataset: str) -> dict[str, Any]:
     return views.dataset(deletes.hide_dataset(eng, namespace, dataset))
 
 
-@router.delete("/namespaces/{namespace:seg}/jobs/{job:seg}", tags=["Jobs"])
+@router.delete("/namespaces/{namespace:seg}/jobs/{job:seg}", tags=["Jobs"], responses=JOB_MOVED)
 def delete_job(eng: Eng, namespace: str, job: str) -> dict[str, Any]:
     """Hide a job until an event for it arrives; answers the job."""
     with read_tx(eng) as conn:

@@ -10,6 +10,7 @@ from fastapi import APIRouter, Depends, Request, Response
 from fastapi.responses import JSONResponse
 
 from strata.api import views
+from strata.api.contract import JOB_MOVED
 from strata.api.deps import Eng, Limit, Offset, reading
 from strata.api.models import JobIn, RunIn
 from strata.api.redirects import job_uuid
@@ -30,7 +31,7 @@ def list_jobs(request: Request, namespace: str, limit: Limit = 100, offset: Offs
     return views.page("jobs", page, views.job)
 
 
-@router.get(JOB, response_model=views.Json)
+@router.get(JOB, response_model=views.Json, responses=JOB_MOVED)
 def get_job(request: Request, namespace: str, job: str) -> Response:
     with reading(request) as conn:
         found = q.get_job(conn, job_uuid(conn, namespace, job))
@@ -53,7 +54,7 @@ def put_job(eng: Eng, namespace: str, job: str, body: JobIn) -> dict[str, Any]:
         return views.job(q.get_job(conn, keys.job_uuid(namespace, job)))
 
 
-@router.get(JOB + "/versions", response_model=views.Json)
+@router.get(JOB + "/versions", response_model=views.Json, responses=JOB_MOVED)
 def list_job_versions(
     request: Request, namespace: str, job: str, limit: Limit = 100, offset: Offset = 0
 ) -> Response:
@@ -62,14 +63,14 @@ def list_job_versions(
     return views.page("versions", page, views.job_version)
 
 
-@router.get(JOB + "/versions/{version:seg}", response_model=views.Json)
+@router.get(JOB + "/versions/{version:seg}", response_model=views.Json, responses=JOB_MOVED)
 def get_job_version(request: Request, namespace: str, job: str, version: str) -> Response:
     with reading(request) as conn:
         found = q.get_job_version(conn, job_uuid(conn, namespace, job), version)
     return views.json_response(views.job_version(found))
 
 
-@router.get(JOB + "/runs", response_model=views.Json)
+@router.get(JOB + "/runs", response_model=views.Json, responses=JOB_MOVED)
 def list_runs(
     request: Request, namespace: str, job: str, limit: Limit = 100, offset: Offset = 0
 ) -> Response:
@@ -99,6 +100,10 @@ def marquez_args(raw: bytes) -> dict[str, str]:
     args = doc.get("args") if isinstance(doc, dict) else None
     out: dict[str, str] = {}
     for key, value in (args or {}).items():
+        if "\x00" in key or (isinstance(value, str) and "\x00" in value):
+            raise InvalidArgument(
+                f"run args must not hold a NUL character; args[{key!r}] does", field=f"args.{key}"
+            )
         if isinstance(value, bool):
             out[key] = "true" if value else "false"
         elif isinstance(value, str):
@@ -150,7 +155,7 @@ def _aware(at: datetime | None) -> datetime | None:
     return at
 
 
-@router.post(JOB + "/tags/{tag:seg}")
+@router.post(JOB + "/tags/{tag:seg}", responses=JOB_MOVED)
 def tag_job(eng: Eng, namespace: str, job: str, tag: str) -> dict[str, Any]:
     with read_tx(eng) as conn:
         uuid = job_uuid(conn, namespace, job)
@@ -159,7 +164,7 @@ def tag_job(eng: Eng, namespace: str, job: str, tag: str) -> dict[str, Any]:
         return views.job(q.get_job(conn, uuid))
 
 
-@router.delete(JOB + "/tags/{tag:seg}")
+@router.delete(JOB + "/tags/{tag:seg}", responses=JOB_MOVED)
 def untag_job(eng: Eng, namespace: str, job: str, tag: str) -> dict[str, Any]:
     with read_tx(eng) as conn:
         uuid = job_uuid(conn, namespace, job)

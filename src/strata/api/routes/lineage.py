@@ -10,7 +10,9 @@ from fastapi import APIRouter, Query, Request, Response
 
 from strata.api import views
 from strata.api.body import read_json
-from strata.api.deps import Conn, Depth, Eng, Limit, Offset
+from strata.api.contract import errors
+from strata.api.deps import Conn, Depth, Eng, Limit, Offset, QueryTime, time_param
+from strata.api.inputs import check_time
 from strata.errors import InvalidArgument, InvalidEvent, StrataError
 from strata.lineage import graph as g
 from strata.lineage import queries as q
@@ -35,7 +37,15 @@ _EVENT_BODY = {
 _BATCH_BODY = {
     "requestBody": {
         "required": True,
-        "content": {"application/json": {"schema": {"type": "array", "items": {"type": "object"}}}},
+        "content": {
+            "application/json": {
+                "schema": {
+                    "type": "array",
+                    # Not only objects: the batch answers each item, reporting what is no event.
+                    "items": {"description": "an OpenLineage event"},
+                }
+            }
+        },
     }
 }
 
@@ -61,7 +71,11 @@ async def accept_event(writer: GroupWriter, payload: Any) -> None:
         raise result
 
 
-@router.post("/lineage", status_code=201, openapi_extra=_EVENT_BODY)
+# Bodies are read by hand (gzip, size limits): 413 and 415 come from there.
+_BODY_ERRORS = errors(413, 415)
+
+
+@router.post("/lineage", status_code=201, openapi_extra=_EVENT_BODY, responses=_BODY_ERRORS)
 async def post_lineage(request: Request) -> Response:
     """Store one OpenLineage event (201). The app answers this route itself, ahead of the
     router (:mod:`strata.api.direct`); this is its description and a fallback."""
@@ -69,7 +83,7 @@ async def post_lineage(request: Request) -> Response:
     return Response(status_code=201)
 
 
-@router.post("/lineage/batch", openapi_extra=_BATCH_BODY)
+@router.post("/lineage/batch", openapi_extra=_BATCH_BODY, responses=_BODY_ERRORS)
 async def post_lineage_batch(request: Request) -> Response:
     payload = await read_json(request)
     if not isinstance(payload, list):
@@ -103,8 +117,8 @@ async def post_lineage_batch(request: Request) -> Response:
 @router.get("/events/lineage")
 def list_events(
     conn: Conn,
-    before: datetime | None = None,
-    after: datetime | None = None,
+    before: Annotated[QueryTime, time_param("events before this time")] = None,
+    after: Annotated[QueryTime, time_param("events after this time")] = None,
     sort_direction: Annotated[
         Literal["asc", "desc", "ASC", "DESC"], Query(alias="sortDirection")
     ] = "desc",
@@ -122,12 +136,26 @@ def list_events(
     return {"events": page.items, "totalCount": page.total}
 
 
-@router.get("/lineage", response_model=views.Json)
+NodeId = Annotated[
+    str,
+    Query(
+        alias="nodeId",
+        min_length=1,
+        max_length=4096,
+        description="dataset:<namespace>:<name>, job:<namespace>:<name> "
+        "or datasetField:<namespace>:<dataset>:<field>",
+        json_schema_extra={"pattern": "^(dataset|job|datasetField):[^\\u0000]+$"},
+    ),
+]
+_NODE_ERRORS = errors(404)  # no such node
+
+
+@router.get("/lineage", response_model=views.Json, responses=_NODE_ERRORS)
 def get_lineage(
     eng: Eng,
-    node_id: Annotated[str, Query(alias="nodeId", min_length=1, max_length=4096)],
+    node_id: NodeId,
     depth: Depth = 20,
-    as_of: Annotated[datetime | None, Query(alias="asOf")] = None,
+    as_of: Annotated[QueryTime, time_param("the graph as it was then", "asOf")] = None,
 ) -> Response:
     at = _aware(as_of, "asOf")
     # A transaction rather than an autocommit read: the walk scopes planner settings to it.
@@ -136,10 +164,10 @@ def get_lineage(
     return views.json_response({"graph": [views.graph_node(n) for n in nodes]})
 
 
-@router.get("/column-lineage")
+@router.get("/column-lineage", responses=_NODE_ERRORS)
 def get_column_lineage(
     conn: Conn,
-    node_id: Annotated[str, Query(alias="nodeId", min_length=1, max_length=4096)],
+    node_id: NodeId,
     depth: Depth = 20,
     with_downstream: Annotated[bool, Query(alias="withDownstream")] = False,
 ) -> dict[str, Any]:
@@ -152,4 +180,4 @@ def _aware(value: datetime | None, name: str) -> datetime | None:
         raise InvalidArgument(
             f"{name} must carry a time zone, e.g. 2024-01-01T00:00:00Z", field=name
         )
-    return value
+    return None if value is None else check_time(name, value)

@@ -2,20 +2,25 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from datetime import datetime
-from typing import Annotated, Any, Literal
+from typing import Annotated, Any, Literal, get_args
 from uuid import UUID
 
 from fastapi import APIRouter, Query, Request, Response
+from sqlalchemy.engine import Engine
 
 from strata.api import views
-from strata.api.deps import Depth, Eng, reading
+from strata.api.contract import errors
+from strata.api.deps import At, Depth, Eng, reading
+from strata.api.inputs import check_time
 from strata.lineage import graph as g
 from strata.lineage import queries as q
 from strata.lineage import writes as w
 from strata.store.engine import read_tx
 
 router = APIRouter(tags=["Runs"])
+Action = Literal["start", "complete", "fail", "abort"]
 
 
 @router.get("/jobs/runs/{id}", response_model=views.Json)
@@ -35,18 +40,27 @@ def get_run_facets(
     return views.json_response({"runId": run.uuid, "facets": facets})
 
 
-@router.post("/jobs/runs/{id}/{action}")
-def mark_run(
-    eng: Eng,
-    id: UUID,
-    action: Literal["start", "complete", "fail", "abort"],
-    at: datetime | None = None,
-) -> dict[str, Any]:
-    if at is not None and at.tzinfo is None:
-        at = at.replace(tzinfo=datetime.now().astimezone().tzinfo)
-    w.mark_run(eng, str(id), action, at=at)
-    with read_tx(eng) as conn:
-        return views.run(q.get_run(conn, str(id)))
+def _mark_run(action: Action) -> Callable[[Engine, UUID, datetime | None], dict[str, Any]]:
+    def mark_run(eng: Eng, id: UUID, at: At = None) -> dict[str, Any]:
+        if at is not None and at.tzinfo is None:
+            at = at.replace(tzinfo=datetime.now().astimezone().tzinfo)
+        w.mark_run(eng, str(id), action, at=None if at is None else check_time("at", at))
+        with read_tx(eng) as conn:
+            return views.run(q.get_run(conn, str(id)))
+
+    mark_run.__doc__ = f"Mark the run {action}, at ``at`` (default: now)."
+    return mark_run
+
+
+# One route per action, as Marquez has: a path of its own each, so another verb on
+# ``/jobs/runs/{id}/facets`` is a 405, not a bad action.
+for _action in get_args(Action):
+    router.add_api_route(
+        f"/jobs/runs/{{id}}/{_action}",
+        _mark_run(_action),
+        methods=["POST"],
+        name=f"mark_run_{_action}",
+    )
 
 
 def _upstream(request: Request, run_id: UUID, depth: int) -> Response:
@@ -55,7 +69,9 @@ def _upstream(request: Request, run_id: UUID, depth: int) -> Response:
     return views.json_response({"runs": [views.upstream_run(u) for u in runs]})
 
 
-@router.get("/runlineage/upstream", tags=["Lineage"], response_model=views.Json)
+@router.get(
+    "/runlineage/upstream", tags=["Lineage"], response_model=views.Json, responses=errors(404)
+)
 def run_lineage_upstream(
     request: Request, run_id: Annotated[UUID, Query(alias="runId")], depth: Depth = 20
 ) -> Response:

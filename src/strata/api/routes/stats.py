@@ -16,7 +16,12 @@ from strata.lineage import stats
 router = APIRouter(prefix="/stats", tags=["Stats"])
 
 PeriodParam = Annotated[
-    str | None, Query(max_length=16, description="DAY (24 hours) or WEEK (7 days)")
+    str | None,
+    Query(
+        max_length=16,
+        description="DAY (24 hours) or WEEK (7 days), any case; required",
+        json_schema_extra={"pattern": "^([Dd][Aa][Yy]|[Ww][Ee][Ee][Kk])$"},
+    ),
 ]
 ZoneParam = Annotated[
     str | None,
