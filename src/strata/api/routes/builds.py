@@ -67,7 +67,6 @@ def post_reproduce(request: Request, dataset: str, version: Version = None) -> R
     """Run the stored program of a built version again on its recorded inputs, in a
     scratch transaction never committed, and compare data fingerprints. Starts Spark in
     the server (the `spark_master` setting) on first use."""
-    service = _service(request)
-    service.program(dataset, version)  # 404 for an unknown dataset or version, before Spark
-    result = service.reproduce(dataset, version)
+    # An unknown dataset or version is a 404 before Spark starts (BuildService.reproduce).
+    result = _service(request).reproduce(dataset, version)
     return views.json_response(result.to_dict())
