@@ -49,6 +49,11 @@ class Settings:
             object.__setattr__(self, "database_url", f"sqlite:///{home.resolve() / 'meta.db'}")
         if not self.lake_uri:
             object.__setattr__(self, "lake_uri", (home.resolve() / "lake").as_uri())
+        elif "://" not in self.lake_uri:
+            # A bare path means this machine's file system to pyarrow, but the cluster's
+            # default file system (often HDFS) to Spark: say which one, once, here.
+            local = Path(self.lake_uri).expanduser().resolve()
+            object.__setattr__(self, "lake_uri", local.as_uri())
         if self.lineage_fold not in ("process", "thread"):
             raise ConfigError(
                 f"lineage_fold must be 'process' or 'thread', got {self.lineage_fold!r}; "
@@ -109,6 +114,9 @@ def _from_toml(config_file: str | Path | None, names: set[str]) -> dict[str, Any
     if isinstance(table.get("home"), str) and not Path(table["home"]).is_absolute():
         # Relative paths in a config file are relative to that file, as users expect.
         table["home"] = str(path.parent / table["home"])
+    lake = table.get("lake_uri")
+    if isinstance(lake, str) and lake and "://" not in lake and not Path(lake).is_absolute():
+        table["lake_uri"] = str(path.parent / lake)
     if isinstance(table.get("pipelines"), list):
         table["pipelines"] = [
             p if not isinstance(p, str) or Path(p).is_absolute() else str(path.parent / p)

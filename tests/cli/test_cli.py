@@ -106,6 +106,19 @@ def test_ingest_csv_through_spark(settings: Settings, spark: object, tmp_path: P
     assert sorted((r["user"], r["clicks"]) for r in rows) == [("ada", 3), ("bob", 1)]
 
 
+@pytest.mark.spark
+def test_ingest_reads_a_relative_path_from_the_working_folder(
+    settings: Settings, spark: object, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # The shared JVM started in another folder: Spark alone would look for the file there.
+    (tmp_path / "in").mkdir()
+    (tmp_path / "in" / "clicks.json").write_text('{"user": "ada", "clicks": 3}\n')
+    monkeypatch.chdir(tmp_path / "in")
+    code, out, err = invoke(settings, "ingest", "clicks.json", "raw/clicks", "--json")
+    assert code == 0, err
+    assert json.loads(out)["row_count"] == 1
+
+
 def test_console_script_on_the_embedded_default(tmp_path: Path) -> None:
     """The installed `strata` command migrates ./.strata on first use."""
     env = {k: v for k, v in os.environ.items() if not k.startswith("STRATA_")}

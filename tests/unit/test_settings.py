@@ -172,3 +172,21 @@ def test_explicit_home_moves_store_and_lake(tmp_path: Path) -> None:
     # Explicit URLs are kept as given.
     s = Settings(home=tmp_path, database_url="sqlite:///x.db", lake_uri="s3a://bucket/lake")
     assert (s.database_url, s.lake_uri) == ("sqlite:///x.db", "s3a://bucket/lake")
+
+
+def test_a_bare_lake_path_becomes_a_file_uri(
+    clean_env: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # Spark would read a bare path on the cluster's default file system (HDFS on YARN)
+    # while pyarrow reads this machine's: both must be told it is a local path.
+    assert Settings(lake_uri="/data/lake").lake_uri == "file:///data/lake"
+    monkeypatch.setenv("STRATA_LAKE_URI", "shared/lake")
+    assert Settings.load().lake_uri == (clean_env.resolve() / "shared" / "lake").as_uri()
+
+
+def test_a_relative_lake_path_in_the_config_file_is_relative_to_the_file(
+    clean_env: Path, tmp_path: Path
+) -> None:
+    (tmp_path / "conf").mkdir()
+    config = _toml(tmp_path / "conf" / "strata.toml", 'lake_uri = "lake"\n')
+    assert Settings.load(config_file=config).lake_uri == (tmp_path / "conf" / "lake").as_uri()

@@ -18,6 +18,7 @@ from typing import TYPE_CHECKING, Any
 from strata.build.discovery import Declared
 from strata.build.events import DatasetAt, Emitter, JobRef, RunSpec, program_facets, run_event
 from strata.build.programs import Program, register
+from strata.build.shipping import pickle_by_value
 from strata.build.transforms import DF_OUTPUT
 from strata.errors import NotFound, TransformError
 from strata.ids import new_id
@@ -180,6 +181,7 @@ def call_transform(
     txn: Transaction,
 ) -> None:
     """Call the function on ``inputs`` and write what it makes into ``txn`` (uncommitted)."""
+    pickle_by_value(item.root)
     t = item.transform
     if t.kind == "df":
         frames = {

@@ -51,7 +51,7 @@ def ingest(
         if fmt == "csv":
             reader = reader.option("header", "true").option("inferSchema", "true")
         try:
-            frame = reader.load(path)
+            frame = reader.load(spark_path(path))
         except Exception as exc:  # Spark's analysis errors say what is wrong with the file
             raise InvalidArgument(
                 f"Spark cannot read {path!r} as {fmt}: {str(exc).splitlines()[0]}", path=path
@@ -66,6 +66,15 @@ def ingest(
                 f"{dataset}: version {version.commit_id} ({version.type}), "
                 f"{version.row_count} rows in {version.file_count} file(s)"
             )
+
+
+def spark_path(path: str) -> str:
+    """``path`` as Spark must be told it: a local path as an absolute ``file://`` URI.
+
+    Spark resolves a bare path on its default file system (HDFS on a YARN cluster) and
+    against the JVM's starting folder, neither of which is what was checked here.
+    """
+    return path if "://" in path else Path(path).resolve().as_uri()
 
 
 def datasets(
