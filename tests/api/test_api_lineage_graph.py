@@ -13,8 +13,8 @@ from api_seed import Seeder
 from fastapi.testclient import TestClient
 
 from strata.api import views
-from strata.lineage import graph as g
-from strata.lineage import queries as q
+from strata.lineage.query import graph as g
+from strata.lineage.query import queries as q
 from strata.store import schema as s
 from strata.store.engine import read_tx
 

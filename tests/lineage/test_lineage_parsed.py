@@ -7,9 +7,9 @@ from typing import Any
 import sqlalchemy as sa
 from lineage_support import dump, rid, run_event
 
-from strata.lineage import runs
-from strata.lineage.events import parse_event
-from strata.lineage.ingest import ingest_event
+from strata.lineage.ingest import runs
+from strata.lineage.ingest.events import parse_event
+from strata.lineage.ingest.transactions import ingest_event
 from strata.store.engine import read_tx
 
 

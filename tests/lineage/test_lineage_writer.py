@@ -11,11 +11,12 @@ import sqlalchemy as sa
 from lineage_support import ds, dump, rid, run_event
 
 from strata.errors import InvalidEvent, StrataError
-from strata.lineage import ingest, runs, versions
-from strata.lineage import writer as writer_module
-from strata.lineage.events import Event, parse_event
-from strata.lineage.ingest import IngestResult, ingest_event
-from strata.lineage.writer import GroupWriter, journal_for
+from strata.lineage.ingest import runs, versions
+from strata.lineage.ingest import transactions as ingest
+from strata.lineage.ingest import writer as writer_module
+from strata.lineage.ingest.events import Event, parse_event
+from strata.lineage.ingest.transactions import IngestResult, ingest_event
+from strata.lineage.ingest.writer import GroupWriter, journal_for
 from strata.store import schema as s
 from strata.store.engine import write_tx
 
@@ -51,8 +52,8 @@ def test_concurrent_submissions_are_grouped(engine: sa.Engine, monkeypatch: Any)
         folded.append(len(done))
         return done
 
-    monkeypatch.setattr("strata.lineage.writer.accept_parsed", counting)
-    monkeypatch.setattr("strata.lineage.writer.fold_pending", folding)
+    monkeypatch.setattr("strata.lineage.ingest.writer.accept_parsed", counting)
+    monkeypatch.setattr("strata.lineage.ingest.writer.fold_pending", folding)
     events = _story(20)
     writer = GroupWriter(engine)
     gate = threading.Barrier(8)
@@ -181,9 +182,9 @@ def test_an_event_the_fold_refuses_is_set_aside(engine: sa.Engine, monkeypatch: 
 def test_a_write_the_database_refuses_after_it_was_sent_refuses_only_its_event(
     engine: sa.Engine, monkeypatch: Any
 ) -> None:
-    """On PostgreSQL the fold does not wait for its writes (strata.lineage.deferred): a
+    """On PostgreSQL the fold does not wait for its writes (strata.lineage.ingest.deferred): a
     write's error comes back at a later statement, and must still refuse only its event."""
-    from strata.lineage import rows
+    from strata.lineage.ingest import rows
 
     real = runs.write_runs
 
@@ -251,7 +252,7 @@ def test_reads_wait_for_the_fold(engine: sa.Engine, monkeypatch: Any) -> None:
         time.sleep(0.3)
         return real(eng, journal, limit, known)
 
-    monkeypatch.setattr("strata.lineage.writer.fold_pending", slow)
+    monkeypatch.setattr("strata.lineage.ingest.writer.fold_pending", slow)
     writer = GroupWriter(engine)
 
     async def post_then_read() -> str | None:
@@ -305,7 +306,7 @@ def test_a_fold_that_falls_behind_slows_senders_then_refuses(
         gate.wait(60)
         return real(eng, journal, limit, known)
 
-    monkeypatch.setattr("strata.lineage.writer.fold_pending", stuck)
+    monkeypatch.setattr("strata.lineage.ingest.writer.fold_pending", stuck)
     writer = GroupWriter(engine, max_backlog=1, backlog_wait=0.3)
     first = writer.submit([run_event("START", 0, "a", "j")]).result(timeout=60)
     assert isinstance(first[0], IngestResult)
@@ -451,7 +452,7 @@ def test_start_does_not_wait_for_a_whole_backlog(engine: sa.Engine, monkeypatch:
             release.wait(60)
         return real_fold(eng, jrn, limit, known)
 
-    monkeypatch.setattr("strata.lineage.writer.fold_pending", slow_after_first)
+    monkeypatch.setattr("strata.lineage.ingest.writer.fold_pending", slow_after_first)
     writer = GroupWriter(engine, fold_events=2)
     try:
         assert writer.start(30)

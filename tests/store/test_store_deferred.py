@@ -7,8 +7,8 @@ from datetime import UTC, datetime
 import pytest
 import sqlalchemy as sa
 
-from strata.lineage import rows
-from strata.lineage.deferred import deferred_writes
+from strata.lineage.ingest import rows
+from strata.lineage.ingest.deferred import deferred_writes
 from strata.store import schema as s
 
 AT = datetime(2024, 1, 1, tzinfo=UTC)

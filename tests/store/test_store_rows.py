@@ -7,7 +7,7 @@ from datetime import UTC, datetime
 import pytest
 import sqlalchemy as sa
 
-from strata.lineage import rows
+from strata.lineage.ingest import rows
 from strata.store import schema as s
 
 AT = datetime(2024, 1, 1, tzinfo=UTC)

@@ -17,7 +17,7 @@ from starlette.types import Receive, Scope, Send
 from strata.api import auth, views
 from strata.api.asgi import answer_error, headers
 from strata.api.deps import MAX_LIMIT, read_connection
-from strata.lineage import queries as q
+from strata.lineage.query import queries as q
 
 _PREFIX = "/api/v1/namespaces/"
 

@@ -11,10 +11,10 @@ import orjson
 from fastapi.encoders import jsonable_encoder
 from starlette.responses import Response
 
-from strata.lineage import graph as g
-from strata.lineage import provenance as p
-from strata.lineage import queries as q
-from strata.lineage.run_args import run_args
+from strata.lineage.query import graph as g
+from strata.lineage.query import provenance as p
+from strata.lineage.query import queries as q
+from strata.lineage.query.run_args import run_args
 
 Json = dict[str, Any]
 T = TypeVar("T")

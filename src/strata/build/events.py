@@ -18,8 +18,8 @@ from typing import TYPE_CHECKING, Any
 
 from sqlalchemy.engine import Engine
 
-from strata.lineage.facets import PROGRAM_FACET
-from strata.lineage.ingest import ingest_event
+from strata.lineage.ingest.facets import PROGRAM_FACET
+from strata.lineage.ingest.transactions import ingest_event
 
 if TYPE_CHECKING:
     from openlineage.client.client import OpenLineageClient

@@ -12,9 +12,9 @@ from strata.api import views
 from strata.api.body import read_json
 from strata.api.deps import Conn, Depth, Eng, Limit, Offset
 from strata.errors import InvalidArgument, InvalidEvent, StrataError
-from strata.lineage import graph as g
-from strata.lineage import queries as q
-from strata.lineage.writer import GroupWriter, Results
+from strata.lineage.ingest.writer import GroupWriter, Results
+from strata.lineage.query import graph as g
+from strata.lineage.query import queries as q
 from strata.store.engine import read_tx
 
 router = APIRouter(tags=["Lineage"])
@@ -41,7 +41,7 @@ _BATCH_BODY = {
 
 
 def _writer(request: Request) -> GroupWriter:
-    """The app's group-commit writer (see :mod:`strata.lineage.writer`)."""
+    """The app's group-commit writer (see :mod:`strata.lineage.ingest.writer`)."""
     writer: GroupWriter = request.app.state.lineage_writer
     return writer
 

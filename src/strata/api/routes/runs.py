@@ -10,9 +10,9 @@ from fastapi import APIRouter, Query, Request, Response
 
 from strata.api import views
 from strata.api.deps import Depth, Eng, reading
-from strata.lineage import graph as g
-from strata.lineage import queries as q
-from strata.lineage import writes as w
+from strata.lineage.ingest import writes as w
+from strata.lineage.query import graph as g
+from strata.lineage.query import queries as q
 from strata.store.engine import read_tx
 
 router = APIRouter(tags=["Runs"])

@@ -19,10 +19,10 @@ from typing import Any
 import sqlalchemy as sa
 from sqlalchemy.engine import Connection
 
-from strata.lineage import facets as fx
 from strata.lineage import keys
-from strata.lineage.events import Event
-from strata.lineage.rows import (
+from strata.lineage.ingest import facets as fx
+from strata.lineage.ingest.events import Event
+from strata.lineage.ingest.rows import (
     cached,
     chunks,
     execute_many,

@@ -48,8 +48,8 @@ from typing import Any
 from sqlalchemy.engine import Engine
 
 from strata.errors import StoreError, StrataError
-from strata.lineage.events import Event, parse_event
-from strata.lineage.ingest import IngestResult, accept_parsed, fold_pending
+from strata.lineage.ingest.events import Event, parse_event
+from strata.lineage.ingest.transactions import IngestResult, accept_parsed, fold_pending
 from strata.store import schema as s
 from strata.store.engine import StatementConnection, create_engine
 
@@ -504,7 +504,7 @@ def _collect() -> None:
     """Collect cycles, then leave what survived out of later collections.
 
     A collection walks every object alive: the parsed events the fold keeps
-    (:data:`~strata.lineage.runs.PARSED`, some 160,000 objects) cost each one 150-250 ms,
+    (:data:`~strata.lineage.ingest.runs.PARSED`, some 160,000 objects) cost each one 150-250 ms,
     taken whenever the queue ran empty, so while senders waited for the fold. Frozen
     objects are still freed when no longer referenced; only a cycle among them would
     outlive its use, and the fold's objects form next to none."""

@@ -3,7 +3,7 @@
 The raw event is kept in ``lineage_events`` (an identical event is a no-op)
 and the model is kept equal to a function of the stored event set: a run
 event brings its run's rows up to the fold of all of its events (see
-:mod:`strata.lineage.runs`), a JobEvent upserts the job, its io
+:mod:`strata.lineage.ingest.runs`), a JobEvent upserts the job, its io
 edges and a job version, a DatasetEvent upserts the dataset and its facets.
 A DatasetEvent creates no dataset version: it says what a dataset looks
 like, not that new data was written; versions come from run outputs and
@@ -22,11 +22,12 @@ import sqlalchemy as sa
 from sqlalchemy.engine import Connection, Engine
 
 from strata.errors import InvalidEvent, StoreError, StrataError
-from strata.lineage import jobs, keys, runs, versions
-from strata.lineage import rows as rowlib
-from strata.lineage.deferred import deferred_writes
-from strata.lineage.events import Event, parse_event
-from strata.lineage.validate import EventKind
+from strata.lineage import keys
+from strata.lineage.ingest import jobs, runs, versions
+from strata.lineage.ingest import rows as rowlib
+from strata.lineage.ingest.deferred import deferred_writes
+from strata.lineage.ingest.events import Event, parse_event
+from strata.lineage.ingest.validate import EventKind
 from strata.store import jsoncodec
 from strata.store import schema as s
 from strata.store.engine import StatementConnection, read_tx, write_tx

@@ -31,11 +31,11 @@ import sqlalchemy as sa
 from sqlalchemy.engine import Connection
 
 from strata.errors import InvalidEvent
-from strata.lineage import facets as fx
 from strata.lineage import keys
-from strata.lineage.events import DatasetRef, Event
-from strata.lineage.fold import IoFold, RunFold
-from strata.lineage.rows import (
+from strata.lineage.ingest import facets as fx
+from strata.lineage.ingest.events import DatasetRef, Event
+from strata.lineage.ingest.fold import IoFold, RunFold
+from strata.lineage.ingest.rows import (
     cached,
     chunks,
     delete_in,

@@ -12,11 +12,12 @@ from typing import Any, TypeVar
 import sqlalchemy as sa
 from sqlalchemy.engine import Connection
 
-from strata.lineage import facets as fx
-from strata.lineage import jobs, keys, versions
-from strata.lineage.events import Event, parse_event
-from strata.lineage.fold import RunFold, fold_run
-from strata.lineage.rows import (
+from strata.lineage import keys
+from strata.lineage.ingest import facets as fx
+from strata.lineage.ingest import jobs, versions
+from strata.lineage.ingest.events import Event, parse_event
+from strata.lineage.ingest.fold import RunFold, fold_run
+from strata.lineage.ingest.rows import (
     DatasetRow,
     cached,
     chunks,
@@ -321,7 +322,7 @@ def apply_run_events(conn: Connection, new: Sequence[Event]) -> None:
             widen(spans, (ev.parent.namespace, ev.parent.name), ev.event_time)
     job_rows = jobs.touch_job_rows(conn, spans)
     # Written after the jobs are read: on PostgreSQL the database writes the datasets
-    # while the jobs' facets are merged (see strata.lineage.deferred).
+    # while the jobs' facets are merged (see strata.lineage.ingest.deferred).
     write_dataset_facets(conn, facet_rows, stale)
     merged: dict[str, jobs.JobRow] = {}
     refresh: set[str] = set()
@@ -426,7 +427,7 @@ def apply_run_events(conn: Connection, new: Sequence[Event]) -> None:
             moved_outputs.append(versions.Moved(dataset, run.run_id, since, frozenset(labels)))
     consumers = versions.consumers_of(conn, moved_outputs) - set(rebind)
     # It reads runs, written above, and nothing written below: read here, where every
-    # write sent so far is done already (see strata.lineage.deferred).
+    # write sent so far is done already (see strata.lineage.ingest.deferred).
     jobs.refresh_current_versions(conn, current)
     in_group = {st.run.run_id: st.run for st in steps}
     others = load_events(conn, sorted(consumers - set(in_group)))

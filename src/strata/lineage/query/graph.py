@@ -22,7 +22,7 @@ from sqlalchemy.dialects import postgresql
 from sqlalchemy.engine import Connection
 
 from strata.errors import InvalidArgument, NotFound
-from strata.lineage import queries as q
+from strata.lineage.query import queries as q
 from strata.store import jsoncodec
 from strata.store import schema as s
 

@@ -19,8 +19,9 @@ import sqlalchemy as sa
 from sqlalchemy.dialects import postgresql, sqlite
 from sqlalchemy.engine import Connection
 
-from strata.lineage import deferred, keys
-from strata.lineage import facets as fx
+from strata.lineage import keys
+from strata.lineage.ingest import deferred
+from strata.lineage.ingest import facets as fx
 from strata.store import schema as s
 
 _CACHE: dict[tuple[Any, ...], Any] = {}
@@ -200,7 +201,7 @@ def execute_many(conn: Connection, stmt: Any, rows: Sequence[dict[str, Any]]) ->
     as SQLAlchemy binds them (its own per-row parameter handling cost the fold more than
     the database did for its plain multi-row writes): an INSERT on PostgreSQL as one
     statement over an array per column, anything else through ``executemany``. Inside
-    :func:`~strata.lineage.deferred.deferred_writes` it is sent and not waited for.
+    :func:`~strata.lineage.ingest.deferred.deferred_writes` it is sent and not waited for.
     """
     if not rows:
         return
