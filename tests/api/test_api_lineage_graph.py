@@ -136,7 +136,7 @@ def test_graph_matches_model_and_readers(engine: sa.Engine, seed: Seeder, backen
                 ref = g.parse_node_id(conn, node_id(m, start))
                 if backend == "postgresql":
                     # The one-statement walk gives what the level-by-level walk gives.
-                    walker = g._Edges(conn, None)
+                    walker = g._CurrentEdges(conn)
                     assert g._walk_recursive(conn, ref, depth) == g._walk_levels(walker, ref, depth)
                 want_ds = q.datasets_by_uuid(conn, datasets)
                 want_jobs = q.jobs_by_uuid(conn, jobs, latest_fallback=False)

@@ -16,6 +16,7 @@ from strata.lineage.ingest import transactions as ingest
 from strata.lineage.ingest import writer as writer_module
 from strata.lineage.ingest.events import Event, parse_event
 from strata.lineage.ingest.transactions import IngestResult, ingest_event
+from strata.lineage.ingest.unfolded import Unfolded
 from strata.lineage.ingest.writer import GroupWriter, journal_for
 from strata.store import schema as s
 from strata.store.engine import write_tx
@@ -407,19 +408,21 @@ def test_coroutines_get_their_own_answers_in_one_wake_up_per_group(
     assert len(wakes) < len(events), "every request woke the event loop on its own"
 
 
-def test_reads_wait_for_the_oldest_event_still_unfolded(engine: sa.Engine) -> None:
-    writer = GroupWriter(engine)
-    with writer._state:
-        for seq, digest in enumerate("abcde", 1):
-            writer._seq = seq
-            writer._unfolded[digest] = seq
-        writer._release(["b", "d"])  # folded out of order: a still waits
-        assert writer._folded_upto() == 0
-        writer._release(["a"])
-        assert writer._folded_upto() == 2
-        writer._release(["c", "e"])
-        assert writer._folded_upto() == 5
-    writer.close()
+def test_reads_wait_for_the_oldest_event_still_unfolded() -> None:
+    unfolded = Unfolded()
+    events = [parse_event(e) for e in _story(3)][:5]
+    with unfolded.state:
+        for event in events:
+            assert unfolded.add(event, keep_parsed=False)
+        assert not unfolded.add(events[0], keep_parsed=False)  # waits already: one number
+        a, b, c, d, e = (event.payload_hash for event in events)
+        unfolded.release([b, d])  # folded out of order: a still waits
+        assert unfolded.folded_upto() == 0
+        unfolded.release([a])
+        assert unfolded.folded_upto() == 2
+        unfolded.release([c, e])
+        assert unfolded.folded_upto() == 5
+    assert unfolded.wait_folded(0)
 
 
 @pytest.mark.parametrize("fold_in", ["thread", "process"])

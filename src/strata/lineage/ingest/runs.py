@@ -5,7 +5,7 @@ from __future__ import annotations
 import itertools
 import threading
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any, TypeVar
 
@@ -37,6 +37,7 @@ from strata.lineage.ingest.rows import (
 from strata.store import schema as s
 
 K = TypeVar("K")
+Key = tuple[str, str]  # a dataset by (namespace, name)
 
 
 class ParsedEvents:
@@ -300,6 +301,26 @@ def apply_run_events(conn: Connection, new: Sequence[Event]) -> None:
     """
     if not new:
         return
+    steps = _fold_runs(conn, new)
+    found, job_rows = _touch_shared_rows(conn, sorted(new, key=Event.fold_key))
+    uuids, lake = _dataset_uuids(conn, found, steps)
+    _write_run_rows(conn, steps, uuids)
+    _write_output_versions(conn, steps, uuids, lake)
+    # Worked out while the database writes the outputs (see strata.lineage.ingest.deferred).
+    job_versions = _job_version_changes(steps, job_rows)
+    rebind, moved, consumers = _runs_to_rebind(conn, steps, uuids, lake)
+    # It reads runs, written above, and nothing written below: read here, where every
+    # write sent so far is done already (see strata.lineage.ingest.deferred).
+    jobs.refresh_current_versions(conn, job_versions.current)
+    settled = _bind_inputs(conn, steps, rebind, consumers, uuids, lake)
+    versions.settle(conn, settled - lake)
+    versions.set_current(conn, moved - settled)
+    jobs.widen_job_versions(conn, job_versions.widened)
+    jobs.refresh_job_versions(conn, job_versions.refresh)
+
+
+def _fold_runs(conn: Connection, new: Sequence[Event]) -> list[_Step]:
+    """Each run of ``new``, by uuid: its fold with and without the new events."""
     fresh: dict[str, list[Event]] = {}
     for ev in new:
         assert ev.run_id is not None and ev.job_namespace is not None and ev.job_name
@@ -311,8 +332,16 @@ def apply_run_events(conn: Connection, new: Sequence[Event]) -> None:
         earlier = stored.get(run_uuid, [])
         run = fold_run(earlier + fresh[run_uuid])
         steps.append(_Step(run, fold_run(earlier) if earlier else None))
+    return steps
 
-    ordered = sorted(new, key=Event.fold_key)
+
+def _touch_shared_rows(
+    conn: Connection, ordered: Sequence[Event]
+) -> tuple[dict[tuple[str, str], DatasetRow], dict[tuple[str, str], jobs.JobRow]]:
+    """Namespaces, sources, datasets, jobs and parent runs take the events' merges, once.
+
+    Returns the events' dataset rows and job rows, by (namespace, name).
+    """
     found, stale, facet_rows = touch_events(conn, ordered)
     spans: dict[tuple[str, str], tuple[datetime, datetime]] = {}
     for ev in ordered:
@@ -343,13 +372,23 @@ def apply_run_events(conn: Connection, new: Sequence[Event]) -> None:
     refresh_datasets(conn, {row.uuid: row.facets for row in found.values() if row.uuid in stale})
     for job_uuid in sorted(refresh):
         jobs.refresh_job(conn, job_uuid)
+    return found, job_rows
 
+
+def _dataset_uuids(
+    conn: Connection, found: dict[tuple[str, str], DatasetRow], steps: Sequence[_Step]
+) -> tuple[dict[tuple[str, str], str], set[str]]:
+    """The uuid of every dataset the runs name, by (namespace, name), and the lake ones."""
     datasets = {k: (row.uuid, row.is_lake) for k, row in found.items()}
     missing = {k for st in steps for k in (*st.run.inputs, *st.run.outputs)} - set(datasets)
     datasets.update(_lookup_datasets(conn, sorted(missing)))
     uuids = {k: v[0] for k, v in datasets.items()}
     lake = {v[0] for v in datasets.values() if v[1]}
+    return uuids, lake
 
+
+def _write_run_rows(conn: Connection, steps: Sequence[_Step], uuids: dict[Key, str]) -> None:
+    """Each run's job version exists and the run's row and state history equal its fold."""
     wanted = []
     for st in steps:
         run = st.run
@@ -367,6 +406,11 @@ def apply_run_events(conn: Connection, new: Sequence[Event]) -> None:
         st.version = version
     write_runs(conn, steps)
 
+
+def _write_output_versions(
+    conn: Connection, steps: Sequence[_Step], uuids: dict[Key, str], lake: set[str]
+) -> None:
+    """Each output version the group changed equals its run's fold."""
     versions.write_outputs(
         conn,
         [
@@ -376,10 +420,27 @@ def apply_run_events(conn: Connection, new: Sequence[Event]) -> None:
             if not _same_output(st.old, st.run, key)
         ],
     )
-    # What the job versions need, worked out while the database writes the outputs.
-    refresh_versions: set[str] = set()
+
+
+@dataclass
+class _JobVersionChanges:
+    """What the group does to job versions: widened in place, or recounted whole."""
+
+    refresh: set[str] = field(default_factory=set)  # job versions a run left or joined
+    widened: list[tuple[str, str, datetime, datetime]] = field(default_factory=list)
+    # Jobs whose current version is re-read: (fold state, current version) as touched.
+    current: dict[str, tuple[dict[str, Any] | None, str | bool | None]] = field(
+        default_factory=dict
+    )
+
+
+def _job_version_changes(
+    steps: Sequence[_Step], job_rows: dict[tuple[str, str], jobs.JobRow]
+) -> _JobVersionChanges:
+    """Which job versions a run moved between, which it only widens, and which jobs'
+    current versions need reading again; reads nothing from the store."""
+    out = _JobVersionChanges()
     recounted: set[str] = set()  # jobs whose current version refresh_job_versions moves
-    widened = []
     for st in steps:
         run, old = st.run, st.old
         # The stored version is a function of the earlier fold, so it need not be read back.
@@ -392,20 +453,27 @@ def apply_run_events(conn: Connection, new: Sequence[Event]) -> None:
             else None
         )
         if old is not None and previous is not None and previous != st.version:
-            refresh_versions |= {previous, st.version}
+            out.refresh |= {previous, st.version}
             recounted |= {keys.job_uuid(old.job_namespace, old.job_name), st.job_uuid}
         else:
-            widened.append((st.version, run.run_id, run.created_at, run.updated_at))
+            out.widened.append((st.version, run.run_id, run.created_at, run.updated_at))
     by_uuid = {job.uuid: job for job in job_rows.values()}
-    current: dict[str, tuple[dict[str, Any] | None, str | bool | None]] = {}
     for job_uuid in {st.job_uuid for st in steps}:
         touched = by_uuid.get(job_uuid)
         if job_uuid in recounted:
             continue  # refresh_job_versions sets it
         if touched is not None:
-            current[job_uuid] = (touched.fold_state, touched.current_version)
+            out.current[job_uuid] = (touched.fold_state, touched.current_version)
         else:
-            current[job_uuid] = (None, False)
+            out.current[job_uuid] = (None, False)
+    return out
+
+
+def _runs_to_rebind(
+    conn: Connection, steps: Sequence[_Step], uuids: dict[Key, str], lake: set[str]
+) -> tuple[dict[str, versions.Rebind], set[str], set[str]]:
+    """The group's runs whose inputs may bind otherwise, the datasets whose outputs moved,
+    and the runs outside those that read a moved output."""
     rebind: dict[str, versions.Rebind] = {}
     moved_outputs: list[versions.Moved] = []
     moved: set[str] = set()
@@ -426,9 +494,19 @@ def apply_run_events(conn: Connection, new: Sequence[Event]) -> None:
             since = min((sig[0] for sig in sigs if sig[2]), default=None)
             moved_outputs.append(versions.Moved(dataset, run.run_id, since, frozenset(labels)))
     consumers = versions.consumers_of(conn, moved_outputs) - set(rebind)
-    # It reads runs, written above, and nothing written below: read here, where every
-    # write sent so far is done already (see strata.lineage.ingest.deferred).
-    jobs.refresh_current_versions(conn, current)
+    return rebind, moved, consumers
+
+
+def _bind_inputs(
+    conn: Connection,
+    steps: Sequence[_Step],
+    rebind: dict[str, versions.Rebind],
+    consumers: set[str],
+    uuids: dict[Key, str],
+    lake: set[str],
+) -> set[str]:
+    """Every run to rebind reads the versions its inputs name or see; returns the datasets
+    whose synthetic versions changed. Adds the datasets it looked up to ``uuids``, ``lake``."""
     in_group = {st.run.run_id: st.run for st in steps}
     others = load_events(conn, sorted(consumers - set(in_group)))
     for run_uuid in sorted(consumers):
@@ -442,12 +520,7 @@ def apply_run_events(conn: Connection, new: Sequence[Event]) -> None:
         uuids[k] = u
         if is_lake:
             lake.add(u)
-    settle = versions.bind_runs(conn, [rebind[r] for r in sorted(rebind)], uuids, lake)
-    versions.settle(conn, settle - lake)
-    versions.set_current(conn, moved - settle)
-
-    jobs.widen_job_versions(conn, widened)
-    jobs.refresh_job_versions(conn, refresh_versions)
+    return versions.bind_runs(conn, [rebind[r] for r in sorted(rebind)], uuids, lake)
 
 
 def write_runs(conn: Connection, steps: Sequence[_Step]) -> None:

@@ -2,7 +2,7 @@
 
 Namespaces, sources and tags are plain upserts. Datasets, jobs and run lifecycle
 calls are turned into OpenLineage events (DatasetEvent, JobEvent, RunEvent)
-and go through :func:`~strata.lineage.ingest.ingest_event`, so they build
+and go through :func:`~strata.lineage.ingest.transactions.ingest_event`, so they build
 exactly the model the equivalent events build. ``create_run`` sends a
 RunEvent without ``eventType`` (the run stays NEW); its ``args`` are kept as
 the ``runArgs`` run facet.

@@ -15,7 +15,7 @@ from collections.abc import Collection, Iterable, Sequence
 from dataclasses import dataclass
 from dataclasses import field as dc_field
 from datetime import datetime
-from typing import Any, Literal
+from typing import Any, Literal, Protocol
 
 import sqlalchemy as sa
 from sqlalchemy.dialects import postgresql
@@ -148,27 +148,85 @@ def _expand_select() -> sa.Select[Any]:
 _EXPAND = _expand_select()
 
 
-class _Edges:
-    """Job/dataset edges as the walk finds them; current versions or versions at a time."""
+class _Walker(Protocol):
+    """What the breadth-first walk asks of a graph's edges."""
 
-    def __init__(self, conn: Connection, as_of: datetime | None) -> None:
+    def versions(self, job_uuids: Iterable[str]) -> dict[str, str]: ...
+
+    def io(self, versions: dict[str, str]) -> list[tuple[str, str, str]]: ...
+
+    def expand(
+        self, dataset_uuids: Iterable[str], known: Iterable[str]
+    ) -> tuple[dict[str, str], list[tuple[str, str, str]]]: ...
+
+
+def _io_of(conn: Connection, versions: dict[str, str]) -> list[tuple[str, str, str]]:
+    """(job, dataset, INPUT|OUTPUT) for the given job versions (primary-key lookups)."""
+    by_version = {v: j for j, v in versions.items()}
+    io = s.job_version_io
+    out = []
+    for batch in q.chunks(by_version):
+        for r in conn.execute(
+            sa.select(io.c.job_version_uuid, io.c.dataset_uuid, io.c.io_type).where(
+                io.c.job_version_uuid.in_(batch)
+            )
+        ).all():
+            out.append((by_version[r.job_version_uuid], r.dataset_uuid, r.io_type))
+    return out
+
+
+class _CurrentEdges:
+    """Job/dataset edges of the current graph: each job at its current version."""
+
+    def __init__(self, conn: Connection) -> None:
+        self.conn = conn
+
+    def versions(self, job_uuids: Iterable[str]) -> dict[str, str]:
+        """job -> its current version."""
+        j = s.jobs
+        out: dict[str, str] = {}
+        for batch in q.chunks(list(job_uuids)):
+            for r in self.conn.execute(
+                sa.select(j.c.uuid, j.c.current_version_uuid).where(j.c.uuid.in_(batch))
+            ).all():
+                if r.current_version_uuid:
+                    out[r.uuid] = r.current_version_uuid
+        return out
+
+    def io(self, versions: dict[str, str]) -> list[tuple[str, str, str]]:
+        return _io_of(self.conn, versions)
+
+    def expand(
+        self, dataset_uuids: Iterable[str], known: Iterable[str]
+    ) -> tuple[dict[str, str], list[tuple[str, str, str]]]:
+        """Jobs (not in ``known``) whose current version touches the datasets, with their edges.
+
+        One query per batch: the touching edges, the job's current version and that
+        version's other edges, joined in the database.
+        """
+        seen = set(known)
+        out: dict[str, str] = {}
+        edges: set[tuple[str, str, str]] = set()
+        for batch in q.chunks(set(dataset_uuids)):
+            for r in self.conn.execute(_EXPAND, {"datasets": batch}).all():
+                if r.job_uuid not in seen:
+                    out[r.job_uuid] = r.job_version_uuid
+                    edges.add((r.job_uuid, r.dataset_uuid, r.io_type))
+        return out, sorted(edges)
+
+
+class _EdgesAt:
+    """Job/dataset edges of the graph in force at ``as_of``: each job at the version of its
+    last run by then, datasets created by then."""
+
+    def __init__(self, conn: Connection, as_of: datetime) -> None:
         self.conn = conn
         self.as_of = as_of
 
     def versions(self, job_uuids: Iterable[str]) -> dict[str, str]:
-        """job -> the job version in force (current, or that of its last run at ``as_of``)."""
+        """job -> the version of its last run at ``as_of`` (or its last version then)."""
         jobs = list(job_uuids)
-        out: dict[str, str] = {}
-        if self.as_of is None:
-            j = s.jobs
-            for batch in q.chunks(jobs):
-                for r in self.conn.execute(
-                    sa.select(j.c.uuid, j.c.current_version_uuid).where(j.c.uuid.in_(batch))
-                ).all():
-                    if r.current_version_uuid:
-                        out[r.uuid] = r.current_version_uuid
-            return out
-        out.update(self._latest_at(s.runs, jobs, s.runs.c.job_version_uuid))
+        out = self._latest_at(s.runs, jobs, s.runs.c.job_version_uuid)
         missing = [j for j in jobs if j not in out]
         if missing:
             out.update(self._latest_at(s.job_versions, missing, s.job_versions.c.uuid))
@@ -201,21 +259,10 @@ class _Edges:
         return out
 
     def io(self, versions: dict[str, str]) -> list[tuple[str, str, str]]:
-        """(job, dataset, INPUT|OUTPUT) for the given job versions (primary-key lookups)."""
-        by_version = {v: j for j, v in versions.items()}
-        io = s.job_version_io
-        out = []
-        for batch in q.chunks(by_version):
-            for r in self.conn.execute(
-                sa.select(io.c.job_version_uuid, io.c.dataset_uuid, io.c.io_type).where(
-                    io.c.job_version_uuid.in_(batch)
-                )
-            ).all():
-                out.append((by_version[r.job_version_uuid], r.dataset_uuid, r.io_type))
-        if self.as_of is not None:
-            born = self._datasets_born([d for _, d, _ in out])
-            out = [e for e in out if e[1] in born]
-        return out
+        """The versions' edges to datasets created by ``as_of``."""
+        out = _io_of(self.conn, versions)
+        born = self._datasets_born([d for _, d, _ in out])
+        return [e for e in out if e[1] in born]
 
     def _datasets_born(self, uuids: list[str]) -> set[str]:
         d = s.datasets
@@ -228,61 +275,28 @@ class _Edges:
             )
         return born
 
-    def jobs_touching(self, dataset_uuids: Iterable[str]) -> dict[str, str]:
-        """job -> version for jobs whose version in force reads or writes any dataset."""
-        io, j = s.job_version_io, s.jobs
-        out: dict[str, str] = {}
-        pairs: set[tuple[str, str]] = set()
-        for batch in q.chunks(set(dataset_uuids)):
-            if self.as_of is None:
-                # Through the job's primary key: a join on current_version_uuid alone has
-                # no index to use and scans every job.
-                stmt = (
-                    sa.select(io.c.job_uuid, io.c.job_version_uuid)
-                    .join(
-                        j,
-                        sa.and_(
-                            j.c.uuid == io.c.job_uuid,
-                            j.c.current_version_uuid == io.c.job_version_uuid,
-                        ),
-                    )
-                    .where(io.c.dataset_uuid.in_(batch))
-                )
-                for r in self.conn.execute(stmt).all():
-                    out[r.job_uuid] = r.job_version_uuid
-            else:
-                stmt = sa.select(io.c.job_uuid, io.c.job_version_uuid).where(
-                    io.c.dataset_uuid.in_(batch)
-                )
-                pairs.update(
-                    (r.job_uuid, r.job_version_uuid) for r in self.conn.execute(stmt).all()
-                )
-        if self.as_of is not None and pairs:
-            in_force = self.versions({jb for jb, _ in pairs})
-            out = {jb: v for jb, v in in_force.items() if (jb, v) in pairs}
-        return out
-
     def expand(
         self, dataset_uuids: Iterable[str], known: Iterable[str]
     ) -> tuple[dict[str, str], list[tuple[str, str, str]]]:
-        """Jobs (not in ``known``) whose version in force touches the datasets, with their edges.
-
-        For the current graph this is one query per batch: the touching edges, the job's
-        current version and that version's other edges, joined in the database.
-        """
+        """Jobs (not in ``known``) whose version in force touches the datasets, with their edges."""
         seen = set(known)
-        if self.as_of is not None:
-            touching = self.jobs_touching(dataset_uuids)
-            new = {jb: v for jb, v in touching.items() if jb not in seen}
-            return new, self.io(new)
-        out: dict[str, str] = {}
-        edges: set[tuple[str, str, str]] = set()
+        touching = self._jobs_touching(dataset_uuids)
+        new = {jb: v for jb, v in touching.items() if jb not in seen}
+        return new, self.io(new)
+
+    def _jobs_touching(self, dataset_uuids: Iterable[str]) -> dict[str, str]:
+        """job -> version for jobs whose version in force reads or writes any dataset."""
+        io = s.job_version_io
+        pairs: set[tuple[str, str]] = set()
         for batch in q.chunks(set(dataset_uuids)):
-            for r in self.conn.execute(_EXPAND, {"datasets": batch}).all():
-                if r.job_uuid not in seen:
-                    out[r.job_uuid] = r.job_version_uuid
-                    edges.add((r.job_uuid, r.dataset_uuid, r.io_type))
-        return out, sorted(edges)
+            stmt = sa.select(io.c.job_uuid, io.c.job_version_uuid).where(
+                io.c.dataset_uuid.in_(batch)
+            )
+            pairs.update((r.job_uuid, r.job_version_uuid) for r in self.conn.execute(stmt).all())
+        if not pairs:
+            return {}
+        in_force = self.versions({jb for jb, _ in pairs})
+        return {jb: v for jb, v in in_force.items() if (jb, v) in pairs}
 
     def dataset_versions(self, dataset_uuids: Iterable[str]) -> dict[str, str | None]:
         """dataset -> its version at ``as_of`` (the latest created at or before it)."""
@@ -309,19 +323,8 @@ class _Edges:
         return out
 
     def latest_runs(self, versions: dict[str, str]) -> dict[str, str]:
-        """job -> the id of its latest run (in force at ``as_of``)."""
-        if self.as_of is not None:
-            return self._latest_at(s.runs, list(versions), s.runs.c.uuid)
-        jv = s.job_versions
-        by_version = {v: j for j, v in versions.items()}
-        out: dict[str, str] = {}
-        for batch in q.chunks(by_version):
-            for r in self.conn.execute(
-                sa.select(jv.c.uuid, jv.c.latest_run_uuid).where(jv.c.uuid.in_(batch))
-            ).all():
-                if r.latest_run_uuid:
-                    out[by_version[r.uuid]] = r.latest_run_uuid
-        return out
+        """job -> the id of its latest run at ``as_of``."""
+        return self._latest_at(s.runs, list(versions), s.runs.c.uuid)
 
 
 def lineage_graph(
@@ -341,7 +344,8 @@ def lineage_graph(
     start = parse_node_id(conn, node_id)
     if start.type == "DATASET_FIELD":
         raise InvalidArgument("use /api/v1/column-lineage for dataset fields", field="nodeId")
-    walker = _Edges(conn, as_of)
+    at = None if as_of is None else _EdgesAt(conn, as_of)
+    walker: _Walker = _CurrentEdges(conn) if at is None else at
     pg = conn.dialect.name == "postgresql"
     if pg:
         # Many small indexed lookups: starting parallel workers for them costs more than
@@ -367,14 +371,14 @@ def lineage_graph(
     job_ids = set(jobs)
     if start.type == "JOB":
         job_ids.add(start.uuid)
-    return _build_graph(conn, walker, start, job_ids, jobs, edges)
+    return _build_graph(conn, at, start, job_ids, jobs, edges)
 
 
 Walk = tuple[dict[str, str], set[tuple[str, str, str]]]
 """Jobs reached (job -> version in force) and their (job, dataset, INPUT|OUTPUT) edges."""
 
 
-def _walk_levels(walker: _Edges, start: NodeRef, depth: int) -> Walk:
+def _walk_levels(walker: _Walker, start: NodeRef, depth: int) -> Walk:
     """Breadth first, one batch of queries per job hop: each level's jobs and their edges."""
     if start.type == "JOB":
         new = walker.versions([start.uuid])
@@ -738,38 +742,23 @@ def _runs(conn: Connection, rows: Iterable[Sequence[Any]]) -> dict[str, q.Run]:
 
 def _build_graph(
     conn: Connection,
-    walker: _Edges,
+    at: _EdgesAt | None,
     start: NodeRef,
     job_ids: set[str],
     versions: dict[str, str],
     edges: set[tuple[str, str, str]],
 ) -> list[GraphNode]:
+    """The walk's visible jobs and datasets as nodes, each with its edges, sorted by id."""
     pg = conn.dialect.name == "postgresql"
-    current = walker.as_of is None
-    # The walk's versions of the current graph are the current ones, so the job rows can
-    # carry the latest run of each; as of a time it is that of the version then in force.
-    # Hidden jobs have no row; their edges go with them.
-    job_rows = _by_ids(conn, _jobs_select(pg, current), job_ids)
-    shown = {r[0] for r in job_rows}
-    edges = {e for e in edges if e[0] in shown}
-    dataset_ids = {d for _, d, _ in edges}
-    if start.type == "DATASET" and start.uuid not in dataset_ids:
-        # No visible job of the graph touches the start dataset (there are none, or only
-        # hidden ones): it stands alone, as in Marquez.
-        job_rows, edges, dataset_ids = [], set(), {start.uuid}
-    version_of = None if current else walker.dataset_versions(dataset_ids)
+    job_rows, edges, dataset_ids = _visible(conn, pg, at is None, start, job_ids, edges)
+    version_of = None if at is None else at.dataset_versions(dataset_ids)
     # Hidden datasets have no row either; edges to them are dropped below.
     datasets = _datasets(conn, dataset_ids, version_of)
     job_tags: dict[str, list[str]] = defaultdict(list)
     tagged = [r[0] for r in job_rows if r[_JOB_COLS - 1]]
     for uuid, tag in _by_ids(conn, _job_tags_select(pg), tagged):
         job_tags[uuid].append(tag)
-    if current:
-        latest = {r[0]: r[_JOB_COLS] for r in job_rows if r[_JOB_COLS] is not None}
-        runs = _runs(conn, [r[_JOB_COLS:] for r in job_rows])
-    else:
-        latest = walker.latest_runs({j: v for j, v in versions.items() if j in shown})
-        runs = _runs(conn, _by_ids(conn, _runs_select(pg), set(latest.values())))
+    latest, runs = _latest_runs(conn, pg, at, job_rows, versions)
     ds_id = {u: dataset_node_id(d.namespace, d.name) for u, d in datasets.items()}
     job_id = {r[0]: job_node_id(r[1], r[2]) for r in job_rows}
     nodes = {ds_id[u]: GraphNode(ds_id[u], "DATASET", d) for u, d in datasets.items()}
@@ -789,7 +778,82 @@ def _build_graph(
     def by_name(uuids: list[str]) -> list[str]:
         return sorted(uuids, key=lambda u: (refs[u].namespace, refs[u].name))
 
-    for (
+    for row in job_rows:
+        u = row[0]
+        rid = latest.get(u)
+        inputs, outputs = by_name(ins[u]), by_name(outs[u])
+        job = _job_of_row(
+            row,
+            versions.get(u),
+            [refs[d] for d in inputs],
+            [refs[d] for d in outputs],
+            sorted(job_tags.get(u, [])),
+            runs.get(rid) if rid else None,
+        )
+        node = GraphNode(
+            job_id[u],
+            "JOB",
+            job,
+            in_edges=[(ds_id[d], job_id[u]) for d in inputs],
+            out_edges=[(job_id[u], ds_id[d]) for d in outputs],
+        )
+        nodes[node.id] = node
+    for n in nodes.values():
+        n.in_edges.sort()
+        n.out_edges.sort()
+    return [nodes[k] for k in sorted(nodes)]
+
+
+def _visible(
+    conn: Connection,
+    pg: bool,
+    current: bool,
+    start: NodeRef,
+    job_ids: set[str],
+    edges: set[tuple[str, str, str]],
+) -> tuple[list[Sequence[Any]], set[tuple[str, str, str]], set[str]]:
+    """The rows of the walk's visible jobs, the edges of those, and the datasets they touch
+    (the start dataset alone when no visible job touches it)."""
+    # The walk's versions of the current graph are the current ones, so the job rows can
+    # carry the latest run of each; as of a time it is that of the version then in force.
+    # Hidden jobs have no row; their edges go with them.
+    job_rows = _by_ids(conn, _jobs_select(pg, current), job_ids)
+    shown = {r[0] for r in job_rows}
+    edges = {e for e in edges if e[0] in shown}
+    dataset_ids = {d for _, d, _ in edges}
+    if start.type == "DATASET" and start.uuid not in dataset_ids:
+        # No visible job of the graph touches the start dataset (there are none, or only
+        # hidden ones): it stands alone, as in Marquez.
+        return [], set(), {start.uuid}
+    return job_rows, edges, dataset_ids
+
+
+def _latest_runs(
+    conn: Connection,
+    pg: bool,
+    at: _EdgesAt | None,
+    job_rows: list[Sequence[Any]],
+    versions: dict[str, str],
+) -> tuple[dict[str, str], dict[str, q.Run]]:
+    """job -> its latest run's id (in force at ``as_of``), and those runs by id."""
+    if at is None:
+        latest = {r[0]: r[_JOB_COLS] for r in job_rows if r[_JOB_COLS] is not None}
+        return latest, _runs(conn, [r[_JOB_COLS:] for r in job_rows])
+    shown = {r[0] for r in job_rows}
+    latest = at.latest_runs({j: v for j, v in versions.items() if j in shown})
+    return latest, _runs(conn, _by_ids(conn, _runs_select(pg), set(latest.values())))
+
+
+def _job_of_row(
+    row: Sequence[Any],
+    current_version: str | None,
+    inputs: list[q.DatasetRef],
+    outputs: list[q.DatasetRef],
+    tags: list[str],
+    latest_run: q.Run | None,
+) -> q.Job:
+    """A job of the graph from its row of :func:`_jobs_select`."""
+    (
         u,
         namespace,
         name,
@@ -803,39 +867,26 @@ def _build_graph(
         created_at,
         updated_at,
         *_,
-    ) in job_rows:
-        rid = latest.get(u)
-        inputs, outputs = by_name(ins[u]), by_name(outs[u])
-        node = GraphNode(
-            job_id[u],
-            "JOB",
-            q.Job(
-                uuid=u,
-                namespace=namespace,
-                name=name,
-                simple_name=simple_name,
-                parent_job_uuid=parent_uuid,
-                parent_job_name=parent_name if parent_uuid else None,
-                type=type_,
-                location=location,
-                description=description,
-                facets=dict(jsoncodec.loads(facets) or {}),
-                created_at=created_at,
-                updated_at=updated_at,
-                current_version=versions.get(u),
-                inputs=[refs[d] for d in inputs],
-                outputs=[refs[d] for d in outputs],
-                tags=sorted(job_tags.get(u, [])),
-                latest_run=runs.get(rid) if rid else None,
-            ),
-            in_edges=[(ds_id[d], job_id[u]) for d in inputs],
-            out_edges=[(job_id[u], ds_id[d]) for d in outputs],
-        )
-        nodes[node.id] = node
-    for n in nodes.values():
-        n.in_edges.sort()
-        n.out_edges.sort()
-    return [nodes[k] for k in sorted(nodes)]
+    ) = row
+    return q.Job(
+        uuid=u,
+        namespace=namespace,
+        name=name,
+        simple_name=simple_name,
+        parent_job_uuid=parent_uuid,
+        parent_job_name=parent_name if parent_uuid else None,
+        type=type_,
+        location=location,
+        description=description,
+        facets=dict(jsoncodec.loads(facets) or {}),
+        created_at=created_at,
+        updated_at=updated_at,
+        current_version=current_version,
+        inputs=inputs,
+        outputs=outputs,
+        tags=tags,
+        latest_run=latest_run,
+    )
 
 
 # --- column lineage -----------------------------------------------------------------------
