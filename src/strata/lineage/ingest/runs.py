@@ -19,20 +19,22 @@ from strata.lineage.ingest.events import Event, parse_event
 from strata.lineage.ingest.fold import RunFold, fold_run
 from strata.lineage.ingest.rows import (
     DatasetRow,
+    merge_dataset_facets,
+    refresh_datasets,
+    touch_dataset_rows,
+    touch_namespaces,
+    touch_source,
+    widen_times,
+    write_dataset_facets,
+)
+from strata.lineage.ingest.statements import (
     cached,
     chunks,
     delete_in,
     execute_many,
     insert_ignore,
-    merge_dataset_facets,
     one_of,
-    refresh_datasets,
-    touch_dataset_rows,
-    touch_namespaces,
-    touch_source,
     upsert,
-    widen_times,
-    write_dataset_facets,
 )
 from strata.store import schema as s
 

@@ -35,14 +35,14 @@ from strata.lineage import keys
 from strata.lineage.ingest import facets as fx
 from strata.lineage.ingest.events import DatasetRef, Event
 from strata.lineage.ingest.fold import IoFold, RunFold
-from strata.lineage.ingest.rows import (
+from strata.lineage.ingest.rows import touch_dataset
+from strata.lineage.ingest.statements import (
     cached,
     chunks,
     delete_in,
     execute_many,
     insert_ignore_many,
     one_of,
-    touch_dataset,
     update_rows,
     upsert,
     values_query,

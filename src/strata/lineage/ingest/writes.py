@@ -20,7 +20,7 @@ from sqlalchemy.engine import Connection, Engine
 from strata.errors import InvalidArgument, NotFound
 from strata.ids import new_id
 from strata.lineage.ingest.events import iso
-from strata.lineage.ingest.rows import insert_ignore
+from strata.lineage.ingest.statements import insert_ignore
 from strata.lineage.ingest.transactions import IngestResult, ingest_event
 from strata.lineage.ingest.validate import check_uuid
 from strata.lineage.producer import PRODUCER
