@@ -13,6 +13,7 @@ from strata.api.body import read_json
 from strata.api.deps import Conn, Depth, Eng, Limit, Offset
 from strata.errors import InvalidArgument, InvalidEvent, StrataError
 from strata.lineage.ingest.writer import GroupWriter, Results
+from strata.lineage.query import column_lineage as cl
 from strata.lineage.query import graph as g
 from strata.lineage.query import queries as q
 from strata.store.engine import read_tx
@@ -143,7 +144,7 @@ def get_column_lineage(
     depth: Depth = 20,
     with_downstream: Annotated[bool, Query(alias="withDownstream")] = False,
 ) -> dict[str, Any]:
-    nodes = g.column_lineage(conn, node_id, depth, with_downstream)
+    nodes = cl.column_lineage(conn, node_id, depth, with_downstream)
     return {"graph": [views.field_node(n) for n in nodes]}
 
 

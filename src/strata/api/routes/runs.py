@@ -11,8 +11,8 @@ from fastapi import APIRouter, Query, Request, Response
 from strata.api import views
 from strata.api.deps import Depth, Eng, reading
 from strata.lineage.ingest import writes as w
-from strata.lineage.query import graph as g
 from strata.lineage.query import queries as q
+from strata.lineage.query import upstream_runs as ur
 from strata.store.engine import read_tx
 
 router = APIRouter(tags=["Runs"])
@@ -51,7 +51,7 @@ def mark_run(
 
 def _upstream(request: Request, run_id: UUID, depth: int) -> Response:
     with reading(request) as conn:
-        runs = g.upstream_runs(conn, str(run_id), depth)
+        runs = ur.upstream_runs(conn, str(run_id), depth)
     return views.json_response({"runs": [views.upstream_run(u) for u in runs]})
 
 

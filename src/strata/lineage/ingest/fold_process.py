@@ -205,7 +205,7 @@ def _collect() -> None:
     """Collect cycles, then leave what survived out of later collections.
 
     A collection walks every object alive: the parsed events the fold keeps
-    (:data:`~strata.lineage.ingest.runs.PARSED`, some 160,000 objects) cost each one 150-250 ms,
+    (:data:`~strata.lineage.ingest.parsed.PARSED`, some 160,000 objects) cost each one 150-250 ms,
     taken whenever the queue ran empty, so while senders waited for the fold. Frozen
     objects are still freed when no longer referenced; only a cycle among them would
     outlive its use, and the fold's objects form next to none."""

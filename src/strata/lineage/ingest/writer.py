@@ -14,13 +14,16 @@ Two threads per writer own the lineage writes of a process:
   :func:`~strata.lineage.ingest.transactions.fold_pending`, oldest first, in groups of up to
   ``fold_events``. While it folds, the store thread goes on storing, so under load
   the fold takes hundreds of events at a time and pays its per-statement costs once
-  per group rather than once per event: that is what makes ingest fast.
+  per group rather than once per event: that is what makes ingest fast. With
+  ``fold_in="process"`` the thread hosts the fold in a process of its own
+  (:class:`~strata.lineage.ingest.fold_process.FoldProcess`).
 
 Reads wait for the fold: :meth:`GroupWriter.barrier` returns once every event this
 process acknowledged before the call is folded, so a client that reads after its
 POST sees its event. Events queued by another process (another worker on the same
 PostgreSQL store, or a crash before the fold) are folded by whichever writer runs
-next; the fold thread looks for them every ``poll`` seconds.
+next; the fold thread looks for them every ``poll`` seconds. Which events wait for the
+fold, and who waits for them, is kept by :class:`~strata.lineage.ingest.unfolded.Unfolded`.
 
 The store thread stops taking requests while more than ``max_backlog`` of this
 process's events wait for the fold, so a fold that falls behind slows senders down
@@ -88,7 +91,6 @@ class GroupWriter:
         if fold_in not in ("thread", "process"):
             raise ValueError(f"fold_in must be 'thread' or 'process', got {fold_in!r}")
         self._engine = engine
-        self._fold_in = fold_in
         self._journal = journal if journal is not None else journal_for(engine)
         self._statements = StatementConnection(self._journal)  # the store thread's
         self._max = max_events

@@ -15,7 +15,7 @@ from sqlalchemy.engine import Connection
 
 from strata.errors import NotFound
 from strata.lineage.query import queries as q
-from strata.lineage.query.graph import check_depth
+from strata.lineage.query.nodes import check_depth
 from strata.store import schema as s
 
 
