@@ -80,7 +80,7 @@ def populate(lake: Any, service: Any, history: int) -> float:
     from strata.build import events as ev
     from strata.build.programs import register
     from strata.ids import new_id
-    from strata.lineage.ingest import ingest_batch
+    from strata.lineage.ingest.transactions import ingest_batch
 
     t0 = time.monotonic()
     table = pa.table({"x": [1, 2, 3]})

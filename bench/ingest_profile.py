@@ -108,7 +108,7 @@ def run_once(
     backend: str, events: list[dict[str, Any]], mode: str, batch: int, profile: bool, window: int
 ) -> tuple[float, float, float]:
     """Overall events/s, and events/s over the first and the last ``window`` events."""
-    from strata.lineage.ingest import ingest_batch, ingest_event
+    from strata.lineage.ingest.transactions import ingest_batch, ingest_event
 
     step = 1 if mode == "single" else batch
     window = max(step, min(window, len(events)) // step * step)

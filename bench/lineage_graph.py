@@ -231,7 +231,7 @@ def node_ids(lay: dict[str, Any], starts: int, seed: int) -> list[str]:
 
 
 def measure_query(engine: Any, plan: list[str], depth: int) -> tuple[list[float], list[int]]:
-    from strata.lineage import graph as g
+    from strata.lineage.query import graph as g
     from strata.store.engine import read_tx
 
     times, sizes = [], []

@@ -458,7 +458,7 @@ def profile(backend: str, events: int, seed: int, top: int) -> str:
     """Ingest ``events`` in process under cProfile; the report as text."""
     from sqlalchemy import event as sa_event
 
-    from strata.lineage.ingest import ingest_event
+    from strata.lineage.ingest.transactions import ingest_event
     from strata.store.engine import create_engine
 
     runs = make_runs(events // 2, 200, 500, seed + 9, "profile")

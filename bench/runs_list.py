@@ -404,7 +404,7 @@ def request_plan(layout: dict[str, Any], requests: int, hot_share: float, seed: 
 def measure_query(engine: Any, layout: dict[str, Any], plan: list[int], limit: int) -> list[float]:
     """The route's database work alone: its connection and ``queries.list_job_runs``."""
     from strata.api.deps import read_connection
-    from strata.lineage import queries as q
+    from strata.lineage.query import queries as q
 
     out = []
     for i in plan:

@@ -8,7 +8,7 @@ from typing import Any
 import pytest
 from fastapi.testclient import TestClient
 
-pytest.importorskip("strata.lineage.ingest")
+pytest.importorskip("strata.lineage.ingest.transactions")
 
 P = "https://example.com/producer"
 SCHEMA = "https://openlineage.io/spec/2-0-2/OpenLineage.json#/$defs/"

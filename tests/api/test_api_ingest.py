@@ -13,7 +13,7 @@ from fastapi.testclient import TestClient
 
 from strata.store import schema as s
 
-pytest.importorskip("strata.lineage.ingest")
+pytest.importorskip("strata.lineage.ingest.transactions")
 
 PRODUCER = "https://example.com/producer"
 SCHEMA = "https://openlineage.io/spec/2-0-2/OpenLineage.json#/$defs/RunEvent"

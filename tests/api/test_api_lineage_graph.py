@@ -13,8 +13,10 @@ from api_seed import Seeder
 from fastapi.testclient import TestClient
 
 from strata.api import views
-from strata.lineage import graph as g
-from strata.lineage import queries as q
+from strata.lineage.query import graph as g
+from strata.lineage.query import graph_walk
+from strata.lineage.query import nodes as node_ids
+from strata.lineage.query import queries as q
 from strata.store import schema as s
 from strata.store.engine import read_tx
 
@@ -133,11 +135,13 @@ def test_graph_matches_model_and_readers(engine: sa.Engine, seed: Seeder, backen
             jobs, datasets = m.walk(start, depth)
             with read_tx(engine) as conn:
                 nodes = g.lineage_graph(conn, node_id(m, start), depth)
-                ref = g.parse_node_id(conn, node_id(m, start))
+                ref = node_ids.parse_node_id(conn, node_id(m, start))
                 if backend == "postgresql":
                     # The one-statement walk gives what the level-by-level walk gives.
-                    walker = g._Edges(conn, None)
-                    assert g._walk_recursive(conn, ref, depth) == g._walk_levels(walker, ref, depth)
+                    walker = graph_walk.CurrentEdges(conn)
+                    assert graph_walk.walk_recursive(conn, ref, depth) == graph_walk.walk_levels(
+                        walker, ref, depth
+                    )
                 want_ds = q.datasets_by_uuid(conn, datasets)
                 want_jobs = q.jobs_by_uuid(conn, jobs, latest_fallback=False)
             ids = [n.id for n in nodes]

@@ -8,9 +8,9 @@ from typing import Any
 import pytest
 from fastapi.testclient import TestClient
 
-from strata.lineage.run_args import run_args
+from strata.lineage.query.run_args import run_args
 
-pytest.importorskip("strata.lineage.ingest")
+pytest.importorskip("strata.lineage.ingest.transactions")
 
 P = "https://example.com/producer"
 SCHEMA = "https://openlineage.io/spec/2-0-2/OpenLineage.json#/$defs/RunEvent"

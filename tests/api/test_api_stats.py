@@ -12,9 +12,9 @@ import pytest
 from api_seed import Seeder
 from fastapi.testclient import TestClient
 
-from strata.lineage import stats
+from strata.lineage.query import stats
 
-pytest.importorskip("strata.lineage.ingest")
+pytest.importorskip("strata.lineage.ingest.transactions")
 
 P = "https://example.com/producer"
 SCHEMA = "https://openlineage.io/spec/2-0-2/OpenLineage.json#/$defs/RunEvent"

@@ -8,7 +8,7 @@ import pytest
 import sqlalchemy as sa
 from fastapi.testclient import TestClient
 
-from strata.lineage.ingest import ingest_event
+from strata.lineage.ingest.transactions import ingest_event
 from strata.store import schema as s
 from strata.store.schema import metadata
 

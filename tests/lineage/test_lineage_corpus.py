@@ -9,7 +9,7 @@ import sqlalchemy as sa
 from lineage_support import corpus, load, rows
 
 from strata.errors import InvalidEvent
-from strata.lineage.ingest import ingest_event
+from strata.lineage.ingest.transactions import ingest_event
 from strata.store import schema as s
 
 NEGATIVE = {"compat/simple_run_event/events/simple_run_event.json"}
@@ -46,8 +46,8 @@ def test_the_server_writer_folds_every_corpus_event(engine: sa.Engine) -> None:
     """Acknowledged, queued and folded in groups: none set aside, same model as one by one."""
     from lineage_support import dump, wipe
 
-    from strata.lineage.ingest import IngestResult
-    from strata.lineage.writer import GroupWriter, journal_for
+    from strata.lineage.ingest.transactions import IngestResult
+    from strata.lineage.ingest.writer import GroupWriter, journal_for
 
     payloads = [load(rel) for rel in _all_files()]
     writer = GroupWriter(engine)

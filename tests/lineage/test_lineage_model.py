@@ -10,9 +10,10 @@ import sqlalchemy as sa
 from lineage_support import PRODUCER, at, ds, dump, load, one, rid, rows, run_event
 
 from strata.errors import InvalidEvent, NotFound
-from strata.lineage import keys, writes
-from strata.lineage.ingest import ingest_batch, ingest_event
-from strata.lineage.validate import parse_time
+from strata.lineage import keys
+from strata.lineage.ingest import writes
+from strata.lineage.ingest.transactions import ingest_batch, ingest_event
+from strata.lineage.ingest.validate import parse_time
 from strata.store import schema as s
 
 

@@ -12,9 +12,9 @@ from lineage_support import dump, run_event, wipe
 from scenario import story
 
 from strata.errors import InvalidEvent
-from strata.lineage import runs
-from strata.lineage.events import Event
-from strata.lineage.ingest import ingest_batch, ingest_event
+from strata.lineage.ingest import runs
+from strata.lineage.ingest.events import Event
+from strata.lineage.ingest.transactions import ingest_batch, ingest_event
 
 EVENTS = story()
 

@@ -7,15 +7,15 @@ from typing import Any
 import sqlalchemy as sa
 from lineage_support import dump, rid, run_event
 
-from strata.lineage import runs
-from strata.lineage.events import parse_event
-from strata.lineage.ingest import ingest_event
+from strata.lineage.ingest import parsed
+from strata.lineage.ingest.events import parse_event
+from strata.lineage.ingest.transactions import ingest_event
 from strata.store.engine import read_tx
 
 
 def test_parsed_events_keep_the_latest_few() -> None:
     events = [parse_event(run_event("START", i, f"r{i}", "j")) for i in range(4)]
-    kept = runs.ParsedEvents(2)
+    kept = parsed.ParsedEvents(2)
     kept.add(events[:3])
     assert [kept.get(e.payload_hash) for e in events[:3]] == [None, events[1], events[2]]
     kept.add([events[1], events[3]])  # added again: the latest once more
@@ -42,28 +42,28 @@ def _payload_reads(engine: sa.Engine) -> list[str]:
 
 
 def test_a_runs_earlier_events_are_read_once(engine: sa.Engine, monkeypatch: Any) -> None:
-    monkeypatch.setattr(runs, "PARSED", runs.ParsedEvents(100))
+    monkeypatch.setattr(parsed, "PARSED", parsed.ParsedEvents(100))
     ingest_event(engine, run_event("START", 0, "a", "j"))
     reads = _payload_reads(engine)
     ingest_event(engine, run_event("COMPLETE", 1, "a", "j"))
     assert reads == [], "the START just folded was read from the store again"
     with read_tx(engine) as conn:
-        loaded = runs.load_events(conn, [rid("a")])
+        loaded = parsed.load_events(conn, [rid("a")])
     assert sorted(e.event_type or "" for e in loaded[rid("a")]) == ["COMPLETE", "START"]
     assert reads == []
 
 
 def test_a_cold_cache_reads_the_same_model(engine: sa.Engine, monkeypatch: Any) -> None:
-    monkeypatch.setattr(runs, "PARSED", runs.ParsedEvents(100))
+    monkeypatch.setattr(parsed, "PARSED", parsed.ParsedEvents(100))
     ingest_event(engine, run_event("START", 0, "a", "j"))
     ingest_event(engine, run_event("COMPLETE", 1, "a", "j"))
     warm = dump(engine)
     with read_tx(engine) as conn:
-        before = runs.load_events(conn, [rid("a")])
-    monkeypatch.setattr(runs, "PARSED", runs.ParsedEvents(100))
+        before = parsed.load_events(conn, [rid("a")])
+    monkeypatch.setattr(parsed, "PARSED", parsed.ParsedEvents(100))
     reads = _payload_reads(engine)
     with read_tx(engine) as conn:
-        after = runs.load_events(conn, [rid("a")])
+        after = parsed.load_events(conn, [rid("a")])
     assert len(reads) == 1  # nothing parsed yet: the payloads are read
     key = lambda e: e.payload_hash  # noqa: E731
     assert [e.payload for e in sorted(after[rid("a")], key=key)] == [

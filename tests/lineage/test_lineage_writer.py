@@ -11,11 +11,13 @@ import sqlalchemy as sa
 from lineage_support import ds, dump, rid, run_event
 
 from strata.errors import InvalidEvent, StrataError
-from strata.lineage import ingest, runs, versions
-from strata.lineage import writer as writer_module
-from strata.lineage.events import Event, parse_event
-from strata.lineage.ingest import IngestResult, ingest_event
-from strata.lineage.writer import GroupWriter, journal_for
+from strata.lineage.ingest import runs, versions
+from strata.lineage.ingest import transactions as ingest
+from strata.lineage.ingest import writer as writer_module
+from strata.lineage.ingest.events import Event, parse_event
+from strata.lineage.ingest.transactions import IngestResult, ingest_event
+from strata.lineage.ingest.unfolded import Unfolded
+from strata.lineage.ingest.writer import GroupWriter, journal_for
 from strata.store import schema as s
 from strata.store.engine import write_tx
 
@@ -51,8 +53,8 @@ def test_concurrent_submissions_are_grouped(engine: sa.Engine, monkeypatch: Any)
         folded.append(len(done))
         return done
 
-    monkeypatch.setattr("strata.lineage.writer.accept_parsed", counting)
-    monkeypatch.setattr("strata.lineage.writer.fold_pending", folding)
+    monkeypatch.setattr("strata.lineage.ingest.writer.accept_parsed", counting)
+    monkeypatch.setattr("strata.lineage.ingest.writer.fold_pending", folding)
     events = _story(20)
     writer = GroupWriter(engine)
     gate = threading.Barrier(8)
@@ -181,17 +183,21 @@ def test_an_event_the_fold_refuses_is_set_aside(engine: sa.Engine, monkeypatch: 
 def test_a_write_the_database_refuses_after_it_was_sent_refuses_only_its_event(
     engine: sa.Engine, monkeypatch: Any
 ) -> None:
-    """On PostgreSQL the fold does not wait for its writes (strata.lineage.deferred): a
+    """On PostgreSQL the fold does not wait for its writes (strata.lineage.ingest.deferred): a
     write's error comes back at a later statement, and must still refuse only its event."""
-    from strata.lineage import rows
+    from strata.lineage.ingest import statements
 
     real = runs.write_runs
 
     def failing(conn: sa.Connection, steps: list[Any]) -> None:
         real(conn, steps)
         if any(st.run.job_name == "refused" for st in steps):
-            stmt = rows.upsert(conn, s.namespaces, ["name", "created_at", "updated_at"], ["name"])
-            rows.execute_many(conn, stmt, [{"name": "x", "created_at": None, "updated_at": None}])
+            stmt = statements.upsert(
+                conn, s.namespaces, ["name", "created_at", "updated_at"], ["name"]
+            )
+            statements.execute_many(
+                conn, stmt, [{"name": "x", "created_at": None, "updated_at": None}]
+            )
 
     monkeypatch.setattr(runs, "write_runs", failing)
     writer = GroupWriter(engine)
@@ -251,7 +257,7 @@ def test_reads_wait_for_the_fold(engine: sa.Engine, monkeypatch: Any) -> None:
         time.sleep(0.3)
         return real(eng, journal, limit, known)
 
-    monkeypatch.setattr("strata.lineage.writer.fold_pending", slow)
+    monkeypatch.setattr("strata.lineage.ingest.writer.fold_pending", slow)
     writer = GroupWriter(engine)
 
     async def post_then_read() -> str | None:
@@ -305,7 +311,7 @@ def test_a_fold_that_falls_behind_slows_senders_then_refuses(
         gate.wait(60)
         return real(eng, journal, limit, known)
 
-    monkeypatch.setattr("strata.lineage.writer.fold_pending", stuck)
+    monkeypatch.setattr("strata.lineage.ingest.writer.fold_pending", stuck)
     writer = GroupWriter(engine, max_backlog=1, backlog_wait=0.3)
     first = writer.submit([run_event("START", 0, "a", "j")]).result(timeout=60)
     assert isinstance(first[0], IngestResult)
@@ -406,19 +412,21 @@ def test_coroutines_get_their_own_answers_in_one_wake_up_per_group(
     assert len(wakes) < len(events), "every request woke the event loop on its own"
 
 
-def test_reads_wait_for_the_oldest_event_still_unfolded(engine: sa.Engine) -> None:
-    writer = GroupWriter(engine)
-    with writer._state:
-        for seq, digest in enumerate("abcde", 1):
-            writer._seq = seq
-            writer._unfolded[digest] = seq
-        writer._release(["b", "d"])  # folded out of order: a still waits
-        assert writer._folded_upto() == 0
-        writer._release(["a"])
-        assert writer._folded_upto() == 2
-        writer._release(["c", "e"])
-        assert writer._folded_upto() == 5
-    writer.close()
+def test_reads_wait_for_the_oldest_event_still_unfolded() -> None:
+    unfolded = Unfolded()
+    events = [parse_event(e) for e in _story(3)][:5]
+    with unfolded.state:
+        for event in events:
+            assert unfolded.add(event, keep_parsed=False)
+        assert not unfolded.add(events[0], keep_parsed=False)  # waits already: one number
+        a, b, c, d, e = (event.payload_hash for event in events)
+        unfolded.release([b, d])  # folded out of order: a still waits
+        assert unfolded.folded_upto() == 0
+        unfolded.release([a])
+        assert unfolded.folded_upto() == 2
+        unfolded.release([c, e])
+        assert unfolded.folded_upto() == 5
+    assert unfolded.wait_folded(0)
 
 
 @pytest.mark.parametrize("fold_in", ["thread", "process"])
@@ -451,7 +459,7 @@ def test_start_does_not_wait_for_a_whole_backlog(engine: sa.Engine, monkeypatch:
             release.wait(60)
         return real_fold(eng, jrn, limit, known)
 
-    monkeypatch.setattr("strata.lineage.writer.fold_pending", slow_after_first)
+    monkeypatch.setattr("strata.lineage.ingest.writer.fold_pending", slow_after_first)
     writer = GroupWriter(engine, fold_events=2)
     try:
         assert writer.start(30)

@@ -26,7 +26,7 @@ from strata.api.routes import (
     tags,
 )
 from strata.api.routes.extra import include_extra_routes
-from strata.lineage.writer import GroupWriter
+from strata.lineage.ingest.writer import GroupWriter
 from strata.settings import Settings
 from strata.store.engine import engine_for
 

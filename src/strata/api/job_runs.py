@@ -18,7 +18,7 @@ from strata.api import auth, views
 from strata.api.asgi import answer_error, headers
 from strata.api.deps import MAX_LIMIT, read_connection
 from strata.api.inputs import is_name
-from strata.lineage import queries as q
+from strata.lineage.query import queries as q
 
 _PREFIX = "/api/v1/namespaces/"
 

@@ -7,7 +7,7 @@ from fastapi.responses import JSONResponse, RedirectResponse, Response
 from sqlalchemy.engine import Connection
 
 from strata.api.paths import url_segment
-from strata.lineage import queries as q
+from strata.lineage.query import queries as q
 
 
 class JobMoved(Exception):

@@ -11,10 +11,12 @@ import orjson
 from fastapi.encoders import jsonable_encoder
 from starlette.responses import Response
 
-from strata.lineage import graph as g
-from strata.lineage import provenance as p
-from strata.lineage import queries as q
-from strata.lineage.run_args import run_args
+from strata.lineage.query import column_lineage as cl
+from strata.lineage.query import graph as g
+from strata.lineage.query import provenance as p
+from strata.lineage.query import queries as q
+from strata.lineage.query import upstream_runs as ur
+from strata.lineage.query.run_args import run_args
 
 Json = dict[str, Any]
 T = TypeVar("T")
@@ -226,7 +228,7 @@ def graph_node(n: g.GraphNode) -> Json:
     }
 
 
-def field_node(n: g.FieldNode) -> Json:
+def field_node(n: cl.FieldNode) -> Json:
     return {
         "id": n.id,
         "type": "DATASET_FIELD",
@@ -255,7 +257,7 @@ def field_node(n: g.FieldNode) -> Json:
     }
 
 
-def upstream_run(u: g.UpstreamRun) -> Json:
+def upstream_run(u: ur.UpstreamRun) -> Json:
     return {
         "job": {"namespace": u.job_namespace, "name": u.job_name, "version": u.job_version},
         "run": {"id": u.run_id, "start": ts(u.start), "end": ts(u.end), "status": u.status},

@@ -1,7 +1,7 @@
 """The builder's lineage: OpenLineage run events, ingested in process like any producer's.
 
-Every event goes through :func:`strata.lineage.ingest.ingest_event` (the build catalog is
-the lineage model), and also to a remote OpenLineage server when openlineage-python is
+Every event goes through :func:`strata.lineage.ingest.transactions.ingest_event` (the build
+catalog is the lineage model), and also to a remote OpenLineage server when openlineage-python is
 configured the standard way (``OPENLINEAGE_URL``, ``OPENLINEAGE_CONFIG``, an
 ``openlineage.yml`` or ``OPENLINEAGE__TRANSPORT__*``). A remote that fails is logged, not
 fatal: the store already holds the event.
@@ -18,8 +18,8 @@ from typing import TYPE_CHECKING, Any
 
 from sqlalchemy.engine import Engine
 
-from strata.lineage.facets import PROGRAM_FACET
-from strata.lineage.ingest import ingest_event
+from strata.lineage.ingest.facets import PROGRAM_FACET
+from strata.lineage.ingest.transactions import ingest_event
 
 if TYPE_CHECKING:
     from openlineage.client.client import OpenLineageClient

@@ -18,7 +18,7 @@ from sqlalchemy.engine import Connection
 from strata.build.programs import Program, by_uuid
 from strata.errors import InvalidArgument, NotFound
 from strata.lake import catalog as lake_catalog
-from strata.lineage.provenance import ProvenanceNode, provenance
+from strata.lineage.query.provenance import ProvenanceNode, provenance
 from strata.store import schema as s
 
 TRACE_DEPTH = 100

@@ -18,7 +18,7 @@ def serve(settings: Settings, host: str | None = None, port: int | None = None) 
     import uvicorn
 
     from strata.api import create_app
-    from strata.lineage.writer import freeze_startup_objects
+    from strata.lineage.ingest.fold_process import freeze_startup_objects
 
     engine = engine_for(settings)
     if settings.is_embedded:

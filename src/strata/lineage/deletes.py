@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from sqlalchemy.engine import Engine
 
-from strata.lineage import queries as q
+from strata.lineage.query import queries as q
 from strata.store import schema as s
 from strata.store.engine import write_tx
 

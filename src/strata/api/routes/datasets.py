@@ -9,8 +9,8 @@ from fastapi import APIRouter, Request, Response
 from strata.api import views
 from strata.api.deps import Eng, Limit, Offset, reading
 from strata.api.models import DatasetIn
-from strata.lineage import queries as q
-from strata.lineage import writes as w
+from strata.lineage.ingest import writes as w
+from strata.lineage.query import queries as q
 from strata.store.engine import read_tx
 
 router = APIRouter(tags=["Datasets"])

@@ -7,7 +7,7 @@ from typing import Any
 from fastapi import APIRouter
 
 from strata.api.deps import Conn, Limit, Offset
-from strata.lineage import event_feed
+from strata.lineage.query import event_feed
 
 router = APIRouter(tags=["Lineage"])
 

@@ -16,8 +16,8 @@ from strata.api.models import JobIn, RunIn
 from strata.api.redirects import job_uuid
 from strata.errors import InvalidArgument, NotFound
 from strata.lineage import keys
-from strata.lineage import queries as q
-from strata.lineage import writes as w
+from strata.lineage.ingest import writes as w
+from strata.lineage.query import queries as q
 from strata.store.engine import read_tx
 
 router = APIRouter(tags=["Jobs"])

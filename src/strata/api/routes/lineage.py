@@ -14,9 +14,10 @@ from strata.api.contract import errors
 from strata.api.deps import Conn, Depth, Eng, Limit, Offset, QueryTime, time_param
 from strata.api.inputs import check_time
 from strata.errors import InvalidArgument, InvalidEvent, StrataError
-from strata.lineage import graph as g
-from strata.lineage import queries as q
-from strata.lineage.writer import GroupWriter, Results
+from strata.lineage.ingest.writer import GroupWriter, Results
+from strata.lineage.query import column_lineage as cl
+from strata.lineage.query import graph as g
+from strata.lineage.query import queries as q
 from strata.store.engine import read_tx
 
 router = APIRouter(tags=["Lineage"])
@@ -51,7 +52,7 @@ _BATCH_BODY = {
 
 
 def _writer(request: Request) -> GroupWriter:
-    """The app's group-commit writer (see :mod:`strata.lineage.writer`)."""
+    """The app's group-commit writer (see :mod:`strata.lineage.ingest.writer`)."""
     writer: GroupWriter = request.app.state.lineage_writer
     return writer
 
@@ -171,7 +172,7 @@ def get_column_lineage(
     depth: Depth = 20,
     with_downstream: Annotated[bool, Query(alias="withDownstream")] = False,
 ) -> dict[str, Any]:
-    nodes = g.column_lineage(conn, node_id, depth, with_downstream)
+    nodes = cl.column_lineage(conn, node_id, depth, with_downstream)
     return {"graph": [views.field_node(n) for n in nodes]}
 
 

@@ -14,9 +14,9 @@ from strata.api import views
 from strata.api.contract import errors
 from strata.api.deps import At, Depth, Eng, reading
 from strata.api.inputs import check_time
-from strata.lineage import graph as g
-from strata.lineage import queries as q
-from strata.lineage import writes as w
+from strata.lineage.ingest import writes as w
+from strata.lineage.query import queries as q
+from strata.lineage.query import upstream_runs as ur
 from strata.store.engine import read_tx
 
 router = APIRouter(tags=["Runs"])
@@ -65,7 +65,7 @@ for _action in get_args(Action):
 
 def _upstream(request: Request, run_id: UUID, depth: int) -> Response:
     with reading(request) as conn:
-        runs = g.upstream_runs(conn, str(run_id), depth)
+        runs = ur.upstream_runs(conn, str(run_id), depth)
     return views.json_response({"runs": [views.upstream_run(u) for u in runs]})
 
 

@@ -8,8 +8,8 @@ from fastapi import APIRouter, Query, Request, Response
 
 from strata.api import views
 from strata.api.deps import reading
-from strata.lineage import graph as g
-from strata.lineage import queries as q
+from strata.lineage.query import graph as g
+from strata.lineage.query import queries as q
 
 router = APIRouter(tags=["Search"])
 

@@ -11,7 +11,7 @@ from fastapi import APIRouter, Query
 from strata.api import views
 from strata.api.deps import Conn
 from strata.errors import InvalidArgument
-from strata.lineage import stats
+from strata.lineage.query import stats
 
 router = APIRouter(prefix="/stats", tags=["Stats"])
 

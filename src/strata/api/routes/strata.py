@@ -8,7 +8,7 @@ from fastapi import APIRouter, Query, Request, Response
 
 from strata.api import views
 from strata.api.deps import reading
-from strata.lineage import provenance as p
+from strata.lineage.query import provenance as p
 
 router = APIRouter(prefix="/strata", tags=["Strata"])
 

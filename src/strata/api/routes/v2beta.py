@@ -8,7 +8,7 @@ from fastapi import APIRouter, Query
 
 from strata.api.deps import Conn
 from strata.errors import InvalidArgument
-from strata.lineage import doc_search
+from strata.lineage.query import doc_search
 
 router = APIRouter(prefix="/api/v2beta/search", tags=["Search"])
 

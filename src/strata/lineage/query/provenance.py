@@ -14,8 +14,8 @@ import sqlalchemy as sa
 from sqlalchemy.engine import Connection
 
 from strata.errors import NotFound
-from strata.lineage import queries as q
-from strata.lineage.graph import check_depth
+from strata.lineage.query import queries as q
+from strata.lineage.query.nodes import check_depth
 from strata.store import schema as s
 
 

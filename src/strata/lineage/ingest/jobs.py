@@ -19,17 +19,16 @@ from typing import Any
 import sqlalchemy as sa
 from sqlalchemy.engine import Connection
 
-from strata.lineage import facets as fx
 from strata.lineage import keys
-from strata.lineage.events import Event
-from strata.lineage.rows import (
+from strata.lineage.ingest import facets as fx
+from strata.lineage.ingest.events import Event
+from strata.lineage.ingest.rows import merge_stamped, touch_namespace
+from strata.lineage.ingest.statements import (
     cached,
     chunks,
     execute_many,
     insert_ignore_many,
-    merge_stamped,
     returning_many,
-    touch_namespace,
     update_rows,
     values_query,
     widening_upsert,

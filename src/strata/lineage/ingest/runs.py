@@ -2,123 +2,42 @@
 
 from __future__ import annotations
 
-import itertools
-import threading
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any, TypeVar
 
 import sqlalchemy as sa
 from sqlalchemy.engine import Connection
 
-from strata.lineage import facets as fx
-from strata.lineage import jobs, keys, versions
-from strata.lineage.events import Event, parse_event
-from strata.lineage.fold import RunFold, fold_run
-from strata.lineage.rows import (
+from strata.lineage import keys
+from strata.lineage.ingest import facets as fx
+from strata.lineage.ingest import jobs, parsed, versions
+from strata.lineage.ingest.events import Event
+from strata.lineage.ingest.fold import RunFold, fold_run
+from strata.lineage.ingest.rows import (
     DatasetRow,
+    merge_dataset_facets,
+    refresh_datasets,
+    touch_dataset_rows,
+    touch_namespaces,
+    touch_source,
+    widen_times,
+    write_dataset_facets,
+)
+from strata.lineage.ingest.statements import (
     cached,
     chunks,
     delete_in,
     execute_many,
     insert_ignore,
-    merge_dataset_facets,
     one_of,
-    refresh_datasets,
-    touch_dataset_rows,
-    touch_namespaces,
-    touch_source,
     upsert,
-    widen_times,
-    write_dataset_facets,
 )
 from strata.store import schema as s
 
 K = TypeVar("K")
-
-
-class ParsedEvents:
-    """Stored events this process parsed lately, by payload hash, at most ``size``.
-
-    A group's run events are folded with their runs' earlier events, which an earlier
-    group (the START before the COMPLETE) usually brought: kept here, they are not read
-    and parsed again. A payload hash names one content forever, so an entry is never
-    stale; which events a run has is always read from the store.
-    """
-
-    def __init__(self, size: int) -> None:
-        self._size = size
-        self._events: dict[str, Event] = {}
-        self._lock = threading.Lock()  # folds of stores in other threads share it
-
-    def get(self, payload_hash: str) -> Event | None:
-        return self._events.get(payload_hash)
-
-    def add(self, events: Sequence[Event]) -> None:
-        """Keep ``events`` whose JSON text is known and at most :data:`_KEEP_BYTES` long
-        (events of megabytes are allowed, and a few thousand of them would not fit)."""
-        with self._lock:
-            for event in events:
-                if event.text is None or len(event.text) > _KEEP_BYTES:
-                    continue
-                self._events.pop(event.payload_hash, None)
-                self._events[event.payload_hash] = event
-            excess = len(self._events) - self._size
-            if excess > 0:
-                # The oldest, in one pass: deleting them one next(iter()) at a time walked
-                # the slots of those already deleted again for each one.
-                for digest in list(itertools.islice(self._events, excess)):
-                    del self._events[digest]
-
-
-_KEEP_BYTES = 64 * 1024
-# A few groups' worth: a run's events mostly arrive within seconds of each other.
-PARSED = ParsedEvents(4096)
-
-
-def load_events(
-    conn: Connection, run_uuids: Sequence[str], skip: Sequence[str] = ()
-) -> dict[str, list[Event]]:
-    """The stored events of each run (runs without any are left out), but for those
-    whose payload hash is in ``skip`` (the caller has them parsed already). Payloads
-    are read only for events not in :data:`PARSED`."""
-    e = s.lineage_events
-    dialect = conn.dialect.name
-
-    # The caller's events are left out here, not in SQL: the rows are few either way, and
-    # a NOT IN of thousands of hashes cost PostgreSQL more than the lookup by run.
-    leave_out = set(skip)
-    found: list[tuple[str, str]] = []
-    for chunk in chunks(sorted(run_uuids)):
-        rows = conn.execute(
-            cached(
-                ("run-event-hashes", dialect),
-                lambda: sa.select(e.c.run_uuid, e.c.payload_hash).where(
-                    one_of(dialect, e.c.run_uuid, "r")
-                ),
-            ),
-            {"r": list(chunk)},
-        )
-        found.extend((str(run), str(digest)) for run, digest in rows if digest not in leave_out)
-    parsed = {h: ev for _, h in found if (ev := PARSED.get(h)) is not None}
-    for chunk in chunks(sorted({h for _, h in found if h not in parsed})):
-        for row in conn.execute(
-            cached(
-                ("event-payloads", dialect),
-                lambda: sa.select(e.c.payload_hash, e.c.payload).where(
-                    one_of(dialect, e.c.payload_hash, "h")
-                ),
-            ),
-            {"h": list(chunk)},
-        ):
-            digest = str(row.payload_hash)
-            parsed[digest] = parse_event(row.payload, check=False, digest=digest)
-    PARSED.add([parsed[h] for h in sorted(parsed)])
-    out: dict[str, list[Event]] = {}
-    for run, digest in found:
-        out.setdefault(run, []).append(parsed[digest])
-    return out
+Key = tuple[str, str]  # a dataset by (namespace, name)
 
 
 def touch_placeholder_run(conn: Connection, run_uuid: str, job_uuid: str, at: datetime) -> None:
@@ -299,19 +218,47 @@ def apply_run_events(conn: Connection, new: Sequence[Event]) -> None:
     """
     if not new:
         return
+    steps = _fold_runs(conn, new)
+    found, job_rows = _touch_shared_rows(conn, sorted(new, key=Event.fold_key))
+    uuids, lake = _dataset_uuids(conn, found, steps)
+    _write_run_rows(conn, steps, uuids)
+    _write_output_versions(conn, steps, uuids, lake)
+    # Worked out while the database writes the outputs (see strata.lineage.ingest.deferred).
+    job_versions = _job_version_changes(steps, job_rows)
+    rebind, moved, consumers = _runs_to_rebind(conn, steps, uuids, lake)
+    # It reads runs, written above, and nothing written below: read here, where every
+    # write sent so far is done already (see strata.lineage.ingest.deferred).
+    jobs.refresh_current_versions(conn, job_versions.current)
+    settled = _bind_inputs(conn, steps, rebind, consumers, uuids, lake)
+    versions.settle(conn, settled - lake)
+    versions.set_current(conn, moved - settled)
+    jobs.widen_job_versions(conn, job_versions.widened)
+    jobs.refresh_job_versions(conn, job_versions.refresh)
+
+
+def _fold_runs(conn: Connection, new: Sequence[Event]) -> list[_Step]:
+    """Each run of ``new``, by uuid: its fold with and without the new events."""
     fresh: dict[str, list[Event]] = {}
     for ev in new:
         assert ev.run_id is not None and ev.job_namespace is not None and ev.job_name
         fresh.setdefault(ev.run_id, []).append(ev)
-    stored = load_events(conn, list(fresh), [ev.payload_hash for ev in new])
-    PARSED.add(new)
+    stored = parsed.load_events(conn, list(fresh), [ev.payload_hash for ev in new])
+    parsed.PARSED.add(new)
     steps: list[_Step] = []
     for run_uuid in sorted(fresh):
         earlier = stored.get(run_uuid, [])
         run = fold_run(earlier + fresh[run_uuid])
         steps.append(_Step(run, fold_run(earlier) if earlier else None))
+    return steps
 
-    ordered = sorted(new, key=Event.fold_key)
+
+def _touch_shared_rows(
+    conn: Connection, ordered: Sequence[Event]
+) -> tuple[dict[tuple[str, str], DatasetRow], dict[tuple[str, str], jobs.JobRow]]:
+    """Namespaces, sources, datasets, jobs and parent runs take the events' merges, once.
+
+    Returns the events' dataset rows and job rows, by (namespace, name).
+    """
     found, stale, facet_rows = touch_events(conn, ordered)
     spans: dict[tuple[str, str], tuple[datetime, datetime]] = {}
     for ev in ordered:
@@ -321,7 +268,7 @@ def apply_run_events(conn: Connection, new: Sequence[Event]) -> None:
             widen(spans, (ev.parent.namespace, ev.parent.name), ev.event_time)
     job_rows = jobs.touch_job_rows(conn, spans)
     # Written after the jobs are read: on PostgreSQL the database writes the datasets
-    # while the jobs' facets are merged (see strata.lineage.deferred).
+    # while the jobs' facets are merged (see strata.lineage.ingest.deferred).
     write_dataset_facets(conn, facet_rows, stale)
     merged: dict[str, jobs.JobRow] = {}
     refresh: set[str] = set()
@@ -342,13 +289,23 @@ def apply_run_events(conn: Connection, new: Sequence[Event]) -> None:
     refresh_datasets(conn, {row.uuid: row.facets for row in found.values() if row.uuid in stale})
     for job_uuid in sorted(refresh):
         jobs.refresh_job(conn, job_uuid)
+    return found, job_rows
 
+
+def _dataset_uuids(
+    conn: Connection, found: dict[tuple[str, str], DatasetRow], steps: Sequence[_Step]
+) -> tuple[dict[tuple[str, str], str], set[str]]:
+    """The uuid of every dataset the runs name, by (namespace, name), and the lake ones."""
     datasets = {k: (row.uuid, row.is_lake) for k, row in found.items()}
     missing = {k for st in steps for k in (*st.run.inputs, *st.run.outputs)} - set(datasets)
     datasets.update(_lookup_datasets(conn, sorted(missing)))
     uuids = {k: v[0] for k, v in datasets.items()}
     lake = {v[0] for v in datasets.values() if v[1]}
+    return uuids, lake
 
+
+def _write_run_rows(conn: Connection, steps: Sequence[_Step], uuids: dict[Key, str]) -> None:
+    """Each run's job version exists and the run's row and state history equal its fold."""
     wanted = []
     for st in steps:
         run = st.run
@@ -366,6 +323,11 @@ def apply_run_events(conn: Connection, new: Sequence[Event]) -> None:
         st.version = version
     write_runs(conn, steps)
 
+
+def _write_output_versions(
+    conn: Connection, steps: Sequence[_Step], uuids: dict[Key, str], lake: set[str]
+) -> None:
+    """Each output version the group changed equals its run's fold."""
     versions.write_outputs(
         conn,
         [
@@ -375,10 +337,27 @@ def apply_run_events(conn: Connection, new: Sequence[Event]) -> None:
             if not _same_output(st.old, st.run, key)
         ],
     )
-    # What the job versions need, worked out while the database writes the outputs.
-    refresh_versions: set[str] = set()
+
+
+@dataclass
+class _JobVersionChanges:
+    """What the group does to job versions: widened in place, or recounted whole."""
+
+    refresh: set[str] = field(default_factory=set)  # job versions a run left or joined
+    widened: list[tuple[str, str, datetime, datetime]] = field(default_factory=list)
+    # Jobs whose current version is re-read: (fold state, current version) as touched.
+    current: dict[str, tuple[dict[str, Any] | None, str | bool | None]] = field(
+        default_factory=dict
+    )
+
+
+def _job_version_changes(
+    steps: Sequence[_Step], job_rows: dict[tuple[str, str], jobs.JobRow]
+) -> _JobVersionChanges:
+    """Which job versions a run moved between, which it only widens, and which jobs'
+    current versions need reading again; reads nothing from the store."""
+    out = _JobVersionChanges()
     recounted: set[str] = set()  # jobs whose current version refresh_job_versions moves
-    widened = []
     for st in steps:
         run, old = st.run, st.old
         # The stored version is a function of the earlier fold, so it need not be read back.
@@ -391,20 +370,27 @@ def apply_run_events(conn: Connection, new: Sequence[Event]) -> None:
             else None
         )
         if old is not None and previous is not None and previous != st.version:
-            refresh_versions |= {previous, st.version}
+            out.refresh |= {previous, st.version}
             recounted |= {keys.job_uuid(old.job_namespace, old.job_name), st.job_uuid}
         else:
-            widened.append((st.version, run.run_id, run.created_at, run.updated_at))
+            out.widened.append((st.version, run.run_id, run.created_at, run.updated_at))
     by_uuid = {job.uuid: job for job in job_rows.values()}
-    current: dict[str, tuple[dict[str, Any] | None, str | bool | None]] = {}
     for job_uuid in {st.job_uuid for st in steps}:
         touched = by_uuid.get(job_uuid)
         if job_uuid in recounted:
             continue  # refresh_job_versions sets it
         if touched is not None:
-            current[job_uuid] = (touched.fold_state, touched.current_version)
+            out.current[job_uuid] = (touched.fold_state, touched.current_version)
         else:
-            current[job_uuid] = (None, False)
+            out.current[job_uuid] = (None, False)
+    return out
+
+
+def _runs_to_rebind(
+    conn: Connection, steps: Sequence[_Step], uuids: dict[Key, str], lake: set[str]
+) -> tuple[dict[str, versions.Rebind], set[str], set[str]]:
+    """The group's runs whose inputs may bind otherwise, the datasets whose outputs moved,
+    and the runs outside those that read a moved output."""
     rebind: dict[str, versions.Rebind] = {}
     moved_outputs: list[versions.Moved] = []
     moved: set[str] = set()
@@ -425,11 +411,21 @@ def apply_run_events(conn: Connection, new: Sequence[Event]) -> None:
             since = min((sig[0] for sig in sigs if sig[2]), default=None)
             moved_outputs.append(versions.Moved(dataset, run.run_id, since, frozenset(labels)))
     consumers = versions.consumers_of(conn, moved_outputs) - set(rebind)
-    # It reads runs, written above, and nothing written below: read here, where every
-    # write sent so far is done already (see strata.lineage.deferred).
-    jobs.refresh_current_versions(conn, current)
+    return rebind, moved, consumers
+
+
+def _bind_inputs(
+    conn: Connection,
+    steps: Sequence[_Step],
+    rebind: dict[str, versions.Rebind],
+    consumers: set[str],
+    uuids: dict[Key, str],
+    lake: set[str],
+) -> set[str]:
+    """Every run to rebind reads the versions its inputs name or see; returns the datasets
+    whose synthetic versions changed. Adds the datasets it looked up to ``uuids``, ``lake``."""
     in_group = {st.run.run_id: st.run for st in steps}
-    others = load_events(conn, sorted(consumers - set(in_group)))
+    others = parsed.load_events(conn, sorted(consumers - set(in_group)))
     for run_uuid in sorted(consumers):
         run_of = in_group.get(run_uuid)
         if run_of is None and run_uuid in others:
@@ -441,12 +437,7 @@ def apply_run_events(conn: Connection, new: Sequence[Event]) -> None:
         uuids[k] = u
         if is_lake:
             lake.add(u)
-    settle = versions.bind_runs(conn, [rebind[r] for r in sorted(rebind)], uuids, lake)
-    versions.settle(conn, settle - lake)
-    versions.set_current(conn, moved - settle)
-
-    jobs.widen_job_versions(conn, widened)
-    jobs.refresh_job_versions(conn, refresh_versions)
+    return versions.bind_runs(conn, [rebind[r] for r in sorted(rebind)], uuids, lake)
 
 
 def write_runs(conn: Connection, steps: Sequence[_Step]) -> None:

@@ -13,7 +13,7 @@ import json
 from collections.abc import Mapping
 from typing import Any
 
-from strata.lineage.writes import PRODUCER
+from strata.lineage.producer import PRODUCER
 
 
 def run_args(facets: Mapping[str, Any]) -> dict[str, str]:

@@ -31,18 +31,18 @@ import sqlalchemy as sa
 from sqlalchemy.engine import Connection
 
 from strata.errors import InvalidEvent
-from strata.lineage import facets as fx
 from strata.lineage import keys
-from strata.lineage.events import DatasetRef, Event
-from strata.lineage.fold import IoFold, RunFold
-from strata.lineage.rows import (
+from strata.lineage.ingest import facets as fx
+from strata.lineage.ingest.events import DatasetRef, Event
+from strata.lineage.ingest.fold import IoFold, RunFold
+from strata.lineage.ingest.rows import touch_dataset
+from strata.lineage.ingest.statements import (
     cached,
     chunks,
     delete_in,
     execute_many,
     insert_ignore_many,
     one_of,
-    touch_dataset,
     update_rows,
     upsert,
     values_query,
@@ -148,6 +148,9 @@ class Rebind:
     retimed: bool = True
 
 
+Bindings = dict[str, dict[str, tuple[str, bool]]]  # run -> version -> (dataset, synthetic)
+
+
 def bind_runs(
     conn: Connection,
     items: Sequence[Rebind],
@@ -160,8 +163,16 @@ def bind_runs(
     dataset needs settling when a synthetic version of it was bound or unbound, or
     when a run's bind time moved while bound to one.
     """
+    had = _bound_now(conn, items)
+    wanted, named = _wanted_bindings(conn, items, datasets, lake)
+    _write_synthetic_versions(conn, items, had, wanted, named)
+    return _rewrite_bindings(conn, items, had, wanted)
+
+
+def _bound_now(conn: Connection, items: Sequence[Rebind]) -> Bindings:
+    """The versions each run's inputs are bound to as stored (none for a fresh run)."""
     ri, dv = s.run_inputs, s.dataset_versions
-    had: dict[str, dict[str, tuple[str, bool]]] = {i.run.run_id: {} for i in items}
+    had: Bindings = {i.run.run_id: {} for i in items}
     stale = sorted(i.run.run_id for i in items if not i.fresh)
     for chunk in chunks(stale):
         found = conn.execute(
@@ -185,7 +196,18 @@ def bind_runs(
                 str(row.dataset_uuid),
                 bool(row.synth),
             )
-    wanted: dict[str, dict[str, tuple[str, bool]]] = {i.run.run_id: {} for i in items}
+    return had
+
+
+def _wanted_bindings(
+    conn: Connection,
+    items: Sequence[Rebind],
+    datasets: Mapping[tuple[str, str], str],
+    lake: AbstractSet[str],
+) -> tuple[Bindings, dict[str, str | None]]:
+    """The versions each run's inputs name or see, and the label of each synthetic one:
+    by label first, else the candidate current at the run's bind time, else a stand-in."""
+    wanted: Bindings = {i.run.run_id: {} for i in items}
     by_time: list[tuple[str, bool, RunFold]] = []
     named: dict[str, str | None] = {}  # synthetic version -> its label
     for item in items:
@@ -205,7 +227,6 @@ def bind_runs(
                 placeholder = _synthetic_uuid(dataset, label)
                 wanted[run.run_id][placeholder] = (dataset, True)
                 named[placeholder] = label
-    synthetic: dict[str, dict[str, Any]] = {}
     for (dataset, is_lake, run), found_uuid in zip(
         by_time, _current_at_many(conn, by_time), strict=True
     ):
@@ -213,6 +234,18 @@ def bind_runs(
             wanted[run.run_id][found_uuid] = (dataset, False)
         elif not is_lake:
             wanted[run.run_id][_synthetic_uuid(dataset, None)] = (dataset, True)
+    return wanted, named
+
+
+def _write_synthetic_versions(
+    conn: Connection,
+    items: Sequence[Rebind],
+    had: Bindings,
+    wanted: Bindings,
+    named: dict[str, str | None],
+) -> None:
+    """Every stand-in version newly bound exists, dated by its earliest binding run."""
+    synthetic: dict[str, dict[str, Any]] = {}
     for item in items:
         for version, (dataset, synth) in wanted[item.run.run_id].items():
             if synth and version not in had[item.run.run_id]:
@@ -224,7 +257,15 @@ def bind_runs(
                         "created_at": item.run.bind_time,
                         "external_version": named.get(version),
                     }
-    insert_ignore_many(conn, dv, [synthetic[v] for v in sorted(synthetic)], ["uuid"])
+    rows = [synthetic[v] for v in sorted(synthetic)]
+    insert_ignore_many(conn, s.dataset_versions, rows, ["uuid"])
+
+
+def _rewrite_bindings(
+    conn: Connection, items: Sequence[Rebind], had: Bindings, wanted: Bindings
+) -> set[str]:
+    """Stored bindings equal the wanted ones; returns the datasets to settle."""
+    ri = s.run_inputs
     gone: list[dict[str, str]] = []
     new: list[dict[str, str]] = []
     settle: set[str] = set()

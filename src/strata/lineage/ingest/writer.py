@@ -3,7 +3,7 @@
 Two threads per writer own the lineage writes of a process:
 
 - The **store** thread takes everything queued by requests (up to ``max_events``),
-  validates it, and queues it with :func:`~strata.lineage.ingest.accept_parsed`: a
+  validates it, and queues it with :func:`~strata.lineage.ingest.transactions.accept_parsed`: a
   queue row per event, one SQL statement for the group (on PostgreSQL committed
   alone, on a connection the thread keeps). Each caller is answered
   when its group commits: a 201 means the event is valid, durable and will be part of
@@ -11,16 +11,19 @@ Two threads per writer own the lineage writes of a process:
   queue is a file of its own (:func:`journal_for`), since SQLite has one writer per
   file and the fold's transaction would hold storing back.
 - The **fold** thread folds queued events into the model with
-  :func:`~strata.lineage.ingest.fold_pending`, oldest first, in groups of up to
+  :func:`~strata.lineage.ingest.transactions.fold_pending`, oldest first, in groups of up to
   ``fold_events``. While it folds, the store thread goes on storing, so under load
   the fold takes hundreds of events at a time and pays its per-statement costs once
-  per group rather than once per event: that is what makes ingest fast.
+  per group rather than once per event: that is what makes ingest fast. With
+  ``fold_in="process"`` the thread hosts the fold in a process of its own
+  (:class:`~strata.lineage.ingest.fold_process.FoldProcess`).
 
 Reads wait for the fold: :meth:`GroupWriter.barrier` returns once every event this
 process acknowledged before the call is folded, so a client that reads after its
 POST sees its event. Events queued by another process (another worker on the same
 PostgreSQL store, or a crash before the fold) are folded by whichever writer runs
-next; the fold thread looks for them every ``poll`` seconds.
+next; the fold thread looks for them every ``poll`` seconds. Which events wait for the
+fold, and who waits for them, is kept by :class:`~strata.lineage.ingest.unfolded.Unfolded`.
 
 The store thread stops taking requests while more than ``max_backlog`` of this
 process's events wait for the fold, so a fold that falls behind slows senders down
@@ -32,24 +35,21 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import gc
 import logging
-import multiprocessing
-import os
 import queue
 import threading
-import time
 from concurrent.futures import Future
 from dataclasses import dataclass
-from multiprocessing.connection import Connection
 from pathlib import Path
 from typing import Any
 
 from sqlalchemy.engine import Engine
 
 from strata.errors import StoreError, StrataError
-from strata.lineage.events import Event, parse_event
-from strata.lineage.ingest import IngestResult, accept_parsed, fold_pending
+from strata.lineage.ingest.events import Event, parse_event
+from strata.lineage.ingest.fold_process import FoldProcess
+from strata.lineage.ingest.transactions import IngestResult, accept_parsed, fold_pending
+from strata.lineage.ingest.unfolded import Unfolded
 from strata.store import schema as s
 from strata.store.engine import StatementConnection, create_engine
 
@@ -73,13 +73,6 @@ class _Request:
 Answer = tuple[_Request, "Results | BaseException"]
 
 
-@dataclass
-class _Waiter:
-    upto: int
-    loop: asyncio.AbstractEventLoop
-    future: asyncio.Future[None]
-
-
 class GroupWriter:
     """Stores queued events in groups and folds them from two background threads."""
 
@@ -98,15 +91,6 @@ class GroupWriter:
         if fold_in not in ("thread", "process"):
             raise ValueError(f"fold_in must be 'thread' or 'process', got {fold_in!r}")
         self._engine = engine
-        self._fold_in = fold_in
-        self._pipe: Connection | None = None  # to the fold process
-        # Written a byte when there is work for the fold process, without blocking: a byte
-        # already waiting is wake enough, so a busy fold (a message per group, sent
-        # blocking, filled the pipe and stalled the store thread and so every request)
-        # or a dead one (a shared multiprocessing.Event hung whoever set it next) never
-        # holds the writer back.
-        self._remote_wake: Connection | None = None
-        self._pipe_lock = threading.Lock()
         self._journal = journal if journal is not None else journal_for(engine)
         self._statements = StatementConnection(self._journal)  # the store thread's
         self._max = max_events
@@ -116,19 +100,24 @@ class GroupWriter:
         self._backlog_wait = backlog_wait
         self._queue: queue.SimpleQueue[_Request | None] = queue.SimpleQueue()
         self._lock = threading.Lock()
-        self._state = threading.Condition()
+        self._unfolded = Unfolded()
         self._wake = threading.Event()
         self._ready = threading.Event()  # the fold runs: it has folded a first group
         self._threads: list[threading.Thread] = []
         self._closed = False
-        self._stopping = False
-        # Under _state: a number per event this process stored, in order; the events not
-        # yet folded (payload hash -> number, and for a fold thread their parsed form, which
-        # a fold process cannot use: it reads them from the queue); who waits for the fold.
-        self._seq = 0
-        self._unfolded: dict[str, int] = {}
-        self._parsed: dict[str, Event] = {}
-        self._waiters: list[_Waiter] = []
+        self._stopping = threading.Event()
+        self._process = (
+            None
+            if fold_in == "thread"
+            else FoldProcess(
+                engine,
+                self._journal,
+                fold_events,
+                poll,
+                on_ready=self._ready.set,
+                on_folded=self._release,
+            )
+        )
 
     # --- callers -------------------------------------------------------------------------
 
@@ -144,7 +133,7 @@ class GroupWriter:
             if self._closed:
                 raise RuntimeError("the lineage writer is closed")
             if not self._threads:
-                fold = self._fold_loop if self._fold_in == "thread" else self._remote_loop
+                fold = self._fold_loop if self._process is None else self._host_process
                 self._threads = [
                     threading.Thread(target=self._store_loop, name="strata-lineage-store"),
                     threading.Thread(target=fold, name="strata-lineage-fold"),
@@ -183,23 +172,11 @@ class GroupWriter:
         """Return once every event stored by this process before the call is folded (or
         after ``timeout`` seconds, when the fold cannot reach the store: the read then
         shows what is folded)."""
-        with self._state:
-            upto = self._seq
-            if self._folded_upto() >= upto:
-                return
-            loop = asyncio.get_running_loop()
-            waiter = _Waiter(upto, loop, loop.create_future())
-            self._waiters.append(waiter)
-        try:
-            await asyncio.wait_for(waiter.future, timeout)
-        except TimeoutError:
-            log.warning("read went ahead of the lineage fold after %.0f s", timeout)
+        await self._unfolded.barrier(timeout)
 
     def wait_folded(self, timeout: float | None = None) -> bool:
         """Block until every event stored so far is folded; False on timeout."""
-        with self._state:
-            upto = self._seq
-            return self._state.wait_for(lambda: self._folded_upto() >= upto, timeout)
+        return self._unfolded.wait_folded(timeout)
 
     def close(self, timeout: float | None = 30.0) -> None:
         """Store what is queued, fold what is stored, then stop both threads."""
@@ -211,34 +188,18 @@ class GroupWriter:
             self._queue.put(None)
         if threads:
             threads[0].join(timeout)
-            with self._state:
-                self._stopping = True
-            self._tell("stop")
+            self._stopping.set()
+            if self._process is not None:
+                self._process.stop()
             self._wake_fold()
             threads[1].join(timeout)
         if self._journal is not self._engine:
             self._journal.dispose()
 
-    # --- bookkeeping (under _state) ------------------------------------------------------
-
-    def _folded_upto(self) -> int:
-        if not self._unfolded:
-            return self._seq
-        # Numbers are given in insertion order, so the oldest entry left holds the least
-        # (a min() over thousands of waiting events ran for every group and every read).
-        return next(iter(self._unfolded.values())) - 1
-
     def _release(self, hashes: list[str]) -> None:
         """Forget folded (or refused) events and wake who waited for them."""
-        for h in hashes:
-            self._unfolded.pop(h, None)
-            self._parsed.pop(h, None)
-        done = self._folded_upto()
-        ready = [w for w in self._waiters if w.upto <= done]
-        self._waiters = [w for w in self._waiters if w.upto > done]
-        for w in ready:
-            w.loop.call_soon_threadsafe(_resolve, w.future)
-        self._state.notify_all()
+        with self._unfolded.state:
+            self._unfolded.release(hashes)
 
     # --- store thread --------------------------------------------------------------------
 
@@ -265,8 +226,8 @@ class GroupWriter:
                     break
                 group.append(nxt)
                 size += len(nxt.items)
-            with self._state:
-                behind = not self._state.wait_for(
+            with self._unfolded.state:
+                behind = not self._unfolded.state.wait_for(
                     lambda: len(self._unfolded) < self._max_backlog, self._backlog_wait
                 )
                 waiting = len(self._unfolded)
@@ -282,25 +243,20 @@ class GroupWriter:
     def _store(self, group: list[_Request]) -> None:
         flat = [_parsed(item) for req in group for item in req.items]
         mine: list[str] = []
-        with self._state:
+        keep_parsed = self._process is None  # a fold process reads them from the queue
+        with self._unfolded.state:
             # Counted before the commit: the fold may take them the moment it lands.
             for item in flat:
-                if isinstance(item, Event) and item.payload_hash not in self._unfolded:
-                    self._seq += 1
-                    self._unfolded[item.payload_hash] = self._seq
-                    if self._fold_in == "thread":
-                        self._parsed[item.payload_hash] = item
+                if isinstance(item, Event) and self._unfolded.add(item, keep_parsed=keep_parsed):
                     mine.append(item.payload_hash)
         try:
             results = accept_parsed(self._engine, self._journal, flat, statements=self._statements)
         except Exception as exc:  # the callers re-raise it; the thread lives on
-            with self._state:
-                self._release(mine)
+            self._release(mine)
             _answer([(req, exc) for req in group])
             return
         kept = {r.payload_hash for r in results if isinstance(r, IngestResult) and not r.duplicate}
-        with self._state:
-            self._release([u for u in mine if u not in kept])
+        self._release([u for u in mine if u not in kept])
         if kept:
             self._wake_fold()
         answers: list[Answer] = []
@@ -317,8 +273,7 @@ class GroupWriter:
         while True:
             self._wake.wait(self._poll)
             self._wake.clear()
-            with self._state:
-                stopping = self._stopping
+            stopping = self._stopping.is_set()
             self._fold_all()
             if stopping:
                 return
@@ -327,13 +282,13 @@ class GroupWriter:
         """Fold until nothing is queued (in the store, not only this process's events)."""
         backoff = 0.05
         while True:
-            with self._state:
-                known = dict(self._parsed)
+            with self._unfolded.state:
+                known = dict(self._unfolded.parsed)
             try:
                 folded = fold_pending(self._engine, self._journal, self._fold_max, known)
             except StoreError as exc:
                 log.warning("lineage fold failed, retrying: %s", exc)
-                if self._stopping:
+                if self._stopping.is_set():
                     return
                 self._wake.wait(backoff)
                 backoff = min(backoff * 2, 5.0)
@@ -345,187 +300,20 @@ class GroupWriter:
             self._ready.set()
             for uuid, why in folded.refused.items():
                 log.warning("lineage event %s refused by the fold: %s", uuid, why)
-            with self._state:
-                self._release([*folded.folded, *folded.refused])
+            self._release([*folded.folded, *folded.refused])
             if not len(folded):
                 return
 
-    # --- fold process ---------------------------------------------------------------------
+    # --- fold process --------------------------------------------------------------------
+
+    def _host_process(self) -> None:
+        assert self._process is not None
+        self._process.run(self._stopping.is_set)
 
     def _wake_fold(self) -> None:
         self._wake.set()
-        with self._pipe_lock:  # not closed while written to
-            if self._remote_wake is not None:
-                # Full: a wake is pending already. Broken: the process is gone, and the
-                # fold thread starts another.
-                with contextlib.suppress(OSError):
-                    os.write(self._remote_wake.fileno(), b"w")
-
-    def _tell(self, message: str) -> None:
-        with self._pipe_lock:
-            if self._pipe is not None:
-                # A process that is gone cannot hear it; the fold thread starts another.
-                with contextlib.suppress(OSError):
-                    self._pipe.send(message)
-
-    def _remote_loop(self) -> None:
-        """Host the fold in a process of its own (its own interpreter lock, so folding does
-        not slow the event loop and the store thread down) and relay what it folded."""
-        context = multiprocessing.get_context("spawn")
-        url = self._engine.url.render_as_string(hide_password=False)
-        journal = (
-            None
-            if self._journal is self._engine
-            else self._journal.url.render_as_string(hide_password=False)
-        )
-        while True:
-            ours, theirs = context.Pipe()
-            wake_in, wake_out = context.Pipe(duplex=False)
-            os.set_blocking(wake_out.fileno(), False)
-            child = context.Process(
-                target=_fold_process,
-                args=(url, journal, self._fold_max, self._poll, theirs, wake_in),
-                name="strata-lineage-fold",
-                daemon=True,
-            )
-            child.start()
-            theirs.close()
-            wake_in.close()
-            with self._pipe_lock:
-                self._pipe = ours
-                self._remote_wake = wake_out
-            if self._stopping:
-                self._tell("stop")
-            self._wake_fold()  # fold what an earlier process left
-            stopped = self._relay(ours)
-            with self._pipe_lock:
-                self._remote_wake = None
-            wake_out.close()
-            if stopped:
-                child.join(30)
-                return
-            log.warning(
-                "the lineage fold process stopped (exit %s); starting another", child.exitcode
-            )
-            child.join(5)
-            time.sleep(0.5)
-
-    def _relay(self, pipe: Connection) -> bool:
-        """Release what the fold process reports until it says goodbye (True) or dies."""
-        while True:
-            try:
-                message = pipe.recv()
-            except (EOFError, OSError):
-                with self._pipe_lock:
-                    self._pipe = None
-                return False
-            if message == "bye":
-                return True
-            if message == "ready":
-                self._ready.set()
-                continue
-            with self._state:
-                self._release(list(message))
-
-
-def _fold_process(
-    url: str,
-    journal_url: str | None,
-    fold_events: int,
-    poll: float,
-    pipe: Connection,
-    wake: Connection,
-) -> None:
-    """The fold process: fold what is queued whenever a byte arrives on ``wake`` (or every
-    ``poll`` seconds), report the payload hashes done, and stop when told to, after a last
-    fold."""
-    os.set_blocking(wake.fileno(), False)
-    # The fold is the store's one writer: its pages stay valid between its transactions,
-    # and a group's inserts land all over the indexes (folding 8,000 events into a new
-    # store went 8 % faster with 128 MB than with SQLite's 2 MB).
-    engine = create_engine(url, pool_size=2, sqlite_cache_mb=_FOLD_CACHE_MB)
-    journal = create_engine(journal_url) if journal_url else engine
-    freeze_startup_objects()
-    # A group allocates hundreds of thousands of objects that reference counting frees;
-    # automatic collections would walk them again and again while the group is folded.
-    # Folding leaves next to no cycles (none found after most groups), so cycles are
-    # collected when the queue is empty and every _COLLECT_EVERY folds while it is not
-    # (see _collect).
-    gc.disable()
-    folds = 0
-    stop = False
-    ready = False
-    while True:
-        if ready:
-            wake.poll(poll)
-        _drain(wake)  # before folding: work stored from now on wakes it again
-        try:
-            while pipe.poll(0):
-                stop = pipe.recv() == "stop" or stop
-        except (EOFError, OSError):
-            return  # the server is gone
-        backoff = 0.05
-        while True:
-            # The fold reads and parses its group itself. A thread that read the next group
-            # ahead while this one was written cost more than it saved: under load the
-            # next group is mostly events that arrive during this fold, and the thread's
-            # reads and parsing took the interpreter lock and the cores from the fold and
-            # the server (docs/benchmarks.md).
-            try:
-                folded = fold_pending(engine, journal, fold_events)
-            except StoreError as exc:
-                log.warning("lineage fold failed, retrying: %s", exc)
-                time.sleep(backoff)
-                backoff = min(backoff * 2, 5.0)
-                continue
-            finally:
-                folds += 1
-                if folds % _COLLECT_EVERY == 0:
-                    _collect()
-            if not ready:  # imported, connected, and a first group folded
-                ready = True
-                pipe.send("ready")
-            for uuid, why in folded.refused.items():
-                log.warning("lineage event %s refused by the fold: %s", uuid, why)
-            if not len(folded):
-                _collect()
-                break
-            pipe.send([*folded.folded, *folded.refused])
-        if stop:
-            pipe.send("bye")
-            return
-
-
-_COLLECT_EVERY = 16
-_FOLD_CACHE_MB = 128
-
-
-def _collect() -> None:
-    """Collect cycles, then leave what survived out of later collections.
-
-    A collection walks every object alive: the parsed events the fold keeps
-    (:data:`~strata.lineage.runs.PARSED`, some 160,000 objects) cost each one 150-250 ms,
-    taken whenever the queue ran empty, so while senders waited for the fold. Frozen
-    objects are still freed when no longer referenced; only a cycle among them would
-    outlive its use, and the fold's objects form next to none."""
-    gc.collect()
-    gc.freeze()
-
-
-def _drain(wake: Connection) -> None:
-    """Read every wake byte waiting (``wake`` does not block)."""
-    with contextlib.suppress(BlockingIOError):
-        while os.read(wake.fileno(), 4096):
-            pass
-
-
-def freeze_startup_objects() -> None:
-    """Leave the objects a server process has at start out of the garbage collector's
-    full collections. Modules, the app, the engines and their caches live as long as the
-    process; left in, every full collection walks all of them (pauses of 50-100 ms were
-    seen in a serving process under ingest load), stalling every request."""
-    gc.collect()
-    gc.freeze()
+        if self._process is not None:
+            self._process.wake()
 
 
 def journal_for(engine: Engine) -> Engine:
@@ -567,11 +355,6 @@ def _settle(answers: list[Answer]) -> None:
             waiter.set_exception(value)
         else:
             waiter.set_result(value)
-
-
-def _resolve(future: asyncio.Future[None]) -> None:
-    if not future.done():
-        future.set_result(None)
 
 
 def _parsed(item: Item) -> Event | StrataError:

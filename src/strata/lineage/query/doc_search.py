@@ -18,7 +18,7 @@ from typing import Any, Literal
 import sqlalchemy as sa
 from sqlalchemy.engine import Connection
 
-from strata.lineage import queries as q
+from strata.lineage.query import queries as q
 from strata.store import schema as s
 
 HITS = 10

@@ -46,7 +46,11 @@ _TIME = re.compile(
 
 @cache
 def _schema() -> dict[str, Any]:
-    text = resources.files("strata.lineage.spec").joinpath("OpenLineage.json").read_text("utf-8")
+    text = (
+        resources.files("strata.lineage.ingest.spec")
+        .joinpath("OpenLineage.json")
+        .read_text("utf-8")
+    )
     schema: dict[str, Any] = json.loads(text)
     base = schema["$defs"]["BaseEvent"]
     base["required"] = [r for r in base["required"] if r != "schemaURL"]

@@ -7,7 +7,7 @@ from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any
 
-from strata.lineage.validate import EventKind, check_uuid, parse_time, validate
+from strata.lineage.ingest.validate import EventKind, check_uuid, parse_time, validate
 from strata.store import jsoncodec
 from strata.store.jsoncodec import JsonText
 

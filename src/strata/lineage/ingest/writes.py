@@ -2,7 +2,7 @@
 
 Namespaces, sources and tags are plain upserts. Datasets, jobs and run lifecycle
 calls are turned into OpenLineage events (DatasetEvent, JobEvent, RunEvent)
-and go through :func:`~strata.lineage.ingest.ingest_event`, so they build
+and go through :func:`~strata.lineage.ingest.transactions.ingest_event`, so they build
 exactly the model the equivalent events build. ``create_run`` sends a
 RunEvent without ``eventType`` (the run stays NEW); its ``args`` are kept as
 the ``runArgs`` run facet.
@@ -19,14 +19,14 @@ from sqlalchemy.engine import Connection, Engine
 
 from strata.errors import InvalidArgument, NotFound
 from strata.ids import new_id
-from strata.lineage.events import iso
-from strata.lineage.ingest import IngestResult, ingest_event
-from strata.lineage.rows import insert_ignore
-from strata.lineage.validate import check_uuid
+from strata.lineage.ingest.events import iso
+from strata.lineage.ingest.statements import insert_ignore
+from strata.lineage.ingest.transactions import IngestResult, ingest_event
+from strata.lineage.ingest.validate import check_uuid
+from strata.lineage.producer import PRODUCER
 from strata.store import schema as s
 from strata.store.engine import read_tx, write_tx
 
-PRODUCER = "https://github.com/strata/strata/lineage/writes"
 _SCHEMA = "https://openlineage.io/spec/2-0-2/OpenLineage.json#/$defs/"
 _ACTIONS = {"start": "START", "complete": "COMPLETE", "fail": "FAIL", "abort": "ABORT"}
 

@@ -3,7 +3,7 @@
 The raw event is kept in ``lineage_events`` (an identical event is a no-op)
 and the model is kept equal to a function of the stored event set: a run
 event brings its run's rows up to the fold of all of its events (see
-:mod:`strata.lineage.runs`), a JobEvent upserts the job, its io
+:mod:`strata.lineage.ingest.runs`), a JobEvent upserts the job, its io
 edges and a job version, a DatasetEvent upserts the dataset and its facets.
 A DatasetEvent creates no dataset version: it says what a dataset looks
 like, not that new data was written; versions come from run outputs and
@@ -22,11 +22,12 @@ import sqlalchemy as sa
 from sqlalchemy.engine import Connection, Engine
 
 from strata.errors import InvalidEvent, StoreError, StrataError
-from strata.lineage import jobs, keys, runs, versions
-from strata.lineage import rows as rowlib
-from strata.lineage.deferred import deferred_writes
-from strata.lineage.events import Event, parse_event
-from strata.lineage.validate import EventKind
+from strata.lineage import keys
+from strata.lineage.ingest import jobs, runs, statements, versions
+from strata.lineage.ingest import rows as rowlib
+from strata.lineage.ingest.deferred import deferred_writes
+from strata.lineage.ingest.events import Event, parse_event
+from strata.lineage.ingest.validate import EventKind
 from strata.store import jsoncodec
 from strata.store import schema as s
 from strata.store.engine import StatementConnection, read_tx, write_tx
@@ -309,7 +310,7 @@ def _queue(queue: Connection, events: list[Event], received: datetime) -> list[I
         }
         for ev in events
     }
-    queued = rowlib.insert_ignore_many(
+    queued = statements.insert_ignore_many(
         queue, s.lineage_pending, list(rows.values()), ["payload_hash"]
     )
     out = []
@@ -422,7 +423,7 @@ def _head(conn: Connection, limit: int) -> list[tuple[str, datetime, int]]:
     """(payload hash, received at, JSON size) of the oldest ``limit`` queued events the
     fold has not refused."""
     p = s.lineage_pending
-    stmt = rowlib.cached(
+    stmt = statements.cached(
         ("pending-next",),
         lambda: (
             sa.select(p.c.payload_hash, p.c.received_at, sa.func.length(p.c.payload))
@@ -439,12 +440,12 @@ def _payloads(conn: Connection, hashes: Sequence[str]) -> dict[str, Event]:
     """The queued events of ``hashes``, parsed, by payload hash."""
     p = s.lineage_pending
     out: dict[str, Event] = {}
-    for chunk in rowlib.chunks(list(hashes)):
+    for chunk in statements.chunks(list(hashes)):
         for row in conn.execute(
-            rowlib.cached(
+            statements.cached(
                 ("pending-payloads", conn.dialect.name),
                 lambda: sa.select(p.c.payload_hash, p.c.payload).where(
-                    rowlib.one_of(conn.dialect.name, p.c.payload_hash, "h")
+                    statements.one_of(conn.dialect.name, p.c.payload_hash, "h")
                 ),
             ),
             {"h": list(chunk)},
@@ -457,8 +458,8 @@ def _payloads(conn: Connection, hashes: Sequence[str]) -> dict[str, Event]:
 
 def _dequeue(conn: Connection, done: list[str], refused: dict[str, str]) -> None:
     p = s.lineage_pending
-    rowlib.delete_in(conn, p, "payload_hash", done)
-    rowlib.update_rows(
+    statements.delete_in(conn, p, "payload_hash", done)
+    statements.update_rows(
         conn, p, "payload_hash", [{"payload_hash": h, "error": why} for h, why in refused.items()]
     )
 
@@ -509,7 +510,7 @@ def _store(
                 "payload_hash": event.payload_hash,
             },
         )
-    inserted = rowlib.insert_ignore_many(
+    inserted = statements.insert_ignore_many(
         conn, s.lineage_events, list(rows.values()), ["payload_hash"]
     )
     out = []

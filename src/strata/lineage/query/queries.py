@@ -524,16 +524,48 @@ def _list_runs_select(job: sa.Select[Any], *, lateral: bool) -> sa.CompoundSelec
     ``T`` the job itself with its run count (present whenever the job is, so an empty page
     still has its total and a missing job has no rows).
     """
-    r, c = s.runs, s.job_run_counts
-    ri, dv, d = s.run_inputs, s.dataset_versions, s.datasets
     the_job = job.cte("job")
+    page = _run_page(the_job)
+    both = sa.union_all(
+        _page_runs(page),
+        _page_versions(page, "I", lateral=lateral),
+        _page_versions(page, "O", lateral=lateral),
+        _job_total(the_job),
+    )
+    col = both.selected_columns
+    # Runs in page order; each run's versions by dataset name, as runs_by_uuid lists them.
+    return both.order_by(
+        col.kind, col.at.desc(), col.run_uuid.desc(), col.namespace, col.name, col.version
+    )
+
+
+_PAGE_RUN_COLS = [
+    s.runs.c.job_version_uuid,
+    s.runs.c.parent_run_uuid,
+    s.runs.c.state,
+    s.runs.c.updated_at,
+    s.runs.c.nominal_start_time,
+    s.runs.c.nominal_end_time,
+    s.runs.c.started_at,
+    s.runs.c.ended_at,
+    s.runs.c.facets,
+]
+
+
+def _nulls(n: int) -> list[sa.ColumnElement[Any]]:
+    return [sa.literal_column("NULL") for _ in range(n)]
+
+
+def _run_page(the_job: sa.CTE) -> sa.CTE:
+    """The keys of the page's runs, newest first (``limit``, ``offset`` bound at execution)."""
+    r = s.runs
     # Only the keys, so ix_runs_job_created (job_uuid, created_at, uuid) answers the page by
     # itself, newest first. With the other run columns here the planner may walk
     # ix_runs_created and filter by job instead, reading every later run of every other job.
     # LIMIT and OFFSET are written into the SQL: with them as parameters PostgreSQL's generic
     # plan assumes a tenth of the job's runs, always costs more than a plan for the values,
     # and so is never reused; with them in the text the plan is made once per connection.
-    page = (
+    return (
         sa.select(r.c.uuid, r.c.created_at)
         .where(r.c.job_uuid == sa.select(the_job.c.uuid).scalar_subquery())
         .order_by(r.c.created_at.desc(), r.c.uuid.desc())
@@ -541,87 +573,84 @@ def _list_runs_select(job: sa.Select[Any], *, lateral: bool) -> sa.CompoundSelec
         .offset(sa.bindparam("offset", type_=sa.Integer(), literal_execute=True))
         .cte("page")
     )
-    run_cols = [
-        r.c.job_version_uuid,
-        r.c.parent_run_uuid,
-        r.c.state,
-        r.c.updated_at,
-        r.c.nominal_start_time,
-        r.c.nominal_end_time,
-        r.c.started_at,
-        r.c.ended_at,
-        r.c.facets,
-    ]
 
-    def nulls(n: int) -> list[sa.ColumnElement[Any]]:
-        return [sa.literal_column("NULL") for _ in range(n)]
+
+def _page_runs(page: sa.CTE) -> sa.Select[Any]:
+    """``R`` rows: each run of the page with its columns; this branch types the union."""
+    r = s.runs
 
     def typed_null(t: sa.types.TypeEngine[Any], name: str) -> sa.Label[Any]:
         # Typed in the first branch: PostgreSQL types a UNION column from left to right.
         return sa.cast(sa.null(), t).label(name)
 
-    runs = sa.select(
+    return sa.select(
         sa.literal_column("'R'").label("kind"),
         page.c.created_at.label("at"),
         page.c.uuid.label("run_uuid"),
-        *run_cols,
+        *_PAGE_RUN_COLS,
         typed_null(sa.String(), "namespace"),
         typed_null(sa.String(), "name"),
         typed_null(sa.String(), "version"),
         typed_null(sa.BigInteger(), "total"),
     ).join_from(page, r, r.c.uuid == page.c.uuid)
+
+
+def _page_versions(page: sa.CTE, kind: Literal["I", "O"], *, lateral: bool) -> sa.Select[Any]:
+    """``I`` or ``O`` rows: one input or output version of a run of the page."""
+    ri, dv, d = s.run_inputs, s.dataset_versions, s.datasets
     # Versions carry no time, so none is converted: they sort by run, then dataset name.
-    ins_of = sa.select(d.c.namespace, d.c.name, dv.c.uuid).select_from(
-        ri.join(dv, dv.c.uuid == ri.c.dataset_version_uuid).join(d, d.c.uuid == dv.c.dataset_uuid)
-    )
-    outs_of = sa.select(d.c.namespace, d.c.name, dv.c.uuid).select_from(
-        dv.join(d, d.c.uuid == dv.c.dataset_uuid)
-    )
-    io = []
-    for kind, versions, run_uuid in (("I", ins_of, ri.c.run_uuid), ("O", outs_of, dv.c.run_uuid)):
-        if lateral:
-            # Looked up run by run through the indexes. Joined as sets, PostgreSQL may plan a
-            # page of a few runs as a scan of every run's inputs and outputs while its
-            # statistics lag behind a store that grew a moment ago (seen after an ingest:
-            # 1.1 of a read's 2.9 ms). SQLite has no LATERAL, and always looks up by index.
-            # OFFSET 0 keeps the subquery from being pulled up into a join of sets again.
-            found: Any = (
-                versions.where(run_uuid == page.c.uuid)
-                .offset(sa.literal_column("0"))
-                .lateral(kind.lower())
+    if kind == "I":
+        versions = sa.select(d.c.namespace, d.c.name, dv.c.uuid).select_from(
+            ri.join(dv, dv.c.uuid == ri.c.dataset_version_uuid).join(
+                d, d.c.uuid == dv.c.dataset_uuid
             )
-            source = page.join(found, sa.true())
-        else:
-            found = versions.add_columns(run_uuid.label("run_uuid")).subquery(kind.lower())
-            source = page.join(found, found.c.run_uuid == page.c.uuid)
-        io.append(
-            sa.select(
-                sa.literal_column(f"'{kind}'"),
-                *nulls(1),
-                page.c.uuid,
-                *nulls(len(run_cols)),
-                found.c.namespace,
-                found.c.name,
-                found.c.uuid,
-                *nulls(1),
-            ).select_from(source)
         )
+        run_uuid = ri.c.run_uuid
+    else:
+        versions = sa.select(d.c.namespace, d.c.name, dv.c.uuid).select_from(
+            dv.join(d, d.c.uuid == dv.c.dataset_uuid)
+        )
+        run_uuid = dv.c.run_uuid
+    if lateral:
+        # Looked up run by run through the indexes. Joined as sets, PostgreSQL may plan a
+        # page of a few runs as a scan of every run's inputs and outputs while its
+        # statistics lag behind a store that grew a moment ago (seen after an ingest:
+        # 1.1 of a read's 2.9 ms). SQLite has no LATERAL, and always looks up by index.
+        # OFFSET 0 keeps the subquery from being pulled up into a join of sets again.
+        found: Any = (
+            versions.where(run_uuid == page.c.uuid)
+            .offset(sa.literal_column("0"))
+            .lateral(kind.lower())
+        )
+        source = page.join(found, sa.true())
+    else:
+        found = versions.add_columns(run_uuid.label("run_uuid")).subquery(kind.lower())
+        source = page.join(found, found.c.run_uuid == page.c.uuid)
+    return sa.select(
+        sa.literal_column(f"'{kind}'"),
+        *_nulls(1),
+        page.c.uuid,
+        *_nulls(len(_PAGE_RUN_COLS)),
+        found.c.namespace,
+        found.c.name,
+        found.c.uuid,
+        *_nulls(1),
+    ).select_from(source)
+
+
+def _job_total(the_job: sa.CTE) -> sa.Select[Any]:
+    """The ``T`` row: the job with its run count."""
+    c = s.job_run_counts
     # The total is kept per job by triggers on ``runs``: counting a busy job's runs would
     # read every one of its index entries.
-    total = sa.select(
+    return sa.select(
         sa.literal_column("'T'"),
-        *nulls(2 + len(run_cols)),
+        *_nulls(2 + len(_PAGE_RUN_COLS)),
         the_job.c.namespace,
         the_job.c.name,
         the_job.c.uuid,
         c.c.run_count,
     ).select_from(the_job.outerjoin(c, c.c.job_uuid == the_job.c.uuid))
-    both = sa.union_all(runs, *io, total)
-    col = both.selected_columns
-    # Runs in page order; each run's versions by dataset name, as runs_by_uuid lists them.
-    return both.order_by(
-        col.kind, col.at.desc(), col.run_uuid.desc(), col.namespace, col.name, col.version
-    )
 
 
 _JOB_BY_UUID = sa.select(s.jobs.c.uuid, s.jobs.c.namespace, s.jobs.c.name).where(

@@ -1,0 +1,248 @@
+"""Create-on-demand rows (namespaces, sources, datasets) and latest-wins facet merges.
+
+Creation and update times are the earliest and latest event times that
+touched a row, and merged facets remember the ``[time, hash]`` stamp of the
+event they came from, so every write here commutes with every other.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from collections.abc import Set as AbstractSet
+from dataclasses import dataclass
+from datetime import datetime
+from typing import Any
+
+import sqlalchemy as sa
+from sqlalchemy.engine import Connection
+
+from strata.lineage import keys
+from strata.lineage.ingest import facets as fx
+from strata.lineage.ingest.statements import (
+    cached,
+    delete_in,
+    execute_many,
+    insert_ignore,
+    returning_many,
+    update_rows,
+    widening_upsert,
+)
+from strata.store import schema as s
+
+
+def widen_times(conn: Connection, table: sa.Table, key: str, value: Any, at: datetime) -> None:
+    """Stretch the times of the row whose ``key`` is ``value`` to cover ``at``."""
+    col = table.c[key]
+
+    def build() -> Any:
+        at_ = sa.bindparam("at", type_=col.table.c.created_at.type)
+        return (
+            table.update()
+            .where(
+                col == sa.bindparam("key"),
+                sa.or_(at_ < table.c.created_at, at_ > table.c.updated_at),
+            )
+            .values(
+                created_at=sa.case((at_ < table.c.created_at, at_), else_=table.c.created_at),
+                updated_at=sa.case((at_ > table.c.updated_at, at_), else_=table.c.updated_at),
+            )
+        )
+
+    conn.execute(cached(("widen-update", table.name, key), build), {"key": value, "at": at})
+
+
+def touch_namespaces(conn: Connection, names: dict[str, tuple[datetime, datetime]]) -> None:
+    """Create or widen namespaces, each to cover its ``(earliest, latest)`` times."""
+    if not names:
+        return
+    t = s.namespaces
+    rows = [
+        {"name": n, "owner": "anonymous", "created_at": lo, "updated_at": hi}
+        for n, (lo, hi) in sorted(names.items())
+    ]
+    execute_many(conn, widening_upsert(conn, t, list(rows[0]), ["name"], ()), rows)
+
+
+def touch_namespace(conn: Connection, name: str, at: datetime) -> None:
+    touch_namespaces(conn, {name: (at, at)})
+
+
+def touch_source(conn: Connection, name: str, uri: str | None, at: datetime) -> None:
+    """Create or widen a source; its URL is the one of the latest event (ties: largest URL)."""
+    t = s.sources
+    values = {
+        "name": name,
+        "type": _source_type(uri),
+        "connection_url": uri,
+        "created_at": at,
+        "updated_at": at,
+    }
+    if insert_ignore(conn, t, values, ["name"]):
+        return
+    row = conn.execute(
+        cached(("source",), lambda: sa.select(t).where(t.c.name == sa.bindparam("name"))),
+        {"name": name},
+    ).one()
+    widen_times(conn, t, "name", name, at)
+    if uri is None or uri == row.connection_url:
+        return
+    if at > row.updated_at or (at == row.updated_at and uri > (row.connection_url or "")):
+        conn.execute(
+            t.update().where(t.c.name == name).values(connection_url=uri, type=_source_type(uri))
+        )
+
+
+def _source_type(uri: str | None) -> str:
+    return (uri.split(":", 1)[0].upper() if uri and ":" in uri else "") or "DB"
+
+
+@dataclass
+class DatasetRow:
+    """What ingest needs of a dataset row, read back by the upsert that touched it."""
+
+    uuid: str
+    is_lake: bool
+    facets: dict[str, Any]
+    fold_state: dict[str, Any]
+
+
+def touch_dataset_rows(
+    conn: Connection, spans: dict[tuple[str, str], tuple[datetime, datetime]]
+) -> dict[tuple[str, str], DatasetRow]:
+    """Create or widen datasets (not their namespaces), each to cover its ``(earliest,
+    latest)`` times, and read them back: one statement for all of them."""
+    if not spans:
+        return {}
+    t = s.datasets
+    params = [
+        {
+            "uuid": keys.dataset_uuid(ns, name),
+            "namespace": ns,
+            "name": name,
+            "physical_name": name,
+            "facets": {},
+            "fold_state": {"facets": {}},
+            "created_at": lo,
+            "updated_at": hi,
+        }
+        for (ns, name), (lo, hi) in sorted(spans.items())
+    ]
+    stmt = widening_upsert(
+        conn,
+        t,
+        list(params[0]),
+        ["namespace", "name"],
+        ["namespace", "name", "uuid", "is_lake", "facets", "fold_state"],
+    )
+    found = returning_many(conn, stmt, params)
+    return {
+        (r.namespace, r.name): DatasetRow(
+            str(r.uuid), bool(r.is_lake), r.facets or {}, r.fold_state or {}
+        )
+        for r in found
+    }
+
+
+def touch_dataset(conn: Connection, namespace: str, name: str, at: datetime) -> str:
+    """The dataset's uuid, creating the namespace and dataset rows when new."""
+    touch_namespace(conn, namespace, at)
+    return touch_dataset_rows(conn, {(namespace, name): (at, at)})[(namespace, name)].uuid
+
+
+def merge_stamped(
+    current: dict[str, Any], stamps: dict[str, Any], new: dict[str, tuple[list[str], Any]]
+) -> bool:
+    """Merge ``new`` facets (name: (stamp, value)) into ``current``, each where its stamp
+    is later than the one in ``stamps``; True if any was.
+
+    A stamp names one event, so equal stamps carry equal values.
+    """
+    changed = False
+    for key, (stamp, value) in new.items():
+        old = stamps.get(key)
+        if old is None or list(old) < stamp:
+            current[key] = value
+            stamps[key] = stamp
+            changed = True
+    return changed
+
+
+def merge_dataset_facets(
+    row: DatasetRow, new: dict[str, tuple[list[str], Any]]
+) -> tuple[bool, bool]:
+    """Fold ``new`` facets (name: (stamp, value)) into ``row`` in memory, each where its
+    stamp is later: (row changed, facet values changed)."""
+    current = dict(row.facets)
+    stamps = dict(row.fold_state.get("facets") or {})
+    if not merge_stamped(current, stamps, new):
+        return False, False
+    values_changed = current != row.facets
+    if values_changed:
+        row.facets = current
+    row.fold_state = {**row.fold_state, "facets": stamps}
+    return True, values_changed
+
+
+def write_dataset_facets(
+    conn: Connection, rows: Sequence[DatasetRow], values_changed: AbstractSet[str]
+) -> None:
+    """Store the merged stamps of ``rows``, and the facets of those in ``values_changed``
+    (a later event that repeats the stored values moves only the stamps, and facets
+    such as a schema are large)."""
+    update_rows(
+        conn,
+        s.datasets,
+        "uuid",
+        [
+            {"uuid": r.uuid, "facets": r.facets, "fold_state": r.fold_state}
+            for r in rows
+            if r.uuid in values_changed
+        ],
+    )
+    update_rows(
+        conn,
+        s.datasets,
+        "uuid",
+        [
+            {"uuid": r.uuid, "fold_state": r.fold_state}
+            for r in rows
+            if r.uuid not in values_changed
+        ],
+    )
+
+
+def refresh_datasets(conn: Connection, facets: dict[str, dict[str, Any]]) -> None:
+    """Columns derived from each dataset's merged ``facets``: description, source,
+    symlinks."""
+    if not facets:
+        return
+    t, sl = s.datasets, s.dataset_symlinks
+    updates: dict[tuple[str, ...], list[dict[str, Any]]] = {}
+    links: list[dict[str, Any]] = []
+    for dataset_uuid in sorted(facets):
+        merged = facets[dataset_uuid]
+        values: dict[str, Any] = {}
+        desc = fx.description(merged)
+        if desc is not None:
+            values["description"] = desc
+        source = fx.data_source(merged)
+        if source is not None:
+            values["source_name"] = source[0]
+        if values:
+            updates.setdefault(tuple(values), []).append({"uuid": dataset_uuid, **values})
+        links += [
+            {"dataset_uuid": dataset_uuid, "namespace": ns, "name": name, "type": kind}
+            for ns, name, kind in fx.symlinks(merged)
+        ]
+    for params in updates.values():
+        update_rows(conn, t, "uuid", params)
+    delete_in(conn, sl, "dataset_uuid", list(facets))
+    if links:
+        execute_many(conn, cached(("symlinks-insert",), sl.insert), links)
+
+
+def refresh_dataset(conn: Connection, dataset_uuid: str) -> None:
+    """:func:`refresh_datasets` for one dataset, its facets read from the store."""
+    t = s.datasets
+    row = conn.execute(sa.select(t.c.facets).where(t.c.uuid == dataset_uuid)).one()
+    refresh_datasets(conn, {dataset_uuid: row.facets or {}})

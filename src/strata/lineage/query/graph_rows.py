@@ -1,0 +1,296 @@
+"""The rows of a graph's nodes: datasets, jobs, their tags and latest runs, one query each.
+
+Rows are unpacked as tuples in the order of their SELECT: reading a SQLAlchemy row by
+attribute costs ten times as much as unpacking it, and a graph has a few thousand values
+to read.
+"""
+
+from __future__ import annotations
+
+import functools
+from collections import defaultdict
+from collections.abc import Collection, Iterable, Sequence
+from typing import Any
+
+import sqlalchemy as sa
+from sqlalchemy.dialects import postgresql
+from sqlalchemy.engine import Connection
+
+from strata.lineage.query import queries as q
+from strata.store import jsoncodec
+from strata.store import schema as s
+
+_IDS_ARRAY = sa.bindparam("ids", type_=postgresql.ARRAY(sa.String()))
+_IDS_LIST: sa.BindParameter[str] = sa.bindparam("ids", expanding=True)
+
+
+def _in_ids(col: sa.ColumnElement[Any], pg: bool) -> sa.ColumnElement[bool]:
+    """``col IN :ids``. On PostgreSQL one array parameter: the statement text is the same
+    whatever the count, so it is rendered and prepared once."""
+    return col == sa.any_(_IDS_ARRAY) if pg else col.in_(_IDS_LIST)
+
+
+def by_ids(conn: Connection, stmt: sa.Select[Any], ids: Collection[str]) -> list[Sequence[Any]]:
+    if not ids:
+        return []
+    if conn.dialect.name == "postgresql":
+        return list(conn.execute(stmt, {"ids": list(ids)}).all())
+    rows: list[Sequence[Any]] = []
+    for batch in q.chunks(ids):
+        rows.extend(conn.execute(stmt, {"ids": batch}).all())
+    return rows
+
+
+def _json_text(col: sa.ColumnElement[Any], name: str) -> sa.Label[str]:
+    """A JSON column read as its text, for :func:`_json`."""
+    return sa.cast(col, sa.Text).label(name)
+
+
+def _version_cols(v: sa.FromClause) -> list[sa.ColumnElement[Any]]:
+    return [
+        v.c.uuid.label("v_uuid"),
+        v.c.created_at.label("v_created_at"),
+        v.c.lifecycle_state.label("v_lifecycle_state"),
+        v.c.commit_id.label("v_commit_id"),
+        _json_text(v.c.schema_fields, "v_schema_fields"),
+        _json_text(v.c.facets, "v_facets"),
+    ]
+
+
+_DATASET_COLS = 14  # before the version columns of _datasets_select; "tagged" is the last
+
+
+@functools.cache
+def _datasets_select(pg: bool, with_current: bool) -> sa.Select[Any]:
+    """Visible datasets by uuid, whether they carry tags and, ``with_current``, their current
+    version (:func:`_version_cols`)."""
+    d, v, t = s.datasets, s.dataset_versions, s.dataset_tags
+    stmt = sa.select(
+        d.c.uuid,
+        d.c.namespace,
+        d.c.name,
+        d.c.type,
+        d.c.physical_name,
+        d.c.source_name,
+        d.c.description,
+        d.c.is_lake,
+        d.c.created_at,
+        d.c.updated_at,
+        d.c.deleted_at,
+        d.c.current_version_uuid,
+        _json_text(d.c.facets, "facets"),
+        sa.exists().where(t.c.dataset_uuid == d.c.uuid).label("tagged"),
+    ).where(_in_ids(d.c.uuid, pg), d.c.is_hidden.is_(False))
+    if not with_current:
+        return stmt
+    return stmt.add_columns(*_version_cols(v)).outerjoin(v, v.c.uuid == d.c.current_version_uuid)
+
+
+@functools.cache
+def _versions_select(pg: bool) -> sa.Select[Any]:
+    v = s.dataset_versions
+    return sa.select(*_version_cols(v)).where(_in_ids(v.c.uuid, pg))
+
+
+@functools.cache
+def _dataset_tags_select(pg: bool) -> sa.Select[Any]:
+    t = s.dataset_tags
+    return sa.select(t.c.dataset_uuid, t.c.field_name, t.c.tag_name).where(
+        _in_ids(t.c.dataset_uuid, pg)
+    )
+
+
+def datasets(
+    conn: Connection, uuids: Collection[str], version_of: dict[str, str | None] | None
+) -> dict[str, q.Dataset]:
+    """Visible datasets at their current version, or at ``version_of``'s; as
+    ``q.datasets_by_uuid``."""
+    pg = conn.dialect.name == "postgresql"
+    rows = by_ids(conn, _datasets_select(pg, version_of is None), uuids)
+    versions: dict[str, Sequence[Any]] = {}
+    if version_of is None:
+        versions = {r[0]: r[_DATASET_COLS:] for r in rows if r[_DATASET_COLS] is not None}
+    else:
+        wanted = {v for v in version_of.values() if v}
+        by_uuid = {v[0]: v for v in by_ids(conn, _versions_select(pg), wanted)}
+        versions = {d: by_uuid[v] for d, v in version_of.items() if v in by_uuid}
+    tags: dict[str, dict[str, list[str]]] = defaultdict(lambda: defaultdict(list))
+    tagged = [r[0] for r in rows if r[_DATASET_COLS - 1]]
+    for uuid, field_name, tag in by_ids(conn, _dataset_tags_select(pg), tagged):
+        tags[uuid][field_name].append(tag)
+    out: dict[str, q.Dataset] = {}
+    for (
+        uuid,
+        namespace,
+        name,
+        type_,
+        physical_name,
+        source_name,
+        description,
+        is_lake,
+        created_at,
+        updated_at,
+        deleted_at,
+        current_version,
+        facets_text,
+        *_,
+    ) in rows:
+        facets: dict[str, Any] = dict(jsoncodec.loads(facets_text) or {})
+        version = versions.get(uuid)
+        modified_at = lifecycle = commit_id = schema = None
+        if version is not None:
+            _, modified_at, lifecycle, commit_id, schema_text, v_facets_text = version
+            schema = jsoncodec.loads(schema_text)
+            v_facets = jsoncodec.loads(v_facets_text)
+            if isinstance(v_facets, dict):
+                facets.update(v_facets)
+        dtags = tags.get(uuid, {})
+        out[uuid] = q.Dataset(
+            uuid=uuid,
+            namespace=namespace,
+            name=name,
+            type=type_,
+            physical_name=physical_name or name,
+            source_name=source_name,
+            description=description,
+            is_lake=bool(is_lake),
+            created_at=created_at,
+            updated_at=updated_at,
+            deleted_at=deleted_at,
+            current_version=current_version if version_of is None else version_of.get(uuid),
+            last_modified_at=modified_at,
+            lifecycle_state=lifecycle,
+            fields=q._fields(schema, dtags),
+            tags=sorted(dtags.get("", [])),
+            facets=facets,
+            commit_id=commit_id,
+        )
+    return out
+
+
+def _run_cols(r: sa.FromClause, j: sa.FromClause) -> list[sa.ColumnElement[Any]]:
+    """What a ``q.Run`` needs, for :func:`runs`."""
+    return [
+        r.c.uuid.label("r_uuid"),
+        r.c.job_uuid.label("r_job_uuid"),
+        j.c.namespace.label("r_job_namespace"),
+        j.c.name.label("r_job_name"),
+        r.c.job_version_uuid.label("r_job_version_uuid"),
+        r.c.parent_run_uuid.label("r_parent_run_uuid"),
+        r.c.state.label("r_state"),
+        r.c.created_at.label("r_created_at"),
+        r.c.updated_at.label("r_updated_at"),
+        r.c.nominal_start_time.label("r_nominal_start_time"),
+        r.c.nominal_end_time.label("r_nominal_end_time"),
+        r.c.started_at.label("r_started_at"),
+        r.c.ended_at.label("r_ended_at"),
+        _json_text(r.c.facets, "r_facets"),
+    ]
+
+
+JOB_COLS = 14  # before the run columns of jobs_select; "tagged" is the last
+
+
+@functools.cache
+def jobs_select(pg: bool, with_run: bool) -> sa.Select[Any]:
+    """Visible jobs by uuid with their parent's name and whether they carry tags;
+    ``with_run``, also the latest run of their current version (:func:`_run_cols`)."""
+    j, parent, t = s.jobs, s.jobs.alias("parent"), s.job_tags
+    stmt = (
+        sa.select(
+            j.c.uuid,
+            j.c.namespace,
+            j.c.name,
+            j.c.simple_name,
+            j.c.parent_job_uuid,
+            parent.c.name.label("parent_name"),
+            j.c.type,
+            j.c.location,
+            j.c.description,
+            _json_text(j.c.facets, "facets"),
+            j.c.created_at,
+            j.c.updated_at,
+            j.c.current_version_uuid,
+            sa.exists().where(t.c.job_uuid == j.c.uuid).label("tagged"),
+        )
+        .select_from(j.outerjoin(parent, parent.c.uuid == j.c.parent_job_uuid))
+        .where(_in_ids(j.c.uuid, pg), j.c.is_hidden.is_(False))
+    )
+    if not with_run:
+        return stmt
+    jv, r, rj = s.job_versions, s.runs, s.jobs.alias("run_job")
+    return (
+        stmt.add_columns(*_run_cols(r, rj))
+        .outerjoin(jv, jv.c.uuid == j.c.current_version_uuid)
+        .outerjoin(r, r.c.uuid == jv.c.latest_run_uuid)
+        .outerjoin(rj, rj.c.uuid == r.c.job_uuid)
+    )
+
+
+@functools.cache
+def job_tags_select(pg: bool) -> sa.Select[Any]:
+    t = s.job_tags
+    return sa.select(t.c.job_uuid, t.c.tag_name).where(_in_ids(t.c.job_uuid, pg))
+
+
+@functools.cache
+def runs_select(pg: bool) -> sa.Select[Any]:
+    r, j = s.runs, s.jobs
+    return (
+        sa.select(*_run_cols(r, j)).join(j, j.c.uuid == r.c.job_uuid).where(_in_ids(r.c.uuid, pg))
+    )
+
+
+@functools.cache
+def _run_io_select(pg: bool) -> sa.Select[Any]:
+    """Versions the runs read (I) and wrote (O), in ``q.runs_by_uuid``'s order."""
+    ri, dv, d = s.run_inputs, s.dataset_versions, s.datasets
+    ins = (
+        sa.select(
+            sa.literal_column("'I'").label("kind"),
+            ri.c.run_uuid,
+            d.c.namespace,
+            d.c.name,
+            dv.c.uuid,
+        )
+        .join(dv, dv.c.uuid == ri.c.dataset_version_uuid)
+        .join(d, d.c.uuid == dv.c.dataset_uuid)
+        .where(_in_ids(ri.c.run_uuid, pg))
+    )
+    outs = (
+        sa.select(
+            sa.literal_column("'O'").label("kind"),
+            dv.c.run_uuid,
+            d.c.namespace,
+            d.c.name,
+            dv.c.uuid,
+        )
+        .join(d, d.c.uuid == dv.c.dataset_uuid)
+        .where(_in_ids(dv.c.run_uuid, pg))
+    )
+    both = sa.union_all(ins, outs).subquery()
+    return sa.select(both).order_by(both.c.namespace, both.c.name, both.c.uuid)
+
+
+def runs(conn: Connection, rows: Iterable[Sequence[Any]]) -> dict[str, q.Run]:
+    """``q.Run`` (as ``q.runs_by_uuid``) from :func:`_run_cols` values, with the versions
+    the runs read and wrote."""
+    by_uuid = {r[0]: r for r in rows if r[0] is not None}
+    inputs: dict[str, list[q.DatasetVersionRef]] = defaultdict(list)
+    outputs: dict[str, list[q.DatasetVersionRef]] = defaultdict(list)
+    pg = conn.dialect.name == "postgresql"
+    for kind, run, namespace, name, version in by_ids(conn, _run_io_select(pg), by_uuid):
+        into = inputs if kind == "I" else outputs
+        into[run].append(q.DatasetVersionRef(namespace, name, version))
+    # _run_cols lists q.Run's first fields in order; the facets come as JSON text.
+    return {
+        uuid: q.Run(
+            *[
+                *row[:13],
+                dict(jsoncodec.loads(row[13]) or {}),
+                inputs.get(uuid, []),
+                outputs.get(uuid, []),
+            ]
+        )
+        for uuid, row in by_uuid.items()
+    }
