@@ -118,12 +118,16 @@ def phases(console: Console, first: str) -> Iterator[Callable[[str], None]]:
     current, since = first, time.perf_counter()
     task = progress.add_task(f"{first} …")
 
+    def done() -> None:
+        took = time.perf_counter() - since
+        progress.console.print(f"[dim]{escape(current)} {took:.1f}s[/]", highlight=False)
+
     def enter(phase: str) -> None:
         nonlocal current, since
-        took = time.perf_counter() - since
-        progress.console.print(f"[dim]{current} {took:.1f}s[/]", highlight=False)
+        done()
         current, since = phase, time.perf_counter()
-        progress.update(task, description=f"{phase} …")
+        progress.update(task, description=f"{escape(phase)} …")
 
     with progress:
         yield enter
+        done()
