@@ -108,3 +108,14 @@ def test_a_failed_build_says_one_error_and_where_the_log_is(tmp_path: Path) -> N
     # pyspark's JSON query-context line is in the log, not on the terminal.
     assert '"DataFrameQueryContextLogger"' in log.read_text()
     assert "DataFrameQueryContextLogger" not in done.stderr
+
+
+def test_a_jvm_that_does_not_start_is_one_error_naming_the_log(tmp_path: Path) -> None:
+    home = tmp_path / "home"
+    (tmp_path / "n.json").write_text('{"n": 1}\n')
+    done = strata(home, "ingest", str(tmp_path / "n.json"), "raw/n", JAVA_HOME="/no/such/java")
+    assert done.returncode == 1
+    assert "Traceback" not in done.stderr
+    assert done.stderr.startswith("error: Spark did not start: ")
+    assert "/no/such/java/bin/java" in done.stderr
+    assert f"the whole log is {home.resolve() / 'logs' / 'spark.log'}" in done.stderr

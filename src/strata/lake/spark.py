@@ -6,6 +6,7 @@ import os
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+from strata.errors import LakeError
 from strata.settings import Settings
 
 if TYPE_CHECKING:
@@ -80,9 +81,21 @@ def _start_quiet(settings: Settings, conf: SparkConf) -> None:
     conf.set(_JAVA_OPTIONS, java_options(given, props))
     with log.open("ab") as sink:
         # The JVM keeps its own copy of the descriptor; ours can close.
-        gateway = launch_gateway(  # type: ignore[no-untyped-call]
-            conf, popen_kwargs={"stdout": sink, "stderr": sink}
-        )
+        try:
+            gateway = launch_gateway(  # type: ignore[no-untyped-call]
+                conf, popen_kwargs={"stdout": sink, "stderr": sink}
+            )
+        except Exception as exc:  # the JVM exited: why is in the log, not the terminal
+            raise LakeError(
+                f"Spark did not start: {_last_lines(log)}; the whole log is {log}", log=str(log)
+            ) from exc
     SparkContext(conf=conf, gateway=gateway)
     route_python_loggers(log)
     _started_log = log
+
+
+def _last_lines(log: Path, count: int = 3) -> str:
+    """What this start wrote to the log (after its ``===`` line), its last few lines."""
+    text = log.read_text(errors="replace").rsplit("\n===", 1)[-1]
+    said = [line.strip() for line in text.splitlines()[1:] if line.strip()]
+    return " | ".join(said[-count:]) or "the JVM exited without a word"
