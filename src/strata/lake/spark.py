@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import threading
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -15,6 +16,7 @@ if TYPE_CHECKING:
 
 _JAVA_OPTIONS = "spark.driver.extraJavaOptions"
 _started_log: Path | None = None
+_starting = threading.Lock()
 
 
 def get_spark(settings: Settings | None = None) -> SparkSession:
@@ -23,12 +25,21 @@ def get_spark(settings: Settings | None = None) -> SparkSession:
     Unless ``settings.verbose``, Spark's own output (log4j lines, JVM notices, pyspark's
     Python loggers) goes to ``<home>/logs/spark.log`` rather than the terminal.
     """
+    from pyspark import SparkContext
     from pyspark.sql import SparkSession
 
-    active = SparkSession.getActiveSession()
+    active = SparkSession.getActiveSession()  # per thread: a build's or the API's may have none
     if active is not None:
         return active
-    settings = settings or Settings.load()
+    with _starting:
+        if SparkContext._active_spark_context is not None:
+            return SparkSession.builder.getOrCreate()
+        return _start(settings or Settings.load())
+
+
+def _start(settings: Settings) -> SparkSession:
+    from pyspark.sql import SparkSession
+
     conf = _conf(settings)
     if settings.spark_master.startswith("local") and not os.environ.get("SPARK_LOCAL_IP"):
         # Without it Spark warns that the host name resolves to a loopback address.
