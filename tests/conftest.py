@@ -136,10 +136,10 @@ def settings(tmp_path: Path, db_url: str) -> Settings:
 
 
 @pytest.fixture(scope="session")
-def spark():  # type: ignore[no-untyped-def]
-    """The one local SparkSession of the test run."""
+def spark(tmp_path_factory: pytest.TempPathFactory):  # type: ignore[no-untyped-def]
+    """The one local SparkSession of the test run; its log goes to a scratch home."""
     from strata.lake.spark import get_spark
 
-    session = get_spark(Settings())
+    session = get_spark(Settings(home=tmp_path_factory.mktemp("spark-home")))
     yield session
     session.stop()

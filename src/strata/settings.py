@@ -40,6 +40,7 @@ class Settings:
     lineage_fold: str = "process"
     pipelines: tuple[str, ...] = ()
     build_lease_seconds: float = 300.0
+    verbose: bool = False
     extra: dict[str, Any] = field(default_factory=dict)
 
     def __post_init__(self) -> None:
@@ -142,6 +143,8 @@ def _coerce(name: str, value: Any) -> Any:
     try:
         if isinstance(value, bool) and hint is not bool:
             raise TypeError(f"expected {getattr(hint, '__name__', hint)}, got a boolean")
+        if hint is bool:
+            return _boolean(value)
         if hint is Path:
             return Path(value)
         if hint is int:
@@ -162,3 +165,16 @@ def _coerce(name: str, value: Any) -> Any:
             f"setting {name!r} has bad value {value!r} ({exc}); fix {env} or strata.toml"
         ) from exc
     return value
+
+
+_TRUE = ("1", "true", "yes", "on")
+_FALSE = ("0", "false", "no", "off")
+
+
+def _boolean(value: Any) -> bool:
+    if isinstance(value, bool):
+        return value
+    text = str(value).strip().lower()
+    if text in _TRUE or text in _FALSE:
+        return text in _TRUE
+    raise ValueError(f"expected one of {', '.join(_TRUE + _FALSE)}")

@@ -3,18 +3,20 @@
 from __future__ import annotations
 
 import signal
-from collections.abc import Iterator, Sequence
+from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
 from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
+from rich.console import Console
 
-from strata.cli.common import reported, settings_from
+from strata.cli.common import point_to_spark_log, reported, settings_from
 from strata.cli.output import emit_json, emit_table, err_console
+from strata.cli.progress import BuildProgress, first_line
 
 if TYPE_CHECKING:
-    from strata.build.builder import BuildReport, Step
+    from strata.build.builder import BuildReport
     from strata.build.service import BuildService
 
 PipelineOpt = Annotated[
@@ -121,15 +123,15 @@ def build(
         if not datasets and not all_:
             raise InvalidArgument("name the datasets to build, or pass --all for every root")
         service = service_from(ctx, pipeline)
-        reporter = None if json else _LiveReporter()
-        with _sigterm_interrupts():
+        progress = BuildProgress(err_console if not json else Console(quiet=True))
+        with _sigterm_interrupts(), progress:
             report = service.build(
                 datasets or [],
                 everything=all_,
                 force=force,
                 dry_run=dry_run,
                 jobs=jobs,
-                reporter=reporter,
+                reporter=progress,
             )
         if json:
             emit_json(report.to_dict())
@@ -139,47 +141,16 @@ def build(
         raise typer.Exit(1)
 
 
-class _LiveReporter:
-    """One line per transform as it finishes, with a spinner while one runs."""
-
-    def __init__(self) -> None:
-        self.total = 0
-        self.done = 0
-
-    def planned(self, keys: Sequence[str]) -> None:
-        self.total = len(keys)
-
-    def started(self, key: str) -> None:
-        err_console.print(f"[dim]… running {key}[/]", highlight=False)
-
-    def waiting(self, key: str, holder: str) -> None:
-        err_console.print(f"[yellow]… {key} is being built by {holder}; waiting[/]")
-
-    def finished(self, step: Step) -> None:
-        self.done += 1
-        mark = _MARKS.get(step.outcome, "·")
-        extra = f" {step.rows} rows in {step.seconds:.1f}s" if step.outcome == "built" else ""
-        why = f" ({step.reason})" if step.reason else ""
-        err_console.print(
-            f"[{self.done}/{self.total}] {mark} {step.transform} {step.outcome}{extra}{why}",
-            highlight=False,
-        )
-
-
-_MARKS = {
-    "built": "[green]✓[/]",
-    "fresh": "[dim]=[/]",
-    "failed": "[red]✗[/]",
-    "skipped": "[yellow]-[/]",
-}
-
-
 def print_report(report: BuildReport, dry_run: bool) -> None:
     rows = []
     for s in report.steps:
         outputs = ", ".join(f"{k}@{v}" if v is not None else k for k, v in s.outputs.items())
-        why = s.reason or "; ".join(
-            f"{d}: " + ", ".join(describe_cause(c) for c in cs) for d, cs in s.causes.items()
+        why = (
+            first_line(s.reason)
+            if s.reason
+            else "; ".join(
+                f"{d}: " + ", ".join(describe_cause(c) for c in cs) for d, cs in s.causes.items()
+            )
         )
         took = f"{s.seconds:.1f}s" if s.outcome in ("built", "failed") else ""
         rows.append((s.transform, s.outcome, outputs, s.rows or "", took, why))
@@ -188,6 +159,7 @@ def print_report(report: BuildReport, dry_run: bool) -> None:
     if report.failed:
         failed = [s.transform for s in report.steps if s.outcome == "failed"]
         err_console.print(f"[bold red]error:[/] build failed: {', '.join(failed)}")
+        point_to_spark_log()
 
 
 def worker(
@@ -202,7 +174,7 @@ def worker(
 
     with reported():
         service = service_from(ctx, pipeline)
-        reporter = None if json else _LiveReporter()
+        progress = BuildProgress(err_console if not json else Console(quiet=True))
 
         def told(claimed: Any, built: BuildReport | None) -> None:
             if not json:
@@ -211,8 +183,8 @@ def worker(
                     f"trigger {claimed.dataset}@{claimed.commit_id}: {what}", highlight=False
                 )
 
-        with _sigterm_interrupts():
-            report = run_worker(service, once=once, poll=poll, reporter=reporter, on_build=told)
+        with _sigterm_interrupts(), progress:
+            report = run_worker(service, once=once, poll=poll, reporter=progress, on_build=told)
         if json:
             emit_json(report.to_dict())
 

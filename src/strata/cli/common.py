@@ -23,13 +23,28 @@ def settings_from(ctx: typer.Context) -> Settings:
 @contextmanager
 def reported() -> Iterator[None]:
     """Turn a StrataError into a one-line message on stderr and exit status 1."""
+    from rich.markup import escape
+
     from strata.cli.output import err_console
 
     try:
         yield
     except StrataError as exc:
-        err_console.print(f"[bold red]error:[/] {exc.message}", highlight=False, markup=True)
+        err_console.print(f"[bold red]error:[/] {escape(exc.message)}", highlight=False)
+        point_to_spark_log()
         raise typer.Exit(1) from exc
+
+
+def point_to_spark_log() -> None:
+    """After a failure, say where Spark's log is, if this command started Spark quietly."""
+    from rich.markup import escape
+
+    from strata.cli.output import err_console
+    from strata.lake.spark import spark_log
+
+    log = spark_log()
+    if log is not None:
+        err_console.print(f"[dim]Spark's log: {escape(str(log))}[/]", highlight=False)
 
 
 def parse_time(text: str) -> datetime:

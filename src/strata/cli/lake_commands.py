@@ -8,7 +8,7 @@ from typing import Annotated
 import typer
 
 from strata.cli.common import parse_time, reported, settings_from
-from strata.cli.output import console, emit_json, emit_table, emit_versions
+from strata.cli.output import console, emit_json, emit_table, emit_versions, err_console
 from strata.errors import InvalidArgument
 from strata.lake.service import connect
 
@@ -24,11 +24,24 @@ def ingest(
         typer.Option("--format", "-f", help="csv, json or parquet (default: from the extension)."),
     ] = None,
     type: Annotated[str, typer.Option("--type", "-t", help="SNAPSHOT or APPEND.")] = "APPEND",
+    permissive: Annotated[
+        bool,
+        typer.Option(
+            help="Repair CSV rows with too many or too few fields and drop JSON lines that "
+            "are not objects, instead of failing."
+        ),
+    ] = False,
     json_out: Annotated[
         bool, typer.Option("--json", help="Print the new version as JSON.")
     ] = False,
 ) -> None:
-    """Load a file into a dataset through Spark, as one transaction."""
+    """Load a file into a dataset through Spark, as one transaction.
+
+    A malformed row (a CSV row whose field count differs from the header's, a JSON line
+    that is not an object) fails the ingest, naming file and line, and commits nothing.
+    """
+    from strata.cli.ingest import load, repaired
+
     with reported():
         fmt = (format or Path(path).suffix.lstrip(".")).lower()
         if fmt not in FORMATS:
@@ -44,21 +57,9 @@ def ingest(
         if "://" not in path and not Path(path).exists():
             raise InvalidArgument(f"no file or folder at {path!r}; check the path", path=path)
         lake = connect(settings_from(ctx))
-        from strata.lake.spark import get_spark
-
-        spark = get_spark(lake.settings)
-        reader = spark.read.format(fmt)
-        if fmt == "csv":
-            reader = reader.option("header", "true").option("inferSchema", "true")
-        try:
-            frame = reader.load(spark_path(path))
-        except Exception as exc:  # Spark's analysis errors say what is wrong with the file
-            raise InvalidArgument(
-                f"Spark cannot read {path!r} as {fmt}: {str(exc).splitlines()[0]}", path=path
-            ) from exc
-        with lake.transaction(dataset, type=type) as txn:
-            txn.write(frame)
-        version = txn.versions[dataset]
+        version, found = load(lake, path, fmt, dataset, type, permissive)
+        if found.count:
+            err_console.print(repaired(found, fmt), highlight=False)
         if json_out:
             emit_json(version.to_dict())
         else:
@@ -66,15 +67,6 @@ def ingest(
                 f"{dataset}: version {version.commit_id} ({version.type}), "
                 f"{version.row_count} rows in {version.file_count} file(s)"
             )
-
-
-def spark_path(path: str) -> str:
-    """``path`` as Spark must be told it: a local path as an absolute ``file://`` URI.
-
-    Spark resolves a bare path on its default file system (HDFS on a YARN cluster) and
-    against the JVM's starting folder, neither of which is what was checked here.
-    """
-    return path if "://" in path else Path(path).resolve().as_uri()
 
 
 def datasets(

@@ -31,9 +31,22 @@ def main(
         str | None, typer.Option(help="Lake root URI (file://, hdfs://, s3a://).")
     ] = None,
     config: Annotated[Path | None, typer.Option(help="A strata.toml to read.")] = None,
+    verbose: Annotated[
+        bool,
+        typer.Option(
+            "--verbose",
+            help="Show Spark's own log lines (otherwise in <home>/logs/spark.log); "
+            "or set STRATA_VERBOSE=1.",
+        ),
+    ] = False,
 ) -> None:
     """Options here override STRATA_* variables and strata.toml."""
-    overrides = {"home": home, "database_url": database_url, "lake_uri": lake_uri}
+    overrides = {
+        "home": home,
+        "database_url": database_url,
+        "lake_uri": lake_uri,
+        "verbose": True if verbose else None,
+    }
     ctx.obj = {"config": config, "overrides": {k: v for k, v in overrides.items() if v is not None}}
 
 

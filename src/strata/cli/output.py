@@ -10,6 +10,7 @@ from typing import TYPE_CHECKING, Any
 
 from rich.console import Console
 from rich.table import Table
+from rich.text import Text
 
 if TYPE_CHECKING:
     from strata.lake.catalog import Version
@@ -29,12 +30,19 @@ def emit_json(data: Any) -> None:
 
 
 def emit_table(title: str, columns: Sequence[str], rows: Sequence[Sequence[Any]]) -> None:
-    table = Table(title=title, title_justify="left")
+    """The title on its own line, then the table; long cells wrap, never squeezed to "…"."""
+    console.print(Text(title, style="bold"), soft_wrap=True)
+    console.print(make_table(columns, rows))
+
+
+def make_table(columns: Sequence[str], rows: Sequence[Sequence[Any]]) -> Table:
+    table = Table()
     for col in columns:
-        table.add_column(col)
+        # A header keeps its words whole; values fold when even a word is too wide.
+        table.add_column(col, overflow="fold", min_width=max(len(w) for w in col.split()))
     for row in rows:
         table.add_row(*["" if v is None else _cell(v) for v in row])
-    console.print(table)
+    return table
 
 
 def emit_versions(dataset: str, versions: Sequence[Version]) -> None:
@@ -51,5 +59,6 @@ def emit_versions(dataset: str, versions: Sequence[Version]) -> None:
 
 def _cell(value: Any) -> str:
     if isinstance(value, datetime):
-        return value.isoformat(timespec="milliseconds")
+        # A space, not "T": a narrow column wraps between date and time.
+        return value.isoformat(sep=" ", timespec="milliseconds")
     return str(value)

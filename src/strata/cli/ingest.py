@@ -1,0 +1,109 @@
+"""``strata ingest``'s work: check the source, read it with Spark, commit one version."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+from strata.cli.output import err_console
+from strata.cli.progress import phases
+from strata.errors import InvalidArgument
+from strata.lake.sources import SourceCheck, check_source
+
+if TYPE_CHECKING:
+    from pyspark.sql import DataFrame
+
+    from strata.lake.catalog import Version
+    from strata.lake.service import Lake
+
+_REPAIR = {
+    "csv": "drop extra fields and leave missing ones empty",
+    "json": "skip lines that are not JSON objects",
+}
+
+
+def load(
+    lake: Lake, path: str, fmt: str, dataset: str, type: str, permissive: bool
+) -> tuple[Version, SourceCheck]:
+    """Commit ``path`` to ``dataset``; malformed rows fail it unless ``permissive``."""
+    with phases(err_console, "checking") as enter:
+        found = check_source(path, fmt)
+        if found.count and not permissive:
+            raise InvalidArgument(malformed(found, fmt), path=path, line=found.first[0].line)
+        enter("reading")
+        frame = _read(lake, path, fmt, found, permissive)
+        enter("writing")
+        with lake.transaction(dataset, type=type) as txn:
+            try:
+                txn.write(frame)
+            except Exception as exc:
+                bad = _spark_malformed(exc, path, fmt)
+                if bad is None:
+                    raise
+                raise bad from exc
+            enter("committing")
+    return txn.versions[dataset], found
+
+
+def _read(lake: Lake, path: str, fmt: str, found: SourceCheck, permissive: bool) -> DataFrame:
+    from strata.lake.spark import get_spark
+
+    reader = get_spark(lake.settings).read.format(fmt)
+    if fmt == "csv":
+        reader = reader.option("header", "true").option("inferSchema", "true")
+        if found.multiline:
+            reader = reader.option("multiLine", "true")
+    if fmt in _REPAIR:
+        # PERMISSIVE repairs a CSV row; for JSON it would add a _corrupt_record column.
+        lenient = "PERMISSIVE" if fmt == "csv" else "DROPMALFORMED"
+        reader = reader.option("mode", lenient if permissive else "FAILFAST")
+    try:
+        return reader.load(_spark_path(path))
+    except Exception as exc:  # Spark's analysis errors say what is wrong with the file
+        raise _spark_malformed(exc, path, fmt) or InvalidArgument(
+            f"Spark cannot read {path!r} as {fmt}: {str(exc).splitlines()[0]}", path=path
+        ) from exc
+
+
+def _spark_path(path: str) -> str:
+    """``path`` as Spark must be told it: a local path as an absolute ``file://`` URI.
+
+    Spark resolves a bare path on its default file system (HDFS on a YARN cluster) and
+    against the JVM's starting folder, neither of which is what was checked here.
+    """
+    return path if "://" in path else Path(path).resolve().as_uri()
+
+
+def _spark_malformed(exc: Exception, path: str, fmt: str) -> InvalidArgument | None:
+    """Spark's FAILFAST error, where Strata could not check the files itself."""
+    lines = [line for line in str(exc).splitlines() if "MALFORMED_RECORD" in line]
+    if not lines:
+        return None
+    said = lines[0].strip()
+    return InvalidArgument(
+        f"Spark found a malformed row in {path!r}: {said}; nothing was ingested. Fix the "
+        f"file, or pass --permissive to {_REPAIR[fmt]}",
+        path=path,
+    )
+
+
+def malformed(found: SourceCheck, fmt: str) -> str:
+    """The strict failure: the first bad rows by file and line, and what to do."""
+    first, more = found.first[0], found.first[1:]
+    also = ""
+    if found.count > 1:
+        named = ", ".join(f"{m.file} line {m.line}" for m in more)
+        rest = " …" if found.count > len(found.first) else ""
+        also = f"; {found.count} malformed rows in all (also {named}{rest})"
+    return (
+        f"{first}{also}; nothing was ingested. Fix the file, or pass --permissive to {_REPAIR[fmt]}"
+    )
+
+
+def repaired(found: SourceCheck, fmt: str) -> str:
+    """What ``--permissive`` did, for stderr."""
+    done = "repaired" if fmt == "csv" else "dropped"
+    where = ", ".join(f"{m.file} line {m.line}" for m in found.first)
+    rest = " …" if found.count > len(found.first) else ""
+    rows = "row" if found.count == 1 else "rows"
+    return f"--permissive: {done} {found.count} malformed {rows} ({where}{rest})"

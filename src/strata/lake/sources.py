@@ -1,0 +1,152 @@
+"""Malformed rows in local text sources (CSV, JSON lines), by the file's physical line.
+
+Spark's readers either repair such rows silently or fail without saying where, so an
+ingest reads local files once in Python first. The CSV dialect follows Spark's
+defaults (``,``, ``"``, backslash escapes, doubled quotes), and blank lines are skipped
+as Spark skips them.
+"""
+
+from __future__ import annotations
+
+import bz2
+import csv
+import gzip
+import json
+from collections.abc import Iterator
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import IO
+from urllib.parse import unquote, urlparse
+
+SHOWN = 5  # malformed rows named in full; the rest are counted
+_HADOOP_ONLY = frozenset((".deflate", ".lz4", ".snappy", ".zst", ".zstd"))
+
+
+@dataclass(frozen=True)
+class Malformed:
+    """One bad row: where it starts and what is wrong."""
+
+    file: str
+    line: int
+    problem: str
+
+    def __str__(self) -> str:
+        return f"{self.file} line {self.line}: {self.problem}"
+
+
+@dataclass
+class SourceCheck:
+    """What reading the source files found."""
+
+    checked: bool  # False when the source is not local text we can read
+    files: int = 0
+    count: int = 0  # malformed rows in all
+    first: list[Malformed] = field(default_factory=list)
+    multiline: bool = False  # a quoted CSV value spans lines: Spark must read whole files
+
+    def add(self, bad: Malformed) -> None:
+        self.count += 1
+        if len(self.first) < SHOWN:
+            self.first.append(bad)
+
+
+def check_source(path: str, fmt: str) -> SourceCheck:
+    """Every malformed row of a local CSV or JSON-lines file or folder."""
+    files = _local_files(path)
+    if fmt not in ("csv", "json") or files is None:
+        return SourceCheck(checked=False)
+    result = SourceCheck(checked=True, files=len(files))
+    for file in files:
+        with _open_text(file, fmt) as text:
+            if fmt == "csv":
+                _check_csv(str(file), text, result)
+            else:
+                _check_json(str(file), text, result)
+    return result
+
+
+def _local_files(path: str) -> list[Path] | None:
+    """The files Spark would read at ``path``, or None when it is not a local path."""
+    if "://" in path:
+        parsed = urlparse(path)
+        if parsed.scheme != "file":
+            return None
+        path = unquote(parsed.path)
+    root = Path(path)
+    if root.is_file():
+        return None if root.suffix in _HADOOP_ONLY else [root]
+    if not root.is_dir():
+        return None
+    files = sorted(p for p in _visible(root) if p.is_file())
+    # Compressed with a codec Python does not read: Spark alone checks these.
+    return None if any(p.suffix in _HADOOP_ONLY for p in files) else files
+
+
+def _open_text(file: Path, fmt: str) -> IO[str]:
+    # csv wants newline="" to see quoted line breaks; JSON lines want universal ones.
+    newline = "" if fmt == "csv" else None
+    if file.suffix == ".gz":
+        return gzip.open(file, "rt", encoding="utf-8", newline=newline)
+    if file.suffix == ".bz2":
+        return bz2.open(file, "rt", encoding="utf-8", newline=newline)
+    return file.open(encoding="utf-8", newline=newline)
+
+
+def _visible(folder: Path) -> Iterator[Path]:
+    # Spark skips names starting with "_" or "." (_SUCCESS, .crc files), folders too.
+    for entry in folder.iterdir():
+        if entry.name.startswith(("_", ".")):
+            continue
+        if entry.is_dir():
+            yield from _visible(entry)
+        else:
+            yield entry
+
+
+def _check_csv(name: str, text: IO[str], result: SourceCheck) -> None:
+    reader = csv.reader(text, escapechar="\\", doublequote=True, strict=True)
+    width: int | None = None
+    ends = 0  # physical line the previous record ended on
+    while True:
+        try:
+            row = next(reader)
+        except StopIteration:
+            return
+        except (csv.Error, UnicodeDecodeError) as exc:
+            result.add(Malformed(name, ends + 1, f"cannot be parsed ({exc})"))
+            return
+        start, ends = ends + 1, reader.line_num
+        if ends > start:
+            result.multiline = True
+        if not row or (len(row) == 1 and not row[0].strip()):
+            continue
+        if width is None:
+            width = len(row)
+        elif len(row) != width:
+            result.add(Malformed(name, start, f"{len(row)} fields, the header has {width}"))
+
+
+def _check_json(name: str, text: IO[str], result: SourceCheck) -> None:
+    number = 0
+    try:
+        # Opened with universal newlines: Spark too ends a JSON line at \n, \r or \r\n.
+        for number, line in enumerate(text, start=1):
+            if not line.strip():
+                continue
+            problem = _json_problem(line.rstrip("\n"))
+            if problem is not None:
+                result.add(Malformed(name, number, problem))
+    except UnicodeDecodeError as exc:
+        result.add(Malformed(name, number + 1, f"is not UTF-8 text ({exc.reason})"))
+
+
+def _json_problem(line: str) -> str | None:
+    try:
+        value = json.loads(line)
+    except json.JSONDecodeError as exc:
+        return f"not valid JSON ({exc.msg} at column {exc.colno})"
+    if isinstance(value, dict):
+        return None
+    if isinstance(value, list) and all(isinstance(v, dict) for v in value):
+        return None  # Spark reads a top-level array of objects as rows
+    return f"a JSON {type(value).__name__}, not an object"

@@ -1,0 +1,68 @@
+"""A build's progress: what the builder tells the CLI's progress, in order, and what a
+terminal, a pipe and --json each get to see."""
+
+from __future__ import annotations
+
+import io
+
+import pytest
+from build_support import Project, clicks, users
+from rich.console import Console
+
+from strata.build.service import BuildService
+from strata.cli.progress import BuildProgress, phases
+
+pytestmark = pytest.mark.spark
+SPINNER_OR_CONTROL = ("\x1b", "\r", "⠋", "⠙", "started")
+
+
+def _seed(p: Project) -> None:
+    p.append("raw/clicks", clicks(("ada", 40), ("bob", 300)))
+    p.append("raw/users", users(("ada", "UK"), ("bob", "US")))
+
+
+def test_the_builder_tells_progress_each_transform_in_order(project: Project) -> None:
+    _seed(project)
+    screen = io.StringIO()
+    service = BuildService(project.settings, [str(project.folder)], lake=project.lake)
+    with BuildProgress(Console(file=screen, force_terminal=True, width=120)) as progress:
+        report = service.build(["report/users"], reporter=progress)
+    events = list(progress.events)
+    planned = events[0][1].split(",")
+    assert events[0][0] == "planned" and len(planned) == 6
+    # One transform at a time: each starts, then finishes, in the planned order.
+    assert events[1:] == [(what, key) for key in planned for what in ("started", "finished")]
+    assert [s.transform for s in report.steps] == planned
+    shown = screen.getvalue()
+    assert "▸ shop.clean_clicks started" in shown
+    line = next(s for s in shown.splitlines() if "shop.user_report built" in s)
+    assert "[6/6]" in line and "rows in" in line and line.rstrip().endswith("s")
+
+
+def test_a_pipe_gets_plain_finished_lines_and_json_gets_none(project: Project) -> None:
+    _seed(project)
+    code, out, err = project.cli("build", "--pipeline", str(project.folder), "clean/clicks")
+    assert code == 0, err
+    assert not any(mark in err for mark in SPINNER_OR_CONTROL), repr(err)
+    assert err.splitlines() == [line for line in err.splitlines() if line.startswith("[1/1]")]
+    assert "shop.clean_clicks built 2 rows in" in err
+    assert out.splitlines()[0].startswith("build ")  # the report's title, then its table
+
+    code, out, err = project.cli(
+        "build", "--pipeline", str(project.folder), "clean/clicks", "--force", "--json"
+    )
+    assert code == 0 and err == ""
+    assert out.count("\n") == 1  # one JSON document
+
+
+def test_ingest_phases_show_on_a_terminal_only() -> None:
+    screen = io.StringIO()
+    with phases(Console(file=screen, force_terminal=True), "reading") as enter:
+        enter("writing")
+        enter("committing")
+    shown = screen.getvalue()
+    assert shown.index("reading") < shown.index("writing") < shown.index("committing")
+    pipe = io.StringIO()
+    with phases(Console(file=pipe), "reading") as enter:
+        enter("writing")
+    assert pipe.getvalue() == ""

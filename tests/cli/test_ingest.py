@@ -1,0 +1,111 @@
+"""`strata ingest` of malformed files: one error by file and line, nothing committed,
+unless --permissive, which says how many rows it repaired or dropped."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pyarrow as pa
+import pytest
+from typer.testing import CliRunner
+
+from strata.cli.main import app
+from strata.lake.service import Lake
+from strata.settings import Settings
+
+pytestmark = pytest.mark.spark
+runner = CliRunner()
+
+
+def invoke(settings: Settings, *args: str) -> tuple[int, str, str]:
+    where = ["--database-url", settings.database_url, "--lake-uri", settings.lake_uri]
+    result = runner.invoke(app, [*where, *args], catch_exceptions=False)
+    return result.exit_code, result.stdout, result.stderr
+
+
+def seeded(settings: Settings) -> Lake:
+    """raw/d at version 1, so a failed ingest can be seen to leave it there."""
+    lake = Lake(settings)
+    with lake.transaction("raw/d", type="APPEND") as txn:
+        txn.write(pa.table({"a": pa.array([0], pa.int32()), "b": ["seed"]}))
+    return lake
+
+
+@pytest.mark.parametrize(
+    ("name", "text", "needle"),
+    [
+        ("extra.csv", "a,b\n1,x\n3,z,EXTRA\n", "extra.csv line 3: 3 fields, the header has 2"),
+        ("short.csv", "a,b\n1,x\n\n2\n", "short.csv line 4: 1 fields, the header has 2"),
+        # A quoted value over two lines: the bad row is on the file's fifth line.
+        ("quoted.csv", 'a,b\n1,"two\nlines"\n2,y\n3,z,EXTRA\n', "quoted.csv line 5: 3 fields"),
+        ("bad.json", '{"a": 1, "b": "x"}\n{"a": 2,\n', "bad.json line 2: not valid JSON"),
+        ("list.json", '{"a": 1, "b": "x"}\n[1, 2]\n', "list.json line 2: a JSON list"),
+    ],
+)
+def test_a_malformed_row_fails_the_ingest_and_commits_nothing(
+    settings: Settings, spark: object, tmp_path: Path, name: str, text: str, needle: str
+) -> None:
+    lake = seeded(settings)
+    src = tmp_path / name
+    src.write_text(text)
+    code, out, err = invoke(settings, "ingest", str(src), "raw/d")
+    assert code == 1, out
+    assert needle in err
+    assert "nothing was ingested" in err and "--permissive" in err
+    assert "Traceback" not in err
+    assert [v.commit_id for v in lake.versions("raw/d")] == [1]
+    lake.engine.dispose()
+
+
+def test_every_file_of_a_folder_is_checked(
+    settings: Settings, spark: object, tmp_path: Path
+) -> None:
+    folder = tmp_path / "parts"
+    folder.mkdir()
+    (folder / "part-1.csv").write_text("a,b\n1,x\n")
+    (folder / "part-2.csv").write_text("a,b\n2,y\n3\n4\n")
+    (folder / "_SUCCESS").write_text("")
+    code, _, err = invoke(settings, "ingest", str(folder), "raw/parts", "--format", "csv")
+    assert code == 1
+    assert f"{folder / 'part-2.csv'} line 3: 1 fields" in err
+    assert "2 malformed rows in all" in err and "part-2.csv line 4" in err
+
+
+def test_permissive_repairs_csv_rows_and_says_how_many(
+    settings: Settings, spark: object, tmp_path: Path
+) -> None:
+    lake = seeded(settings)
+    src = tmp_path / "d.csv"
+    src.write_text("a,b\n1,x\n3,z,EXTRA\n4\n")
+    code, out, err = invoke(settings, "ingest", str(src), "raw/d", "--permissive", "--json")
+    assert code == 0, err
+    assert json.loads(out)["commit_id"] == 2
+    assert f"repaired 2 malformed rows ({src} line 3, {src} line 4)" in err
+    rows = lake.read_arrow("raw/d", version=2).to_pylist()
+    assert sorted((r["a"], r["b"]) for r in rows) == [(0, "seed"), (1, "x"), (3, "z"), (4, None)]
+    lake.engine.dispose()
+
+
+def test_permissive_drops_json_lines_and_says_how_many(
+    settings: Settings, spark: object, tmp_path: Path
+) -> None:
+    src = tmp_path / "n.json"
+    src.write_text('{"n": 1}\n{"n": \n\n{"n": 3}\n')
+    code, out, err = invoke(settings, "ingest", str(src), "raw/n", "--permissive")
+    assert code == 0, err
+    assert "2 rows" in out
+    assert f"dropped 1 malformed row ({src} line 2)" in err
+    assert sorted(r["n"] for r in Lake(settings).read_arrow("raw/n").to_pylist()) == [1, 3]
+
+
+def test_a_quoted_line_break_is_one_value(
+    settings: Settings, spark: object, tmp_path: Path
+) -> None:
+    src = tmp_path / "q.csv"
+    src.write_text('a,b\n1,"two\nlines"\n2,"say ""hi"""\n')
+    code, _, err = invoke(settings, "ingest", str(src), "raw/q")
+    assert code == 0, err
+    rows = Lake(settings).read_arrow("raw/q").to_pylist()
+    assert sorted(r["a"] for r in rows) == [1, 2]
+    assert {r["b"] for r in rows} >= {"two\nlines"}

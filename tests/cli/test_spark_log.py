@@ -1,0 +1,121 @@
+"""Spark's own output stays out of the terminal: it goes to <home>/logs/spark.log.
+
+Each test runs the installed `strata` in a process of its own, as a user does, since
+only a fresh process starts its own JVM.
+"""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pyarrow as pa
+import pytest
+
+from strata.errors import ConfigError
+from strata.lake.service import connect
+from strata.settings import Settings
+
+SPARK_NOISE = ("log4j", "WARN", "NativeCodeLoader", "WARNING", "SparkContext", "Py4J")
+
+
+def strata(home: Path, *args: str, **env: str) -> subprocess.CompletedProcess[str]:
+    clean = {k: v for k, v in os.environ.items() if not k.startswith(("STRATA_", "SPARK_LOCAL"))}
+    clean.update(STRATA_SPARK_MASTER="local[1]", **env)
+    return subprocess.run(
+        [str(Path(sys.executable).with_name("strata")), "--home", str(home), *args],
+        cwd=home.parent,
+        env=clean,
+        capture_output=True,
+        text=True,
+        timeout=300,
+        check=False,
+    )
+
+
+def noise(done: subprocess.CompletedProcess[str]) -> list[str]:
+    lines = (done.stdout + done.stderr).splitlines()
+    return [line for line in lines if any(word in line for word in SPARK_NOISE)]
+
+
+@pytest.mark.spark
+def test_ingest_and_read_print_only_strata(tmp_path: Path) -> None:
+    home = tmp_path / "home"
+    (tmp_path / "clicks.csv").write_text("user,clicks\nada,3\nbob,1\n")
+    ingest = strata(home, "ingest", str(tmp_path / "clicks.csv"), "raw/clicks")
+    assert ingest.returncode == 0, ingest.stderr
+    assert noise(ingest) == []
+    assert ingest.stdout.strip() == "raw/clicks: version 1 (APPEND), 2 rows in 1 file(s)"
+    assert ingest.stderr == ""
+    read = strata(home, "read", "raw/clicks")
+    assert read.returncode == 0 and noise(read) == []
+    log = home / "logs" / "spark.log"
+    assert log.stat().st_size > 0
+    text = log.read_text()
+    assert "ingest" in text  # each Spark start names its command
+    # What would have reached the terminal is in the file instead.
+    assert "jdk.incubator.vector" in text or "WARN" in text
+
+
+@pytest.mark.spark
+def test_verbose_shows_spark_lines(tmp_path: Path) -> None:
+    home = tmp_path / "home"
+    (tmp_path / "n.json").write_text('{"n": 1}\n')
+    flag = strata(home, "--verbose", "ingest", str(tmp_path / "n.json"), "raw/n")
+    assert flag.returncode == 0, flag.stderr
+    assert "Using Spark's default log4j profile" in flag.stderr
+
+
+@pytest.mark.parametrize(("value", "verbose"), [("1", True), ("yes", True), ("0", False)])
+def test_strata_verbose_is_the_setting(
+    monkeypatch: pytest.MonkeyPatch, value: str, verbose: bool
+) -> None:
+    monkeypatch.setenv("STRATA_VERBOSE", value)
+    assert Settings.load().verbose is verbose
+
+
+def test_a_bad_strata_verbose_names_the_variable(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("STRATA_VERBOSE", "loud")
+    with pytest.raises(ConfigError, match="STRATA_VERBOSE"):
+        Settings.load()
+
+
+@pytest.mark.spark
+def test_a_failed_build_says_one_error_and_where_the_log_is(tmp_path: Path) -> None:
+    home = tmp_path / "home"
+    pipelines = tmp_path / "pipelines"
+    pipelines.mkdir()
+    (pipelines / "broken.py").write_text(
+        "from pyspark.sql import functions as F\n"
+        "from strata import Input, Output, transform_df\n\n\n"
+        '@transform_df(Output("clean/n"), n=Input("raw/n"))\n'
+        "def clean(n):\n"
+        '    return n.select(F.col("missing"))\n'
+    )
+    lake = connect(Settings(home=home))
+    with lake.transaction("raw/n", type="APPEND") as txn:
+        txn.write(pa.table({"n": [1]}))
+    lake.engine.dispose()
+    done = strata(home, "build", "--pipeline", str(pipelines), "clean/n")
+    assert done.returncode == 1
+    assert noise(done) == []
+    errors = [line for line in done.stderr.splitlines() if line.startswith("error:")]
+    assert errors == ["error: build failed: broken.clean"]
+    log = home.resolve() / "logs" / "spark.log"
+    assert f"Spark's log: {log}" in done.stderr
+    # pyspark's JSON query-context line is in the log, not on the terminal.
+    assert '"DataFrameQueryContextLogger"' in log.read_text()
+    assert "DataFrameQueryContextLogger" not in done.stderr
+
+
+def test_a_jvm_that_does_not_start_is_one_error_naming_the_log(tmp_path: Path) -> None:
+    home = tmp_path / "home"
+    (tmp_path / "n.json").write_text('{"n": 1}\n')
+    done = strata(home, "ingest", str(tmp_path / "n.json"), "raw/n", JAVA_HOME="/no/such/java")
+    assert done.returncode == 1
+    assert "Traceback" not in done.stderr
+    assert done.stderr.startswith("error: Spark did not start: ")
+    assert "/no/such/java/bin/java" in done.stderr
+    assert f"the whole log is {home.resolve() / 'logs' / 'spark.log'}" in done.stderr
