@@ -78,7 +78,8 @@ class Event:
 
 def iso(t: datetime) -> str:
     """Fixed-width UTC text, so string order is time order."""
-    return t.strftime("%Y-%m-%dT%H:%M:%S.%fZ")
+    # strftime's %Y does not pad years before 1000 on every platform.
+    return f"{t.year:04d}" + t.strftime("-%m-%dT%H:%M:%S.%fZ")
 
 
 def canonical_json(payload: Any) -> str:
