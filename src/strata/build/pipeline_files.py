@@ -11,13 +11,34 @@ from __future__ import annotations
 import ast
 from pathlib import Path
 
+# (module file, root) -> (each file's stamp, the files): a pipeline file declaring
+# thousands of transforms is read and parsed once, not once per new program version.
+_known: dict[tuple[Path, Path], tuple[dict[str, tuple[int, int]], dict[str, str]]] = {}
+
 
 def imported_files(module_file: Path, root: Path) -> dict[str, str]:
     """``module_file`` and each module under ``root`` it imports, by path relative to
     ``root``; imports that do not resolve to a file under ``root`` are libraries."""
-    root = root.resolve()
+    key = (module_file.resolve(), root.resolve())
+    known = _known.get(key)
+    if known is not None and all(_stamp(key[1] / rel) == st for rel, st in known[0].items()):
+        return known[1]
+    files = _read_imported(*key)
+    _known[key] = ({rel: _stamp(key[1] / rel) for rel in files}, files)
+    return files
+
+
+def _stamp(file: Path) -> tuple[int, int]:
+    try:
+        st = file.stat()
+    except FileNotFoundError:  # deleted since: read again
+        return -1, -1
+    return st.st_mtime_ns, st.st_size
+
+
+def _read_imported(module_file: Path, root: Path) -> dict[str, str]:
     found: dict[str, str] = {}
-    pending = [module_file.resolve()]
+    pending = [module_file]
     while pending:
         file = pending.pop()
         rel = file.relative_to(root).as_posix()

@@ -69,6 +69,7 @@ def register(engine: Engine, namespace: str, item: Declared) -> Program:
         "source": item.code.source,
         "pipeline_file": item.pipeline_file.relative_to(item.root.resolve()).as_posix(),
     }
+    files = {**imported_files(item.pipeline_file, item.root), **item.code.files}
     pv = s.program_versions
     for _ in range(5):  # a concurrent builder may take the same ordinal first
         with write_tx(engine) as conn:
@@ -87,7 +88,7 @@ def register(engine: Engine, namespace: str, item: Declared) -> Program:
                 "fingerprint": item.fingerprint,
                 "ordinal": int(top or 0) + 1,
                 "declaration": item.transform.declaration(),
-                "files": {**imported_files(item.pipeline_file, item.root), **item.code.files},
+                "files": files,
                 "entry": entry,
                 "created_at": datetime.now(UTC),
             }
