@@ -221,7 +221,7 @@ def _declare(value: Transform, module: ModuleType, attr: str, root: Path) -> Dec
         )
     code = program_code(value.func, root)
     fingerprint = program_fingerprint(code.code_hash, value.declaration(), value.version)
-    pipeline_file = Path(str(module.__file__)).resolve()
+    pipeline_file = Path(str(module.__file__))  # resolved: imported from a resolved path
     return Declared(value, module.__name__, name, root, code, fingerprint, pipeline_file)
 
 
