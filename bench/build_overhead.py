@@ -56,7 +56,7 @@ def by_hand(spark: Any, source: str, folder: Path, n: int) -> float:
 def measure(backend: str, n: int, rows: int, rounds: int) -> dict[str, Any]:
     import pyarrow as pa
 
-    from strata.build.service import BuildService
+    from strata.builds.service import BuildService
     from strata.lake.spark import get_spark
     from strata.settings import Settings
 

@@ -77,8 +77,8 @@ def populate(lake: Any, service: Any, history: int) -> float:
     """Commit ``history`` built versions of every derived dataset; returns seconds."""
     import pyarrow as pa
 
-    from strata.build import events as ev
-    from strata.build.programs import register
+    from strata.builds import events as ev
+    from strata.builds.programs import register
     from strata.ids import new_id
     from strata.lineage.ingest.transactions import ingest_batch
 
@@ -126,7 +126,7 @@ def populate(lake: Any, service: Any, history: int) -> float:
 
 
 def measure(backend: str, n: int, history: int, rounds: int) -> dict[str, Any]:
-    from strata.build.service import BuildService
+    from strata.builds.service import BuildService
     from strata.settings import Settings
 
     with scratch_dir("status") as home, open_lake(backend, home) as lake:

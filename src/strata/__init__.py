@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from strata.build.transforms import Input, Output, Transform, transform, transform_df
+from strata.builds.transforms import Input, Output, Transform, transform, transform_df
 from strata.lake.service import Lake, connect
 
 __all__ = ["Input", "Lake", "Output", "Transform", "connect", "transform", "transform_df"]

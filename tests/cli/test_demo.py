@@ -7,7 +7,7 @@ from pathlib import Path
 import pytest
 from typer.testing import CliRunner
 
-from strata.build.service import BuildService
+from strata.builds.service import BuildService
 from strata.cli.main import app
 from strata.lake.service import Lake
 from strata.settings import Settings

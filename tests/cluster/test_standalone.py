@@ -25,7 +25,7 @@ from standalone import Standalone, spark_env, standalone
 
 pytestmark = pytest.mark.cluster
 EXAMPLE = Path(__file__).resolve().parents[2] / "examples" / "experiments"
-UDF_PIPELINES = Path(__file__).resolve().parents[1] / "build" / "udf_pipelines"
+UDF_PIPELINES = Path(__file__).resolve().parents[1] / "builds" / "udf_pipelines"
 FIRST_HOUR = datetime(2026, 11, 23, 21, tzinfo=UTC)
 HOURS = 2
 

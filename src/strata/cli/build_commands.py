@@ -16,8 +16,8 @@ from strata.cli.output import emit_json, emit_table, err_console
 from strata.cli.progress import BuildProgress, first_line
 
 if TYPE_CHECKING:
-    from strata.build.builder import BuildReport
-    from strata.build.service import BuildService
+    from strata.builds.builder import BuildReport
+    from strata.builds.service import BuildService
 
 PipelineOpt = Annotated[
     list[Path] | None,
@@ -30,7 +30,7 @@ JsonOpt = Annotated[bool, typer.Option("--json", help="Print JSON for scripts.")
 
 
 def service_from(ctx: typer.Context, pipeline: list[Path] | None) -> BuildService:
-    from strata.build.service import BuildService
+    from strata.builds.service import BuildService
 
     paths = [str(p) for p in pipeline] if pipeline else None
     return BuildService(settings_from(ctx), paths)
@@ -170,7 +170,7 @@ def worker(
     json: JsonOpt = False,
 ) -> None:
     """Build the out-of-date dependents of each commit, as commits land."""
-    from strata.build.worker import run_worker
+    from strata.builds.worker import run_worker
 
     with reported():
         service = service_from(ctx, pipeline)
@@ -225,7 +225,7 @@ def print_history(dataset: str, result: dict[str, Any]) -> None:
 
 def trace(ctx: typer.Context, ref: Ref, json: JsonOpt = False) -> None:
     """The provenance tree of a version down to raw datasets, with exact versions."""
-    from strata.build.history import parse_ref
+    from strata.builds.history import parse_ref
 
     with reported():
         name, version = parse_ref(ref)
@@ -260,7 +260,7 @@ def _tree(node: dict[str, Any], into: Any) -> Any:
 
 def show_program(ctx: typer.Context, ref: Ref, json: JsonOpt = False) -> None:
     """The source of the program version that built a dataset version."""
-    from strata.build.history import parse_ref
+    from strata.builds.history import parse_ref
 
     with reported():
         name, version = parse_ref(ref)
@@ -284,7 +284,7 @@ def show_program(ctx: typer.Context, ref: Ref, json: JsonOpt = False) -> None:
 
 def reproduce(ctx: typer.Context, ref: Ref, json: JsonOpt = False) -> None:
     """Run a version's stored program on its recorded inputs; compare the rows."""
-    from strata.build.history import parse_ref
+    from strata.builds.history import parse_ref
 
     with reported():
         name, version = parse_ref(ref)

@@ -18,7 +18,7 @@ from rich.markup import escape
 from rich.progress import Progress, SpinnerColumn, TaskID, TextColumn, TimeElapsedColumn
 
 if TYPE_CHECKING:
-    from strata.build.builder import Step
+    from strata.builds.builder import Step
 
 MARKS = {
     "built": "[green]✓[/]",

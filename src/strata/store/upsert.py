@@ -1,4 +1,4 @@
-"""Insert-if-absent that works the same on SQLite and PostgreSQL."""
+"""Insert-if-absent that answers exactly on SQLite and PostgreSQL."""
 
 from __future__ import annotations
 
@@ -11,15 +11,18 @@ from sqlalchemy.engine import Connection
 
 
 def insert_ignore(
-    conn: Connection, table: sa.Table, values: dict[str, Any], keys: Sequence[str]
+    conn: Connection, table: sa.Table, values: dict[str, Any], keys: Sequence[str] | None
 ) -> bool:
-    """Insert ``values`` unless a row with the same ``keys`` exists; True if inserted."""
-    if conn.dialect.name == "postgresql":
-        stmt: Any = (
-            postgresql.insert(table)
-            .values(values)
-            .on_conflict_do_nothing(index_elements=list(keys))
-        )
-    else:
-        stmt = sqlite.insert(table).values(values).on_conflict_do_nothing(index_elements=list(keys))
-    return bool(conn.execute(stmt).rowcount)
+    """Insert ``values`` unless a row with the same ``keys`` exists (``None``: unless
+    any unique constraint would be broken); True if inserted.
+
+    The answer comes from ``RETURNING``: psycopg reports ``rowcount == -1`` for
+    ``ON CONFLICT DO NOTHING`` whether or not it inserted, so a count cannot say.
+    """
+    insert: Any = postgresql.insert if conn.dialect.name == "postgresql" else sqlite.insert
+    target = list(keys) if keys is not None else None
+    first = next(iter(table.primary_key.columns)) if keys is None else table.c[keys[0]]
+    stmt = (
+        insert(table).values(values).on_conflict_do_nothing(index_elements=target).returning(first)
+    )
+    return conn.execute(stmt).first() is not None

@@ -14,7 +14,7 @@ from fastapi import APIRouter, Query, Request, Response
 from strata.api import views
 from strata.api.contract import errors
 from strata.api.deps import settings
-from strata.build.service import BuildService
+from strata.builds.service import BuildService
 from strata.lake.service import Lake
 
 router = APIRouter(prefix="/strata", tags=["Strata builds"])

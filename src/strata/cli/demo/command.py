@@ -32,7 +32,7 @@ def demo(
     a no-op build, a program change, late data through the worker, a failure and its
     fix, history, trace and time travel. Run it again to go on where it stopped.
     """
-    from strata.build.service import BuildService
+    from strata.builds.service import BuildService
     from strata.cli.demo.example import (
         DemoState,
         copy_pipelines,

@@ -23,8 +23,8 @@ from strata.errors import StrataError
 if TYPE_CHECKING:
     import pyarrow as pa
 
-    from strata.build.builder import BuildReport
-    from strata.build.service import BuildService
+    from strata.builds.builder import BuildReport
+    from strata.builds.service import BuildService
     from strata.lake.service import Lake
 
 RESULT = "metrics/experiment_cumulative"
@@ -157,7 +157,7 @@ class Story:
     def late_data(self) -> None:
         """Late clicks for the first hour flow down the graph through ``worker --once``."""
         self.chapter("late clicks for the first hour, carried down by `strata worker --once`")
-        from strata.build.worker import run_worker
+        from strata.builds.worker import run_worker
 
         before = self.lake.version(RESULT).commit_id
         self.state.runs += 1

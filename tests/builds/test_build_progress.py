@@ -9,7 +9,7 @@ import pytest
 from build_support import Project, clicks, users
 from rich.console import Console
 
-from strata.build.service import BuildService
+from strata.builds.service import BuildService
 from strata.cli.progress import BuildProgress, phases
 
 pytestmark = pytest.mark.spark

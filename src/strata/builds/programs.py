@@ -15,8 +15,8 @@ from typing import Any
 import sqlalchemy as sa
 from sqlalchemy.engine import Connection, Engine
 
-from strata.build.discovery import Declared
-from strata.build.pipeline_files import imported_files
+from strata.builds.discovery import Declared
+from strata.builds.pipeline_files import imported_files
 from strata.errors import NotFound
 from strata.lineage import keys
 from strata.store import schema as s
@@ -71,7 +71,7 @@ def register(engine: Engine, namespace: str, item: Declared) -> Program:
     }
     files = {**imported_files(item.pipeline_file, item.root), **item.code.files}
     pv = s.program_versions
-    for _ in range(5):  # a concurrent builder may take the same ordinal first
+    for _ in range(20):  # a concurrent builder may take the same ordinal first: try the next
         with write_tx(engine) as conn:
             found = by_uuid(conn, uuid)
             if found is not None:
@@ -92,7 +92,9 @@ def register(engine: Engine, namespace: str, item: Declared) -> Program:
                 "entry": entry,
                 "created_at": datetime.now(UTC),
             }
-            if insert_ignore(conn, pv, row, ["uuid"]):
+            # Any conflict: this uuid (taken by a racer, found on the next try) or the
+            # ordinal (taken by another fingerprint's racer, so take the next one).
+            if insert_ignore(conn, pv, row, None):
                 return _program(row)
     raise NotFound(f"could not register program version {item.fingerprint} of {item.fqn}")
 

@@ -10,7 +10,7 @@ from pathlib import Path
 import pyarrow as pa
 import pytest
 
-from strata.build.service import BuildService
+from strata.builds.service import BuildService
 from strata.lake.service import Lake
 from strata.settings import Settings
 

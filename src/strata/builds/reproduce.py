@@ -17,9 +17,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from strata.build.discovery import Declared, load_pipelines
-from strata.build.execute import call_transform
-from strata.build.history import Entry, entry
+from strata.builds.discovery import Declared, load_pipelines
+from strata.builds.execute import call_transform
+from strata.builds.history import Entry, entry
 from strata.errors import InvalidArgument, NotFound
 from strata.lake.service import Lake, reads_limited_to
 from strata.store.engine import read_tx

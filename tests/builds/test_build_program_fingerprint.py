@@ -14,7 +14,7 @@ from types import ModuleType
 
 import pytest
 
-from strata.build.fingerprint import ProgramCode, program_code, program_fingerprint
+from strata.builds.fingerprint import ProgramCode, program_code, program_fingerprint
 from strata.errors import InvalidArgument
 
 _names = itertools.count()

@@ -15,11 +15,11 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
-from strata.build.discovery import Declared
-from strata.build.events import DatasetAt, Emitter, JobRef, RunSpec, program_facets, run_event
-from strata.build.programs import Program, register
-from strata.build.shipping import pickle_by_value
-from strata.build.transforms import DF_OUTPUT
+from strata.builds.discovery import Declared
+from strata.builds.events import DatasetAt, Emitter, JobRef, RunSpec, program_facets, run_event
+from strata.builds.programs import Program, register
+from strata.builds.shipping import pickle_by_value
+from strata.builds.transforms import DF_OUTPUT
 from strata.errors import NotFound, TransformError
 from strata.ids import new_id
 from strata.lake.catalog import Version

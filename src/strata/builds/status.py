@@ -17,8 +17,8 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from strata.build.catalog import Current
-from strata.build.discovery import Declared, Pipelines
+from strata.builds.catalog import Current
+from strata.builds.discovery import Declared, Pipelines
 
 
 @dataclass

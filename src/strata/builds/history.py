@@ -15,7 +15,7 @@ from typing import Any
 import sqlalchemy as sa
 from sqlalchemy.engine import Connection
 
-from strata.build.programs import Program, by_uuid
+from strata.builds.programs import Program, by_uuid
 from strata.errors import InvalidArgument, NotFound
 from strata.lake import catalog as lake_catalog
 from strata.lineage.query.provenance import ProvenanceNode, provenance

@@ -16,12 +16,12 @@ from concurrent.futures import FIRST_COMPLETED, Future, ThreadPoolExecutor, wait
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Protocol
 
-from strata.build import leases
-from strata.build.catalog import Current, load_current, program_ordinals
-from strata.build.discovery import Declared, Pipelines
-from strata.build.events import Emitter, JobRef, RunSpec, run_event
-from strata.build.execute import RunContext, RunResult, resolve_inputs, run_transform
-from strata.build.status import assess, own_causes
+from strata.builds import leases
+from strata.builds.catalog import Current, load_current, program_ordinals
+from strata.builds.discovery import Declared, Pipelines
+from strata.builds.events import Emitter, JobRef, RunSpec, run_event
+from strata.builds.execute import RunContext, RunResult, resolve_inputs, run_transform
+from strata.builds.status import assess, own_causes
 from strata.errors import NotFound, StrataError
 from strata.ids import new_id
 from strata.lake.service import Lake

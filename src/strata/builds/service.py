@@ -11,12 +11,12 @@ from typing import TYPE_CHECKING, Any
 
 import sqlalchemy as sa
 
-from strata.build import history
-from strata.build.builder import Builder, BuildReport, Reporter
-from strata.build.catalog import Current, load_current, program_ordinals
-from strata.build.discovery import Pipelines, load_pipelines
-from strata.build.history import Entry
-from strata.build.status import DatasetStatus, assess
+from strata.builds import history
+from strata.builds.builder import Builder, BuildReport, Reporter
+from strata.builds.catalog import Current, load_current, program_ordinals
+from strata.builds.discovery import Pipelines, load_pipelines
+from strata.builds.history import Entry
+from strata.builds.status import DatasetStatus, assess
 from strata.errors import NotFound, PipelineError
 from strata.lake.service import Lake, connect
 from strata.settings import Settings
@@ -26,7 +26,7 @@ from strata.store.engine import read_tx
 if TYPE_CHECKING:
     from pyspark.sql import SparkSession
 
-    from strata.build.reproduce import Reproduction
+    from strata.builds.reproduce import Reproduction
 
 
 class BuildService:
@@ -90,7 +90,7 @@ class BuildService:
         jobs: int = 1,
         reporter: Reporter | None = None,
     ) -> BuildReport:
-        """Bring ``datasets`` (or every root) up to date; see :mod:`strata.build.builder`."""
+        """Bring ``datasets`` (or every root) up to date; see :mod:`strata.builds.builder`."""
         builder = self.builder()
         order = builder.plan(datasets, everything)
         if dry_run:
@@ -110,7 +110,7 @@ class BuildService:
             return history.entry(conn, self.lake.namespace, dataset, version)
 
     def reproduce(self, dataset: str, version: int | None = None) -> Reproduction:
-        from strata.build.reproduce import reproduce
+        from strata.builds.reproduce import reproduce
 
         return reproduce(self.lake, self._spark, dataset, version)
 

@@ -23,9 +23,9 @@ from typing import Any
 import sqlalchemy as sa
 from sqlalchemy.engine import Connection, Engine
 
-from strata.build.builder import BuildReport, Reporter
-from strata.build.leases import heartbeat
-from strata.build.service import BuildService
+from strata.builds.builder import BuildReport, Reporter
+from strata.builds.leases import heartbeat
+from strata.builds.service import BuildService
 from strata.errors import StrataError
 from strata.ids import new_id
 from strata.store import schema as s
