@@ -25,6 +25,7 @@ say what to do about it.
     │                           duplicate or raw output (400)
     ├── TransformError          a transform broke its declaration while running (400)
     │   └── UndeclaredInput     it read a dataset it did not declare
+    ├── RunAbandoned            the builder running a transform stopped before it ended
     └── Unauthorized / Forbidden  API auth (401 / 403)
 """
 
@@ -122,6 +123,11 @@ class UndeclaredInput(TransformError):
     code = "undeclared_input"
 
 
+class RunAbandoned(StrataError):
+    code = "run_abandoned"
+    http_status = 409
+
+
 class Unauthorized(StrataError):
     code = "unauthorized"
     http_status = 401
@@ -130,3 +136,15 @@ class Unauthorized(StrataError):
 class Forbidden(StrataError):
     code = "forbidden"
     http_status = 403
+
+
+# py4j's errors when the JVM under a Spark session is gone or unreachable.
+_SPARK_GONE = frozenset({"Py4JNetworkError"})
+
+
+def can_pass(exc: BaseException) -> bool:
+    """Whether trying the same work again later may succeed: another commit won, the
+    store or Spark was out of reach, the pipelines did not load (someone may fix them)."""
+    if isinstance(exc, CommitConflict | StoreError | PipelineError | ConnectionError):
+        return True
+    return any(k.__name__ in _SPARK_GONE for k in type(exc).__mro__)

@@ -25,12 +25,11 @@ def test_two_builders_registering_new_programs_of_one_transform_get_two_ordinals
     for i in range(ROUNDS):
         # Two edits of one transform registered at once (two builders, two checkouts).
         edits = [
-            dataclasses.replace(item, name=f"t{i}", fingerprint=f"{side}{i:063d}")
-            for side in "ab"
+            dataclasses.replace(item, name=f"t{i}", fingerprint=f"{side}{i:063d}") for side in "ab"
         ]
         gate = threading.Barrier(2)
 
-        def go(edit: object) -> int:
+        def go(edit: object, gate: threading.Barrier = gate) -> int:
             gate.wait()
             return register(engine, ns, edit).ordinal  # type: ignore[arg-type]
 

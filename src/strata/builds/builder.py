@@ -16,13 +16,14 @@ from concurrent.futures import FIRST_COMPLETED, Future, ThreadPoolExecutor, wait
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Protocol
 
-from strata.builds import leases
+from strata.builds import leases, triggers
 from strata.builds.catalog import Current, load_current, program_ordinals
 from strata.builds.discovery import Declared, Pipelines
 from strata.builds.events import Emitter, JobRef, RunSpec, run_event
 from strata.builds.execute import RunContext, RunResult, resolve_inputs, run_transform
+from strata.builds.orphans import abort_orphaned_runs
 from strata.builds.status import assess, own_causes
-from strata.errors import NotFound, StrataError
+from strata.errors import NotFound, StrataError, can_pass
 from strata.ids import new_id
 from strata.lake.service import Lake
 from strata.store.engine import read_tx
@@ -43,9 +44,13 @@ class Step:
     run: str | None = None
     seconds: float = 0.0
     rows: int = 0
+    retryable: bool = False  # failed for a reason that can pass; a worker tries again
 
     def to_dict(self) -> dict[str, Any]:
-        return dict(self.__dict__)
+        out = dict(self.__dict__)
+        if not self.retryable:
+            del out["retryable"]
+        return out
 
 
 @dataclass
@@ -168,6 +173,7 @@ class _BuildRun:
         self.steps: dict[str, Step] = {}
         self.current = builder.current()
         self.parents = _Parents(builder, self.id)
+        self.committed: list[tuple[str, int]] = []  # (dataset, commit id) this build made
 
     def visit(self, key: str) -> None:
         item = self.builder.pipelines.transforms[key]
@@ -204,6 +210,9 @@ class _BuildRun:
         b = self.builder
         waiting = lambda holder: self.reporter.waiting(item.fqn, holder)  # noqa: E731
         with leases.held(b.lake.engine, item.fqn, b.holder, b.lease_seconds, waiting):
+            # Holding the lease alone: a run of this transform still RUNNING is a dead
+            # builder's.
+            abort_orphaned_runs(b.lake.engine, b.emitter, b.lake.namespace, [item.fqn])
             fresh = b.current(set(item.output_names) | set(item.input_names))
             causes = self._causes(item, fresh)
             if not causes and not self.force:
@@ -218,11 +227,15 @@ class _BuildRun:
         try:
             inputs = resolve_inputs(self.builder.lake, item)
         except StrataError as exc:
-            return RunResult(item.fqn, None, "failed", {}, reason=exc.message)
+            failed = RunResult(item.fqn, None, "failed", {}, reason=exc.message)
+            failed.retryable = can_pass(exc)
+            return failed
         parent = self.parents.start(item.pipeline)
         ctx = RunContext(self.builder.lake, self.builder.spark(), self.builder.emitter, parent)
         result = run_transform(ctx, item, inputs)
         self.parents.record(item.pipeline, result.outcome == "built")
+        with self.lock:
+            self.committed += [(d, c) for d, c in result.outputs.items() if c is not None]
         return result
 
     def _remember(self, rows: dict[str, Current]) -> None:
@@ -241,7 +254,22 @@ class _BuildRun:
         runs = self.parents.finish()
         ordered = list(self.steps.values())
         run = next(iter(runs.values()), self.id)
+        b = self.builder
+        triggers.mark_handled(b.lake.engine, b.lake.namespace, self.handled_commits(), run)
         return BuildReport(run, state, ordered, runs)
+
+    def handled_commits(self) -> list[tuple[str, int]]:
+        """Commits of this build whose readers this build visited after them: their
+        triggers need no worker (a dataset nothing reads is handled by its commit)."""
+        readers: dict[str, list[str]] = {}
+        for key, node in self.builder.pipelines.graph.nodes.items():
+            for name in node.inputs:
+                readers.setdefault(name, []).append(key)
+        return [
+            (dataset, commit_id)
+            for dataset, commit_id in self.committed
+            if all(k in self.steps for k in readers.get(dataset, ()))
+        ]
 
 
 def _step(result: RunResult, causes: dict[str, list[Any]], after: dict[str, int | None]) -> Step:
@@ -254,6 +282,7 @@ def _step(result: RunResult, causes: dict[str, list[Any]], after: dict[str, int 
         run=result.run,
         seconds=round(result.seconds, 3),
         rows=result.rows,
+        retryable=result.retryable,
     )
 
 

@@ -20,7 +20,7 @@ from strata.builds.events import DatasetAt, Emitter, JobRef, RunSpec, program_fa
 from strata.builds.programs import Program, register
 from strata.builds.shipping import pickle_by_value
 from strata.builds.transforms import DF_OUTPUT
-from strata.errors import NotFound, TransformError
+from strata.errors import NotFound, TransformError, can_pass
 from strata.ids import new_id
 from strata.lake.catalog import Version
 from strata.lake.service import Lake, reads_limited_to
@@ -43,6 +43,7 @@ class RunResult:
     reason: str | None = None
     program: Program | None = None
     inputs: dict[str, int] = field(default_factory=dict)
+    retryable: bool = False  # failed for a reason that can pass (a conflict, an outage)
 
 
 class InputHandle:
@@ -160,6 +161,7 @@ def run_transform(ctx: RunContext, item: Declared, inputs: Mapping[str, Version]
         if not isinstance(exc, Exception):
             raise
         result.reason = f"{type(exc).__name__}: {exc}"
+        result.retryable = can_pass(exc)
         result.seconds = time.monotonic() - started
         return result
     written = [_at(txn.versions[name], output=True) for name in item.output_names]

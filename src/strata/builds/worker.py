@@ -1,124 +1,91 @@
-"""Commit-triggered builds: the worker takes triggers (the commit outbox) and builds the
-out-of-date dependents of each committed dataset.
+"""Commit-triggered builds: the worker takes triggers (the commit outbox, see
+:mod:`strata.builds.triggers`) and builds the out-of-date dependents of each committed
+dataset. The new versions' own triggers carry the build down the graph.
 
-Each lake commit writes a ``build_triggers`` row in the commit's own SQL transaction. A
-worker claims the oldest pending trigger (with the other pending triggers of the same
-dataset, which one build answers), builds what reads the dataset, and marks them done
-only once the build is recorded. A claim is a lease: renewed while the worker works, and
-taken again by another worker once it expires, so a worker killed mid-build loses no
-trigger. The new versions' own triggers carry the build down the graph. On PostgreSQL
-claims skip rows another worker has locked (``FOR UPDATE SKIP LOCKED``); on SQLite the
-write lock serialises them.
+No trigger is lost. A build that ran and failed in the transform itself is recorded
+(the run is FAILED) and its trigger is done: the next commit or build tries again. A
+failure that can pass (a commit conflict, pipelines that do not load, the store or
+Spark out of reach) leaves the trigger pending, tried again after a backoff. A worker
+that retakes a dead worker's trigger ends that worker's orphaned runs ABORTED.
 """
 
 from __future__ import annotations
 
+import logging
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from datetime import UTC, datetime, timedelta
 from functools import partial
 from typing import Any
 
-import sqlalchemy as sa
-from sqlalchemy.engine import Connection, Engine
-
+from strata.builds import triggers
 from strata.builds.builder import BuildReport, Reporter
+from strata.builds.events import Emitter
 from strata.builds.leases import heartbeat
+from strata.builds.orphans import reap_expired_leases
 from strata.builds.service import BuildService
-from strata.errors import StrataError
+from strata.builds.triggers import Claim
+from strata.errors import PipelineError, StoreError, StrataError, can_pass
 from strata.ids import new_id
-from strata.store import schema as s
-from strata.store.engine import write_tx
+
+log = logging.getLogger(__name__)
 
 
 @dataclass(frozen=True)
-class Claim:
-    """Pending triggers of one dataset, claimed together."""
+class Attempt:
+    """What handling one claim came to."""
 
-    ids: tuple[int, ...]
-    dataset: str
-    commit_id: int
+    built: BuildReport | None  # None: nothing reads the dataset, or nothing ran
+    error: str | None = None
+    retry_in: float | None = None  # seconds until it is tried again; None: done
+    raised: Exception | None = None  # what stopped the build before it started
+
+    @property
+    def outcome(self) -> str:
+        if self.retry_in is not None:
+            return "tried again"
+        if self.built is None:
+            return "nothing reads it"
+        return f"build {self.built.state.lower()}"
 
 
 @dataclass
 class WorkerReport:
     triggers: int = 0
     builds: list[dict[str, Any]] = field(default_factory=list)
+    pending: list[dict[str, Any]] = field(default_factory=list)  # left to retry
 
     def to_dict(self) -> dict[str, Any]:
-        return {"triggers": self.triggers, "builds": self.builds}
-
-
-def _pending(bt: sa.Table, expired: datetime) -> Any:
-    return sa.and_(
-        bt.c.done_at.is_(None), sa.or_(bt.c.claimed_at.is_(None), bt.c.claimed_at < expired)
-    )
-
-
-def _locked(conn: Connection, query: sa.Select[Any]) -> sa.Select[Any]:
-    if conn.dialect.name == "postgresql":
-        return query.with_for_update(skip_locked=True, of=s.build_triggers)
-    return query
-
-
-def claim(engine: Engine, namespace: str, holder: str, lease: float) -> Claim | None:
-    """Claim the oldest pending trigger and its dataset's other pending ones."""
-    bt, d = s.build_triggers, s.datasets
-    now = datetime.now(UTC)
-    expired = now - timedelta(seconds=lease)
-    with write_tx(engine) as conn:
-        head = conn.execute(
-            _locked(conn, sa.select(bt.c.id, bt.c.dataset_uuid).where(_pending(bt, expired)))
-            .order_by(bt.c.id)
-            .limit(1)
-        ).first()
-        if head is None:
-            return None
-        rows = conn.execute(
-            _locked(
-                conn,
-                sa.select(bt.c.id, bt.c.commit_id, d.c.name, d.c.namespace)
-                .join(d, d.c.uuid == bt.c.dataset_uuid)
-                .where(bt.c.dataset_uuid == head.dataset_uuid, _pending(bt, expired)),
-            ).order_by(bt.c.id)
-        ).all()
-        ids = tuple(int(r.id) for r in rows)
-        conn.execute(bt.update().where(bt.c.id.in_(ids)).values(claimed_at=now, claimed_by=holder))
-    first = rows[0]
-    name = first.name if first.namespace == namespace else ""
-    return Claim(ids, name, max(int(r.commit_id) for r in rows))
-
-
-def _renew(engine: Engine, claimed: Claim, holder: str) -> None:
-    bt = s.build_triggers
-    with write_tx(engine) as conn:
-        conn.execute(
-            bt.update()
-            .where(bt.c.id.in_(claimed.ids), bt.c.claimed_by == holder)
-            .values(claimed_at=datetime.now(UTC))
-        )
-
-
-def finish(engine: Engine, claimed: Claim, holder: str, error: str | None) -> None:
-    bt = s.build_triggers
-    with write_tx(engine) as conn:
-        conn.execute(
-            bt.update()
-            .where(bt.c.id.in_(claimed.ids), bt.c.claimed_by == holder)
-            .values(done_at=datetime.now(UTC), error=error)
-        )
+        return {"triggers": self.triggers, "builds": self.builds, "pending": self.pending}
 
 
 def handle(service: BuildService, claimed: Claim, reporter: Reporter | None) -> BuildReport | None:
     """Build the out-of-date dependents of the claimed dataset; None when nothing reads it."""
     service.reload()  # a long-running worker builds the code as it is now
     graph = service.pipelines.graph
-    readers = graph.dependents_of(claimed.dataset) if claimed.dataset else []
+    readers = graph.dependents_of(claimed.dataset)
     targets = [o for key in readers for o in graph.nodes[key].outputs]
     if not targets:
         return None
     return service.build(targets, reporter=reporter)
+
+
+def attempt(service: BuildService, claimed: Claim, reporter: Reporter | None) -> Attempt:
+    """Handle ``claimed``; a failure that can pass is kept for a retry, not recorded."""
+    try:
+        built = handle(service, claimed, reporter)
+    except Exception as exc:
+        if not can_pass(exc):
+            if not isinstance(exc, StrataError):
+                raise  # a fault of Strata's: loud; the claim runs out and is taken again
+            return Attempt(None, exc.message, raised=exc)
+        message = exc.message if isinstance(exc, StrataError) else f"{type(exc).__name__}: {exc}"
+        return Attempt(None, message, retry_in=0.0, raised=exc)
+    if built is None or not built.failed:
+        return Attempt(built)
+    failed = [st for st in built.steps if st.outcome == "failed"]
+    error = "; ".join(f"{st.transform}: {st.reason}" for st in failed)
+    return Attempt(built, error, retry_in=0.0 if any(st.retryable for st in failed) else None)
 
 
 def run_worker(
@@ -127,33 +94,63 @@ def run_worker(
     once: bool = False,
     poll: float = 0.2,
     reporter: Reporter | None = None,
-    on_build: Callable[[Claim, BuildReport | None], None] | None = None,
+    on_build: Callable[[Claim, Attempt], None] | None = None,
 ) -> WorkerReport:
-    """Take triggers until stopped (or, with ``once``, until none is pending)."""
+    """Take triggers until stopped (or, with ``once``, until every pending trigger was
+    tried once: triggers waiting out a backoff are tried too, and pipelines that do not
+    load raise :class:`PipelineError` after their triggers were put back)."""
     holder = f"worker-{new_id()}"
-    lease = service.settings.build_lease_seconds
-    engine = service.lake.engine
     report = WorkerReport()
+    tried: set[int] = set()
+    outage = 0
     while True:
-        claimed = claim(engine, service.lake.namespace, holder, lease)
+        try:
+            claimed = _claim(service, holder, tried if once else (), once)
+        except StoreError as exc:
+            if once:
+                raise
+            outage += 1
+            log.warning("the store is out of reach, trying again: %s", exc.message)
+            time.sleep(triggers.backoff(outage))
+            continue
+        outage = 0
         if claimed is None:
             if once:
                 return report
             time.sleep(poll)
             continue
-        error: str | None = None
-        with heartbeat(partial(_renew, engine, claimed, holder), lease / 3):
-            try:
-                built = handle(service, claimed, reporter)
-            except StrataError as exc:  # a broken pipeline: retrying would not help
-                built, error = None, exc.message
-        if built is not None and built.failed:
-            error = "; ".join(
-                f"{st.transform}: {st.reason}" for st in built.steps if st.outcome == "failed"
-            )
-        finish(engine, claimed, holder, error)
+        tried.update(claimed.ids)
+        done = _work(service, claimed, holder, reporter)
         report.triggers += len(claimed.ids)
-        if built is not None:
-            report.builds.append({"dataset": claimed.dataset, **built.to_dict()})
+        if done.built is not None:
+            report.builds.append({"dataset": claimed.dataset, **done.built.to_dict()})
+        if done.retry_in is not None:
+            report.pending.append({"dataset": claimed.dataset, "error": done.error})
         if on_build is not None:
-            on_build(claimed, built)
+            on_build(claimed, done)
+        if once and isinstance(done.raised, PipelineError):
+            raise done.raised  # the triggers are back in the queue; fix and run again
+
+
+def _claim(
+    service: BuildService, holder: str, tried: set[int] | tuple[()], once: bool
+) -> Claim | None:
+    lake = service.lake
+    lease = service.settings.build_lease_seconds
+    claimed = triggers.claim(lake.engine, lake.namespace, holder, lease, skip=tried, waiting=once)
+    if claimed is not None and claimed.retaken:
+        # Another worker held it and stopped: its runs still RUNNING are orphans.
+        reap_expired_leases(lake.engine, Emitter(lake.engine), lake.namespace)
+    return claimed
+
+
+def _work(service: BuildService, claimed: Claim, holder: str, reporter: Reporter | None) -> Attempt:
+    engine = service.lake.engine
+    lease = service.settings.build_lease_seconds
+    with heartbeat(partial(triggers.renew, engine, claimed, holder), lease / 3):
+        done = attempt(service, claimed, reporter)
+    if done.retry_in is None:
+        triggers.finish(engine, claimed, holder, done.error)
+        return done
+    wait = triggers.retry_later(engine, claimed, holder, done.error or "")
+    return Attempt(done.built, done.error, retry_in=wait, raised=done.raised)

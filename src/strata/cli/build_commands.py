@@ -14,6 +14,7 @@ from rich.console import Console
 from strata.cli.common import point_to_spark_log, reported, settings_from
 from strata.cli.output import emit_json, emit_table, err_console
 from strata.cli.progress import BuildProgress, first_line
+from strata.errors import StrataError
 
 if TYPE_CHECKING:
     from strata.builds.builder import BuildReport
@@ -170,23 +171,33 @@ def worker(
     json: JsonOpt = False,
 ) -> None:
     """Build the out-of-date dependents of each commit, as commits land."""
-    from strata.builds.worker import run_worker
+    from rich.markup import escape
+
+    from strata.builds.triggers import Claim
+    from strata.builds.worker import Attempt, run_worker
 
     with reported():
         service = service_from(ctx, pipeline)
         progress = BuildProgress(err_console if not json else Console(quiet=True))
 
-        def told(claimed: Any, built: BuildReport | None) -> None:
-            if not json:
-                what = "nothing reads it" if built is None else f"build {built.state.lower()}"
-                err_console.print(
-                    f"trigger {claimed.dataset}@{claimed.commit_id}: {what}", highlight=False
-                )
+        def told(claimed: Claim, done: Attempt) -> None:
+            if json:
+                return
+            line = f"trigger {claimed.dataset}@{claimed.commit_id}: {done.outcome}"
+            if done.retry_in is not None:
+                line = f"{line} in {done.retry_in:g} s: {done.error}"
+            err_console.print(escape(line), highlight=False)
 
         with _sigterm_interrupts(), progress:
             report = run_worker(service, once=once, poll=poll, reporter=progress, on_build=told)
         if json:
             emit_json(report.to_dict())
+        if report.pending:
+            raise StrataError(
+                f"{len(report.pending)} trigger(s) stay queued after a failure that can pass "
+                f"({report.pending[0]['dataset']}: {report.pending[0]['error']}); "
+                "`strata worker` tries them again"
+            )
 
 
 Ref = Annotated[str, typer.Argument(help="DATASET or DATASET@VERSION.")]

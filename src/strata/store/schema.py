@@ -438,6 +438,10 @@ build_triggers = sa.Table(
     sa.Column("claimed_by", Name(), nullable=True),
     ts_col("done_at", nullable=True),
     sa.Column("error", sa.Text(), nullable=True),
+    # A build that failed for a reason that can pass leaves its trigger pending: how often
+    # it was tried, and not before when it is tried again.
+    sa.Column("attempts", sa.Integer(), nullable=False, server_default="0"),
+    ts_col("retry_at", nullable=True),
     sa.Index("ix_build_triggers_pending", "done_at", "claimed_at"),
 )
 
