@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 import threading
 import time
 import uuid
@@ -13,7 +14,7 @@ import pytest
 import sqlalchemy as sa
 
 from strata.errors import TransactionClosed
-from strata.lake.service import Lake
+from strata.lake.service import NO_ROW_MARGIN, Lake
 from strata.store.schema import transactions
 
 GRACE = 0.5
@@ -21,6 +22,12 @@ GRACE = 0.5
 
 def ids(*values: int) -> pa.Table:
     return pa.table({"id": pa.array(values, pa.int64())})
+
+
+def _age(folder: Path, seconds: float) -> None:
+    """Date a folder back, as a folder left by a writer that long ago."""
+    then = time.time() - seconds
+    os.utime(folder, (then, then))
 
 
 def files_on_disk(lake: Lake) -> set[str]:
@@ -54,6 +61,7 @@ def test_gc_removes_abandoned_and_orphaned_data_only(lake: Lake) -> None:
     orphan = Path(lake.storage.local(f"{ds_uuid}/{uuid.uuid4()}"))
     orphan.mkdir()
     pq.write_table(ids(777), orphan / "part-x.parquet")  # a folder no transaction row names
+    _age(orphan, NO_ROW_MARGIN.total_seconds() + 5)
     time.sleep(GRACE * 2)
     fresh = lake.transaction(ds, "APPEND")  # inside the grace period: must survive
     [fresh_entry] = fresh.write(ids(4))
@@ -90,10 +98,13 @@ def test_gc_removes_abandoned_and_orphaned_data_only(lake: Lake) -> None:
     assert sorted(lake.read_arrow(ds, version=2).column("id").to_pylist()) == [1, 2]
     assert sorted(lake.read_arrow(ds).column("id").to_pylist()) == [2, 3, 4]
 
-    # Nothing left to collect: a second run is a no-op, and committed files stay.
+    # Nothing left to collect: a second run is a no-op, and committed files stay. A
+    # folder no row names goes only once it is older than the grace by the margin.
     report = lake.gc(grace_seconds=0)
-    assert (report.transactions, report.folders) == (0, 0)
-    assert report.orphan_folders == 1  # the young empty orphan, now past a zero grace
+    assert (report.transactions, report.folders, report.orphan_folders) == (0, 0, 0)
+    assert young_orphan.is_dir()
+    _age(young_orphan, NO_ROW_MARGIN.total_seconds() + 5)
+    assert lake.gc(grace_seconds=0).orphan_folders == 1
     assert files_on_disk(lake) == referenced(lake, ds)
 
 
@@ -199,3 +210,46 @@ def test_gc_removes_files_written_after_gc_aborted_the_transaction(lake: Lake) -
     assert report.orphan_folders == 1
     assert not folder.exists()
     assert lake.versions("gc/slow-writer") == []
+
+
+def test_gc_looping_while_appends_commit_never_loses_a_committed_version(lake: Lake) -> None:
+    """gc with no grace period, in a loop, while another writer appends: every version
+    committed during the race reads back whole afterwards (the store decides, at the
+    moment of deletion, which folders a transaction still needs)."""
+    ds = "gc/busy"
+    stop = threading.Event()
+    gc_runs: list[int] = []
+    failures: list[BaseException] = []
+
+    def collect() -> None:
+        other = Lake(lake.settings)
+        try:
+            while not stop.is_set():
+                other.gc(grace_seconds=0)
+                gc_runs.append(1)
+        except BaseException as exc:  # reported below
+            failures.append(exc)
+        finally:
+            other.engine.dispose()
+
+    collector = threading.Thread(target=collect)
+    collector.start()
+    committed: dict[int, int] = {}  # version -> the id it added
+    deadline = time.monotonic() + 8
+    try:
+        while time.monotonic() < deadline and len(committed) < 300:
+            value = len(committed) + 1
+            try:
+                with lake.transaction(ds, "APPEND") as txn:
+                    txn.write(ids(value))
+            except TransactionClosed:
+                continue  # gc took it for abandoned (no grace): try again
+            committed[txn.versions[ds].commit_id] = value
+    finally:
+        stop.set()
+        collector.join(timeout=60)
+    assert not failures, failures
+    assert len(committed) >= 20 and len(gc_runs) >= 20, (len(committed), len(gc_runs))
+    for version in sorted(committed):
+        got = lake.read_arrow(ds, version=version).column("id").to_pylist()
+        assert sorted(got) == sorted(committed[v] for v in committed if v <= version)

@@ -74,13 +74,13 @@ def _write_arrow(
             allow_truncated_timestamps=True,
         )
         size = storage.fs.get_file_info(storage.local(rel)).size
+        schema = pq.read_schema(storage.local(rel), filesystem=storage.fs)
     except OSError as exc:
         raise LakeError(
             f"cannot write container {storage.spark_uri(rel)!r}: {exc}; check that the lake "
             "is writable",
             lake_uri=storage.uri,
         ) from exc
-    schema = pq.read_schema(storage.local(rel), filesystem=storage.fs)
     return [FileEntry(rel, int(size or 0), table.num_rows)], schema
 
 

@@ -25,6 +25,10 @@ from strata.store.engine import engine_for, read_tx, write_tx
 from strata.store.schema import datasets, namespaces, transactions
 from strata.store.upsert import insert_ignore
 
+# How much older than gc's cutoff a transaction folder with no transaction row must be
+# before it goes (see ``Lake._remove_orphans``).
+NO_ROW_MARGIN = timedelta(seconds=60)
+
 if TYPE_CHECKING:
     import pyarrow as pa
     from pyspark.sql import DataFrame, SparkSession
@@ -278,31 +282,53 @@ class Lake:
                     t.state == "ABORTED", t.cleaned_at.is_(None), t.started_at < cutoff
                 )
             ).all()
-            # Folders of aborted transactions are fair game even once cleaned: a writer
-            # slower than the grace period may have written into its folder again.
-            known = {r.uuid for r in conn.execute(sa.select(t.uuid).where(t.state != "ABORTED"))}
         folders = self.clean_transactions([r.path for r in dead], [r.uuid for r in dead])
-        orphans = self._remove_orphans(known, cutoff)
+        orphans = self._remove_orphans(cutoff)
         return GcReport(transactions=len(dead), folders=folders, orphan_folders=orphans)
 
-    def _remove_orphans(self, known: set[str], cutoff: datetime) -> int:
-        """Transaction folders with no open or committed transaction row."""
+    def _remove_orphans(self, cutoff: datetime) -> int:
+        """Transaction folders that no open or committed transaction needs.
+
+        Decided from the store when each dataset's folders are about to go, not from a
+        list read before: a transaction started since then has a row by now. A folder is
+        removed when its row says ABORTED (a final state) and it is older than the
+        cutoff, or when it has no row and is older than the cutoff by
+        :data:`NO_ROW_MARGIN`: a transaction makes its folder just before its row, so a
+        folder without one is a starting transaction's for a moment, and folder times
+        are coarse (or another machine's clock).
+        """
         import pyarrow.fs as pafs
 
         removed = 0
+        no_row_cutoff = cutoff - NO_ROW_MARGIN
         for ds in self.storage.list_dir(""):
             if ds.type != pafs.FileType.Directory:
                 continue
-            ds_rel = ds.base_name
-            for txn in self.storage.list_dir(ds_rel):
-                if txn.type != pafs.FileType.Directory or txn.base_name in known:
-                    continue
-                mtime = txn.mtime
-                if mtime is not None and mtime.replace(tzinfo=mtime.tzinfo or UTC) >= cutoff:
-                    continue
-                if self.storage.delete_dir(f"{ds_rel}/{txn.base_name}"):
-                    removed += 1
+            folders = {
+                f.base_name: _aware(f.mtime)
+                for f in self.storage.list_dir(ds.base_name)
+                if f.type == pafs.FileType.Directory
+            }
+            states = self._transaction_states(list(folders))
+            for name, mtime in folders.items():
+                state = states.get(name)
+                oldest = cutoff if state == "ABORTED" else no_row_cutoff
+                if state in (None, "ABORTED") and mtime is not None and mtime < oldest:
+                    removed += self.storage.delete_dir(f"{ds.base_name}/{name}")
         return removed
+
+    def _transaction_states(self, uuids: list[str]) -> dict[str, str]:
+        t = transactions.c
+        found: dict[str, str] = {}
+        with read_tx(self.engine) as conn:
+            for chunk in range(0, len(uuids), 500):
+                part = uuids[chunk : chunk + 500]
+                found.update(conn.execute(sa.select(t.uuid, t.state).where(t.uuid.in_(part))).all())
+        return found
+
+
+def _aware(mtime: datetime | None) -> datetime | None:
+    return None if mtime is None else mtime.replace(tzinfo=mtime.tzinfo or UTC)
 
 
 def connect(settings: Settings | None = None, **overrides: Any) -> Lake:

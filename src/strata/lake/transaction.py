@@ -21,6 +21,7 @@ from sqlalchemy.engine import Connection
 from strata.errors import (
     CommitConflict,
     InvalidArgument,
+    LakeError,
     SchemaMismatch,
     TransactionClosed,
 )
@@ -30,7 +31,7 @@ from strata.lake.catalog import Version, latest_version
 from strata.lake.frames import write_frame
 from strata.lake.rowhash import EMPTY, RowHash, fingerprint
 from strata.lake.storage import FileEntry
-from strata.store.engine import write_tx
+from strata.store.engine import read_tx, write_tx
 from strata.store.schema import (
     build_triggers,
     dataset_files,
@@ -261,7 +262,11 @@ class Transaction:
                 "transaction to add data",
                 type=self.type,
             )
-        entries, schema, rows = write_frame(self._lake.storage, part.folder, frame)
+        try:
+            entries, schema, rows = write_frame(self._lake.storage, part.folder, frame)
+        except LakeError as exc:
+            self._refuse_if_closed_elsewhere(part, exc)
+            raise
         fields = schemas.fields_of(schema)
         try:
             if part.schema_fields is not None and not schemas.compatible(
@@ -285,6 +290,23 @@ class Transaction:
         part.arrow_schema = schemas.encode(schema)
         part.rows = part.rows.combine(rows) if part.rows is not None else None
         return entries
+
+    def _refuse_if_closed_elsewhere(self, part: _Part, exc: LakeError) -> None:
+        """A write that failed because gc aborted the transaction (and removed its
+        folder) says so, rather than blaming the lake."""
+        with read_tx(self._lake.engine) as conn:
+            state = conn.execute(
+                sa.select(transactions.c.state).where(transactions.c.uuid == part.txn_uuid)
+            ).scalar()
+        if state is not None and state != "OPEN":
+            self.state = str(state)
+            raise TransactionClosed(
+                f"transaction {part.txn_uuid} on {part.dataset!r} was {str(state).lower()} "
+                "while it wrote (by `strata gc` after the grace period, or by another "
+                "process); start a new transaction",
+                transaction=part.txn_uuid,
+                state=state,
+            ) from exc
 
     def remove(self, *paths: str, dataset: str | None = None) -> None:
         """Remove containers (paths as listed by ``Lake.files``): UPDATE and DELETE only."""
