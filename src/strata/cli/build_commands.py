@@ -50,12 +50,20 @@ def status(ctx: typer.Context, pipeline: PipelineOpt = None, json: JsonOpt = Fal
                 s.kind,
                 s.transform or "",
                 s.version,
-                "[red]stale[/]" if s.stale else "[green]fresh[/]",
+                _STATE_LABELS[s.state],
                 "; ".join(describe_cause(c) for c in s.causes + s.notes),
             )
             for s in result.values()
         ]
         emit_table("status", ["dataset", "kind", "transform", "version", "state", "why"], rows)
+
+
+_STATE_LABELS = {
+    "fresh": "[green]fresh[/]",
+    "out_of_date": "[red]stale[/]",
+    "missing": "[yellow]missing[/]",
+    "orphaned": "[yellow]orphaned[/]",
+}
 
 
 def describe_cause(cause: dict[str, Any]) -> str:
@@ -80,6 +88,10 @@ def describe_cause(cause: dict[str, Any]) -> str:
         return f"input added: {cause['input']}"
     if kind == "input_removed":
         return f"input removed: {cause['input']}"
+    if kind == "input_missing":
+        return f"input {cause['input']} does not exist"
+    if kind == "renamed":
+        return f"renamed from {cause['from']}"
     return f"via {cause['via']}"
 
 
