@@ -168,3 +168,60 @@ def test_an_append_output_refuses_another_schema(project: Project) -> None:
     assert step["outcome"] == "failed"
     assert "d/log" in step["reason"] and "APPEND" in step["reason"]
     assert [v["version"] for v in p.json("history", "d/log")["versions"]] == [1]
+
+
+@pytest.mark.spark
+def test_reading_the_lakes_folders_behind_the_catalog_is_refused(project: Project) -> None:
+    p = project
+    p.append("raw/clicks", clicks(("ada", 1)))
+    p.append("other/secret", clicks(("eve", 1)))
+    secret = p.scalar("SELECT uuid FROM datasets WHERE name = 'other/secret'")
+    clicks_uuid = p.scalar("SELECT uuid FROM datasets WHERE name = 'raw/clicks'")
+    lake = p.settings.lake_uri
+    _write(
+        p,
+        HEAD
+        + "@transform_df(Output('d/sneak'), c=Input('raw/clicks'))\ndef sneak(c):\n"
+        + f"    return c.sparkSession.read.parquet('{lake}/{secret}/*/*.parquet').unionByName(c)\n\n"
+        + "@transform(o=Output('d/handle'), c=Input('raw/clicks'))\ndef handle(o, c):\n"
+        + f"    o.write_dataframe(c.dataframe().sparkSession.read.parquet('{lake}/{secret}/*/*.parquet'))\n\n"
+        # Its own declared input's files, read by path: the same version, so allowed.
+        + "@transform_df(Output('d/own'), c=Input('raw/clicks'))\ndef own(c):\n"
+        + f"    return c.sparkSession.read.parquet('{lake}/{clicks_uuid}/*/*.parquet')\n",
+    )
+    code, out, err = p.cli("build", "--all", "--json", "--pipeline", str(p.folder))
+    assert code == 1, err
+    steps = {t["transform"]: t for t in json.loads(out)["transforms"]}
+    for name in ("shop.sneak", "shop.handle"):
+        assert steps[name]["outcome"] == "failed"
+        assert "UndeclaredInput" in steps[name]["reason"]
+        assert "'other/secret'" in steps[name]["reason"]
+    assert steps["shop.own"]["outcome"] == "built"
+    assert (
+        p.scalar(
+            "SELECT count(*) FROM datasets d WHERE d.name LIKE 'd/%' AND "
+            "d.current_version_uuid IS NOT NULL"
+        )
+        == 1
+    )
+
+
+@pytest.mark.spark
+def test_a_failed_build_lists_no_empty_dataset_and_reads_change_no_update_time(
+    project: Project,
+) -> None:
+    p = project
+    p.append("raw/clicks", clicks(("ada", 1)))
+    before = {d["name"]: d for d in p.json("datasets")}
+    _write(
+        p,
+        HEAD + "@transform_df(Output('d/boom'), c=Input('raw/clicks'))\ndef boom(c):\n"
+        "    raise ValueError('boom')\n\n"
+        "@transform_df(Output('d/fine'), c=Input('raw/clicks'))\ndef fine(c):\n    return c\n",
+    )
+    code, _, err = p.cli("build", "--all", "--json", "--pipeline", str(p.folder))
+    assert code == 1, err
+    after = {d["name"]: d for d in p.json("datasets")}
+    # The failed output holds no data: not listed. The input it read is not "updated".
+    assert set(after) == {"raw/clicks", "d/fine"}
+    assert after["raw/clicks"]["updated_at"] == before["raw/clicks"]["updated_at"]

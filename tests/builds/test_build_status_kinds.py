@@ -39,7 +39,7 @@ def test_a_dataset_no_pipeline_declares_now_is_orphaned_and_a_rename_says_so(
 
     # countries is deleted from the pipeline: what it built is orphaned, not raw.
     text = p.pipeline.read_text()
-    start = text.index("@transform_df(Output(\"report/countries\")")
+    start = text.index('@transform_df(Output("report/countries")')
     p.pipeline.write_text(text[:start])
     st = _status(p)
     assert st["report/countries"]["kind"] == "orphaned"

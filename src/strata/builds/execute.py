@@ -60,12 +60,16 @@ class InputHandle:
 class OutputHandle:
     """A declared output of a ``@transform``: written once, committed with the others."""
 
-    def __init__(self, item: Declared, txn: Transaction, name: str) -> None:
-        self._item, self._txn, self.name = item, txn, name
+    def __init__(
+        self, lake: Lake, item: Declared, txn: Transaction, name: str, inputs: Mapping[str, Version]
+    ) -> None:
+        self._lake, self._item, self._txn, self.name = lake, item, txn, name
+        self._inputs = inputs
         self.written = False
 
     def write_dataframe(self, df: Any) -> None:
         _require_dataframe(self._item, df, f"write_dataframe for {self.name!r}")
+        _require_declared_files(self._lake, self._item, self._inputs, df)
         if self.written:
             raise TransformError(
                 f"transform {self._item.fqn} ({self._item.where}) wrote {self.name!r} twice; "
@@ -83,6 +87,12 @@ def _require_dataframe(item: Declared, value: Any, what: str) -> None:
             f"{kind.__qualname__}, not a Spark DataFrame; return the DataFrame to write",
             transform=item.fqn,
         )
+
+
+def _require_declared_files(
+    lake: Lake, item: Declared, inputs: Mapping[str, Version], df: DataFrame
+) -> None:
+    lake.refuse_undeclared_files(df, f"transform {item.fqn} ({item.where})", inputs.values())
 
 
 def resolve_inputs(lake: Lake, item: Declared) -> dict[str, Version]:
@@ -191,10 +201,11 @@ def call_transform(
         }
         df = t.func(**frames)
         _require_dataframe(item, df, "its return value")
+        _require_declared_files(lake, item, inputs, df)
         txn.write(df, dataset=t.outputs[DF_OUTPUT].name)
         return
     handles: dict[str, Any] = {p: InputHandle(lake, spark, v) for p, v in inputs.items()}
-    outs = {p: OutputHandle(item, txn, o.name) for p, o in t.outputs.items()}
+    outs = {p: OutputHandle(lake, item, txn, o.name, inputs) for p, o in t.outputs.items()}
     t.func(**handles, **outs)
     missing = sorted(h.name for h in outs.values() if not h.written)
     if missing:

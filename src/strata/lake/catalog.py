@@ -225,6 +225,10 @@ def version_files(conn: Connection, dataset_uuid: str, commit_id: int) -> list[F
 
 
 def list_datasets(conn: Connection, namespace: str) -> list[DatasetInfo]:
+    """Lake datasets with a committed version; ``updated_at`` is the current version's
+    commit time. A dataset named by a build that failed before its first commit is
+    lineage's (a Marquez client sees it) but holds no data, so it is not listed; reading
+    a dataset, which lineage records, does not make it "updated"."""
     dv = dataset_versions.c
     latest = (
         sa.select(dv.dataset_uuid, sa.func.max(dv.commit_id).label("latest"))
@@ -238,12 +242,12 @@ def list_datasets(conn: Connection, namespace: str) -> list[DatasetInfo]:
             datasets.c.namespace,
             datasets.c.name,
             datasets.c.created_at,
-            datasets.c.updated_at,
+            current.c.created_at.label("updated_at"),
             latest.c.latest,
             current.c.row_count,
         )
         .select_from(
-            datasets.outerjoin(latest, latest.c.dataset_uuid == datasets.c.uuid).outerjoin(
+            datasets.join(latest, latest.c.dataset_uuid == datasets.c.uuid).join(
                 current, current.c.uuid == datasets.c.current_version_uuid
             )
         )

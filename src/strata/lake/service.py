@@ -188,6 +188,37 @@ class Lake:
             v = catalog.resolve_version(conn, self.namespace, dataset, version=version, as_of=as_of)
             return catalog.version_files(conn, v.dataset_uuid, v.commit_id)
 
+    def refuse_undeclared_files(
+        self, frame: DataFrame, owner: str, versions: Collection[Version]
+    ) -> None:
+        """Raise :class:`UndeclaredInput` when ``frame``'s plan scans lake files that are
+        not files of ``versions``: a read of the lake's folders behind the catalog's back
+        (``spark.read.parquet`` on a dataset's folder) would leave lineage with a hole."""
+        inside = [rel for f in frame.inputFiles() if (rel := self.storage.relative(f))]
+        if not inside:
+            return
+        with read_tx(self.engine) as conn:
+            allowed = {
+                f.path
+                for v in versions
+                for f in catalog.version_files(conn, v.dataset_uuid, v.commit_id)
+            }
+            stray = next((rel for rel in inside if rel not in allowed), None)
+            if stray is None:
+                return
+            ds_uuid = stray.split("/", 1)[0]
+            name = conn.execute(
+                sa.select(datasets.c.name).where(datasets.c.uuid == ds_uuid)
+            ).scalar()
+        what = f"dataset {name!r}" if name else "a lake folder no dataset owns"
+        raise UndeclaredInput(
+            f"{owner} read lake files of {what} ({self.storage.spark_uri(stray)}) outside "
+            "its declared input versions; declare it as an Input and read it through the "
+            "input, not through the lake's folders",
+            dataset=name,
+            path=stray,
+        )
+
     def _resolve(
         self, dataset: str, version: int | None, as_of: datetime | None
     ) -> tuple[Version, list[FileEntry]]:

@@ -53,6 +53,12 @@ class Storage:
         _ = self.fs
         return f"{self._root.rstrip('/')}/{rel}" if rel else self._root
 
+    def relative(self, uri: str) -> str | None:
+        """``uri`` (as Spark or pyarrow spells it) relative to the lake root; None when it
+        is outside the lake."""
+        path, root = _comparable(uri), _comparable(self.uri).rstrip("/") + "/"
+        return path[len(root) :] if path.startswith(root) else None
+
     def spark_uri(self, rel: str) -> str:
         """The URI Spark uses for ``rel``."""
         return f"{self.uri}/{rel}"
@@ -114,3 +120,13 @@ class Storage:
                 continue
             out.append("/".join(parts))
         return sorted(out)
+
+
+def _comparable(uri: str) -> str:
+    """A URI with ``file:`` spellings made one (``file:/x``, ``file:///x`` and ``/x``)."""
+    from urllib.parse import unquote, urlparse
+
+    parsed = urlparse(uri)
+    if parsed.scheme in ("", "file"):
+        return unquote(parsed.path)
+    return uri
