@@ -178,13 +178,14 @@ def test_reading_the_lakes_folders_behind_the_catalog_is_refused(project: Projec
     secret = p.scalar("SELECT uuid FROM datasets WHERE name = 'other/secret'")
     clicks_uuid = p.scalar("SELECT uuid FROM datasets WHERE name = 'raw/clicks'")
     lake = p.settings.lake_uri
+    peek = f"read.parquet('{lake}/{secret}/*/*.parquet')"
     _write(
         p,
         HEAD
         + "@transform_df(Output('d/sneak'), c=Input('raw/clicks'))\ndef sneak(c):\n"
-        + f"    return c.sparkSession.read.parquet('{lake}/{secret}/*/*.parquet').unionByName(c)\n\n"
+        + f"    return c.sparkSession.{peek}.unionByName(c)\n\n"
         + "@transform(o=Output('d/handle'), c=Input('raw/clicks'))\ndef handle(o, c):\n"
-        + f"    o.write_dataframe(c.dataframe().sparkSession.read.parquet('{lake}/{secret}/*/*.parquet'))\n\n"
+        + f"    o.write_dataframe(c.dataframe().sparkSession.{peek})\n\n"
         # Its own declared input's files, read by path: the same version, so allowed.
         + "@transform_df(Output('d/own'), c=Input('raw/clicks'))\ndef own(c):\n"
         + f"    return c.sparkSession.read.parquet('{lake}/{clicks_uuid}/*/*.parquet')\n",
