@@ -168,6 +168,12 @@ def test_an_append_output_refuses_another_schema(project: Project) -> None:
     assert step["outcome"] == "failed"
     assert "d/log" in step["reason"] and "APPEND" in step["reason"]
     assert [v["version"] for v in p.json("history", "d/log")["versions"]] == [1]
+    # The table's reader sees the two schemas and the hint too, not only the first line.
+    code, _, err = p.cli("build", "--all", "--pipeline", str(p.folder))
+    assert code == 1
+    flat = " ".join(err.split())
+    assert "dataset schema:" in flat and "written schema:" in flat
+    assert "replace the data with a SNAPSHOT transaction" in flat
 
 
 @pytest.mark.spark
@@ -226,3 +232,30 @@ def test_a_failed_build_lists_no_empty_dataset_and_reads_change_no_update_time(
     # The failed output holds no data: not listed. The input it read is not "updated".
     assert set(after) == {"raw/clicks", "d/fine"}
     assert after["raw/clicks"]["updated_at"] == before["raw/clicks"]["updated_at"]
+
+
+@pytest.mark.spark
+def test_errors_name_the_python_exception_and_the_line_that_raised_it(project: Project) -> None:
+    p = project
+    p.append("raw/clicks", clicks(("ada", 1)))
+    _write(
+        p,
+        HEAD + "from pyspark.sql import functions as F\n\n\n"  # lines 3-5
+        "def check(ms):\n"  # 6
+        "    raise ValueError(f'no clicks of {ms} ms')\n\n\n"  # 7
+        "@transform_df(Output('d/udf'), c=Input('raw/clicks'))\n"
+        "def udf(c):\n"
+        "    return c.select(F.udf(check, 'string')('ms').alias('x'))\n\n\n"
+        "@transform_df(Output('d/body'), c=Input('raw/clicks'))\n"
+        "def body(c):\n"
+        "    limit = {}\n"
+        "    return c.limit(limit['rows'])\n",  # line 18
+    )
+    code, out, err = p.cli("build", "--all", "--json", "--pipeline", str(p.folder))
+    assert code == 1, err
+    steps = {t["transform"]: t for t in json.loads(out)["transforms"]}
+    udf = steps["shop.udf"]["reason"]
+    assert "ValueError: no clicks of 1 ms" in udf, udf
+    assert f"{p.pipeline}:7" in udf and "in check" in udf
+    body = steps["shop.body"]["reason"]
+    assert body.startswith("KeyError: 'rows'") and f"raised at {p.pipeline}:18" in body, body

@@ -20,7 +20,7 @@ from strata.builds.events import DatasetAt, Emitter, JobRef, RunSpec, program_fa
 from strata.builds.programs import Program, register
 from strata.builds.shipping import pickle_by_value
 from strata.builds.transforms import DF_OUTPUT
-from strata.errors import NotFound, TransformError, can_pass
+from strata.errors import NotFound, StrataError, TransformError, can_pass
 from strata.ids import new_id
 from strata.lake.catalog import Version
 from strata.lake.service import Lake, reads_limited_to
@@ -170,7 +170,7 @@ def run_transform(ctx: RunContext, item: Declared, inputs: Mapping[str, Version]
         ctx.emitter.emit(event)
         if not isinstance(exc, Exception):
             raise
-        result.reason = f"{type(exc).__name__}: {exc}"
+        result.reason = f"{type(exc).__name__}: {exc}{_raised_at(exc, item)}"
         result.retryable = can_pass(exc)
         result.seconds = time.monotonic() - started
         return result
@@ -222,6 +222,18 @@ def _at(v: Version, output: bool = False) -> DatasetAt:
     return DatasetAt(
         v.dataset, v.commit_id, v.schema_fields, v.row_count, v.byte_count, v.file_count
     )
+
+
+def _raised_at(exc: BaseException, item: Declared) -> str:
+    """`` (raised at FILE:LINE)``: the last frame of the pipeline's own code, for an
+    exception Strata did not raise on purpose (those name the transform already)."""
+    if isinstance(exc, StrataError):
+        return ""
+    root = str(item.root.resolve())
+    for frame in reversed(traceback.extract_tb(exc.__traceback__)):
+        if frame.filename.startswith(root):
+            return f" (raised at {frame.filename}:{frame.lineno})"
+    return f" (in transform {item.fqn}, {item.where})"
 
 
 def _trace(exc: BaseException) -> str:

@@ -170,9 +170,32 @@ def print_report(report: BuildReport, dry_run: bool) -> None:
     title = "build plan" if dry_run else f"build {report.run} — {report.state}"
     emit_table(title, ["transform", "outcome", "outputs", "rows", "time", "why"], rows)
     if report.failed:
-        failed = [s.transform for s in report.steps if s.outcome == "failed"]
-        err_console.print(f"[bold red]error:[/] build failed: {', '.join(failed)}")
+        failed = [s for s in report.steps if s.outcome == "failed"]
+        _print_failure_details(failed)
+        names = ", ".join(s.transform for s in failed)
+        err_console.print(f"[bold red]error:[/] build failed: {names}")
         point_to_spark_log()
+
+
+_DETAIL_LINES = 6
+
+
+def _print_failure_details(failed: list[Any]) -> None:
+    """A failure whose reason has more to say than the table's one line (a schema
+    mismatch's two schemas and its hint) is printed whole, a few lines at most."""
+    from rich.markup import escape
+
+    for step in failed:
+        lines = (step.reason or "").strip().splitlines()
+        if len(lines) < 2:
+            continue
+        shown = "\n".join(lines[:_DETAIL_LINES])
+        more = (
+            f"\n  … {len(lines) - _DETAIL_LINES} more lines" if len(lines) > _DETAIL_LINES else ""
+        )
+        err_console.print(
+            f"[red]{escape(step.transform)}[/]: {escape(shown)}{more}", highlight=False
+        )
 
 
 def worker(

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 from typing import TYPE_CHECKING, Any
 
 from strata.errors import InvalidArgument, LakeError
@@ -90,10 +91,29 @@ def _write_spark(storage: Storage, folder: str, frame: Any) -> tuple[list[FileEn
         frame.write.mode("errorifexists").parquet(storage.spark_uri(sub))
     except Exception as exc:  # Py4J/analysis errors carry the useful message
         raise LakeError(
-            f"Spark could not write to {storage.spark_uri(sub)!r}: {str(exc).splitlines()[0]}",
+            f"Spark could not write to {storage.spark_uri(sub)!r}: {spark_failure(exc)}",
             lake_uri=storage.uri,
         ) from exc
     return describe_files(storage, storage.parquet_files(sub))
+
+
+_PY_FRAME = re.compile(r'^\s*File "(?P<file>[^"]+)", line (?P<line>\d+), in (?P<func>.+)$')
+
+
+def spark_failure(exc: BaseException) -> str:
+    """What went wrong in a Spark job, in one line. A Python function that raised on an
+    executor (a UDF) comes back as a traceback inside Spark's message, whose first line
+    is empty in Spark 4: name its exception and the file and line that raised it."""
+    lines = [line for line in str(exc).splitlines() if line.strip()]
+    if "Traceback (most recent call last):" not in lines:
+        return lines[0].strip() if lines else type(exc).__name__
+    frames = [m for line in lines if (m := _PY_FRAME.match(line))]
+    raised = lines[-1].strip()
+    where = ""
+    if frames:
+        last = frames[-1]
+        where = f" (at {last['file']}:{last['line']}, in {last['func'].strip()})"
+    return f"a Python function raised {raised}{where}"
 
 
 def describe_files(storage: Storage, paths: list[str]) -> tuple[list[FileEntry], pa.Schema]:
