@@ -202,3 +202,29 @@ def test_serve_ingests_reads_back_and_stops_cleanly(tmp_path: Path) -> None:
     assert proc.returncode in (0, -signal.SIGTERM), err
     assert "Application shutdown complete" in err
     assert "leaked" not in err and "Traceback" not in err, err
+
+
+@pytest.mark.parametrize(
+    ("args", "says"),
+    [
+        (
+            ["read", "raw/nums", "--version", "99999999999999999999"],
+            "no version 99999999999999999999",
+        ),
+        (["trace", "raw/nums@99999999999999999999"], "no version 99999999999999999999"),
+        (["show-program", "raw/nums@99999999999999999999"], "no version 99999999999999999999"),
+        (["read", "raw/nums", "--as-of", "9999-12-31T23:00:00-05:00"], "outside years 1 to 9999"),
+        (["read", "raw/nums", "--as-of", "0001-01-01T00:30:00+01:00"], "outside years 1 to 9999"),
+    ],
+)
+def test_out_of_range_versions_and_times_are_one_line(
+    settings: Settings, args: list[str], says: str
+) -> None:
+    lake = Lake(settings)
+    with lake.transaction("raw/nums", type="APPEND") as txn:
+        txn.write(pa.table({"n": [1]}))
+    code, out, err = invoke(settings, *args)
+    assert code == 1, out
+    assert says in " ".join(err.split()) and "Traceback" not in err
+    assert len(err.strip().splitlines()) <= 2, err  # the error, at most a wrapped line
+    lake.engine.dispose()

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from dataclasses import dataclass
-from datetime import datetime
+from datetime import UTC, datetime
 from typing import Any
 
 import sqlalchemy as sa
@@ -146,6 +146,28 @@ def _to_version(name: str, row: RowMapping) -> Version:
     )
 
 
+MAX_COMMIT_ID = 2**63 - 1
+
+
+def in_utc(as_of: datetime) -> datetime:
+    """``as_of`` in UTC; a naive time, or one whose UTC falls outside years 1 to 9999,
+    is refused naming the value."""
+    if as_of.tzinfo is None:
+        raise InvalidArgument(
+            f"as_of {as_of.isoformat()!r} has no time zone; pass an aware datetime "
+            "(e.g. 2026-01-31T12:00:00+00:00)",
+            as_of=as_of.isoformat(),
+        )
+    try:
+        return as_of.astimezone(UTC)
+    except OverflowError as exc:
+        raise InvalidArgument(
+            f"as_of {as_of.isoformat()!r} is outside years 1 to 9999 in UTC; pass a time "
+            "in that range",
+            as_of=as_of.isoformat(),
+        ) from exc
+
+
 def resolve_version(
     conn: Connection,
     namespace: str,
@@ -165,17 +187,14 @@ def resolve_version(
     if version is not None:
         q = q.where(dv.commit_id == version)
     elif as_of is not None:
-        if as_of.tzinfo is None:
-            raise InvalidArgument(
-                f"as_of {as_of.isoformat()!r} has no time zone; pass an aware datetime "
-                "(e.g. 2026-01-31T12:00:00+00:00)",
-                as_of=as_of.isoformat(),
-            )
         # Commit times increase with commit ids, so the time index finds the version.
-        q = q.where(dv.created_at <= as_of).order_by(dv.created_at.desc()).limit(1)
+        q = q.where(dv.created_at <= in_utc(as_of)).order_by(dv.created_at.desc()).limit(1)
     else:
         q = q.order_by(dv.commit_id.desc()).limit(1)
-    row = conn.execute(q).mappings().first()
+    # A commit id beyond a 64-bit integer cannot be stored, so no such version exists
+    # (and the drivers refuse to bind it).
+    possible = version is None or 0 <= version <= MAX_COMMIT_ID
+    row = conn.execute(q).mappings().first() if possible else None
     if row is not None:
         return _to_version(name, row)
     latest = latest_commit_id(conn, ds["uuid"])
