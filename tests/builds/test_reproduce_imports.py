@@ -66,3 +66,31 @@ def test_reproduce_runs_factories_and_pipelines_with_unused_imports(project: Pro
         result = json.loads(out)
         assert result["identical"] is True, result
         assert result["recorded"] == result["reproduced"]
+
+
+def test_show_program_prints_every_stored_file_and_the_change_between_versions(
+    project: Project,
+) -> None:
+    p = project
+    p.pipeline.unlink()
+    (p.folder / "_lib.py").write_text(LIB)
+    (p.folder / "shop.py").write_text(PIPELINE)
+    p.append("raw/clicks", clicks(("ada", 40)))
+    p.json("build", "clicks/tripled", "--pipeline", str(p.folder))
+    # The helper the factory lives in changes, the pipeline file does not: version 2.
+    (p.folder / "_lib.py").write_text(LIB.replace("* factor)", "* factor + 1)"))
+    p.json("build", "clicks/tripled", "--pipeline", str(p.folder))
+
+    code, out, _ = p.cli("show-program", "clicks/tripled@2")
+    assert code == 0
+    assert "_lib.py" in out and "shop.py" in out
+    assert "factor + 1" in out and "unused_helper" in out  # the whole helper file
+
+    code, out, _ = p.cli("show-program", "clicks/tripled@2", "--diff", "1")
+    assert code == 0
+    assert '-        return rows.withColumn("ms", F.col("ms") * factor)' in out
+    assert '+        return rows.withColumn("ms", F.col("ms") * factor + 1)' in out
+    assert "shop.py" not in out.split("was built by", 1)[1].split("\n", 1)[1]
+
+    changes = p.json("show-program", "clicks/tripled@2", "--diff", "1")
+    assert changes["diff_from"] == 1 and set(changes["diff"]) == {"_lib.py"}

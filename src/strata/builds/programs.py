@@ -116,3 +116,23 @@ def _program(row: dict[str, Any]) -> Program:
         entry=dict(row["entry"]),
         created_at=row["created_at"],
     )
+
+
+def files_diff(old: Program, new: Program) -> dict[str, str]:
+    """A unified diff per stored file that differs between two program versions (a
+    file only one of them stores is diffed against nothing)."""
+    import difflib
+
+    out: dict[str, str] = {}
+    for path in sorted(set(old.files) | set(new.files)):
+        before, after = old.files.get(path), new.files.get(path)
+        if before == after:
+            continue
+        lines = difflib.unified_diff(
+            (before or "").splitlines(keepends=True),
+            (after or "").splitlines(keepends=True),
+            fromfile=f"{path} (v{old.ordinal})" if before is not None else "/dev/null",
+            tofile=f"{path} (v{new.ordinal})" if after is not None else "/dev/null",
+        )
+        out[path] = "".join(line if line.endswith("\n") else line + "\n" for line in lines)
+    return out

@@ -18,6 +18,7 @@ from strata.errors import StrataError
 
 if TYPE_CHECKING:
     from strata.builds.builder import BuildReport
+    from strata.builds.history import Entry
     from strata.builds.service import BuildService
 
 PipelineOpt = Annotated[
@@ -304,28 +305,58 @@ def _tree(node: dict[str, Any], into: Any) -> Any:
     return into
 
 
-def show_program(ctx: typer.Context, ref: Ref, json: JsonOpt = False) -> None:
-    """The source of the program version that built a dataset version."""
+def show_program(
+    ctx: typer.Context,
+    ref: Ref,
+    diff: Annotated[
+        int | None,
+        typer.Option(help="Show the change from the program of version M of the dataset."),
+    ] = None,
+    json: JsonOpt = False,
+) -> None:
+    """The stored source files of the program version that built a dataset version."""
     from strata.builds.history import parse_ref
+    from strata.builds.programs import files_diff
 
     with reported():
         name, version = parse_ref(ref)
-        built = service_from(ctx, []).program(name, version)
-        if json:
-            emit_json({"dataset": name, "version": built.version, **built.program.to_dict()})
-            return
-        from rich.syntax import Syntax
-
-        from strata.cli.output import console
-
+        service = service_from(ctx, [])
+        built = service.program(name, version)
         p = built.program
-        console.print(
-            f"[bold]{name}@{built.version}[/] was built by {p.job_name} v{p.ordinal} "
-            f"({p.fingerprint[:12]}), run {built.run}, from "
-            + ", ".join(f"{k}@{v}" for k, v in built.inputs.items())
-        )
-        console.print(Syntax(p.source, "python", line_numbers=False))
-        console.print(f"[dim]stored files: {', '.join(sorted(p.files))}[/]")
+        changes = None if diff is None else files_diff(service.program(name, diff).program, p)
+        if json:
+            extra = {} if changes is None else {"diff_from": diff, "diff": changes}
+            emit_json({"dataset": name, "version": built.version, **p.to_dict(), **extra})
+            return
+        _print_program(name, built, diff, changes)
+
+
+def _print_program(
+    name: str, built: Entry, diff: int | None, changes: dict[str, str] | None
+) -> None:
+    from rich.markup import escape
+    from rich.rule import Rule
+    from rich.syntax import Syntax
+
+    from strata.cli.output import console
+
+    p = built.program
+    console.print(
+        f"[bold]{escape(name)}@{built.version}[/] was built by {escape(p.job_name)} "
+        f"v{p.ordinal} ({p.fingerprint[:12]}), run {built.run}, from "
+        + escape(", ".join(f"{k}@{v}" for k, v in built.inputs.items())),
+        highlight=False,
+    )
+    if changes is not None:
+        if not changes:
+            console.print(f"no stored file differs from the program of {escape(name)}@{diff}")
+        for path, text in changes.items():
+            console.print(Rule(escape(path), align="left"))
+            console.print(Syntax(text, "diff", line_numbers=False))
+        return
+    for path, text in sorted(p.files.items()):
+        console.print(Rule(escape(path), align="left"))
+        console.print(Syntax(text, "python", line_numbers=True))
 
 
 def reproduce(ctx: typer.Context, ref: Ref, json: JsonOpt = False) -> None:
