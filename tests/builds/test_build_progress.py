@@ -35,6 +35,9 @@ def test_the_builder_tells_progress_each_transform_in_order(project: Project) ->
     assert [s.transform for s in report.steps] == planned
     shown = screen.getvalue()
     assert "▸ shop.clean_clicks started" in shown
+    # The plan is the first line, before the first transform (and Spark) starts.
+    assert "[0/6] 6 transforms to visit: shop.clean_clicks" in shown
+    assert shown.index("[0/6]") < min(shown.index("▸"), shown.index("[1/6]"))
     line = next(s for s in shown.splitlines() if "shop.user_report built" in s)
     assert "[6/6]" in line and "rows in" in line and line.rstrip().endswith("s")
 
@@ -44,7 +47,8 @@ def test_a_pipe_gets_plain_finished_lines_and_json_gets_none(project: Project) -
     code, out, err = project.cli("build", "--pipeline", str(project.folder), "clean/clicks")
     assert code == 0, err
     assert not any(mark in err for mark in SPINNER_OR_CONTROL), repr(err)
-    assert err.splitlines() == [line for line in err.splitlines() if line.startswith("[1/1]")]
+    assert err.splitlines()[0] == "[0/1] 1 transform to visit: shop.clean_clicks"
+    assert [line[:5] for line in err.splitlines()] == ["[0/1]", "[1/1]"]
     assert "shop.clean_clicks built 2 rows in" in err
     assert out.splitlines()[0].startswith("build ")  # the report's title, then its table
 

@@ -251,6 +251,14 @@ def test_trace_and_reproduce_a_past_version(project: Project) -> None:
     walk(tree)
     assert leaves == {"raw/clicks": 1, "raw/users": 1}
 
+    # The text marks the versions the JSON marks repeated, as many times.
+    def repeats(node: dict[str, Any]) -> int:
+        return int(bool(node.get("repeated"))) + sum(repeats(c) for c in node["inputs"])
+
+    code, out, _ = p.cli("trace", "report/users@1")
+    assert code == 0 and repeats(tree) > 0
+    assert out.count("repeated") == repeats(tree)
+
     result = p.json("reproduce", "clicks/slow@1")
     assert result["identical"] is True
     assert result["recorded"] == result["reproduced"]

@@ -296,7 +296,9 @@ def _label(node: dict[str, Any]) -> str:
     program = node["program"]
     made = f" ← {program['transform']} v{program['ordinal']}" if program else " (raw)"
     state = f" run {node['run'][:13]} {node['state']}" if node["run"] else ""
-    return f"[bold]{node['dataset']}@{node['version']}[/]{made}{state}"
+    # A version met again (a diamond): its inputs were shown where it first appeared.
+    again = " [dim](repeated, see above)[/]" if node.get("repeated") else ""
+    return f"[bold]{node['dataset']}@{node['version']}[/]{made}{state}{again}"
 
 
 def _tree(node: dict[str, Any], into: Any) -> Any:

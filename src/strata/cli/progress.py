@@ -38,6 +38,9 @@ def _spinner(console: Console) -> Progress:
     )
 
 
+_PLAN_NAMES = 5
+
+
 class BuildProgress:
     """Hears a build (the builder's Reporter) and draws it: one line per transform.
 
@@ -68,8 +71,14 @@ class BuildProgress:
             self._progress.stop()
 
     def planned(self, keys: Sequence[str]) -> None:
+        """The plan's line comes at once, before Spark starts for the first run."""
         self.events.append(("planned", ",".join(keys)))
         self.total, self.done = len(keys), 0
+        shown = ", ".join(keys[:_PLAN_NAMES]) + (", …" if len(keys) > _PLAN_NAMES else "")
+        count = f"{len(keys)} transform{'s' if len(keys) != 1 else ''}"
+        self.console.print(
+            f"[0/{len(keys)}] {escape(count)} to visit: {escape(shown)}", highlight=False
+        )
 
     def started(self, key: str) -> None:
         self.events.append(("started", key))
