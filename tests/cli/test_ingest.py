@@ -109,3 +109,72 @@ def test_a_quoted_line_break_is_one_value(
     rows = Lake(settings).read_arrow("raw/q").to_pylist()
     assert sorted(r["a"] for r in rows) == [1, 2]
     assert {r["b"] for r in rows} >= {"two\nlines"}
+
+
+DAY_ONE = "id,amount,at\n1,2.5,2026-11-01 10:00:00\n2,3.25,2026-11-01 11:30:00\n"
+
+
+@pytest.mark.parametrize("engine", [[], ["--spark"]], ids=["arrow", "spark"])
+def test_an_append_is_read_with_the_datasets_schema(
+    settings: Settings, spark: object, tmp_path: Path, engine: list[str]
+) -> None:
+    lake = Lake(settings)
+    (tmp_path / "d1.csv").write_text(DAY_ONE)
+    # A day whose amounts happen to be whole numbers, and a day with no rows at all.
+    (tmp_path / "d2.csv").write_text("id,amount,at\n3,4,2026-11-02 09:00:00\n")
+    (tmp_path / "d3.csv").write_text("id,amount,at\n")
+    code, _, err = invoke(settings, "ingest", str(tmp_path / "d1.csv"), "raw/pay")
+    assert code == 0, err
+    first = lake.version("raw/pay").schema_fields
+    for day in ("d2.csv", "d3.csv"):
+        code, _, err = invoke(settings, "ingest", *engine, str(tmp_path / day), "raw/pay")
+        assert code == 0, err
+    versions = lake.versions("raw/pay")
+    assert [v.row_count for v in versions] == [2, 3, 3]
+    assert all(v.schema_fields == first for v in versions)
+    assert {f["name"]: f["type"] for f in first}["amount"] == "double"
+    assert {f["name"]: f["type"] for f in first}["at"] == "timestamp[us, tz=UTC]"
+    rows = sorted(lake.read_arrow("raw/pay").to_pylist(), key=lambda r: r["id"])
+    assert rows[2]["amount"] == 4.0 and rows[2]["at"].isoformat() == "2026-11-02T09:00:00+00:00"
+    lake.engine.dispose()
+
+
+def test_a_value_that_does_not_fit_the_dataset_is_refused_by_line(
+    settings: Settings, tmp_path: Path
+) -> None:
+    lake = Lake(settings)
+    (tmp_path / "d1.csv").write_text(DAY_ONE)
+    assert invoke(settings, "ingest", str(tmp_path / "d1.csv"), "raw/pay")[0] == 0
+    bad = tmp_path / "bad.csv"
+    bad.write_text("id,amount,at\n3,4,2026-11-02 09:00:00\n4,four,2026-11-02 10:00:00\n")
+    code, _, err = invoke(settings, "ingest", str(bad), "raw/pay")
+    assert code == 1
+    flat = " ".join(err.split())
+    assert f"{bad} line 3: column 'amount' value 'four' does not fit the dataset's double" in flat
+    late = tmp_path / "late.csv"
+    late.write_text("id,amount,at\n5,1,yesterday\n")
+    code, _, err = invoke(settings, "ingest", str(late), "raw/pay")
+    assert code == 1 and "line 2: column 'at' value 'yesterday'" in " ".join(err.split())
+    other = tmp_path / "other.csv"
+    other.write_text("id,total\n1,2\n")
+    code, _, err = invoke(settings, "ingest", str(other), "raw/pay")
+    assert code == 1 and "missing ['amount', 'at'], extra ['total']" in " ".join(err.split())
+    assert [v.commit_id for v in lake.versions("raw/pay")] == [1]
+    lake.engine.dispose()
+
+
+@pytest.mark.parametrize(
+    ("content", "says"),
+    [(b"\x00" * 5000, "has NUL bytes: it is not a text CSV file"), (b"", "is empty")],
+    ids=["nul", "empty"],
+)
+def test_a_file_that_is_no_csv_is_refused_by_strata(
+    settings: Settings, tmp_path: Path, content: bytes, says: str
+) -> None:
+    src = tmp_path / "x.csv"
+    src.write_bytes(content)
+    code, out, err = invoke(settings, "ingest", str(src), "raw/x")
+    assert code == 1, out
+    assert says in " ".join(err.split()) and "nothing was ingested" in " ".join(err.split())
+    assert "Exception" not in err and "Traceback" not in err  # no Spark error shown
+    assert Lake(settings).datasets() == []

@@ -44,7 +44,7 @@ def noise(done: subprocess.CompletedProcess[str]) -> list[str]:
 def test_ingest_and_read_print_only_strata(tmp_path: Path) -> None:
     home = tmp_path / "home"
     (tmp_path / "clicks.csv").write_text("user,clicks\nada,3\nbob,1\n")
-    ingest = strata(home, "ingest", str(tmp_path / "clicks.csv"), "raw/clicks")
+    ingest = strata(home, "ingest", "--spark", str(tmp_path / "clicks.csv"), "raw/clicks")
     assert ingest.returncode == 0, ingest.stderr
     assert noise(ingest) == []
     assert ingest.stdout.strip() == "raw/clicks: version 1 (APPEND), 2 rows in 1 file(s)"
@@ -63,7 +63,7 @@ def test_ingest_and_read_print_only_strata(tmp_path: Path) -> None:
 def test_verbose_shows_spark_lines(tmp_path: Path) -> None:
     home = tmp_path / "home"
     (tmp_path / "n.json").write_text('{"n": 1}\n')
-    flag = strata(home, "--verbose", "ingest", str(tmp_path / "n.json"), "raw/n")
+    flag = strata(home, "--verbose", "ingest", "--spark", str(tmp_path / "n.json"), "raw/n")
     assert flag.returncode == 0, flag.stderr
     assert "Using Spark's default log4j profile" in flag.stderr
 
@@ -113,9 +113,31 @@ def test_a_failed_build_says_one_error_and_where_the_log_is(tmp_path: Path) -> N
 def test_a_jvm_that_does_not_start_is_one_error_naming_the_log(tmp_path: Path) -> None:
     home = tmp_path / "home"
     (tmp_path / "n.json").write_text('{"n": 1}\n')
-    done = strata(home, "ingest", str(tmp_path / "n.json"), "raw/n", JAVA_HOME="/no/such/java")
+    done = strata(
+        home, "ingest", "--spark", str(tmp_path / "n.json"), "raw/n", JAVA_HOME="/no/such/java"
+    )
     assert done.returncode == 1
     assert "Traceback" not in done.stderr
     assert done.stderr.startswith("error: Spark did not start: ")
     assert "/no/such/java/bin/java" in done.stderr
     assert f"the whole log is {home.resolve() / 'logs' / 'spark.log'}" in done.stderr
+
+
+def test_a_small_ingest_starts_no_jvm(tmp_path: Path) -> None:
+    home = tmp_path / "home"
+    (tmp_path / "clicks.csv").write_text("user,clicks\nada,3\nbob,1\n")
+    (tmp_path / "more.json").write_text('{"user": "cy", "clicks": 2}\n')
+    # No Java to be found: a small file still lands, read without Spark.
+    for source in ("clicks.csv", "more.json"):
+        done = strata(
+            home, "ingest", str(tmp_path / source), "raw/clicks", JAVA_HOME="/no/such/java"
+        )
+        assert done.returncode == 0, done.stderr
+        assert done.stderr == ""
+    assert not (home / "logs" / "spark.log").exists()
+    read = strata(home, "read", "raw/clicks", "--json")
+    assert sorted(read.stdout.splitlines()) == [
+        '{"user": "ada", "clicks": 3}',
+        '{"user": "bob", "clicks": 1}',
+        '{"user": "cy", "clicks": 2}',
+    ]

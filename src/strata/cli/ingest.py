@@ -1,14 +1,20 @@
-"""``strata ingest``'s work: check the source, read it with Spark, commit one version."""
+"""``strata ingest``'s work: check the source, read it, commit one version.
+
+A local source that fits in memory is read by pyarrow (no JVM); a larger or remote one
+by Spark. An APPEND to a dataset that has a version reads the source with that
+dataset's schema; only a new dataset (or a SNAPSHOT) infers types.
+"""
 
 from __future__ import annotations
 
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from strata.cli.output import err_console
 from strata.cli.progress import phases
 from strata.errors import InvalidArgument
-from strata.lake.sources import SourceCheck, check_source
+from strata.lake.arrow_sources import fits_in_memory, read_files
+from strata.lake.sources import SourceCheck, check_source, local_files
 
 if TYPE_CHECKING:
     from pyspark.sql import DataFrame
@@ -23,15 +29,30 @@ _REPAIR = {
 
 
 def load(
-    lake: Lake, path: str, fmt: str, dataset: str, type: str, permissive: bool
+    lake: Lake,
+    path: str,
+    fmt: str,
+    dataset: str,
+    type: str,
+    permissive: bool,
+    spark: bool = False,
 ) -> tuple[Version, SourceCheck]:
     """Commit ``path`` to ``dataset``; malformed rows fail it unless ``permissive``."""
     with phases(err_console, "checking") as enter:
         found = check_source(path, fmt)
+        if found.refused:
+            raise InvalidArgument(
+                f"{found.refused[0]}: nothing was ingested; check the file", path=path
+            )
         if found.count and not permissive:
             raise InvalidArgument(malformed(found, fmt), path=path, line=found.first[0].line)
         enter("reading")
-        frame = _read(lake, path, fmt, found, permissive)
+        target = lake.schema_of(dataset) if type.upper() == "APPEND" else None
+        files = local_files(path)
+        if not spark and files is not None and fits_in_memory(files) and not found.count:
+            frame: Any = read_files(files, fmt, target, found.multiline)
+        else:
+            frame = _read(lake, path, fmt, found, permissive, target)
         enter("writing")
         with lake.transaction(dataset, type=type) as txn:
             try:
@@ -45,12 +66,20 @@ def load(
     return txn.versions[dataset], found
 
 
-def _read(lake: Lake, path: str, fmt: str, found: SourceCheck, permissive: bool) -> DataFrame:
+def _read(
+    lake: Lake, path: str, fmt: str, found: SourceCheck, permissive: bool, target: Any
+) -> DataFrame:
     from strata.lake.spark import get_spark
 
     reader = get_spark(lake.settings).read.format(fmt)
+    if target is not None:
+        from pyspark.sql.pandas.types import from_arrow_schema
+
+        reader = reader.schema(from_arrow_schema(target))
     if fmt == "csv":
-        reader = reader.option("header", "true").option("inferSchema", "true")
+        reader = reader.option("header", "true")
+        if target is None:
+            reader = reader.option("inferSchema", "true")
         if found.multiline:
             reader = reader.option("multiLine", "true")
     if fmt in _REPAIR:

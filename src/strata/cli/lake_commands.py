@@ -31,14 +31,21 @@ def ingest(
             "are not objects, instead of failing."
         ),
     ] = False,
+    spark: Annotated[
+        bool,
+        typer.Option("--spark", help="Read with Spark even when the source fits in memory."),
+    ] = False,
     json_out: Annotated[
         bool, typer.Option("--json", help="Print the new version as JSON.")
     ] = False,
 ) -> None:
-    """Load a file into a dataset through Spark, as one transaction.
+    """Load a file into a dataset as one transaction.
 
-    A malformed row (a CSV row whose field count differs from the header's, a JSON line
-    that is not an object) fails the ingest, naming file and line, and commits nothing.
+    A local source that fits in memory is read without a JVM (pyarrow), a larger or
+    remote one by Spark. An APPEND to an existing dataset reads the source with the
+    dataset's schema. A malformed row (a CSV row whose field count differs from the
+    header's, a JSON line that is not an object) or a value that does not fit the
+    dataset's type fails the ingest, naming file and line, and commits nothing.
     """
     from strata.cli.ingest import load, repaired
 
@@ -57,7 +64,7 @@ def ingest(
         if "://" not in path and not Path(path).exists():
             raise InvalidArgument(f"no file or folder at {path!r}; check the path", path=path)
         lake = connect(settings_from(ctx))
-        version, found = load(lake, path, fmt, dataset, type, permissive)
+        version, found = load(lake, path, fmt, dataset, type, permissive, spark)
         if found.count:
             err_console.print(repaired(found, fmt), highlight=False)
         if json_out:

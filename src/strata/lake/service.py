@@ -228,6 +228,15 @@ class Lake:
             v = catalog.resolve_version(conn, self.namespace, dataset, version=version, as_of=as_of)
             return v, catalog.version_files(conn, v.dataset_uuid, v.commit_id)
 
+    def schema_of(self, dataset: str) -> pa.Schema | None:
+        """The Arrow schema of ``dataset``'s latest version; None when it has none."""
+        validate_dataset_name(dataset)
+        with read_tx(self.engine) as conn:
+            found = catalog.find_dataset(conn, self.namespace, dataset)
+            latest = catalog.latest_version(conn, dataset, found["uuid"]) if found else None
+        schema = self._arrow_schema(latest) if latest is not None else None
+        return schema if schema else None
+
     def read_arrow(
         self, dataset: str, version: int | None = None, as_of: datetime | None = None
     ) -> pa.Table:

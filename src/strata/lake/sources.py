@@ -43,6 +43,7 @@ class SourceCheck:
     count: int = 0  # malformed rows in all
     first: list[Malformed] = field(default_factory=list)
     multiline: bool = False  # a quoted CSV value spans lines: Spark must read whole files
+    refused: list[str] = field(default_factory=list)  # no ingest can use these files
 
     def add(self, bad: Malformed) -> None:
         self.count += 1
@@ -52,7 +53,7 @@ class SourceCheck:
 
 def check_source(path: str, fmt: str) -> SourceCheck:
     """Every malformed row of a local CSV or JSON-lines file or folder."""
-    files = _local_files(path)
+    files = local_files(path)
     if fmt not in ("csv", "json") or files is None:
         return SourceCheck(checked=False)
     result = SourceCheck(checked=True, files=len(files))
@@ -65,7 +66,7 @@ def check_source(path: str, fmt: str) -> SourceCheck:
     return result
 
 
-def _local_files(path: str) -> list[Path] | None:
+def local_files(path: str) -> list[Path] | None:
     """The files Spark would read at ``path``, or None when it is not a local path."""
     if "://" in path:
         parsed = urlparse(path)
@@ -107,10 +108,13 @@ def _check_csv(name: str, text: IO[str], result: SourceCheck) -> None:
     reader = csv.reader(text, escapechar="\\", doublequote=True, strict=True)
     width: int | None = None
     ends = 0  # physical line the previous record ended on
+    seen = False
     while True:
         try:
             row = next(reader)
         except StopIteration:
+            if not seen:
+                result.refused.append(f"{name} is empty (no header, no rows)")
             return
         except (csv.Error, UnicodeDecodeError) as exc:
             result.add(Malformed(name, ends + 1, f"cannot be parsed ({exc})"))
@@ -120,6 +124,11 @@ def _check_csv(name: str, text: IO[str], result: SourceCheck) -> None:
             result.multiline = True
         if not row or (len(row) == 1 and not row[0].strip()):
             continue
+        seen = True
+        if any("\x00" in value for value in row):
+            # Python's reader takes NUL bytes (3.11+); a header of them is no column name.
+            result.refused.append(f"{name} line {start} has NUL bytes: it is not a text CSV file")
+            return
         if width is None:
             width = len(row)
         elif len(row) != width:
@@ -128,16 +137,21 @@ def _check_csv(name: str, text: IO[str], result: SourceCheck) -> None:
 
 def _check_json(name: str, text: IO[str], result: SourceCheck) -> None:
     number = 0
+    seen = False
     try:
         # Opened with universal newlines: Spark too ends a JSON line at \n, \r or \r\n.
         for number, line in enumerate(text, start=1):
             if not line.strip():
                 continue
+            seen = True
             problem = _json_problem(line.rstrip("\n"))
             if problem is not None:
                 result.add(Malformed(name, number, problem))
     except UnicodeDecodeError as exc:
         result.add(Malformed(name, number + 1, f"is not UTF-8 text ({exc.reason})"))
+        return
+    if not seen:
+        result.refused.append(f"{name} is empty (no rows)")
 
 
 def _json_problem(line: str) -> str | None:
