@@ -119,12 +119,13 @@ def run_worker(
                 return report
             time.sleep(poll)
             continue
-        tried.update(claimed.ids)
         done = _work(service, claimed, holder, reporter)
         report.triggers += len(claimed.ids)
         if done.built is not None:
             report.builds.append({"dataset": claimed.dataset, **done.built.to_dict()})
         if done.retry_in is not None:
+            # Back in the queue: --once does not take it again in this run.
+            tried.update(claimed.ids)
             report.pending.append({"dataset": claimed.dataset, "error": done.error})
         if on_build is not None:
             on_build(claimed, done)
