@@ -267,3 +267,24 @@ def test_concurrent_first_use_is_safe(backend: str, fresh_url: str, tmp_path: Pa
             assert conn.execute(sa.text("SELECT count(*) FROM alembic_version")).scalar() == 1
     finally:
         lake.engine.dispose()
+
+
+def test_the_file_head_is_alembics_head() -> None:
+    assert migrate.newest_file_revision() == migrate.head_revision()
+
+
+def test_a_store_at_head_is_checked_without_alembic(db_url: str) -> None:
+    # Every command checks the schema: at head that is one plain read, no Alembic import
+    # and no write lock.
+    script = (
+        "import sys\n"
+        "from strata.store import migrate\n"
+        "from strata.store.engine import create_engine\n"
+        f"engine = create_engine({db_url!r})\n"
+        "migrate.check(engine)\n"
+        "print(migrate.upgrade(engine), 'alembic' in sys.modules)\n"
+    )
+    done = subprocess.run(
+        [sys.executable, "-c", script], capture_output=True, text=True, check=True, timeout=60
+    )
+    assert done.stdout.split() == [migrate.head_revision(), "False"]

@@ -5,22 +5,24 @@ from __future__ import annotations
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import sqlalchemy as sa
-from alembic import command
-from alembic.config import Config
-from alembic.runtime.migration import MigrationContext
-from alembic.script import ScriptDirectory
 from sqlalchemy.engine import Connection, Engine
 
 from strata.errors import SchemaVersionError, StoreError
 from strata.store.engine import write_tx
+
+if TYPE_CHECKING:
+    from alembic.config import Config
 
 _MIGRATIONS = Path(__file__).parent / "migrations"
 _PG_LOCK_KEY = 0x5374726174  # arbitrary, fixed: one advisory lock for schema changes
 
 
 def _config(connection: Connection | None = None) -> Config:
+    from alembic.config import Config
+
     cfg = Config()
     cfg.set_main_option("script_location", str(_MIGRATIONS))
     if connection is not None:
@@ -29,16 +31,40 @@ def _config(connection: Connection | None = None) -> Config:
 
 
 def head_revision() -> str:
+    from alembic.script import ScriptDirectory
+
     head = ScriptDirectory.from_config(_config()).get_current_head()
     assert head is not None
     return head
 
 
 def current_revision(conn: Connection) -> str | None:
+    from alembic.runtime.migration import MigrationContext
+
     return MigrationContext.configure(conn).get_current_revision()
 
 
+def newest_file_revision() -> str:
+    """The head revision as the migration files name it (``NNNN_….py`` holds revision
+    ``NNNN``), read without Alembic."""
+    names = sorted(p.name for p in (_MIGRATIONS / "versions").glob("[0-9][0-9][0-9][0-9]_*.py"))
+    return names[-1][:4]
+
+
+def _at_head(engine: Engine) -> bool:
+    """Whether the store is at this code's head, from one plain read: every command
+    checks this, and Alembic's import and a write lock cost more than the command."""
+    try:
+        with engine.connect() as conn:
+            stored = conn.execute(sa.text("SELECT version_num FROM alembic_version")).scalar()
+    except sa.exc.DBAPIError:  # no table yet, or no store: the full path says which
+        return False
+    return stored == newest_file_revision()
+
+
 def _known(revision: str) -> bool:
+    from alembic.script import ScriptDirectory
+
     script = ScriptDirectory.from_config(_config())
     return any(s.revision == revision for s in script.walk_revisions())
 
@@ -93,6 +119,10 @@ def _schema_tx(engine: Engine) -> Iterator[Connection]:
 
 def upgrade(engine: Engine, revision: str = "head") -> str:
     """Bring the schema to ``revision``; returns the revision the store is at."""
+    if revision == "head" and _at_head(engine):
+        return newest_file_revision()
+    from alembic import command
+
     with _schema_tx(engine) as conn:
         if conn.dialect.name == "postgresql":
             conn.execute(sa.text("SELECT pg_advisory_xact_lock(:k)"), {"k": _PG_LOCK_KEY})
@@ -104,12 +134,16 @@ def upgrade(engine: Engine, revision: str = "head") -> str:
 
 
 def downgrade(engine: Engine, revision: str) -> None:
+    from alembic import command
+
     with _schema_tx(engine) as conn:
         command.downgrade(_config(conn), revision)
 
 
 def check(engine: Engine) -> None:
     """Refuse a store that is not at this code's head revision."""
+    if _at_head(engine):
+        return
     with engine.connect() as conn:
         current = current_revision(conn)
     url = engine.url.render_as_string(hide_password=True)
