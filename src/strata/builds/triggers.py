@@ -24,6 +24,7 @@ from strata.store import schema as s
 from strata.store.engine import write_tx
 
 MAX_BACKOFF_SECONDS = 300.0
+_PAIRS_PER_STATEMENT = 500
 
 
 @dataclass(frozen=True)
@@ -154,25 +155,29 @@ def mark_handled(
     """Triggers of ``commits`` (dataset, commit id) that no worker has claimed are done:
     the build that made them already built everything that reads them. How many."""
     bt, d = s.build_triggers, s.datasets
-    pairs = sorted(set(commits))
-    if not pairs:
+    by_dataset: dict[str, set[int]] = {}
+    for name, commit_id in commits:
+        by_dataset.setdefault(name, set()).add(commit_id)
+    if not by_dataset:
         return 0
-    names = sorted({name for name, _ in pairs})
     done = 0
     with write_tx(engine) as conn:
         uuids: dict[str, str] = dict(
             conn.execute(
-                sa.select(d.c.name, d.c.uuid).where(d.c.namespace == namespace, d.c.name.in_(names))
+                sa.select(d.c.name, d.c.uuid).where(
+                    d.c.namespace == namespace, d.c.name.in_(sorted(by_dataset))
+                )
             ).all()
         )
-        for name, commit_id in pairs:
-            if name not in uuids:
-                continue
+        pairs = sorted((uuid, c) for name, uuid in uuids.items() for c in by_dataset[name])
+        # A few statements, not one per commit: a forced build of thousands of
+        # transforms commits a version each. Chunks stay under SQLite's parameter limit.
+        for start in range(0, len(pairs), _PAIRS_PER_STATEMENT):
+            chunk = pairs[start : start + _PAIRS_PER_STATEMENT]
             done += conn.execute(
                 bt.update()
                 .where(
-                    bt.c.dataset_uuid == uuids[name],
-                    bt.c.commit_id == commit_id,
+                    sa.tuple_(bt.c.dataset_uuid, bt.c.commit_id).in_(chunk),
                     bt.c.done_at.is_(None),
                     bt.c.claimed_at.is_(None),
                 )
