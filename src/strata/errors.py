@@ -9,11 +9,13 @@ say what to do about it.
 
     StrataError
     ├── ConfigError             bad setting or strata.toml
-    ├── StoreError              metadata store unusable
+    ├── StoreError              metadata store unusable (503)
     │   └── SchemaVersionError  database newer (or older) than this code
+    ├── StoreConflict           a write broke a uniqueness rule: another won (409)
     ├── InvalidArgument         a value the caller passed is malformed (400)
     │   ├── InvalidName         dataset name rules
-    │   └── InvalidEvent        OpenLineage event fails validation (422)
+    │   ├── InvalidEvent        OpenLineage event fails validation (422)
+    │   └── StoreRefused        a value the store cannot hold
     ├── NotFound                unknown dataset, version, job, run … (404)
     ├── TransactionError        transaction misuse (409)
     │   ├── TransactionClosed   write/commit/abort after commit or abort
@@ -58,6 +60,13 @@ class StoreError(StrataError):
     http_status = 503
 
 
+class StoreConflict(StrataError):
+    """A write broke a uniqueness rule: another write of the same thing won."""
+
+    code = "conflict"
+    http_status = 409
+
+
 class SchemaVersionError(StoreError):
     code = "schema_version"
 
@@ -74,6 +83,10 @@ class InvalidName(InvalidArgument):
 class InvalidEvent(InvalidArgument):
     code = "invalid_event"
     http_status = 422
+
+
+class StoreRefused(InvalidArgument):
+    """The store cannot hold a value (too long, out of range, not encodable)."""
 
 
 class NotFound(StrataError):

@@ -205,4 +205,4 @@ def test_the_app_starts_its_fold_before_taking_requests(client: TestClient) -> N
     # ``client`` ran the app's lifespan: the writer's threads run and its fold is ready.
     writer = client.app.state.lineage_writer  # type: ignore[attr-defined]
     assert writer.start(0)
-    assert [t.is_alive() for t in writer._threads] == [True, True]
+    assert writer.health()["threads"] == {"store": True, "fold": True, "watchdog": True}

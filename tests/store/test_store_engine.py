@@ -9,6 +9,7 @@ from typing import Any
 import pytest
 import sqlalchemy as sa
 
+from strata.errors import StoreError
 from strata.store import engine as engine_module
 from strata.store.engine import create_engine
 
@@ -128,7 +129,7 @@ def test_a_statement_connection_is_kept_while_in_use(
     first = pid()
     assert pid() == first
     assert engine.pool.checkedout() == 1  # kept between writes
-    with pytest.raises(sa.exc.ProgrammingError), held.tx() as conn:
+    with pytest.raises(StoreError, match="no_such_table"), held.tx() as conn:
         conn.exec_driver_sql("SELECT * FROM no_such_table")
     assert engine.pool.checkedout() == 0  # a failed statement gives it back
     second = pid()

@@ -13,10 +13,12 @@ from sqlalchemy.engine import Engine
 from strata.api import contract, errors, paths, redirects
 from strata.api.deps import authorize
 from strata.api.direct import StrataApp
+from strata.api.guard import GuardMiddleware
 from strata.api.inputs import check_request
 from strata.api.routes import (
     builds,
     datasets,
+    health,
     jobs,
     lineage,
     namespaces,
@@ -44,10 +46,13 @@ async def _lifespan(app: FastAPI) -> AsyncIterator[None]:
     if not await asyncio.to_thread(writer.start, _FOLD_READY_S):
         log.warning("the lineage fold is not ready after %.0f s; serving anyway", _FOLD_READY_S)
     yield
-    writer.close()  # answers what is queued before the server exits
+    # Answers what is queued before the server exits; what the fold has not folded by
+    # then stays queued in the store, for the next server.
+    await asyncio.to_thread(writer.close, _CLOSE_S)
 
 
 _FOLD_READY_S = 60.0
+_CLOSE_S = 5.0
 
 
 def create_app(settings: Settings, engine: Engine | None = None) -> FastAPI:
@@ -68,8 +73,10 @@ def create_app(settings: Settings, engine: Engine | None = None) -> FastAPI:
     for module in (namespaces, datasets, jobs, runs, tags, search, lineage, strata, builds):
         app.include_router(module.router, prefix=API_PREFIX, dependencies=checks)
     include_extra_routes(app, API_PREFIX, checks)
+    app.include_router(health.router, prefix=API_PREFIX)  # no token, no wait for the fold
     contract.declare(app)
     errors.install(app)
     app.add_exception_handler(redirects.JobMoved, redirects.handle)
+    app.add_middleware(GuardMiddleware)
     app.add_middleware(paths.RawSegmentsMiddleware)
     return app

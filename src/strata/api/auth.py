@@ -5,8 +5,6 @@ from __future__ import annotations
 
 import hmac
 
-from fastapi import Request
-
 from strata.errors import Forbidden, Unauthorized
 from strata.settings import Settings
 
@@ -16,11 +14,6 @@ _READ_METHODS = frozenset({"GET", "HEAD", "OPTIONS"})
 def _matches(token: str, allowed: tuple[str, ...]) -> bool:
     # Constant-time compare against each: token checks must not leak through timing.
     return any(hmac.compare_digest(token.encode(), a.encode()) for a in allowed)
-
-
-def check(settings: Settings, request: Request) -> None:
-    if settings.read_tokens or settings.write_tokens:
-        check_header(settings, request.method, request.headers.get("authorization", ""))
 
 
 def check_header(settings: Settings, method: str, header: str) -> None:

@@ -6,11 +6,12 @@ import json
 import zlib
 from typing import Any
 
-import orjson
 from fastapi import Request
 from starlette.exceptions import HTTPException
 
 from strata.errors import InvalidArgument
+from strata.limits import MAX_JSON_DEPTH
+from strata.store import jsoncodec
 
 MAX_BODY = 64 * 1024 * 1024  # decompressed; events of several MB are normal, GBs are not
 
@@ -20,6 +21,12 @@ async def read_json(request: Request) -> Any:
     async for chunk in request.stream():
         add_chunk(raw, chunk)
     return decode_json(bytes(raw), request.headers.get("content-encoding", "identity"))
+
+
+def check_length(declared: str | None) -> None:
+    """Refuse a declared ``Content-Length`` past :data:`MAX_BODY` before reading any of it."""
+    if declared is not None and declared.strip().isdigit() and int(declared) > MAX_BODY:
+        raise HTTPException(413, f"request body is larger than {MAX_BODY} bytes")
 
 
 def add_chunk(raw: bytearray, chunk: bytes) -> None:
@@ -39,11 +46,7 @@ def decode_json(data: bytes, content_encoding: str) -> Any:
     if not data.strip():
         raise InvalidArgument("request body is empty; send a JSON document", field="body")
     try:
-        return orjson.loads(data)
-    except orjson.JSONDecodeError:
-        pass  # json accepts more (NaN, integers past 64 bits) and words errors better
-    try:
-        return json.loads(data)
+        return jsoncodec.loads_strict(data, MAX_JSON_DEPTH)
     except UnicodeDecodeError as exc:
         raise InvalidArgument(f"request body is not UTF-8: {exc}", field="body") from exc
     except json.JSONDecodeError as exc:
@@ -51,8 +54,8 @@ def decode_json(data: bytes, content_encoding: str) -> Any:
             f"request body is not JSON: {exc.msg} at line {exc.lineno} column {exc.colno}",
             field="body",
         ) from exc
-    except RecursionError as exc:
-        raise InvalidArgument("request body nests too deeply", field="body") from exc
+    except ValueError as exc:  # valid syntax, but no value every store can hold
+        raise InvalidArgument(f"request body is not strict JSON: {exc}", field="body") from exc
 
 
 def _gunzip(data: bytes) -> bytes:

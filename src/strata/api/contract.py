@@ -19,7 +19,8 @@ from fastapi import FastAPI
 from fastapi.openapi.utils import get_openapi
 from pydantic import BaseModel, Field
 
-from strata.api.inputs import MAX_NAME_BYTES, NO_NUL
+from strata.api.inputs import NO_NUL
+from strata.limits import MAX_NAME_BYTES
 
 Responses = dict[int | str, dict[str, Any]]
 

@@ -17,10 +17,10 @@ from fastapi import Depends, Query, Request
 from pydantic import BeforeValidator
 from sqlalchemy.engine import Connection, Engine
 
-from strata.api import auth
 from strata.api.inputs import MAX_OFFSET, TIME_EXAMPLE, TIME_PATTERN, iso_text
 from strata.settings import Settings
 from strata.store.engine import read_tx
+from strata.store.errors import mapped
 
 MAX_LIMIT = 10_000
 
@@ -39,9 +39,9 @@ _INGEST = ("/api/v1/lineage", "/api/v1/lineage/batch")
 
 
 async def authorize(request: Request) -> None:
-    """Check the caller's token; then, but for ingest itself, wait until the events this
-    server acknowledged are folded, so what a client sent is what it reads."""
-    auth.check(settings(request), request)
+    """But for ingest itself, wait until the events this server acknowledged are folded,
+    so what a client sent is what it reads. (Tokens are checked before the body is read,
+    by :class:`strata.api.guard.GuardMiddleware`.)"""
     if request.method == "POST" and request.url.path in _INGEST:
         return
     await request.app.state.lineage_writer.barrier()
@@ -57,7 +57,7 @@ def read_connection(eng: Engine) -> Iterator[Connection]:
     SQLite keeps its read transaction, which is one snapshot for all the route's statements.
     """
     if eng.dialect.name == "postgresql":
-        with eng.connect() as conn:
+        with mapped(), eng.connect() as conn:
             yield conn.execution_options(isolation_level="AUTOCOMMIT")
         return
     with read_tx(eng) as conn:

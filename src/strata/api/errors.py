@@ -5,6 +5,7 @@ from __future__ import annotations
 import logging
 from typing import Any
 
+import sqlalchemy as sa
 from fastapi import FastAPI, Request
 from fastapi.exceptions import RequestValidationError
 from starlette.exceptions import HTTPException as StarletteHTTPException
@@ -15,6 +16,7 @@ from strata.api.contract import allowed_methods
 from strata.api.inputs import TIME_EXAMPLE
 from strata.api.views import json_response
 from strata.errors import StrataError
+from strata.store.errors import translate
 
 log = logging.getLogger("strata.api")
 
@@ -113,6 +115,14 @@ def http_error_response(exc: StarletteHTTPException, scope: Scope | None = None)
     return resp
 
 
+async def _store_error(_request: Request, exc: Exception) -> Response:
+    """A database error no store helper mapped (a safety net: they all map them)."""
+    assert isinstance(exc, sa.exc.DBAPIError)
+    error = translate(exc)
+    log.warning("store error answered %s: %s", error.http_status, error.message)
+    return json_response(error.to_dict(), error.http_status)
+
+
 async def _fault(request: Request, exc: Exception) -> Response:
     return fault_response(request.method, request.url.path, exc)
 
@@ -126,4 +136,5 @@ def install(app: FastAPI) -> None:
     app.add_exception_handler(StrataError, _strata_error)
     app.add_exception_handler(RequestValidationError, _validation_error)
     app.add_exception_handler(StarletteHTTPException, _http_error)
+    app.add_exception_handler(sa.exc.DBAPIError, _store_error)
     app.add_exception_handler(Exception, _fault)

@@ -20,8 +20,9 @@ _EMPTY = {"type": "http.response.body", "body": b""}
 
 async def post_lineage(app: FastAPI, scope: Scope, receive: Receive, send: Send) -> bool:
     try:
-        found = headers(scope, b"authorization", b"content-encoding")
+        found = headers(scope, b"authorization", b"content-encoding", b"content-length")
         auth.check_header(app.state.settings, "POST", found.get("authorization", ""))
+        body.check_length(found.get("content-length"))
         raw = bytearray()
         while True:
             message = await receive()

@@ -1,7 +1,6 @@
 """Limits on what a request may carry, checked before any of it reaches the store.
 
-Names are index keys in the store: longer than :data:`MAX_NAME_BYTES` they could not be
-indexed, and PostgreSQL text cannot hold a NUL character at all. Times are stored as
+Names follow :mod:`strata.limits`. Times are stored as
 fixed-width text with four-digit years, so they must fall in years 1000 to 9999 (in UTC).
 Offsets are Java ints in Marquez; past that, SQLite cannot even bind them.
 """
@@ -16,8 +15,8 @@ from fastapi import Request
 from pydantic_core import PydanticCustomError
 
 from strata.errors import InvalidArgument
+from strata.limits import MAX_NAME_BYTES, name_problem
 
-MAX_NAME_BYTES = 1024
 MAX_OFFSET = 2**31 - 1
 NO_NUL = "^[^\\u0000]*$"  # a JSON Schema pattern: no NUL character anywhere
 # RFC 3339 with a four-digit year from 1000 (what the store writes): seconds required, a
@@ -25,16 +24,6 @@ NO_NUL = "^[^\\u0000]*$"  # a JSON Schema pattern: no NUL character anywhere
 TIME_PATTERN = "^[1-9][0-9]{3}-[0-9]{2}-[0-9]{2}T[0-9]{2}:[0-9]{2}:[0-9]{2}"
 TIME_EXAMPLE = "2024-01-31T12:00:00Z"
 _EARLIEST = datetime(1000, 1, 1, tzinfo=UTC)
-
-
-def name_problem(field: str, value: str) -> str | None:
-    """Why ``value`` cannot be a name in the store, or None."""
-    if "\x00" in value:
-        return f"{field} contains a NUL character; remove it"
-    size = len(value.encode("utf-8", "surrogatepass"))
-    if size > MAX_NAME_BYTES:
-        return f"{field} is {size:,} bytes of UTF-8; names are at most {MAX_NAME_BYTES:,} bytes"
-    return None
 
 
 def check_name(field: str, value: str) -> str:

@@ -8,7 +8,8 @@ from uuid import UUID
 
 from pydantic import AfterValidator, BaseModel, ConfigDict, Field
 
-from strata.api.inputs import MAX_NAME_BYTES, NO_NUL, name_problem, time_problem
+from strata.api.inputs import NO_NUL, time_problem
+from strata.limits import MAX_NAME_BYTES, name_problem
 
 
 def _storable_name(value: str) -> str:

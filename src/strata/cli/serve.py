@@ -38,6 +38,9 @@ def serve(settings: Settings, host: str | None = None, port: int | None = None) 
             port=port or settings.api_port,
             log_level="info",
             proxy_headers=True,
+            # SIGTERM stops a server within seconds even with requests still open:
+            # anything acknowledged is stored already.
+            timeout_graceful_shutdown=5,
         )
     finally:
         engine.dispose()

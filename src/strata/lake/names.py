@@ -5,8 +5,7 @@ from __future__ import annotations
 import unicodedata
 
 from strata.errors import InvalidName
-
-MAX_NAME_BYTES = 1024
+from strata.limits import MAX_NAME_BYTES
 
 
 def validate_dataset_name(name: object) -> str:

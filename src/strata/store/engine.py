@@ -12,9 +12,10 @@ from typing import Any
 import sqlalchemy as sa
 from sqlalchemy.engine import URL, Connection, Engine, make_url
 
-from strata.errors import ConfigError, StoreError
+from strata.errors import ConfigError
 from strata.settings import Settings
 from strata.store import jsoncodec
+from strata.store.errors import mapped
 
 
 def normalise_url(url: str) -> URL:
@@ -159,13 +160,10 @@ def _use_wal(cur: Any) -> None:
 @contextmanager
 def write_tx(engine: Engine) -> Iterator[Connection]:
     """A read-write SQL transaction; on SQLite it takes the write lock at BEGIN."""
-    with engine.connect() as raw:
+    with mapped(), engine.connect() as raw:
         conn = raw.execution_options(sqlite_begin="IMMEDIATE")
-        try:
-            with conn.begin():
-                yield conn
-        except sa.exc.OperationalError as exc:
-            raise _unreachable(exc) from exc
+        with conn.begin():
+            yield conn
 
 
 class StatementConnection:
@@ -196,14 +194,14 @@ class StatementConnection:
         if self._conn is not None and time.monotonic() - self._used > _PING_IDLE_S:
             self.close()
         try:
-            if self._conn is None:
-                self._conn = self._engine.connect().execution_options(isolation_level="AUTOCOMMIT")
-            yield self._conn
-            if self._conn.in_transaction():  # SQLAlchemy's own, begun by an execute
-                self._conn.commit()
-        except sa.exc.OperationalError as exc:
-            self.close()
-            raise _unreachable(exc) from exc
+            with mapped():
+                if self._conn is None:
+                    self._conn = self._engine.connect().execution_options(
+                        isolation_level="AUTOCOMMIT"
+                    )
+                yield self._conn
+                if self._conn.in_transaction():  # SQLAlchemy's own, begun by an execute
+                    self._conn.commit()
         except BaseException:
             self.close()  # whatever it was, the next write starts on a clean connection
             raise
@@ -217,15 +215,8 @@ class StatementConnection:
             conn.close()
 
 
-def _unreachable(exc: sa.exc.OperationalError) -> StoreError:
-    return StoreError(
-        f"metadata store error: {exc.orig}; check that the database is reachable "
-        "and not locked by another program",
-    )
-
-
 @contextmanager
 def read_tx(engine: Engine) -> Iterator[Connection]:
     """A read-only SQL transaction (a consistent snapshot)."""
-    with engine.connect() as conn, conn.begin():
+    with mapped(), engine.connect() as conn, conn.begin():
         yield conn

@@ -17,6 +17,7 @@ serialised once (to hash it) is not serialised again.
 from __future__ import annotations
 
 import json
+import math
 from typing import Any
 
 import orjson
@@ -26,6 +27,15 @@ import orjson
 # faster than a regular expression).
 _DIGITS = bytes(0x30 if 0x30 <= i <= 0x39 else 0x2E for i in range(256))
 _LONG_RUN = b"0" * 19
+
+
+class NotStrict(ValueError):
+    """A document is valid JSON syntax but not strict JSON (see :func:`strict_problem`)."""
+
+    def __init__(self, path: str, why: str) -> None:
+        super().__init__(f"{path} {why}")
+        self.path = path
+        self.why = why
 
 
 class JsonText(str):
@@ -59,20 +69,47 @@ def canonical(value: Any) -> str:
     Hashes are taken of this text, so it must never change: orjson writes it (ten times
     faster) only for documents it writes identically, made of dicts, lists, strings,
     integers, booleans and nulls."""
-    if type(value) in (dict, list) and _plain(value):
+    text = _orjson_canonical(value, _ORJSON_DEPTH)
+    if text is not None:
+        return text
+    return json.dumps(value, sort_keys=True, separators=(",", ":"), ensure_ascii=False)
+
+
+def strict_canonical(value: Any, max_depth: int) -> str:
+    """:func:`canonical` of a strict document (see :func:`strict_problem`); ValueError
+    naming the first problem otherwise. What orjson writes is strict but for its depth,
+    so only documents it cannot write are walked."""
+    text = _orjson_canonical(value, max_depth)
+    if text is not None:
+        return text
+    found = strict_problem(value, max_depth)
+    if found is not None:
+        _refuse(found)
+    return json.dumps(value, sort_keys=True, separators=(",", ":"), ensure_ascii=False)
+
+
+_ORJSON_DEPTH = 254  # orjson refuses to write deeper documents
+
+
+def _orjson_canonical(value: Any, max_depth: int) -> str | None:
+    """The canonical text by orjson, or None where it would differ from json's or fail."""
+    if type(value) in (dict, list) and _plain(value, max_depth):
         try:
             return orjson.dumps(value, option=_CANONICAL).decode("utf-8")
         except TypeError:  # integers beyond 64 bits, lone surrogates, keys not strings
             pass
-    return json.dumps(value, sort_keys=True, separators=(",", ":"), ensure_ascii=False)
+    return None
 
 
-def _plain(value: dict[Any, Any] | list[Any]) -> bool:
-    """``value`` holds nothing but dicts, lists and :data:`_EXACT` values."""
+def _plain(value: dict[Any, Any] | list[Any], depth: int) -> bool:
+    """``value`` holds nothing but dicts, lists and :data:`_EXACT` values, nested at most
+    ``depth`` levels."""
+    if depth < 1:
+        return False
     for item in value.values() if type(value) is dict else value:
         kind = type(item)
         if kind is dict or kind is list:
-            if not _plain(item):
+            if not _plain(item, depth - 1):
                 return False
         elif kind not in _EXACT:
             return False
@@ -92,3 +129,127 @@ def loads(text: str | bytes | bytearray | memoryview | None) -> Any:
         except orjson.JSONDecodeError:  # NaN and lone surrogates, which json accepts
             pass
     return json.loads(text)
+
+
+# Python refuses to turn longer digit strings into integers (and back), as a guard against
+# quadratic conversion: such a number could be read but never written again.
+_MAX_INT_DIGITS = 4300
+
+
+def strict_problem(value: Any, max_depth: int) -> tuple[str, str] | None:
+    """Where and why ``value`` is not strict JSON every store can hold, or None.
+
+    Strict JSON, as RFC 8259 parsers read it: no ``NaN`` or infinities (PostgreSQL's json
+    type refuses them), no lone surrogates (not Unicode, so not UTF-8), no integer of more
+    than 4,300 digits, keys that are strings, and at most ``max_depth`` levels of nesting.
+    Walked with a stack, not recursion, so any depth is answered.
+    """
+    # Entries are (item, key, parent entry, depth): the path is spelled only if needed.
+    stack: list[tuple[Any, Any, Any, int]] = [(value, None, None, 1)]
+    while stack:
+        entry = stack.pop()
+        item, _key, _parent, depth = entry
+        why = _not_strict(item, depth, max_depth)
+        if why is not None:
+            return _path(entry), why
+        if type(item) is list:
+            stack.extend((v, i, entry, depth + 1) for i, v in enumerate(item))
+        elif type(item) is dict:
+            stack.extend((v, k, entry, depth + 1) for k, v in item.items())
+    return None
+
+
+def _not_strict(item: Any, depth: int, max_depth: int) -> str | None:
+    """Why ``item`` itself (not what it holds) is not strict JSON, or None."""
+    kind = type(item)
+    if kind is dict or kind is list:
+        if depth > max_depth:
+            return f"nests more than {max_depth} levels deep"
+        if kind is dict:
+            for key in item:
+                if type(key) is not str:
+                    return f"has a key that is not a string: {key!r}"
+                if not _is_unicode(key):
+                    return f"has a key with a lone surrogate: {key!r}"
+        return None
+    if kind is str:
+        return None if _is_unicode(item) else "holds a lone surrogate, which is not Unicode"
+    if kind is float:
+        if not math.isfinite(item):
+            return f"is {item!r}, which JSON cannot hold; send a finite number or text"
+        return None
+    if kind is int:
+        return (
+            None
+            if item.bit_length() < 14_000 or _writable(item)
+            else (f"is an integer of more than {_MAX_INT_DIGITS:,} digits")
+        )
+    if kind is bool or item is None or isinstance(item, int | float | str):
+        return None
+    return f"is a {kind.__name__}, which is not JSON"
+
+
+def _path(entry: tuple[Any, Any, Any, int]) -> str:
+    parts: list[str] = []
+    while entry[2] is not None:
+        key = entry[1]
+        text = str(key).encode("utf-8", "backslashreplace").decode("utf-8")
+        parts.append(f"[{key}]" if isinstance(key, int) else f".{text}")
+        entry = entry[2]
+    path = "$" + "".join(reversed(parts))
+    return path if len(path) <= 200 else f"{path[:120]}…{path[-60:]}"
+
+
+def _writable(number: int) -> bool:
+    """Whether Python writes ``number`` in decimal (at most 4,300 digits, about 14,284 bits)."""
+    try:
+        str(number)
+    except ValueError:
+        return False
+    return True
+
+
+def _is_unicode(text: str) -> bool:
+    try:
+        text.encode("utf-8")
+    except UnicodeEncodeError:
+        return False
+    return True
+
+
+def loads_strict(data: bytes, max_depth: int) -> Any:
+    """``data`` decoded as strict JSON (see :func:`strict_problem`); ValueError naming the
+    first problem (its JSON path) otherwise. Integers beyond 64 bits stay exact."""
+    if _LONG_RUN not in data.translate(_DIGITS):
+        try:
+            value = orjson.loads(data)
+        except orjson.JSONDecodeError:
+            pass  # json words most errors better; integers past 64 bits need it
+        else:
+            # orjson refuses all but nesting deeper than max_depth (up to its own 1,024),
+            # which needs more brackets than that.
+            if data.count(b"[") + data.count(b"{") <= max_depth:
+                return value
+            found = strict_problem(value, max_depth)
+            return value if found is None else _refuse(found)
+    try:
+        value = json.loads(data, parse_constant=_no_constant, parse_int=_exact_int)
+    except RecursionError:
+        raise NotStrict("$", f"nests more than {max_depth} levels deep") from None
+    found = strict_problem(value, max_depth)
+    return value if found is None else _refuse(found)
+
+
+def _refuse(found: tuple[str, str]) -> Any:
+    raise NotStrict(*found)
+
+
+def _no_constant(name: str) -> Any:
+    raise NotStrict("$", f"holds {name}, which JSON cannot hold; send a finite number or text")
+
+
+def _exact_int(text: str) -> int:
+    digits = len(text.lstrip("-"))
+    if digits > _MAX_INT_DIGITS:
+        raise NotStrict("$", f"holds an integer of {digits:,} digits; at most 4,300 are read")
+    return int(text)

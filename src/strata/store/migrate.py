@@ -12,6 +12,7 @@ from sqlalchemy.engine import Connection, Engine
 
 from strata.errors import SchemaVersionError, StoreError
 from strata.store.engine import write_tx
+from strata.store.errors import translate
 
 if TYPE_CHECKING:
     from alembic.config import Config
@@ -107,11 +108,8 @@ def _schema_tx(engine: Engine) -> Iterator[Connection]:
                         f"schema migration left {len(broken)} broken reference(s), first "
                         f"{tuple(broken[0])}; the migration was rolled back",
                     )
-        except sa.exc.OperationalError as exc:
-            raise StoreError(
-                f"metadata store error: {exc.orig}; check that the database is reachable "
-                "and not locked by another program",
-            ) from exc
+        except sa.exc.DBAPIError as exc:
+            raise translate(exc) from exc
         finally:
             cur.execute("PRAGMA foreign_keys=ON")
             cur.close()

@@ -7,6 +7,8 @@ from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any
 
+from strata.errors import InvalidEvent
+from strata.limits import MAX_JSON_DEPTH
 from strata.lineage.ingest.validate import EventKind, check_uuid, parse_time, validate
 from strata.store import jsoncodec
 from strata.store.jsoncodec import JsonText
@@ -86,6 +88,15 @@ def canonical_json(payload: Any) -> str:
     return jsoncodec.canonical(payload)
 
 
+def strict_json(payload: dict[str, Any]) -> str:
+    """The canonical text of an event that every store can hold; InvalidEvent naming the
+    first value no store can (see :func:`strata.store.jsoncodec.strict_problem`)."""
+    try:
+        return jsoncodec.strict_canonical(payload, MAX_JSON_DEPTH)
+    except jsoncodec.NotStrict as exc:
+        raise InvalidEvent(f"the event is not strict JSON: {exc}", path=exc.path) from None
+
+
 def payload_hash(payload: Any) -> str:
     return hashlib.sha256(canonical_json(payload).encode("utf-8")).hexdigest()
 
@@ -116,7 +127,10 @@ def parse_event(
     ``text`` its JSON text as stored, which saves serialising it again.
     """
     if digest is None or check:
-        text = canonical_json(payload) if isinstance(payload, dict) else None
+        if not isinstance(payload, dict):
+            text = None
+        else:
+            text = strict_json(payload) if check else canonical_json(payload)
         kind = validate(payload, text) if check else _kind(payload)
         assert text is not None
         digest = hashlib.sha256(text.encode("utf-8")).hexdigest()

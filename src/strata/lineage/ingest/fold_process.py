@@ -52,6 +52,12 @@ class FoldProcess:
         self._pipe: Connection | None = None  # to the fold process
         self._remote_wake: Connection | None = None  # a byte here wakes it
         self._pipe_lock = threading.Lock()
+        self._child: multiprocessing.process.BaseProcess | None = None
+
+    def alive(self) -> bool:
+        """Whether a fold process runs now (the host starts another when one dies)."""
+        child = self._child
+        return child is not None and child.is_alive()
 
     def wake(self) -> None:
         """Tell the process there is work, without blocking."""
@@ -91,6 +97,7 @@ class FoldProcess:
                 daemon=True,
             )
             child.start()
+            self._child = child
             theirs.close()
             wake_in.close()
             with self._pipe_lock:
@@ -176,6 +183,9 @@ def _fold_process(
                 folded = fold_pending(engine, journal, fold_events)
             except StoreError as exc:
                 log.warning("lineage fold failed, retrying: %s", exc)
+                if stop or _told_to_stop(pipe):  # what is queued stays for the next fold
+                    pipe.send("bye")
+                    return
                 time.sleep(backoff)
                 backoff = min(backoff * 2, 5.0)
                 continue
@@ -211,6 +221,17 @@ def _collect() -> None:
     outlive its use, and the fold's objects form next to none."""
     gc.collect()
     gc.freeze()
+
+
+def _told_to_stop(pipe: Connection) -> bool:
+    """Whether the host asked the process to stop (or is gone)."""
+    try:
+        while pipe.poll(0):
+            if pipe.recv() == "stop":
+                return True
+    except (EOFError, OSError):
+        return True
+    return False
 
 
 def _drain(wake: Connection) -> None:

@@ -21,7 +21,7 @@ from typing import Any
 import sqlalchemy as sa
 from sqlalchemy.engine import Connection, Engine
 
-from strata.errors import InvalidEvent, StoreError, StrataError
+from strata.errors import InvalidEvent, StoreConflict, StoreError, StoreRefused, StrataError
 from strata.lineage import keys
 from strata.lineage.ingest import jobs, runs, statements, versions
 from strata.lineage.ingest import rows as rowlib
@@ -31,6 +31,7 @@ from strata.lineage.ingest.validate import EventKind
 from strata.store import jsoncodec
 from strata.store import schema as s
 from strata.store.engine import StatementConnection, read_tx, write_tx
+from strata.store.errors import mapped
 
 log = logging.getLogger(__name__)
 
@@ -90,8 +91,8 @@ def store_event(engine: Engine, event: Event, received: datetime) -> IngestResul
     return result
 
 
-def _conflict(exc: sa.exc.IntegrityError) -> InvalidEvent:
-    return InvalidEvent(f"event conflicts with stored lineage: {exc.orig}", path="$")
+def _conflict(exc: StoreConflict) -> InvalidEvent:
+    return InvalidEvent(f"event conflicts with stored lineage: {exc.message}", path="$")
 
 
 def _result(event: Event, duplicate: bool) -> IngestResult:
@@ -166,7 +167,7 @@ def accept_parsed(
     results: list[IngestResult | StrataError]
     try:
         results = list(_queue_alone(held, [ev for _, ev in todo], received))
-    except (sa.exc.IntegrityError, sa.exc.DataError):
+    except (StoreConflict, StoreRefused):
         # One event the queue would not take: each goes alone, so only it is refused.
         results = [_queue_one(held, ev, received) for _, ev in todo]
     except StoreError as exc:
@@ -194,10 +195,10 @@ def _queue_one(
 ) -> IngestResult | StrataError:
     try:
         [result] = _queue_alone(statements, [event], received)
-    except sa.exc.IntegrityError as exc:
+    except StoreConflict as exc:
         return _conflict(exc)
-    except sa.exc.DataError as exc:
-        return InvalidEvent(f"the store cannot keep this event: {exc.orig}", path="$")
+    except StoreRefused as exc:
+        return InvalidEvent(f"the store cannot keep this event: {exc.message}", path="$")
     except StrataError as exc:
         return exc
     return result
@@ -255,8 +256,9 @@ def _batch_whole(
         with write_tx(engine) as conn:
             _lock(conn)
             try:
-                results = iter(_store_and_apply(conn, events, received))
-            except (sa.exc.IntegrityError, StrataError) as exc:
+                with mapped():
+                    results = iter(_store_and_apply(conn, events, received))
+            except StrataError as exc:
                 raise _Refused from exc
     except StoreError as exc:  # the slower path answers each event on its own
         raise _Refused from exc
@@ -269,9 +271,9 @@ def _batch_whole(
 def _nested(conn: Connection, event: Event, received: datetime) -> IngestResult | StrataError:
     """One event stored and applied under a savepoint: its result, or why it was refused."""
     try:
-        with conn.begin_nested():
+        with mapped(), conn.begin_nested():
             [result] = _store_and_apply(conn, [event], received)
-    except sa.exc.IntegrityError as exc:
+    except StoreConflict as exc:
         return _conflict(exc)
     except StrataError as exc:
         return exc
@@ -283,7 +285,7 @@ def _one(engine: Engine, event: Event, received: datetime) -> IngestResult | Str
         with write_tx(engine) as conn:
             _lock(conn)
             [result] = _store_and_apply(conn, [event], received)
-    except sa.exc.IntegrityError as exc:
+    except StoreConflict as exc:
         return _conflict(exc)
     except StrataError as exc:
         return exc
@@ -373,9 +375,9 @@ def fold_pending(
         received = {event.payload_hash: at for event, at in queued}
         refused: dict[str, str] = {}
         try:
-            with conn.begin_nested():
+            with mapped(), conn.begin_nested():
                 _store_and_apply(conn, events, received)
-        except _UNREACHABLE:
+        except StoreError:  # the store itself failing: the fold is retried later
             raise
         except Exception:  # an event of the group was refused: find which, one by one
             for event in events:
@@ -467,11 +469,11 @@ def _dequeue(conn: Connection, done: list[str], refused: dict[str, str]) -> None
 def _nested_apply(conn: Connection, event: Event, received: Mapping[str, datetime]) -> str | None:
     """Fold one event under a savepoint; why it was refused, or None."""
     try:
-        with conn.begin_nested():
+        with mapped(), conn.begin_nested():
             _store_and_apply(conn, [event], received)
-    except _UNREACHABLE:
+    except StoreError:  # the store itself failing: the fold is retried later
         raise
-    except sa.exc.IntegrityError as exc:
+    except StoreConflict as exc:
         return _conflict(exc).message
     except StrataError as exc:
         return exc.message
@@ -479,10 +481,6 @@ def _nested_apply(conn: Connection, event: Event, received: Mapping[str, datetim
         log.exception("folding lineage event %s failed", keys.event_uuid(event.payload_hash))
         return f"the fold failed: {exc!r}"
     return None
-
-
-# The store itself failing (not an event): the fold is retried later, nothing is set aside.
-_UNREACHABLE = (sa.exc.OperationalError, sa.exc.InterfaceError, StoreError)
 
 
 def _store(

@@ -35,6 +35,7 @@ from jsonschema import Draft202012Validator
 from jsonschema.exceptions import ValidationError, best_match
 
 from strata.errors import InvalidEvent
+from strata.limits import MAX_NAME_BYTES, name_problem
 
 EventKind = Literal["RunEvent", "DatasetEvent", "JobEvent"]
 
@@ -178,12 +179,34 @@ def validate(payload: Any, canonical: str | None = None) -> EventKind:
     if canonical is None or "\\u0000" in canonical:
         _check_text(payload, "$")
     parse_time(payload["eventTime"], "$.eventTime")
+    _check_names(payload)
     if kind == "RunEvent":
         check_uuid(payload["run"]["runId"], "$.run.runId")
         parent = (payload["run"].get("facets") or {}).get("parent")
         if parent is not None:
             check_parent(parent)
     return kind
+
+
+def _check_names(payload: dict[str, Any]) -> None:
+    """Every namespace and name fits the store's limit, so what is listed can be read."""
+    refs: list[tuple[str, Any]] = [
+        ("$.job", payload.get("job")),
+        ("$.dataset", payload.get("dataset")),
+    ]
+    for key in ("inputs", "outputs"):
+        refs.extend((f"$.{key}[{i}]", d) for i, d in enumerate(payload.get(key) or ()))
+    parent = ((payload.get("run") or {}).get("facets") or {}).get("parent")
+    if isinstance(parent, dict):
+        refs.append(("$.run.facets.parent.job", parent.get("job")))
+    for path, ref in refs:
+        if not isinstance(ref, dict):
+            continue
+        for field in ("namespace", "name"):
+            value = ref.get(field)
+            problem = name_problem(f"{path}.{field}", value) if isinstance(value, str) else None
+            if problem is not None:
+                raise InvalidEvent(problem, path=f"{path}.{field}", limit=MAX_NAME_BYTES)
 
 
 def check_uuid(value: Any, path: str) -> str:
@@ -234,20 +257,33 @@ def parse_time(value: Any, path: str) -> datetime:
         )
     year, month, day, hour, minute, second, frac, zone = m.groups()
     micros = int((frac or "0")[:6].ljust(6, "0"))
-    tz: timezone = UTC
-    if zone and zone not in ("Z", "z"):
-        digits = zone[1:].replace(":", "")
-        offset = timedelta(hours=int(digits[:2]), minutes=int(digits[2:4] or 0))
-        tz = timezone(-offset if zone[0] == "-" else offset)
     try:
+        tz = _zone(zone)
         parsed = datetime(
             int(year), int(month), int(day), int(hour), int(minute), int(second or 0), micros, tz
         )
+        return parsed.astimezone(UTC)
     except ValueError as exc:
         raise InvalidEvent(
-            f"{path} is not a valid date-time ({exc}): {value!r}", path=path
+            f"{path} is not a valid date-time ({exc}): {value!r}", path=path, value=value
         ) from exc
-    return parsed.astimezone(UTC)
+    except OverflowError:  # the offset carries it past year 9999 or before year 1
+        raise InvalidEvent(
+            f"{path} falls outside years 1 to 9999 once in UTC: {value!r}", path=path, value=value
+        ) from None
+
+
+def _zone(zone: str | None) -> timezone:
+    """The zone of an ISO-8601 suffix (``Z``, ``+05``, ``-0330``, ``+05:30``); ValueError
+    for offsets of 24 hours or more, or minutes past 59."""
+    if not zone or zone in ("Z", "z"):
+        return UTC
+    digits = zone[1:].replace(":", "")
+    hours, minutes = int(digits[:2]), int(digits[2:4] or 0)
+    if hours > 23 or minutes > 59:
+        raise ValueError(f"offset {zone} is not within ±23:59")
+    offset = timedelta(hours=hours, minutes=minutes)
+    return timezone(-offset if zone[0] == "-" else offset)
 
 
 def _check_text(value: Any, path: str) -> None:

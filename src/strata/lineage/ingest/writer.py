@@ -38,6 +38,7 @@ import contextlib
 import logging
 import queue
 import threading
+import time
 from concurrent.futures import Future
 from dataclasses import dataclass
 from pathlib import Path
@@ -45,7 +46,7 @@ from typing import Any
 
 from sqlalchemy.engine import Engine
 
-from strata.errors import StoreError, StrataError
+from strata.errors import InvalidEvent, StoreError, StrataError
 from strata.lineage.ingest.events import Event, parse_event
 from strata.lineage.ingest.fold_process import FoldProcess
 from strata.lineage.ingest.transactions import IngestResult, accept_parsed, fold_pending
@@ -87,6 +88,7 @@ class GroupWriter:
         poll: float = 1.0,
         fold_in: str = "thread",
         backlog_wait: float = 30.0,
+        watch: float = 1.0,
     ) -> None:
         if fold_in not in ("thread", "process"):
             raise ValueError(f"fold_in must be 'thread' or 'process', got {fold_in!r}")
@@ -103,7 +105,10 @@ class GroupWriter:
         self._unfolded = Unfolded()
         self._wake = threading.Event()
         self._ready = threading.Event()  # the fold runs: it has folded a first group
-        self._threads: list[threading.Thread] = []
+        self._threads: dict[str, threading.Thread] = {}
+        self._watch = watch
+        self._inflight: list[_Request] = []  # the group the store thread is storing
+        self.restarts = 0  # threads the watchdog started again
         self._closed = False
         self._stopping = threading.Event()
         self._process = (
@@ -133,15 +138,36 @@ class GroupWriter:
             if self._closed:
                 raise RuntimeError("the lineage writer is closed")
             if not self._threads:
-                fold = self._fold_loop if self._process is None else self._host_process
-                self._threads = [
-                    threading.Thread(target=self._store_loop, name="strata-lineage-store"),
-                    threading.Thread(target=fold, name="strata-lineage-fold"),
-                ]
-                for thread in self._threads:
-                    thread.daemon = True
-                    thread.start()
+                for name in _ROLES:
+                    self._spawn(name)
         return self._ready.wait(timeout) if timeout is not None else self._ready.is_set()
+
+    def _spawn(self, role: str) -> None:
+        """Start the thread of ``role`` (under :attr:`_lock`)."""
+        targets = {
+            "store": self._store_loop,
+            "fold": self._fold_loop if self._process is None else self._host_process,
+            "watchdog": self._watchdog,
+        }
+        thread = threading.Thread(target=targets[role], name=f"strata-lineage-{role}")
+        thread.daemon = True
+        self._threads[role] = thread
+        thread.start()
+
+    def health(self) -> dict[str, Any]:
+        """Whether each part of the writer runs, and how far the fold is behind."""
+        with self._lock:
+            running = {role: t.is_alive() for role, t in self._threads.items()}
+        if self._process is not None:
+            running["foldProcess"] = self._process.alive()
+        with self._unfolded.state:
+            behind = len(self._unfolded)
+        return {
+            "running": bool(running) and all(running.values()) and not self._closed,
+            "threads": running,
+            "unfolded": behind,
+            "restarts": self.restarts,
+        }
 
     def submit(self, items: list[Item]) -> Future[Results]:
         """Queue ``items``; the future gives one result per item, in order, once stored."""
@@ -179,20 +205,23 @@ class GroupWriter:
         return self._unfolded.wait_folded(timeout)
 
     def close(self, timeout: float | None = 30.0) -> None:
-        """Store what is queued, fold what is stored, then stop both threads."""
+        """Store what is queued, fold what is stored, then stop both threads; after
+        ``timeout`` seconds in all, stop waiting (what is stored stays queued)."""
         with self._lock:
             if self._closed:
                 return
             self._closed = True
-            threads = list(self._threads)
+            threads = dict(self._threads)
             self._queue.put(None)
         if threads:
-            threads[0].join(timeout)
+            deadline = None if timeout is None else time.monotonic() + timeout
+            threads["store"].join(_left(deadline))
             self._stopping.set()
             if self._process is not None:
                 self._process.stop()
             self._wake_fold()
-            threads[1].join(timeout)
+            threads["fold"].join(_left(deadline))
+        self._refuse_left()
         if self._journal is not self._engine:
             self._journal.dispose()
 
@@ -204,41 +233,58 @@ class GroupWriter:
     # --- store thread --------------------------------------------------------------------
 
     def _store_loop(self) -> None:
+        """Store groups until told to stop. Whatever one group raises is its callers'
+        answer; the thread goes on with the next (and if it dies all the same, the
+        watchdog answers its group and starts another)."""
         try:
-            self._store_groups()
+            while True:
+                group, stop = self._take_group()
+                if group:
+                    self._inflight = group
+                    try:
+                        self._store_or_refuse(group)
+                    except Exception as exc:
+                        log.exception("the lineage writer failed to store a group")
+                        _answer([(req, _as_store_error(exc)) for req in group])
+                    self._inflight = []
+                if stop:
+                    return
         finally:
             self._statements.close()
 
-    def _store_groups(self) -> None:
-        stop = False
-        while not stop:
-            first = self._queue.get()
-            if first is None:
-                return
-            group, size = [first], len(first.items)
-            while size < self._max:
-                try:
-                    nxt = self._queue.get_nowait()
-                except queue.Empty:
-                    break
-                if nxt is None:
-                    stop = True
-                    break
-                group.append(nxt)
-                size += len(nxt.items)
-            with self._unfolded.state:
-                behind = not self._unfolded.state.wait_for(
-                    lambda: len(self._unfolded) < self._max_backlog, self._backlog_wait
-                )
-                waiting = len(self._unfolded)
-            if behind:
-                busy = StoreError(
-                    f"the lineage fold is {waiting} events behind and has not caught up in "
-                    f"{self._backlog_wait:.0f} s; nothing was stored, send the events again later"
-                )
-                _answer([(req, [busy] * len(req.items)) for req in group])
-                continue
-            self._store(group)
+    def _take_group(self) -> tuple[list[_Request], bool]:
+        """The next requests to store together (up to ``max_events``), and whether the
+        writer is closing after them."""
+        first = self._queue.get()
+        if first is None:
+            return [], True
+        group, size = [first], len(first.items)
+        while size < self._max:
+            try:
+                nxt = self._queue.get_nowait()
+            except queue.Empty:
+                break
+            if nxt is None:
+                return group, True
+            group.append(nxt)
+            size += len(nxt.items)
+        return group, False
+
+    def _store_or_refuse(self, group: list[_Request]) -> None:
+        """Store ``group``, or refuse it whole while the fold is too far behind."""
+        with self._unfolded.state:
+            behind = not self._unfolded.state.wait_for(
+                lambda: len(self._unfolded) < self._max_backlog, self._backlog_wait
+            )
+            waiting = len(self._unfolded)
+        if behind:
+            busy = StoreError(
+                f"the lineage fold is {waiting} events behind and has not caught up in "
+                f"{self._backlog_wait:.0f} s; nothing was stored, send the events again later"
+            )
+            _answer([(req, [busy] * len(req.items)) for req in group])
+            return
+        self._store(group)
 
     def _store(self, group: list[_Request]) -> None:
         flat = [_parsed(item) for req in group for item in req.items]
@@ -304,6 +350,34 @@ class GroupWriter:
             if not len(folded):
                 return
 
+    # --- watchdog ------------------------------------------------------------------------
+
+    def _watchdog(self) -> None:
+        """Start again a store or fold thread that died, every ``watch`` seconds; the
+        requests a dead store thread held are answered with an error, to be sent again."""
+        while not self._stopping.wait(self._watch):
+            with self._lock:
+                if self._closed:
+                    return
+                dead = [r for r in ("store", "fold") if not self._threads[r].is_alive()]
+                for role in dead:
+                    log.error("the lineage %s thread died; starting another", role)
+                    if role == "store":
+                        lost, self._inflight = self._inflight, []
+                        _answer([(req, _writer_died()) for req in lost])
+                    self.restarts += 1
+                    self._spawn(role)
+
+    def _refuse_left(self) -> None:
+        """Answer requests left in the queue by a store thread that is gone."""
+        while True:
+            try:
+                req = self._queue.get_nowait()
+            except queue.Empty:
+                return
+            if req is not None:
+                _answer([(req, _writer_closed())])
+
     # --- fold process --------------------------------------------------------------------
 
     def _host_process(self) -> None:
@@ -358,9 +432,35 @@ def _settle(answers: list[Answer]) -> None:
 
 
 def _parsed(item: Item) -> Event | StrataError:
+    """``item`` parsed, or why it was refused: never an exception, so one event cannot
+    stop the others stored with it."""
     if isinstance(item, Event | StrataError):
         return item
     try:
         return parse_event(item)
     except StrataError as exc:
         return exc
+    except Exception as exc:  # a case validation missed: refuse the event, not the group
+        log.exception("an event could not be read")
+        return InvalidEvent(f"the event could not be read ({type(exc).__name__}: {exc!r:.200})")
+
+
+def _left(deadline: float | None) -> float | None:
+    return None if deadline is None else max(0.0, deadline - time.monotonic())
+
+
+def _as_store_error(exc: Exception) -> StrataError:
+    if isinstance(exc, StrataError):
+        return exc
+    return StoreError(f"the lineage writer failed ({type(exc).__name__}); send the events again")
+
+
+_ROLES = ("store", "fold", "watchdog")
+
+
+def _writer_died() -> StoreError:
+    return StoreError("the lineage writer restarted while storing this; send it again")
+
+
+def _writer_closed() -> StoreError:
+    return StoreError("the lineage writer stopped before storing this; send it again")
