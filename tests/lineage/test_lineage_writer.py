@@ -492,3 +492,76 @@ def test_the_fold_plans_lookups_without_workers_or_compiling(engine: sa.Engine) 
         "jit": "off",
     }
     assert after == before != "0"
+
+
+class _Dies(BaseException):
+    """Escapes every ``except Exception``: the store thread dies of it."""
+
+
+@pytest.mark.filterwarnings("ignore::pytest.PytestUnhandledThreadExceptionWarning")
+def test_a_store_thread_that_dies_is_replaced_and_its_callers_answered(
+    engine: sa.Engine, monkeypatch: Any
+) -> None:
+    real = ingest.accept_parsed
+    calls = {"n": 0}
+
+    def dying(*args: Any, **kw: Any) -> Any:
+        calls["n"] += 1
+        if calls["n"] == 1:
+            raise _Dies
+        return real(*args, **kw)
+
+    monkeypatch.setattr("strata.lineage.ingest.writer.accept_parsed", dying)
+    writer = GroupWriter(engine, watch=0.05)
+    lost = writer.submit([run_event("START", 0, "a", "j")])
+    with pytest.raises(StrataError, match="send it again"):
+        lost.result(timeout=30)
+    [stored] = writer.submit([run_event("START", 1, "b", "j")]).result(timeout=30)
+    assert isinstance(stored, IngestResult)
+    assert writer.wait_folded(60)
+    health = writer.health()
+    assert health["running"] and health["restarts"] == 1
+    writer.close()
+    with engine.connect() as conn:
+        stored_runs = conn.execute(sa.select(s.runs.c.uuid)).scalars().all()
+    assert [str(u) for u in stored_runs] == [rid("b")]
+
+
+@pytest.mark.filterwarnings("ignore::pytest.PytestUnhandledThreadExceptionWarning")
+def test_health_reports_a_dead_thread_until_the_watchdog_replaces_it(
+    engine: sa.Engine, monkeypatch: Any
+) -> None:
+    def dying(*args: Any, **kw: Any) -> Any:
+        raise _Dies
+
+    writer = GroupWriter(engine, watch=3600)
+    writer.start(30)
+    assert writer.health()["running"]
+    monkeypatch.setattr("strata.lineage.ingest.writer.accept_parsed", dying)
+    writer.submit([run_event("START", 0, "a", "j")])
+    writer._threads["store"].join(30)
+    health = writer.health()
+    assert not health["running"] and health["threads"]["store"] is False
+    writer.close(5)
+
+
+def test_an_event_that_breaks_parsing_is_refused_alone(engine: sa.Engine, monkeypatch: Any) -> None:
+    """An exception validation did not foresee refuses that event; the others of its group
+    are stored."""
+    from strata.lineage.ingest import writer as writer_mod
+
+    real = writer_mod.parse_event
+
+    def fragile(payload: Any) -> Any:
+        if payload["job"]["name"] == "boom":
+            raise RecursionError("maximum recursion depth exceeded")
+        return real(payload)
+
+    monkeypatch.setattr(writer_mod, "parse_event", fragile)
+    writer = GroupWriter(engine)
+    bad, good = writer.submit(
+        [run_event("START", 0, "a", "boom"), run_event("START", 0, "b", "j")]
+    ).result(timeout=30)
+    assert isinstance(bad, InvalidEvent) and "RecursionError" in bad.message
+    assert isinstance(good, IngestResult)
+    writer.close()

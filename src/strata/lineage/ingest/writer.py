@@ -297,8 +297,10 @@ class GroupWriter:
                     mine.append(item.payload_hash)
         try:
             results = accept_parsed(self._engine, self._journal, flat, statements=self._statements)
-        except Exception as exc:  # the callers re-raise it; the thread lives on
-            self._release(mine)
+        except BaseException as exc:  # the callers re-raise it; the thread lives on
+            self._release(mine)  # not stored: nobody waits for their fold
+            if not isinstance(exc, Exception):
+                raise  # the thread dies of it; the watchdog answers the group
             _answer([(req, exc) for req in group])
             return
         kept = {r.payload_hash for r in results if isinstance(r, IngestResult) and not r.duplicate}
