@@ -14,6 +14,8 @@ MAX_JSON_DEPTH = 200
 
 def name_problem(field: str, value: str) -> str | None:
     """Why ``value`` cannot be a name in the store, or None."""
+    if not value:
+        return f"{field} is empty; give it a name"
     if "\x00" in value:
         return f"{field} contains a NUL character; remove it"
     size = len(value.encode("utf-8", "surrogatepass"))

@@ -28,7 +28,11 @@ def test_every_answer_is_documented(settings: Settings, engine: sa.Engine, tmp_p
     chain(Seeder(engine))  # a few real names, so some reads find something
     (tmp_path / "pipes").mkdir()
     (tmp_path / "pipes" / "nothing.py").write_text('"""No transforms."""\n')
-    served = dataclasses.replace(settings, pipelines=(str(tmp_path / "pipes"),))
+    # With tokens set, so the checks that requests without the declared token are refused
+    # run too; schemathesis sends the write token.
+    served = dataclasses.replace(
+        settings, pipelines=(str(tmp_path / "pipes"),), write_tokens=("fuzz-token",)
+    )
     with serving(create_app(served, engine)) as url:
         run = subprocess.run(
             [
@@ -49,11 +53,13 @@ def test_every_answer_is_documented(settings: Settings, engine: sa.Engine, tmp_p
                 "10",
                 "--seed",
                 "1",
+                "--header",
+                "Authorization: Bearer fuzz-token",
             ],
             cwd=tmp_path,  # its cache directory goes here
             capture_output=True,
             text=True,
-            timeout=110,
+            timeout=400,  # about 100 s alone on 2 cores; CI shares them
             check=False,
         )
     assert run.returncode == 0, run.stdout[-20_000:] + run.stderr[-5_000:]

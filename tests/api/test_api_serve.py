@@ -19,8 +19,8 @@ from typing import Any
 
 import httpx
 import pytest
-from serve_process import Served, free_port
 
+from serve_process import Served, free_port
 from strata.store import migrate
 from strata.store.engine import create_engine
 
@@ -164,7 +164,7 @@ def private_pg() -> Iterator[PrivatePostgres]:
 def _requests(doc: dict[str, Any]) -> list[tuple[str, str, dict[str, Any]]]:
     """Every GET of the API, with its path and required query filled in, plus a write."""
     run_id = str(uuid.uuid4())
-    query = {"q": "x", "nodeId": "dataset:x:x", "runId": run_id}
+    query = {"q": "x", "nodeId": "dataset:x:x", "runId": run_id, "period": "DAY"}
     out: list[tuple[str, str, dict[str, Any]]] = []
     for template, item in doc["paths"].items():
         if "get" not in item or not template.startswith("/api/"):

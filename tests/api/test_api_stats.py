@@ -147,7 +147,6 @@ def test_running_totals(client: TestClient, seed: Seeder) -> None:
         {},
         {"period": "MONTH"},
         {"period": ""},
-        {"period": "WEEK"},
         {"period": "WEEK", "timezone": ""},
         {"period": "WEEK", "timezone": "Mars/Olympus"},
         {"period": "WEEK", "timezone": "../../etc/passwd"},
@@ -161,3 +160,8 @@ def test_bad_parameters_are_400(client: TestClient, what: str, params: dict[str,
     body = r.json()
     assert set(body) == {"code", "message", "details"}
     assert body["details"]["field"] in ("period", "timezone")
+
+
+def test_weeks_without_a_zone_are_utc_weeks(client: TestClient) -> None:
+    utc = get(client, "jobs", period="WEEK", timezone="UTC")
+    assert get(client, "jobs", period="WEEK") == utc

@@ -153,26 +153,12 @@ def test_serve_ingests_reads_back_and_stops_cleanly(tmp_path: Path) -> None:
     back, and on SIGTERM the server, its fold process and their resources all go, with
     nothing reported leaked."""
     import signal
-    import socket
-    import time
     import uuid
 
     import httpx
 
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        port = int(sock.getsockname()[1])
-    env = {k: v for k, v in os.environ.items() if not k.startswith("STRATA_")}
-    exe = Path(sys.executable).with_name("strata")
-    proc = subprocess.Popen(
-        [str(exe), "serve", "--port", str(port)],
-        cwd=tmp_path,
-        env=env,
-        stdout=subprocess.PIPE,
-        stderr=subprocess.PIPE,
-        text=True,
-    )
-    base = f"http://127.0.0.1:{port}/api/v1"
+    from serve_process import Served
+
     run_id = str(uuid.uuid4())
     event = {
         "eventType": "COMPLETE",
@@ -182,24 +168,14 @@ def test_serve_ingests_reads_back_and_stops_cleanly(tmp_path: Path) -> None:
         "outputs": [{"namespace": "cli", "name": "out"}],
         "producer": "https://example.com/strata-tests",
     }
-    try:
-        deadline = time.monotonic() + 60
-        while True:
-            try:
-                if httpx.get(f"{base}/namespaces", timeout=2).status_code == 200:
-                    break
-            except httpx.TransportError:
-                pass
-            assert proc.poll() is None and time.monotonic() < deadline, "server did not start"
-            time.sleep(0.2)
-        assert httpx.post(f"{base}/lineage", json=event, timeout=30).status_code == 201
-        run = httpx.get(f"{base}/jobs/runs/{run_id}", timeout=30).json()
+    with Served(tmp_path, {}) as server:  # no STRATA_* setting: the embedded default
+        assert httpx.post(f"{server.url}/lineage", json=event, timeout=30).status_code == 201
+        run = httpx.get(f"{server.url}/jobs/runs/{run_id}", timeout=30).json()
         assert run["state"] == "COMPLETED"
-    finally:
-        proc.send_signal(signal.SIGTERM)
-        _out, err = proc.communicate(timeout=60)
+        server.stop(signal.SIGTERM)
+    err = server.log.read_text()
     # uvicorn shuts down gracefully, then ends with the signal it was stopped by.
-    assert proc.returncode in (0, -signal.SIGTERM), err
+    assert server.proc.returncode in (0, -signal.SIGTERM), err
     assert "Application shutdown complete" in err
     assert "leaked" not in err and "Traceback" not in err, err
 

@@ -9,6 +9,7 @@ from strata.errors import Forbidden, Unauthorized
 from strata.settings import Settings
 
 _READ_METHODS = frozenset({"GET", "HEAD", "OPTIONS"})
+OPEN_PATHS = frozenset({"/api/v1/health"})  # for load balancers, which carry no token
 
 
 def _matches(token: str, allowed: tuple[str, ...]) -> bool:

@@ -10,7 +10,6 @@ from fastapi import Request
 from starlette.exceptions import HTTPException
 
 from strata.errors import InvalidArgument
-from strata.limits import MAX_JSON_DEPTH
 from strata.store import jsoncodec
 
 MAX_BODY = 64 * 1024 * 1024  # decompressed; events of several MB are normal, GBs are not
@@ -46,7 +45,7 @@ def decode_json(data: bytes, content_encoding: str) -> Any:
     if not data.strip():
         raise InvalidArgument("request body is empty; send a JSON document", field="body")
     try:
-        return jsoncodec.loads_strict(data, MAX_JSON_DEPTH)
+        return jsoncodec.loads_strict(data)
     except UnicodeDecodeError as exc:
         raise InvalidArgument(f"request body is not UTF-8: {exc}", field="body") from exc
     except json.JSONDecodeError as exc:

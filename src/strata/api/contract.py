@@ -19,6 +19,8 @@ from fastapi import FastAPI
 from fastapi.openapi.utils import get_openapi
 from pydantic import BaseModel, Field
 
+from strata.api import event_schema
+from strata.api.auth import OPEN_PATHS
 from strata.api.inputs import NO_NUL
 from strata.limits import MAX_NAME_BYTES
 
@@ -98,6 +100,9 @@ def openapi(app: FastAPI) -> dict[str, Any]:
         _drop_framework_422(doc)
         _declare_errors(doc)
         _name_limits(doc)
+        _query_text(doc)
+        _security(doc)
+        doc["components"]["schemas"].update(event_schema.components())
         app.openapi_schema = doc
     return app.openapi_schema
 
@@ -142,6 +147,36 @@ def _name_limits(doc: dict[str, Any]) -> None:
                     "description",
                     f"a name: at most {MAX_NAME_BYTES:,} bytes of UTF-8, no NUL character",
                 )
+
+
+def _query_text(doc: dict[str, Any]) -> None:
+    """Free-text query values hold no NUL character (every route refuses one)."""
+    for op in _operations(doc):
+        for param in op.get("parameters", []):
+            schema = param.get("schema", {})
+            texts = [schema, *schema.get("anyOf", [])]
+            free = not any(k in schema for k in ("pattern", "enum", "format"))
+            if param.get("in") == "query" and free:
+                for branch in texts:
+                    if branch.get("type") == "string" and not branch.get("format"):
+                        branch.setdefault("pattern", NO_NUL)
+
+
+_BEARER = {
+    "type": "http",
+    "scheme": "bearer",
+    "description": "a read or write token; needed only where the server has tokens set "
+    "(reads take either, writes a write token)",
+}
+
+
+def _security(doc: dict[str, Any]) -> None:
+    """Declare the bearer scheme on every API operation but the health check."""
+    doc.setdefault("components", {})["securitySchemes"] = {"bearerAuth": _BEARER}
+    for path, item in doc.get("paths", {}).items():
+        if path.startswith("/api/") and path not in OPEN_PATHS:
+            for op in item.values():
+                op["security"] = [{"bearerAuth": []}]
 
 
 @lru_cache(maxsize=256)

@@ -16,8 +16,6 @@ from starlette.types import ASGIApp, Message, Receive, Scope, Send
 from strata.api import auth, body
 from strata.api.asgi import answer_error, headers
 
-OPEN_PATHS = frozenset({"/api/v1/health"})  # for load balancers, which carry no token
-
 
 class GuardMiddleware:
     """Token and body-size checks for every ``/api/`` request, ahead of its route."""
@@ -27,7 +25,7 @@ class GuardMiddleware:
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         path = scope.get("path", "")
-        if scope["type"] != "http" or not path.startswith("/api/") or path in OPEN_PATHS:
+        if scope["type"] != "http" or not path.startswith("/api/") or path in auth.OPEN_PATHS:
             await self.app(scope, receive, send)
             return
         found = headers(scope, b"authorization", b"content-length")

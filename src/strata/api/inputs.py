@@ -19,10 +19,15 @@ from strata.limits import MAX_NAME_BYTES, name_problem
 
 MAX_OFFSET = 2**31 - 1
 NO_NUL = "^[^\\u0000]*$"  # a JSON Schema pattern: no NUL character anywhere
+NOT_BLANK = "^[^\\u0000]*[^\\s\\u0000][^\\u0000]*$"  # and something besides white space
 # RFC 3339 with a four-digit year from 1000 (what the store writes): seconds required, a
 # zone optional here (``at`` reads a time without one as the server's local time).
 TIME_PATTERN = "^[1-9][0-9]{3}-[0-9]{2}-[0-9]{2}T[0-9]{2}:[0-9]{2}:[0-9]{2}"
 TIME_EXAMPLE = "2024-01-31T12:00:00Z"
+# A date-time in a request body that is storable whatever its offset: years 1001 to 9998.
+STORABLE_TIME_PATTERN = (
+    "^(100[1-9]|10[1-9][0-9]|1[1-9][0-9]{2}|[2-8][0-9]{3}|9[0-8][0-9]{2}|99[0-8][0-9]|999[0-8])-"
+)
 _EARLIEST = datetime(1000, 1, 1, tzinfo=UTC)
 
 

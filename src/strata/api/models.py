@@ -8,7 +8,7 @@ from uuid import UUID
 
 from pydantic import AfterValidator, BaseModel, ConfigDict, Field
 
-from strata.api.inputs import NO_NUL, time_problem
+from strata.api.inputs import NO_NUL, STORABLE_TIME_PATTERN, time_problem
 from strata.limits import MAX_NAME_BYTES, name_problem
 
 
@@ -40,7 +40,11 @@ Name = Annotated[
     Field(min_length=1, max_length=MAX_NAME_BYTES, json_schema_extra={"pattern": NO_NUL}),
     AfterValidator(_storable_name),
 ]
-Time = Annotated[datetime, AfterValidator(_storable_time)]
+Time = Annotated[
+    datetime,
+    Field(json_schema_extra={"pattern": STORABLE_TIME_PATTERN}),
+    AfterValidator(_storable_time),
+]
 
 
 class _Body(BaseModel):

@@ -175,8 +175,13 @@ def _not_strict(item: Any, depth: int, max_depth: int) -> str | None:
     if kind is str:
         return None if _is_unicode(item) else "holds a lone surrogate, which is not Unicode"
     if kind is float:
-        if not math.isfinite(item):
-            return f"is {item!r}, which JSON cannot hold; send a finite number or text"
+        if math.isnan(item):
+            return "is NaN, which strict JSON cannot hold; send a number or text"
+        if math.isinf(item):
+            return (
+                f"is {'' if item > 0 else '-'}Infinity (or beyond a double's range), which "
+                "strict JSON cannot hold; send a finite number or text"
+            )
         return None
     if kind is int:
         return (
@@ -186,6 +191,8 @@ def _not_strict(item: Any, depth: int, max_depth: int) -> str | None:
         )
     if kind is bool or item is None or isinstance(item, int | float | str):
         return None
+    if kind is _LongInt:
+        return f"is an integer of {item.digits:,} digits; at most {_MAX_INT_DIGITS:,} are read"
     return f"is a {kind.__name__}, which is not JSON"
 
 
@@ -217,39 +224,40 @@ def _is_unicode(text: str) -> bool:
     return True
 
 
-def loads_strict(data: bytes, max_depth: int) -> Any:
-    """``data`` decoded as strict JSON (see :func:`strict_problem`); ValueError naming the
-    first problem (its JSON path) otherwise. Integers beyond 64 bits stay exact."""
+def loads_strict(data: bytes) -> Any:
+    """``data`` decoded as strict JSON (see :func:`strict_problem`), nested at most
+    :data:`READ_DEPTH` levels; :class:`NotStrict` (a ValueError) naming the first problem
+    by its JSON path, or json's own error for text that is not JSON. Integers beyond 64
+    bits stay exact. Deeper limits (events: 200 levels) are the reader's to check."""
     if _LONG_RUN not in data.translate(_DIGITS):
         try:
-            value = orjson.loads(data)
+            return orjson.loads(data)  # it refuses all that is not strict, and > 1,024 levels
         except orjson.JSONDecodeError:
             pass  # json words most errors better; integers past 64 bits need it
-        else:
-            # orjson refuses all but nesting deeper than max_depth (up to its own 1,024),
-            # which needs more brackets than that.
-            if data.count(b"[") + data.count(b"{") <= max_depth:
-                return value
-            found = strict_problem(value, max_depth)
-            return value if found is None else _refuse(found)
     try:
-        value = json.loads(data, parse_constant=_no_constant, parse_int=_exact_int)
+        # NaN, infinities and over-long integers are read as values the walk below
+        # refuses by their path.
+        value = json.loads(data, parse_int=_exact_int)
     except RecursionError:
-        raise NotStrict("$", f"nests more than {max_depth} levels deep") from None
-    found = strict_problem(value, max_depth)
+        raise NotStrict("$", f"nests more than {READ_DEPTH} levels deep") from None
+    found = strict_problem(value, READ_DEPTH)
     return value if found is None else _refuse(found)
+
+
+READ_DEPTH = 1024  # orjson's limit; json's recursion stops near it too
 
 
 def _refuse(found: tuple[str, str]) -> Any:
     raise NotStrict(*found)
 
 
-def _no_constant(name: str) -> Any:
-    raise NotStrict("$", f"holds {name}, which JSON cannot hold; send a finite number or text")
+class _LongInt:
+    """An integer too long for Python to read, kept as its digit count."""
+
+    def __init__(self, digits: int) -> None:
+        self.digits = digits
 
 
-def _exact_int(text: str) -> int:
+def _exact_int(text: str) -> int | _LongInt:
     digits = len(text.lstrip("-"))
-    if digits > _MAX_INT_DIGITS:
-        raise NotStrict("$", f"holds an integer of {digits:,} digits; at most 4,300 are read")
-    return int(text)
+    return _LongInt(digits) if digits > _MAX_INT_DIGITS else int(text)

@@ -10,7 +10,7 @@ from fastapi import APIRouter, Query, Request, Response
 
 from strata.api import views
 from strata.api.body import read_json
-from strata.api.contract import errors
+from strata.api.contract import Responses, errors
 from strata.api.deps import Conn, Depth, Eng, Limit, Offset, QueryTime, time_param
 from strata.api.inputs import check_time
 from strata.errors import InvalidArgument, InvalidEvent, StrataError
@@ -22,18 +22,9 @@ from strata.store.engine import read_tx
 
 router = APIRouter(tags=["Lineage"])
 
+_EVENT = {"$ref": "#/components/schemas/LineageEvent"}  # see strata.api.event_schema
 _EVENT_BODY = {
-    "requestBody": {
-        "required": True,
-        "content": {
-            "application/json": {
-                "schema": {
-                    "type": "object",
-                    "description": "An OpenLineage 2-0-2 RunEvent, DatasetEvent or JobEvent",
-                }
-            }
-        },
-    }
+    "requestBody": {"required": True, "content": {"application/json": {"schema": _EVENT}}}
 }
 _BATCH_BODY = {
     "requestBody": {
@@ -42,8 +33,8 @@ _BATCH_BODY = {
             "application/json": {
                 "schema": {
                     "type": "array",
-                    # Not only objects: the batch answers each item, reporting what is no event.
-                    "items": {"description": "an OpenLineage event"},
+                    # Not only events: the batch answers each item, reporting what is none.
+                    "items": {"description": "an OpenLineage event (see LineageEvent)"},
                 }
             }
         },
@@ -76,7 +67,16 @@ async def accept_event(writer: GroupWriter, payload: Any) -> None:
 _BODY_ERRORS = errors(413, 415)
 
 
-@router.post("/lineage", status_code=201, openapi_extra=_EVENT_BODY, responses=_BODY_ERRORS)
+_STORED: Responses = {201: {"description": "stored: it will be part of the model", "content": {}}}
+
+
+@router.post(
+    "/lineage",
+    status_code=201,
+    openapi_extra=_EVENT_BODY,
+    response_class=Response,
+    responses={**_STORED, **_BODY_ERRORS},
+)
 async def post_lineage(request: Request) -> Response:
     """Store one OpenLineage event (201). The app answers this route itself, ahead of the
     router (:mod:`strata.api.direct`); this is its description and a fallback."""

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from datetime import UTC, datetime
 from typing import Annotated, Any, Literal
-from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
+from zoneinfo import ZoneInfo, available_timezones
 
 from fastapi import APIRouter, Query
 
@@ -16,40 +16,43 @@ from strata.lineage.query import stats
 router = APIRouter(prefix="/stats", tags=["Stats"])
 
 PeriodParam = Annotated[
-    str | None,
+    str,
     Query(
         max_length=16,
-        description="DAY (24 hours) or WEEK (7 days), any case; required",
+        description="DAY (24 hours) or WEEK (7 days), any case",
         json_schema_extra={"pattern": "^([Dd][Aa][Yy]|[Ww][Ee][Ee][Kk])$"},
     ),
 ]
+# The zones this server's time zone database knows: the document lists them, so what a
+# client may send is what the server takes.
+ZONES = sorted(available_timezones())
 ZoneParam = Annotated[
     str | None,
-    Query(max_length=64, description="IANA time zone of the WEEK days, e.g. Europe/Paris"),
+    Query(
+        max_length=64,
+        description="IANA time zone of the WEEK days, e.g. Europe/Paris (default UTC)",
+        json_schema_extra={"enum": ZONES},
+    ),
 ]
 
 
-def _spans(period: str | None, timezone: str | None) -> list[stats.Interval]:
-    value = (period or "").upper()
+def _spans(period: str, timezone: str | None) -> list[stats.Interval]:
+    value = period.upper()
     if value not in ("DAY", "WEEK"):
         raise InvalidArgument(
             f"period must be DAY or WEEK, got {period!r}", field="period", value=period
         )
-    zone = None
-    if value == "WEEK":
-        if not timezone:
-            raise InvalidArgument(
-                "timezone must be given for period WEEK, e.g. timezone=UTC", field="timezone"
-            )
-        try:
-            zone = ZoneInfo(timezone)
-        except (ZoneInfoNotFoundError, ValueError, OSError) as exc:
-            raise InvalidArgument(
-                f"unknown time zone {timezone!r}; use an IANA name such as Europe/Paris or UTC",
-                field="timezone",
-                value=timezone,
-            ) from exc
+    if timezone is not None and timezone not in _KNOWN:
+        raise InvalidArgument(
+            f"unknown time zone {timezone!r}; use an IANA name such as Europe/Paris or UTC",
+            field="timezone",
+            value=timezone,
+        )
+    zone = ZoneInfo(timezone or "UTC") if value == "WEEK" else None
     return stats.intervals("DAY" if value == "DAY" else "WEEK", zone, datetime.now(UTC))
+
+
+_KNOWN = frozenset(ZONES)
 
 
 def _interval(iv: stats.Interval) -> dict[str, Any]:
@@ -58,7 +61,7 @@ def _interval(iv: stats.Interval) -> dict[str, Any]:
 
 @router.get("/lineage-events")
 def lineage_events(
-    conn: Conn, period: PeriodParam = None, timezone: ZoneParam = None
+    conn: Conn, period: PeriodParam, timezone: ZoneParam = None
 ) -> list[dict[str, Any]]:
     """Lineage events per hour (DAY) or day (WEEK), by event type."""
     return [
@@ -74,7 +77,7 @@ def lineage_events(
 
 
 def _totals(
-    conn: Conn, what: Literal["jobs", "datasets", "sources"], period: str | None, tz: str | None
+    conn: Conn, what: Literal["jobs", "datasets", "sources"], period: str, tz: str | None
 ) -> list[dict[str, Any]]:
     return [
         {**_interval(m.interval), "count": m.count}
@@ -83,24 +86,18 @@ def _totals(
 
 
 @router.get("/jobs")
-def jobs(
-    conn: Conn, period: PeriodParam = None, timezone: ZoneParam = None
-) -> list[dict[str, Any]]:
+def jobs(conn: Conn, period: PeriodParam, timezone: ZoneParam = None) -> list[dict[str, Any]]:
     """How many jobs existed at the end of each hour (DAY) or day (WEEK)."""
     return _totals(conn, "jobs", period, timezone)
 
 
 @router.get("/datasets")
-def datasets(
-    conn: Conn, period: PeriodParam = None, timezone: ZoneParam = None
-) -> list[dict[str, Any]]:
+def datasets(conn: Conn, period: PeriodParam, timezone: ZoneParam = None) -> list[dict[str, Any]]:
     """How many datasets existed at the end of each hour (DAY) or day (WEEK)."""
     return _totals(conn, "datasets", period, timezone)
 
 
 @router.get("/sources")
-def sources(
-    conn: Conn, period: PeriodParam = None, timezone: ZoneParam = None
-) -> list[dict[str, Any]]:
+def sources(conn: Conn, period: PeriodParam, timezone: ZoneParam = None) -> list[dict[str, Any]]:
     """How many sources existed at the end of each hour (DAY) or day (WEEK)."""
     return _totals(conn, "sources", period, timezone)

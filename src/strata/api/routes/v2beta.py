@@ -7,12 +7,21 @@ from typing import Annotated, Any, Literal
 from fastapi import APIRouter, Query
 
 from strata.api.deps import Conn
+from strata.api.inputs import NOT_BLANK
 from strata.errors import InvalidArgument
 from strata.lineage.query import doc_search
 
 router = APIRouter(prefix="/api/v2beta/search", tags=["Search"])
 
-Q = Annotated[str, Query(min_length=1, max_length=1024, description="text to look for")]
+Q = Annotated[
+    str,
+    Query(
+        min_length=1,
+        max_length=1024,
+        description="text to look for: not only white space, no NUL character",
+        json_schema_extra={"pattern": NOT_BLANK},
+    ),
+]
 
 
 def _search(conn: Conn, kind: Literal["jobs", "datasets"], q: str) -> dict[str, Any]:

@@ -411,7 +411,7 @@ def _answer(answers: list[Answer]) -> None:
     for req, value in answers:
         if req.loop is not None:
             by_loop.setdefault(req.loop, []).append((req, value))
-        elif req.future is not None:
+        elif req.future is not None and not req.future.done():  # answered once only
             if isinstance(value, BaseException):
                 req.future.set_exception(value)
             else:
