@@ -190,23 +190,34 @@ def validate(payload: Any, canonical: str | None = None) -> EventKind:
 
 def _check_names(payload: dict[str, Any]) -> None:
     """Every namespace and name fits the store's limit, so what is listed can be read."""
-    refs: list[tuple[str, Any]] = [
-        ("$.job", payload.get("job")),
-        ("$.dataset", payload.get("dataset")),
-    ]
+    _check_ref("$.job", payload.get("job"))
+    _check_ref("$.dataset", payload.get("dataset"))
     for key in ("inputs", "outputs"):
-        refs.extend((f"$.{key}[{i}]", d) for i, d in enumerate(payload.get(key) or ()))
+        for i, ref in enumerate(payload.get(key) or ()):
+            _check_ref((key, i), ref)
     parent = ((payload.get("run") or {}).get("facets") or {}).get("parent")
     if isinstance(parent, dict):
-        refs.append(("$.run.facets.parent.job", parent.get("job")))
-    for path, ref in refs:
-        if not isinstance(ref, dict):
-            continue
-        for field in ("namespace", "name"):
-            value = ref.get(field)
-            problem = name_problem(f"{path}.{field}", value) if isinstance(value, str) else None
-            if problem is not None:
-                raise InvalidEvent(problem, path=f"{path}.{field}", limit=MAX_NAME_BYTES)
+        _check_ref("$.run.facets.parent.job", parent.get("job"))
+
+
+def _check_ref(where: str | tuple[str, int], ref: Any) -> None:
+    if not isinstance(ref, dict):
+        return
+    for field in ("namespace", "name"):
+        value = ref.get(field)
+        # At most 4 bytes a character: a short name needs no encoding to measure.
+        if isinstance(value, str) and (not value or len(value) > _SHORT):
+            path = where if isinstance(where, str) else f"$.{where[0]}[{where[1]}]"
+            _check_name(f"{path}.{field}", value)
+
+
+_SHORT = MAX_NAME_BYTES // 4
+
+
+def _check_name(path: str, value: str) -> None:
+    problem = name_problem(path, value)
+    if problem is not None:
+        raise InvalidEvent(problem, path=path, limit=MAX_NAME_BYTES)
 
 
 def check_uuid(value: Any, path: str) -> str:
