@@ -11,10 +11,23 @@ import sys
 import time
 from pathlib import Path
 from types import TracebackType
+from typing import Any
 
 import httpx
 
 EXE = Path(sys.executable).with_name("strata")
+
+
+def event(run_id: str, event_type: str = "START", namespace: str = "served") -> dict[str, Any]:
+    """A RunEvent of job ``load`` writing dataset ``out`` in ``namespace``."""
+    return {
+        "eventType": event_type,
+        "eventTime": "2024-05-01T10:00:00Z",
+        "run": {"runId": run_id},
+        "job": {"namespace": namespace, "name": "load"},
+        "outputs": [{"namespace": namespace, "name": "out"}],
+        "producer": "https://example.com/strata-tests",
+    }
 
 
 def free_port() -> int:

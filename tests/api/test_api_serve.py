@@ -20,22 +20,11 @@ from typing import Any
 import httpx
 import pytest
 
-from serve_process import Served, free_port
+from serve_process import Served, event, free_port
 from strata.store import migrate
 from strata.store.engine import create_engine
 
 MiB = 1024 * 1024
-
-
-def event(run_id: str) -> dict[str, Any]:
-    return {
-        "eventType": "START",
-        "eventTime": "2024-05-01T10:00:00Z",
-        "run": {"runId": run_id},
-        "job": {"namespace": "served", "name": "load"},
-        "outputs": [{"namespace": "served", "name": "out"}],
-        "producer": "https://example.com/served",
-    }
 
 
 def _store_env(db_url: str, tmp_path: Path) -> dict[str, str]:

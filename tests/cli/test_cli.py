@@ -157,19 +157,12 @@ def test_serve_ingests_reads_back_and_stops_cleanly(tmp_path: Path) -> None:
 
     import httpx
 
-    from serve_process import Served
+    from serve_process import Served, event
 
     run_id = str(uuid.uuid4())
-    event = {
-        "eventType": "COMPLETE",
-        "eventTime": "2024-01-01T00:00:00Z",
-        "run": {"runId": run_id},
-        "job": {"namespace": "cli", "name": "load"},
-        "outputs": [{"namespace": "cli", "name": "out"}],
-        "producer": "https://example.com/strata-tests",
-    }
     with Served(tmp_path, {}) as server:  # no STRATA_* setting: the embedded default
-        assert httpx.post(f"{server.url}/lineage", json=event, timeout=30).status_code == 201
+        done = event(run_id, "COMPLETE", namespace="cli")
+        assert httpx.post(f"{server.url}/lineage", json=done, timeout=30).status_code == 201
         run = httpx.get(f"{server.url}/jobs/runs/{run_id}", timeout=30).json()
         assert run["state"] == "COMPLETED"
         server.stop(signal.SIGTERM)
