@@ -77,8 +77,8 @@ def populate(lake: Any, service: Any, history: int) -> float:
     """Commit ``history`` built versions of every derived dataset; returns seconds."""
     import pyarrow as pa
 
-    from strata.builds import events as ev
-    from strata.builds.programs import register
+    from strata.builds import run_events as ev
+    from strata.builds.program_files import program_text
     from strata.ids import new_id
     from strata.lineage.ingest.transactions import ingest_batch
 
@@ -91,7 +91,9 @@ def populate(lake: Any, service: Any, history: int) -> float:
         service.pipelines.transforms[k]
         for k in service.pipelines.graph.post_order(service.pipelines.graph.roots())
     ]
-    programs = {i.fqn: register(lake.engine, lake.namespace, i) for i in items}
+    programs = {
+        i.fqn: service.state.register_program(i.fqn, i.fingerprint, program_text(i)) for i in items
+    }
     versions: dict[str, int] = {f"raw/r{r}": 1 for r in range(RAW)}
     for _ in range(history):
         for start in range(0, len(items), GROUP):

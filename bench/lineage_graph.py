@@ -82,16 +82,16 @@ def layout(jobs: int, datasets: int, seed: int) -> dict[str, Any]:
 
 
 def populate(engine: Any, jobs: int, datasets: int, seed: int) -> dict[str, Any]:
-    from strata.lineage import keys
+    from strata import ids
     from strata.store import schema as s
 
     rng = random.Random(seed + 1)
     lay = layout(jobs, datasets, seed)
     names: list[str] = lay["names"]
     job_io: list[tuple[list[int], list[int]]] = lay["job_io"]
-    ds_uuid = [keys.dataset_uuid(NS, n) for n in names]
+    ds_uuid = [ids.dataset_uuid(NS, n) for n in names]
     job_names = [f"etl.job_{i:06d}" for i in range(jobs)]
-    job_uuid = [keys.job_uuid(NS, n) for n in job_names]
+    job_uuid = [ids.job_uuid(NS, n) for n in job_names]
     start = [EPOCH + timedelta(seconds=60 * i + rng.randrange(30)) for i in range(jobs)]
     run_id = [uuid7_at(t, rng) for t in start]
     versions = [
@@ -112,9 +112,9 @@ def populate(engine: Any, jobs: int, datasets: int, seed: int) -> dict[str, Any]
     for i, (_, outs) in enumerate(job_io):
         for d in outs:
             producer_of[d] = i
-            current[d] = keys.output_version_uuid(run_id[i], ds_uuid[d])
+            current[d] = ids.output_version_uuid(run_id[i], ds_uuid[d])
     initial = {
-        d: keys.initial_version_uuid(ds_uuid[d]) for d in range(len(names)) if d not in current
+        d: ids.initial_version_uuid(ds_uuid[d]) for d in range(len(names)) if d not in current
     }
     current.update(initial)
 
@@ -184,11 +184,11 @@ def populate(engine: Any, jobs: int, datasets: int, seed: int) -> dict[str, Any]
             ):
                 digest = f"{run_id[i]}{tag}"
                 yield {
-                    "uuid": keys.run_state_uuid(run_id[i], digest),
+                    "uuid": ids.run_state_uuid(run_id[i], digest),
                     "run_uuid": run_id[i],
                     "state": state,
                     "transitioned_at": at,
-                    "event_uuid": keys.event_uuid(digest),
+                    "event_uuid": ids.event_uuid(digest),
                 }
 
     def version_rows() -> Iterator[dict[str, Any]]:

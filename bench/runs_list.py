@@ -160,10 +160,10 @@ SCHEMA = [
 
 
 def dataset_row(ns: str, name: str, at: datetime, current: str | None) -> dict[str, Any]:
-    from strata.lineage import keys
+    from strata import ids
 
     return {
-        "uuid": keys.dataset_uuid(ns, name),
+        "uuid": ids.dataset_uuid(ns, name),
         "namespace": ns,
         "name": name,
         "type": "DB_TABLE",
@@ -181,10 +181,10 @@ def dataset_row(ns: str, name: str, at: datetime, current: str | None) -> dict[s
 
 
 def job_row(ns: str, name: str, at: datetime, current: str | None) -> dict[str, Any]:
-    from strata.lineage import keys
+    from strata import ids
 
     return {
-        "uuid": keys.job_uuid(ns, name),
+        "uuid": ids.job_uuid(ns, name),
         "namespace": ns,
         "simple_name": name,
         "name": name,
@@ -204,11 +204,11 @@ def job_row(ns: str, name: str, at: datetime, current: str | None) -> dict[str, 
 def job_version_row(
     job: str, ins: Sequence[tuple[str, str]], outs: Sequence[tuple[str, str]], at: datetime
 ) -> dict[str, Any]:
-    from strata.lineage import keys
+    from strata import ids
 
     fp = uuid.uuid5(uuid.NAMESPACE_URL, f"{job}|{sorted(ins)}|{sorted(outs)}").hex * 2
     return {
-        "uuid": keys.job_version_uuid(job, fp),
+        "uuid": ids.job_version_uuid(job, fp),
         "job_uuid": job,
         "version": fp,
         "source_code": None,
@@ -226,7 +226,7 @@ def job_version_row(
 
 def populate(engine: Any, runs: int, jobs: int, hot_share: float, seed: int) -> dict[str, Any]:
     """Jobs ``job-000``… each reading ``in-NNN`` and writing ``out-NNN``; returns the layout."""
-    from strata.lineage import keys
+    from strata import ids
     from strata.store import schema as s
 
     rng = random.Random(seed)
@@ -235,11 +235,11 @@ def populate(engine: Any, runs: int, jobs: int, hot_share: float, seed: int) -> 
     for i in range(runs - hot_runs):
         per_job[1 + i % (jobs - 1)] += 1
     names = [f"job-{i:03d}" for i in range(jobs)]
-    job_ids = [keys.job_uuid(NS, n) for n in names]
+    job_ids = [ids.job_uuid(NS, n) for n in names]
     ins = [(NS, f"in-{i:03d}") for i in range(jobs)]
     outs = [(NS, f"out-{i:03d}") for i in range(jobs)]
     versions = [job_version_row(job_ids[i], [ins[i]], [outs[i]], EPOCH) for i in range(jobs)]
-    initial = [keys.initial_version_uuid(keys.dataset_uuid(*ins[i])) for i in range(jobs)]
+    initial = [ids.initial_version_uuid(ids.dataset_uuid(*ins[i])) for i in range(jobs)]
 
     # Runs: one every ~minute per job, newest last; ids are uuid7s of their start.
     run_ids: list[list[str]] = []
@@ -254,7 +254,7 @@ def populate(engine: Any, runs: int, jobs: int, hot_share: float, seed: int) -> 
         run_ids.append([uuid7_at(x, rng) for x in t])
 
     last_out = {
-        i: keys.output_version_uuid(run_ids[i][-1], keys.dataset_uuid(*outs[i]))
+        i: ids.output_version_uuid(run_ids[i][-1], ids.dataset_uuid(*outs[i]))
         for i in range(jobs)
         if per_job[i]
     }
@@ -291,7 +291,7 @@ def populate(engine: Any, runs: int, jobs: int, hot_share: float, seed: int) -> 
         [
             {
                 "job_version_uuid": versions[i]["uuid"],
-                "dataset_uuid": keys.dataset_uuid(*d),
+                "dataset_uuid": ids.dataset_uuid(*d),
                 "io_type": io_type,
                 "job_uuid": job_ids[i],
             }
@@ -305,7 +305,7 @@ def populate(engine: Any, runs: int, jobs: int, hot_share: float, seed: int) -> 
         [
             {
                 "uuid": initial[i],
-                "dataset_uuid": keys.dataset_uuid(*ins[i]),
+                "dataset_uuid": ids.dataset_uuid(*ins[i]),
                 "created_at": EPOCH,
                 "external_version": None,
             }
@@ -343,19 +343,19 @@ def populate(engine: Any, runs: int, jobs: int, hot_share: float, seed: int) -> 
                 ):
                     digest = f"{rid}{tag}"
                     yield {
-                        "uuid": keys.run_state_uuid(rid, digest),
+                        "uuid": ids.run_state_uuid(rid, digest),
                         "run_uuid": rid,
                         "state": state,
                         "transitioned_at": at,
-                        "event_uuid": keys.event_uuid(digest),
+                        "event_uuid": ids.event_uuid(digest),
                     }
 
     def output_rows() -> Iterator[dict[str, Any]]:
         for i in range(jobs):
-            ds = keys.dataset_uuid(*outs[i])
+            ds = ids.dataset_uuid(*outs[i])
             for rid, t in zip(run_ids[i], starts[i], strict=True):
                 yield {
-                    "uuid": keys.output_version_uuid(rid, ds),
+                    "uuid": ids.output_version_uuid(rid, ds),
                     "dataset_uuid": ds,
                     "created_at": t + timedelta(seconds=30),
                     "run_uuid": rid,

@@ -15,19 +15,16 @@ from typing import Any
 
 import httpx
 
+from ol_events import run_event
+
 EXE = Path(sys.executable).with_name("strata")
 
 
 def event(run_id: str, event_type: str = "START", namespace: str = "served") -> dict[str, Any]:
     """A RunEvent of job ``load`` writing dataset ``out`` in ``namespace``."""
-    return {
-        "eventType": event_type,
-        "eventTime": "2024-05-01T10:00:00Z",
-        "run": {"runId": run_id},
-        "job": {"namespace": namespace, "name": "load"},
-        "outputs": [{"namespace": namespace, "name": "out"}],
-        "producer": "https://example.com/strata-tests",
-    }
+    return run_event(
+        event_type, run_id, job="load", namespace=namespace, outputs=[(namespace, "out")]
+    )
 
 
 def free_port() -> int:

@@ -31,12 +31,10 @@ class Settings:
     namespace: str = "strata"
     spark_master: str = "local[2]"
     gc_grace_seconds: float = 3600.0
-    commit_retries: int = 20
     api_host: str = "127.0.0.1"
     api_port: int = 5000
     read_tokens: tuple[str, ...] = ()
     write_tokens: tuple[str, ...] = ()
-    lineage_url: str = ""
     lineage_fold: str = "process"
     pipelines: tuple[str, ...] = ()
     build_lease_seconds: float = 300.0
@@ -64,11 +62,6 @@ class Settings:
             raise ConfigError(
                 f"build_lease_seconds must be more than 0, got {self.build_lease_seconds}; "
                 "set STRATA_BUILD_LEASE_SECONDS to a number of seconds"
-            )
-        if self.commit_retries < 0:
-            raise ConfigError(
-                f"commit_retries must be 0 or more, got {self.commit_retries}; "
-                "set STRATA_COMMIT_RETRIES to a whole number"
             )
 
     @property

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import dataclasses
 import uuid
+from functools import partial
 from typing import Any
 
 import pytest
@@ -11,6 +12,7 @@ import sqlalchemy as sa
 from api_seed import Seeder, chain
 from fastapi.testclient import TestClient
 
+import ol_events
 from strata.api import create_app
 from strata.settings import Settings
 from strata.store import schema as s
@@ -21,27 +23,7 @@ P = "https://example.com/producer"
 SCHEMA = "https://openlineage.io/spec/2-0-2/OpenLineage.json#/$defs/"
 
 
-def run_event(
-    job: str = "etl",
-    inputs: tuple[str, ...] = ("ns|in",),
-    outputs: tuple[str, ...] = ("ns|out",),
-    namespace: str = "ns",
-    at: str = "2024-05-01T10:00:00Z",
-) -> dict[str, Any]:
-    def ds(key: str) -> dict[str, str]:
-        ns, name = key.split("|", 1)
-        return {"namespace": ns, "name": name}
-
-    return {
-        "eventType": "COMPLETE",
-        "eventTime": at,
-        "run": {"runId": str(uuid.uuid4())},
-        "job": {"namespace": namespace, "name": job},
-        "inputs": [ds(k) for k in inputs],
-        "outputs": [ds(k) for k in outputs],
-        "producer": P,
-        "schemaURL": SCHEMA + "RunEvent",
-    }
+run_event = partial(ol_events.run_event, inputs=("ns|in",), outputs=("ns|out",), producer=P)
 
 
 def post(client: TestClient, body: dict[str, Any]) -> None:

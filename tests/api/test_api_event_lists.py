@@ -2,11 +2,12 @@
 
 from __future__ import annotations
 
-import uuid
 from typing import Any
 
 import pytest
 from fastapi.testclient import TestClient
+
+import ol_events
 
 pytest.importorskip("strata.lineage.ingest.transactions")
 
@@ -17,16 +18,14 @@ SCHEMA = "https://openlineage.io/spec/2-0-2/OpenLineage.json#/$defs/"
 def run_event(
     minute: int, job_ns: str, inputs: tuple[str, ...] = (), outputs: tuple[str, ...] = ()
 ) -> dict[str, Any]:
-    return {
-        "eventType": "COMPLETE",
-        "eventTime": f"2024-05-01T10:{minute:02d}:00Z",
-        "run": {"runId": str(uuid.uuid4())},
-        "job": {"namespace": job_ns, "name": f"job{minute}"},
-        "inputs": [{"namespace": ns, "name": "in"} for ns in inputs],
-        "outputs": [{"namespace": ns, "name": "out"} for ns in outputs],
-        "producer": P,
-        "schemaURL": SCHEMA + "RunEvent",
-    }
+    return ol_events.run_event(
+        job=f"job{minute}",
+        namespace=job_ns,
+        at=f"2024-05-01T10:{minute:02d}:00Z",
+        inputs=[(ns, "in") for ns in inputs],
+        outputs=[(ns, "out") for ns in outputs],
+        producer=P,
+    )
 
 
 @pytest.fixture

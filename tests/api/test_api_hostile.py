@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 import uuid
+from functools import partial
 from typing import Any
 
 import pytest
@@ -12,19 +13,12 @@ from fastapi.testclient import TestClient
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
+from ol_events import run_event
+
 PRODUCER = "https://example.com/hostile"
 
 
-def event(run_id: str | None = None, **extra: Any) -> dict[str, Any]:
-    body: dict[str, Any] = {
-        "eventType": "START",
-        "eventTime": "2024-05-01T10:00:00Z",
-        "run": {"runId": run_id or str(uuid.uuid4())},
-        "job": {"namespace": "hostile", "name": "job"},
-        "producer": PRODUCER,
-    }
-    body.update(extra)
-    return body
+event = partial(run_event, "START", namespace="hostile", job="job", producer=PRODUCER)
 
 
 def facet(value: Any) -> dict[str, Any]:

@@ -5,12 +5,14 @@ from __future__ import annotations
 import gzip
 import json
 import uuid
+from functools import partial
 from typing import Any
 
 import pytest
 import sqlalchemy as sa
 from fastapi.testclient import TestClient
 
+from ol_events import run_event
 from strata.store import schema as s
 
 pytest.importorskip("strata.lineage.ingest.transactions")
@@ -19,21 +21,13 @@ PRODUCER = "https://example.com/producer"
 SCHEMA = "https://openlineage.io/spec/2-0-2/OpenLineage.json#/$defs/RunEvent"
 
 
-def event(
-    event_type: str = "COMPLETE", run_id: str | None = None, job: str = "etl", **extra: Any
-) -> dict[str, Any]:
-    body: dict[str, Any] = {
-        "eventType": event_type,
-        "eventTime": "2024-05-01T10:00:00.000Z",
-        "run": {"runId": run_id or str(uuid.uuid4())},
-        "job": {"namespace": "ns", "name": job},
-        "inputs": [{"namespace": "ns", "name": "in"}],
-        "outputs": [{"namespace": "ns", "name": "out"}],
-        "producer": PRODUCER,
-        "schemaURL": SCHEMA,
-    }
-    body.update(extra)
-    return body
+event = partial(
+    run_event,
+    at="2024-05-01T10:00:00.000Z",
+    inputs=["ns|in"],
+    outputs=["ns|out"],
+    producer=PRODUCER,
+)
 
 
 def stored(client: TestClient, engine: sa.Engine) -> int:

@@ -2,11 +2,12 @@
 
 from __future__ import annotations
 
-import uuid
 from typing import Any
 
 import pytest
 from fastapi.testclient import TestClient
+
+import ol_events
 
 pytest.importorskip("strata.lineage.ingest.transactions")
 
@@ -25,18 +26,7 @@ def post(client: TestClient, body: dict[str, Any]) -> None:
 
 
 def run_event(job: str, run_id: str | None = None, **extra: Any) -> dict[str, Any]:
-    body: dict[str, Any] = {
-        "eventType": "COMPLETE",
-        "eventTime": "2024-05-01T10:00:00Z",
-        "run": {"runId": run_id or str(uuid.uuid4())},
-        "job": {"namespace": "warehouse", "name": job},
-        "inputs": [],
-        "outputs": [],
-        "producer": P,
-        "schemaURL": SCHEMA,
-    }
-    body.update(extra)
-    return body
+    return ol_events.run_event(run_id=run_id, job=job, namespace="warehouse", producer=P, **extra)
 
 
 @pytest.fixture

@@ -1,10 +1,15 @@
-"""Build tests: a project with the shop pipeline in a folder of its own."""
+"""Build tests: a project with the shop pipeline in a folder of its own, and an HTTP
+server collecting what is sent to it as an OpenLineage server."""
 
 from __future__ import annotations
 
+import json
 import shutil
+import threading
 from collections.abc import Iterator
+from http.server import BaseHTTPRequestHandler, HTTPServer
 from pathlib import Path
+from typing import Any
 
 import pytest
 from build_support import SHOP, Project
@@ -21,3 +26,26 @@ def project(settings: Settings, tmp_path: Path) -> Iterator[Project]:
     lake = Lake(settings)
     yield Project(settings, folder, lake)
     lake.engine.dispose()
+
+
+class _Collector(BaseHTTPRequestHandler):
+    received: list[dict[str, Any]] = []
+
+    def do_POST(self) -> None:
+        body = self.rfile.read(int(self.headers["Content-Length"]))
+        type(self).received.append({"path": self.path, "event": json.loads(body)})
+        self.send_response(201)
+        self.end_headers()
+
+    def log_message(self, *args: Any) -> None:
+        return
+
+
+@pytest.fixture
+def collector() -> Iterator[tuple[str, list[dict[str, Any]]]]:
+    server = HTTPServer(("127.0.0.1", 0), _Collector)
+    _Collector.received = []
+    thread = threading.Thread(target=server.serve_forever, daemon=True)
+    thread.start()
+    yield f"http://127.0.0.1:{server.server_port}", _Collector.received
+    server.shutdown()

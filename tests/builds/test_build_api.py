@@ -77,3 +77,35 @@ def test_status_history_trace_and_programs_over_http(project: Project) -> None:
         assert raw.status_code == 404 and "written by hand" in raw.json()["message"]
         raw = api.post(f"/api/v1/strata/reproduce/{seg('raw/users')}")
         assert raw.status_code == 404 and "written by hand" in raw.json()["message"]
+
+
+def test_the_server_imports_pipelines_once_and_again_only_after_an_edit(project: Project) -> None:
+    """One build service per app: polling status imports nothing; an edited pipeline file
+    is imported again on the next request and shows as changed."""
+    import sys
+
+    p = project
+    p.append("raw/users", users(("ada", "UK")))
+    p.json("build", "report/countries", "--pipeline", str(p.folder))
+    settings = dataclasses.replace(p.settings, pipelines=(str(p.folder),))
+    one = f"/api/v1/strata/status/{seg('report/countries')}"
+    with TestClient(create_app(settings, p.lake.engine)) as api:
+        assert api.get(one).json()["stale"] is False
+        imported = sys.modules["shop"]
+        for _ in range(5):
+            assert api.get("/api/v1/strata/status").status_code == 200
+            assert api.get(one).json()["state"] == "fresh"
+        assert sys.modules["shop"] is imported  # polled six times, imported once
+
+        p.edit('alias("users")', 'alias("people")')
+        edited = api.get(one).json()
+        assert sys.modules["shop"] is not imported
+        assert edited["state"] == "out_of_date"
+        assert [c["kind"] for c in edited["causes"]] == ["program_changed"]
+        # Only its own upstream is read, and its answer is the whole status's answer.
+        every = {d["name"]: d for d in api.get("/api/v1/strata/status").json()["datasets"]}
+        assert every["report/countries"] == edited
+        # A raw dataset, and a declared input never written, answer as in the whole list.
+        for name, state in (("raw/users", "fresh"), ("raw/clicks", "missing")):
+            alone = api.get(f"/api/v1/strata/status/{seg(name)}").json()
+            assert alone == every[name] and alone["state"] == state

@@ -3,39 +3,12 @@ server as well as to the store."""
 
 from __future__ import annotations
 
-import json
-import threading
-from collections.abc import Iterator
-from http.server import BaseHTTPRequestHandler, HTTPServer
 from typing import Any
 
 import pytest
 from build_support import Project, clicks, users
 
 pytestmark = pytest.mark.spark
-
-
-class _Collector(BaseHTTPRequestHandler):
-    received: list[dict[str, Any]] = []
-
-    def do_POST(self) -> None:
-        body = self.rfile.read(int(self.headers["Content-Length"]))
-        type(self).received.append({"path": self.path, "event": json.loads(body)})
-        self.send_response(201)
-        self.end_headers()
-
-    def log_message(self, *args: Any) -> None:
-        return
-
-
-@pytest.fixture
-def collector() -> Iterator[tuple[str, list[dict[str, Any]]]]:
-    server = HTTPServer(("127.0.0.1", 0), _Collector)
-    _Collector.received = []
-    thread = threading.Thread(target=server.serve_forever, daemon=True)
-    thread.start()
-    yield f"http://127.0.0.1:{server.server_port}", _Collector.received
-    server.shutdown()
 
 
 def test_jobs_build_independent_branches_at_once_and_events_reach_a_remote(

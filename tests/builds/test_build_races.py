@@ -10,50 +10,61 @@ from concurrent.futures import ThreadPoolExecutor
 import sqlalchemy as sa
 from build_support import Project
 
-from strata.builds.discovery import load_pipelines
-from strata.builds.programs import register
+from strata.builds.discovery import Declared, load_pipelines
+from strata.builds.program_files import program_text
+from strata.builds.state import BuildState
+from strata.builds.state.programs import Program
 from strata.store import schema as s
 
 ROUNDS = 10
+RACERS = 4
 
 
-def test_two_builders_registering_new_programs_of_one_transform_get_two_ordinals(
+def register(project: Project, item: Declared) -> Program:
+    state = BuildState(project.lake.engine, project.lake.namespace)
+    return state.register_program(item.fqn, item.fingerprint, program_text(item))
+
+
+def test_builders_registering_new_programs_of_one_transform_get_one_ordinal_each(
     project: Project,
 ) -> None:
     item = load_pipelines([str(project.folder)]).transforms["shop.clean_clicks"]
-    engine, ns = project.lake.engine, project.lake.namespace
     for i in range(ROUNDS):
-        # Two edits of one transform registered at once (two builders, two checkouts).
+        # Edits of one transform registered at once (several builders, several checkouts):
+        # all but one lose the race for the next ordinal, and take the one after.
         edits = [
-            dataclasses.replace(item, name=f"t{i}", fingerprint=f"{side}{i:063d}") for side in "ab"
+            dataclasses.replace(item, name=f"t{i}", fingerprint=f"{side}{i:063d}")
+            for side in "abcd"[:RACERS]
         ]
-        gate = threading.Barrier(2)
+        gate = threading.Barrier(RACERS)
 
-        def go(edit: object, gate: threading.Barrier = gate) -> int:
+        def go(edit: Declared, gate: threading.Barrier = gate) -> int:
             gate.wait()
-            return register(engine, ns, edit).ordinal  # type: ignore[arg-type]
+            return register(project, edit).ordinal
 
-        with ThreadPoolExecutor(2) as pool:
+        with ThreadPoolExecutor(RACERS) as pool:
             got = sorted(pool.map(go, edits))
-        assert got == [1, 2], f"round {i}: {got}"
+        assert got == list(range(1, RACERS + 1)), f"round {i}: {got}"
     pv = s.program_versions
-    with engine.connect() as conn:
+    with project.lake.engine.connect() as conn:
         stored = conn.execute(
-            sa.select(pv.c.job_name, sa.func.count(), sa.func.max(pv.c.ordinal)).group_by(
-                pv.c.job_name
-            )
+            sa.select(
+                pv.c.job_name,
+                sa.func.count(),
+                sa.func.count(sa.distinct(pv.c.ordinal)),
+                sa.func.max(pv.c.ordinal),
+            ).group_by(pv.c.job_name)
         ).all()
-    assert sorted(stored) == sorted((f"shop.t{i}", 2, 2) for i in range(ROUNDS))
+    assert sorted(stored) == sorted((f"shop.t{i}", RACERS, RACERS, RACERS) for i in range(ROUNDS))
 
 
 def test_registering_the_same_program_twice_at_once_stores_it_once(project: Project) -> None:
     item = load_pipelines([str(project.folder)]).transforms["shop.clean_users"]
-    engine, ns = project.lake.engine, project.lake.namespace
     gate = threading.Barrier(2)
 
     def go(_: int) -> str:
         gate.wait()
-        return register(engine, ns, item).uuid
+        return register(project, item).uuid
 
     with ThreadPoolExecutor(2) as pool:
         uuids = set(pool.map(go, range(2)))

@@ -11,6 +11,7 @@ from typing import Any
 import pytest
 import sqlalchemy as sa
 
+import ol_events
 from strata.store import schema as s
 
 CONFORMANCE = Path(__file__).parents[2].parent / "shared" / "conformance"
@@ -75,10 +76,16 @@ def run_event(
             "run": {"runId": rid(parent[0])},
             "job": {"namespace": parent_namespace or namespace, "name": parent[1]},
         }
-    event: dict[str, Any] = {
-        "eventTime": at(minutes),
-        "run": {"runId": rid(run), "facets": facets},
-        "job": {
+    return ol_events.run_event(
+        event_type,
+        rid(run),
+        namespace=namespace,
+        at=at(minutes),
+        inputs=inputs or [],
+        outputs=outputs or [],
+        producer=PRODUCER,
+        run={"runId": rid(run), "facets": facets},
+        job={
             "namespace": namespace,
             "name": job,
             "facets": {
@@ -86,14 +93,7 @@ def run_event(
                 for k, v in (job_facets or {}).items()
             },
         },
-        "inputs": inputs or [],
-        "outputs": outputs or [],
-        "producer": PRODUCER,
-        "schemaURL": "https://openlineage.io/spec/2-0-2/OpenLineage.json#/$defs/RunEvent",
-    }
-    if event_type is not None:
-        event["eventType"] = event_type
-    return event
+    )
 
 
 # received_at is the only column allowed to depend on arrival.

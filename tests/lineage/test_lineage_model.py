@@ -9,9 +9,9 @@ import pytest
 import sqlalchemy as sa
 from lineage_support import PRODUCER, at, ds, dump, load, one, rid, rows, run_event
 
+from strata import ids
 from strata.errors import InvalidEvent, NotFound
-from strata.lineage import keys
-from strata.lineage.ingest import writes
+from strata.lineage.ingest import marquez_writes as writes
 from strata.lineage.ingest.transactions import ingest_batch, ingest_event
 from strata.lineage.ingest.validate import parse_time
 from strata.store import schema as s
@@ -33,7 +33,7 @@ def _inputs(engine: sa.Engine, label: str) -> list[str]:
 
 
 def _job(engine: sa.Engine, namespace: str, raw: str) -> Any:
-    return one(engine, sa.select(s.jobs).where(s.jobs.c.uuid == keys.job_uuid(namespace, raw)))
+    return one(engine, sa.select(s.jobs).where(s.jobs.c.uuid == ids.job_uuid(namespace, raw)))
 
 
 def test_lifecycle_and_history(engine: sa.Engine) -> None:
@@ -75,7 +75,7 @@ def test_duplicates_are_ignored(engine: sa.Engine) -> None:
 
 def test_failed_runs_never_move_the_current_version(engine: sa.Engine) -> None:
     ingest_event(engine, run_event("COMPLETE", 1, "ok", "p", outputs=[ds("n", "d")]))
-    good = keys.output_version_uuid(rid("ok"), _dataset(engine, "n", "d").uuid)
+    good = ids.output_version_uuid(rid("ok"), _dataset(engine, "n", "d").uuid)
     assert _dataset(engine, "n", "d").current_version_uuid == good
     ingest_event(engine, run_event("FAIL", 5, "bad", "p", outputs=[ds("n", "d")]))
     ingest_event(engine, run_event("ABORT", 6, "gone", "p", outputs=[ds("n", "d")]))
@@ -95,24 +95,24 @@ def test_late_earlier_completion_rebinds_consumers(engine: sa.Engine) -> None:
     ingest_event(engine, run_event("COMPLETE", 1, "p1", "p", outputs=[ds("n", "d")]))
     ingest_event(engine, run_event("START", 10, "c", "consumer", inputs=[ds("n", "d")]))
     d = _dataset(engine, "n", "d").uuid
-    assert _inputs(engine, "c") == [keys.output_version_uuid(rid("p1"), d)]
+    assert _inputs(engine, "c") == [ids.output_version_uuid(rid("p1"), d)]
     ingest_event(engine, run_event("COMPLETE", 5, "p2", "p", outputs=[ds("n", "d")]))
-    assert _inputs(engine, "c") == [keys.output_version_uuid(rid("p2"), d)]
+    assert _inputs(engine, "c") == [ids.output_version_uuid(rid("p2"), d)]
     # A later completion does not move what an earlier consumer read.
     ingest_event(engine, run_event("COMPLETE", 20, "p3", "p", outputs=[ds("n", "d")]))
-    assert _inputs(engine, "c") == [keys.output_version_uuid(rid("p2"), d)]
-    assert _dataset(engine, "n", "d").current_version_uuid == keys.output_version_uuid(rid("p3"), d)
+    assert _inputs(engine, "c") == [ids.output_version_uuid(rid("p2"), d)]
+    assert _dataset(engine, "n", "d").current_version_uuid == ids.output_version_uuid(rid("p3"), d)
 
 
 def test_unknown_input_gets_an_initial_version(engine: sa.Engine) -> None:
     ingest_event(engine, run_event("START", 3, "c", "consumer", inputs=[ds("ext", "table")]))
     d = _dataset(engine, "ext", "table")
-    initial = keys.initial_version_uuid(d.uuid)
+    initial = ids.initial_version_uuid(d.uuid)
     assert d.current_version_uuid == initial
     assert _inputs(engine, "c") == [initial]
     # Once a producer before the consumer is known, the stand-in disappears.
     ingest_event(engine, run_event("COMPLETE", 1, "p", "p", outputs=[ds("ext", "table")]))
-    assert _inputs(engine, "c") == [keys.output_version_uuid(rid("p"), d.uuid)]
+    assert _inputs(engine, "c") == [ids.output_version_uuid(rid("p"), d.uuid)]
     dv = s.dataset_versions
     assert not rows(engine, sa.select(dv.c.uuid).where(dv.c.uuid == initial))
 
@@ -123,13 +123,13 @@ def test_version_facet_binding(engine: sa.Engine) -> None:
     ingest_event(engine, run_event("COMPLETE", 2, "p2", "p", outputs=[ds("n", "d")]))
     ingest_event(engine, run_event("START", 5, "c", "consumer", inputs=[v1]))
     d = _dataset(engine, "n", "d").uuid
-    assert _inputs(engine, "c") == [keys.output_version_uuid(rid("p1"), d)]
+    assert _inputs(engine, "c") == [ids.output_version_uuid(rid("p1"), d)]
     # Named before it is produced: a placeholder, replaced when the producer shows up.
     v7 = ds("n", "d", version={"datasetVersion": "v7"})
     ingest_event(engine, run_event("START", 6, "c7", "consumer", inputs=[v7]))
-    assert _inputs(engine, "c7") == [keys.named_version_uuid(d, "v7")]
+    assert _inputs(engine, "c7") == [ids.named_version_uuid(d, "v7")]
     ingest_event(engine, run_event("COMPLETE", 9, "p7", "p", outputs=[v7]))
-    assert _inputs(engine, "c7") == [keys.output_version_uuid(rid("p7"), d)]
+    assert _inputs(engine, "c7") == [ids.output_version_uuid(rid("p7"), d)]
 
 
 def test_lake_outputs_bind_committed_versions(engine: sa.Engine) -> None:
@@ -178,13 +178,13 @@ def test_parent_and_child_in_either_order(engine: sa.Engine, child_first: bool) 
         ingest_event(engine, event)
     job = _job(engine, "ns", "dag.task")
     assert (job.name, job.simple_name) == ("dag.task", "task")
-    assert job.parent_job_uuid == keys.job_uuid("ns", "dag")
+    assert job.parent_job_uuid == ids.job_uuid("ns", "dag")
     assert _run(engine, "task").parent_run_uuid == rid("dag")
     assert _run(engine, "dag").state == "RUNNING"
     # The parent's failure does not touch the child's dataset.
     ingest_event(engine, run_event("FAIL", 5, "dag", "dag"))
     o = _dataset(engine, "n", "o")
-    assert o.current_version_uuid == keys.output_version_uuid(rid("task"), o.uuid)
+    assert o.current_version_uuid == ids.output_version_uuid(rid("task"), o.uuid)
 
 
 def test_reparenting_keeps_an_alias_and_the_parent_sticks(engine: sa.Engine) -> None:
@@ -194,7 +194,7 @@ def test_reparenting_keeps_an_alias_and_the_parent_sticks(engine: sa.Engine) -> 
     ingest_event(engine, run_event("COMPLETE", 3, "c", "etl_step"))
     job = _job(engine, "ns", "etl_step")
     assert (job.name, job.simple_name) == ("dag.etl_step", "etl_step")
-    assert job.parent_job_uuid == keys.job_uuid("ns", "dag")
+    assert job.parent_job_uuid == ids.job_uuid("ns", "dag")
     a = s.job_aliases
     assert rows(engine, sa.select(a.c.namespace, a.c.name)) == [("ns", "etl_step")]
 
@@ -272,7 +272,7 @@ def test_apples_story(engine: sa.Engine) -> None:
     filling = _dataset(engine, "grandmas.kitchen", "apple.filling")
     pie = _dataset(engine, "grandmas.kitchen", "apple.pie")
     cider = _dataset(engine, "grandmas.kitchen", "apple.cider")
-    v = keys.output_version_uuid
+    v = ids.output_version_uuid
     # Two versions each of apples, filling and pie; the second ones are current.
     assert apples.current_version_uuid == v(run_of["7_pick_different_apples"], apples.uuid)
     assert filling.current_version_uuid == v(run_of["8_apple_filling"], filling.uuid)
@@ -458,11 +458,11 @@ def test_row_ids_are_uuid5_of_their_content() -> None:
     """Ids are stored: the fast derivation must stay exactly uuid5 of the joined parts."""
     import uuid as uuidlib
 
-    from strata.lineage import keys
+    from strata import ids
 
     cases = [("dataset", "s3://b", "warehouse/t"), ("job", "ns", "dag.täsk"), ("event", "")]
     for parts in cases:
-        want = str(uuidlib.uuid5(keys._ROOT, "\x00".join(parts)))
-        assert keys._name(*parts) == want
-    assert keys.dataset_uuid("s3://b", "warehouse/t") == keys._name(*cases[0])
-    assert keys.job_uuid("ns", "dag.täsk") == keys._name(*cases[1])
+        want = str(uuidlib.uuid5(ids._ROOT, "\x00".join(parts)))
+        assert ids._name(*parts) == want
+    assert ids.dataset_uuid("s3://b", "warehouse/t") == ids._name(*cases[0])
+    assert ids.job_uuid("ns", "dag.täsk") == ids._name(*cases[1])

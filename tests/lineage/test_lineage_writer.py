@@ -185,19 +185,15 @@ def test_a_write_the_database_refuses_after_it_was_sent_refuses_only_its_event(
 ) -> None:
     """On PostgreSQL the fold does not wait for its writes (strata.lineage.ingest.deferred): a
     write's error comes back at a later statement, and must still refuse only its event."""
-    from strata.lineage.ingest import statements
+    from strata.store import bulk
 
     real = runs.write_runs
 
     def failing(conn: sa.Connection, steps: list[Any]) -> None:
         real(conn, steps)
         if any(st.run.job_name == "refused" for st in steps):
-            stmt = statements.upsert(
-                conn, s.namespaces, ["name", "created_at", "updated_at"], ["name"]
-            )
-            statements.execute_many(
-                conn, stmt, [{"name": "x", "created_at": None, "updated_at": None}]
-            )
+            stmt = bulk.upsert(conn, s.namespaces, ["name", "created_at", "updated_at"], ["name"])
+            bulk.execute_many(conn, stmt, [{"name": "x", "created_at": None, "updated_at": None}])
 
     monkeypatch.setattr(runs, "write_runs", failing)
     writer = GroupWriter(engine)

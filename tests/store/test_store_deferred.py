@@ -7,9 +7,9 @@ from datetime import UTC, datetime
 import pytest
 import sqlalchemy as sa
 
-from strata.lineage.ingest import statements
-from strata.lineage.ingest.deferred import deferred_writes
+from strata.store import bulk
 from strata.store import schema as s
+from strata.store.deferred import deferred_writes
 
 AT = datetime(2024, 1, 1, tzinfo=UTC)
 
@@ -19,8 +19,8 @@ def _ns(name: str, **extra: object) -> dict[str, object]:
 
 
 def _insert(conn: sa.Connection, names: list[str]) -> None:
-    stmt = statements.upsert(conn, s.namespaces, list(_ns("x")), ["name"])
-    statements.execute_many(conn, stmt, [_ns(n) for n in names])
+    stmt = bulk.upsert(conn, s.namespaces, list(_ns("x")), ["name"])
+    bulk.execute_many(conn, stmt, [_ns(n) for n in names])
 
 
 def _names(conn: sa.Connection) -> list[str]:
@@ -34,13 +34,13 @@ def _in_pipeline(conn: sa.Connection) -> bool:
 def test_a_read_after_deferred_writes_sees_them(engine: sa.Engine, backend: str) -> None:
     with engine.begin() as conn, deferred_writes(conn):
         _insert(conn, ["a", "b"])
-        statements.delete_in(conn, s.namespaces, "name", ["a"])
+        bulk.delete_in(conn, s.namespaces, "name", ["a"])
         # On PostgreSQL both writes are sent and not yet waited for.
         assert _in_pipeline(conn) is (backend == "postgresql")
         assert _names(conn) == ["b"]
         assert not _in_pipeline(conn)
         _insert(conn, ["c"])
-        found = statements.insert_ignore_many(conn, s.namespaces, [_ns("c"), _ns("d")], ["name"])
+        found = bulk.insert_ignore_many(conn, s.namespaces, [_ns("c"), _ns("d")], ["name"])
         assert found == {"d"}
     with engine.connect() as conn:
         assert _names(conn) == ["b", "c", "d"]
@@ -55,8 +55,8 @@ def test_a_failed_write_is_raised_at_the_next_read(engine: sa.Engine) -> None:
             pytest.raises(sa.exc.IntegrityError, match="created_at") as raised,
             deferred_writes(conn),
         ):
-            bad = statements.upsert(conn, s.namespaces, list(_ns("x")), ["name"])
-            statements.execute_many(conn, bad, [_ns("bad", created_at=None)])  # NOT NULL
+            bad = bulk.upsert(conn, s.namespaces, list(_ns("x")), ["name"])
+            bulk.execute_many(conn, bad, [_ns("bad", created_at=None)])  # NOT NULL
             _names(conn)
         # The error names the write that failed, not the read it surfaced at.
         assert "INSERT INTO namespaces" in str(raised.value)
@@ -71,8 +71,8 @@ def test_a_failed_write_is_raised_at_the_next_read(engine: sa.Engine) -> None:
 def test_a_failed_write_is_raised_at_the_end_of_the_block(engine: sa.Engine) -> None:
     with pytest.raises(sa.exc.IntegrityError), engine.begin() as conn, deferred_writes(conn):
         _insert(conn, ["a"])
-        stmt = statements.upsert(conn, s.namespaces, list(_ns("x")), ["name"])
-        statements.execute_many(conn, stmt, [_ns("b", updated_at=None)])
+        stmt = bulk.upsert(conn, s.namespaces, list(_ns("x")), ["name"])
+        bulk.execute_many(conn, stmt, [_ns("b", updated_at=None)])
     with engine.connect() as conn:
         assert _names(conn) == []  # the whole transaction rolled back
 
@@ -81,8 +81,8 @@ def test_an_error_in_the_block_wins_over_pending_writes(engine: sa.Engine, backe
     with pytest.raises(KeyError, match="mine"), engine.begin() as conn, deferred_writes(conn):
         _insert(conn, ["a"])
         if backend == "postgresql":  # a write that fails, not yet waited for
-            stmt = statements.upsert(conn, s.namespaces, list(_ns("x")), ["name"])
-            statements.execute_many(conn, stmt, [_ns("b", created_at=None)])
+            stmt = bulk.upsert(conn, s.namespaces, list(_ns("x")), ["name"])
+            bulk.execute_many(conn, stmt, [_ns("b", created_at=None)])
             assert _in_pipeline(conn)
         raise KeyError("mine")
     with engine.begin() as conn:  # the pooled connection is usable, nothing was kept

@@ -126,6 +126,38 @@ def test_downgrade_and_upgrade_keep_lake_data(tmp_path: Path, db_url: str) -> No
         lake.engine.dispose()
 
 
+def test_versions_committed_before_0012_are_given_their_transactions_run(
+    tmp_path: Path, db_url: str
+) -> None:
+    """Before 0012 a lake commit left its version's run NULL; the upgrade fills it from
+    the transaction, and leaves hand-made versions (no run) alone."""
+    settings = Settings(
+        home=tmp_path / "h", database_url=db_url, lake_uri=(tmp_path / "l").as_uri()
+    )
+    lake = strata.connect(settings)
+    run = "0190a1b2-c3d4-7e5f-8a9b-0c1d2e3f4a5b"
+    try:
+        with lake.transaction("made/by/a/run", run_uuid=run) as txn:
+            txn.write(pa.table({"x": [1]}))
+        with lake.transaction("made/by/hand") as txn:
+            txn.write(pa.table({"x": [2]}))
+        with lake.engine.begin() as conn:
+            rows = conn.execute(
+                sa.text("SELECT run_uuid FROM dataset_versions ORDER BY created_at")
+            ).scalars()
+            assert list(rows) == [run, None]  # the commit records it now
+            conn.execute(sa.text("UPDATE dataset_versions SET run_uuid = NULL"))
+        migrate.downgrade(lake.engine, "0011")
+        migrate.upgrade(lake.engine)
+        with lake.engine.connect() as conn:
+            rows = conn.execute(
+                sa.text("SELECT run_uuid FROM dataset_versions ORDER BY created_at")
+            ).scalars()
+            assert list(rows) == [run, None]
+    finally:
+        lake.engine.dispose()
+
+
 def _stamp(engine: sa.Engine, revision: str) -> None:
     with engine.begin() as conn:
         conn.execute(sa.text("UPDATE alembic_version SET version_num = :r"), {"r": revision})

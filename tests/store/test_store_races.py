@@ -16,10 +16,10 @@ from typing import TypeVar
 
 import sqlalchemy as sa
 
-from strata.builds import leases
+from strata.builds.state import leases
 from strata.store import schema as s
+from strata.store.bulk import insert_ignore
 from strata.store.engine import write_tx
-from strata.store.upsert import insert_ignore
 
 T = TypeVar("T")
 ROUNDS = 25

@@ -7,7 +7,8 @@ from datetime import UTC, datetime
 import pytest
 import sqlalchemy as sa
 
-from strata.lineage.ingest import rows, statements
+from strata.lineage.ingest import rows
+from strata.store import bulk
 from strata.store import schema as s
 
 AT = datetime(2024, 1, 1, tzinfo=UTC)
@@ -19,8 +20,8 @@ def _ns(name: str, **extra: object) -> dict[str, object]:
 
 def test_insert_ignore_many_returns_only_new_rows(engine: sa.Engine) -> None:
     with engine.begin() as conn:
-        first = statements.insert_ignore_many(conn, s.namespaces, [_ns("a"), _ns("b")], ["name"])
-        again = statements.insert_ignore_many(conn, s.namespaces, [_ns("b"), _ns("c")], ["name"])
+        first = bulk.insert_ignore_many(conn, s.namespaces, [_ns("a"), _ns("b")], ["name"])
+        again = bulk.insert_ignore_many(conn, s.namespaces, [_ns("b"), _ns("c")], ["name"])
         stored = conn.execute(sa.select(s.namespaces.c.name, s.namespaces.c.created_at)).all()
     assert first == {"a", "b"} and again == {"c"}
     assert sorted(stored) == [("a", AT), ("b", AT), ("c", AT)]
@@ -39,7 +40,7 @@ def test_returning_rows_carry_decoded_values(engine: sa.Engine) -> None:
 def test_a_refused_row_raises_integrity_error_and_stores_nothing(engine: sa.Engine) -> None:
     bad = [_ns("ok"), {**_ns("bad"), "created_at": None}]  # created_at is NOT NULL
     with pytest.raises(sa.exc.IntegrityError), engine.begin() as conn:
-        statements.insert_ignore_many(conn, s.namespaces, bad, ["name"])
+        bulk.insert_ignore_many(conn, s.namespaces, bad, ["name"])
     with engine.connect() as conn:
         assert conn.execute(sa.select(sa.func.count()).select_from(s.namespaces)).scalar() == 0
 
@@ -47,13 +48,13 @@ def test_a_refused_row_raises_integrity_error_and_stores_nothing(engine: sa.Engi
 def test_execute_many_writes_what_sqlalchemy_writes(engine: sa.Engine) -> None:
     later = datetime(2024, 2, 1, tzinfo=UTC)
     with engine.begin() as conn:
-        stmt = statements.widening_upsert(conn, s.namespaces, list(_ns("a")), ["name"], ())
-        statements.execute_many(conn, stmt, [_ns("a"), _ns("b")])
+        stmt = bulk.widening_upsert(conn, s.namespaces, list(_ns("a")), ["name"], ())
+        bulk.execute_many(conn, stmt, [_ns("a"), _ns("b")])
         # The same upsert again widens the times of a, through the driver as through
         # SQLAlchemy: both end up equal.
-        statements.execute_many(conn, stmt, [{**_ns("a"), "updated_at": later}])
+        bulk.execute_many(conn, stmt, [{**_ns("a"), "updated_at": later}])
         conn.execute(stmt, [{**_ns("b"), "updated_at": later}])
-        statements.update_rows(conn, s.namespaces, "name", [{"name": "a", "description": "x"}])
+        bulk.update_rows(conn, s.namespaces, "name", [{"name": "a", "description": "x"}])
         got = conn.execute(
             sa.select(
                 s.namespaces.c.name,
@@ -68,7 +69,7 @@ def test_execute_many_writes_what_sqlalchemy_writes(engine: sa.Engine) -> None:
 def test_execute_many_raises_integrity_error(engine: sa.Engine) -> None:
     stmt = s.namespaces.insert()
     with pytest.raises(sa.exc.IntegrityError), engine.begin() as conn:
-        statements.execute_many(conn, stmt, [_ns("a"), _ns("a")])  # the same primary key twice
+        bulk.execute_many(conn, stmt, [_ns("a"), _ns("a")])  # the same primary key twice
     with engine.connect() as conn:
         assert conn.execute(sa.select(sa.func.count()).select_from(s.namespaces)).scalar() == 0
 
@@ -91,11 +92,11 @@ def test_many_row_writes_match_one_statement_per_row(engine: sa.Engine) -> None:
     for many in (True, False):
         with engine.begin() as conn:
             insert = s.namespaces.insert()
-            upsert = statements.widening_upsert(conn, s.namespaces, list(_ns("x")), ["name"], ())
+            upsert = bulk.widening_upsert(conn, s.namespaces, list(_ns("x")), ["name"], ())
             if many:
-                statements.execute_many(conn, insert, first)
-                statements.execute_many(conn, upsert, widen)
-                statements.update_rows(conn, s.namespaces, "name", described)
+                bulk.execute_many(conn, insert, first)
+                bulk.execute_many(conn, upsert, widen)
+                bulk.update_rows(conn, s.namespaces, "name", described)
             else:
                 for row in first:
                     conn.execute(insert, row)
@@ -115,17 +116,17 @@ def test_many_row_writes_match_one_statement_per_row(engine: sa.Engine) -> None:
 def test_postgresql_sends_many_rows_as_arrays(engine: sa.Engine) -> None:
     t = s.namespaces
     with engine.connect() as conn:
-        upsert = statements.widening_upsert(conn, t, list(_ns("x")), ["name"], ())
+        upsert = bulk.widening_upsert(conn, t, list(_ns("x")), ["name"], ())
         keyed = t.update().where(t.c.name == sa.bindparam("_key"))
         keyed = keyed.values(description=sa.bindparam("description", type_=t.c.description.type))
         computed = t.update().values(description=t.c.name + sa.bindparam("s"))
         narrower = keyed.where(t.c.owner.is_(None))  # more than the key: row by row
         forms = {
-            "insert": statements._driver_form(conn, t.insert(), _ns("x")),
-            "upsert": statements._driver_form(conn, upsert, _ns("x")),
-            "update": statements._driver_form(conn, keyed, {"_key": "x", "description": None}),
-            "computed": statements._driver_form(conn, computed, {"s": "x"}),
-            "narrower": statements._driver_form(conn, narrower, {"_key": "x", "description": None}),
+            "insert": bulk._driver_form(conn, t.insert(), _ns("x")),
+            "upsert": bulk._driver_form(conn, upsert, _ns("x")),
+            "update": bulk._driver_form(conn, keyed, {"_key": "x", "description": None}),
+            "computed": bulk._driver_form(conn, computed, {"s": "x"}),
+            "narrower": bulk._driver_form(conn, narrower, {"_key": "x", "description": None}),
         }
     assert forms["insert"] and forms["insert"].array_sql
     assert "unnest(" in forms["insert"].array_sql and forms["insert"].unique_on == ()
@@ -142,11 +143,11 @@ def test_postgresql_sends_many_rows_as_arrays(engine: sa.Engine) -> None:
 def test_rows_repeating_a_key_write_as_one_by_one(engine: sa.Engine) -> None:
     later = datetime(2024, 2, 1, tzinfo=UTC)
     with engine.begin() as conn:
-        statements.execute_many(conn, s.namespaces.insert(), [_ns("a"), _ns("b")])
-        upsert = statements.widening_upsert(conn, s.namespaces, list(_ns("a")), ["name"], ())
-        statements.execute_many(conn, upsert, [_ns("a"), {**_ns("a"), "updated_at": later}])
+        bulk.execute_many(conn, s.namespaces.insert(), [_ns("a"), _ns("b")])
+        upsert = bulk.widening_upsert(conn, s.namespaces, list(_ns("a")), ["name"], ())
+        bulk.execute_many(conn, upsert, [_ns("a"), {**_ns("a"), "updated_at": later}])
         again = [{"name": "b", "description": "1"}, {"name": "b", "description": "2"}]
-        statements.update_rows(conn, s.namespaces, "name", again)
+        bulk.update_rows(conn, s.namespaces, "name", again)
         got = _names(conn)
     assert got == [("a", AT, later, None), ("b", AT, AT, "2")]
 
@@ -178,14 +179,12 @@ def test_sqlite_sends_many_rows_as_values_of_one_statement(engine: sa.Engine) ->
     def run(direct: bool) -> tuple[list[tuple[object, ...]], list[tuple[object, ...]]]:
         with engine.connect() as conn, conn.begin() as tx:
             rows.touch_namespaces(conn, {"ns": (AT, AT)})
-            stmt = statements.widening_upsert(
-                conn, t, list(first[0]), ["namespace", "name"], returned
-            )
-            form = statements._sqlite_values_form(conn, stmt, first[0])
+            stmt = bulk.widening_upsert(conn, t, list(first[0]), ["namespace", "name"], returned)
+            form = bulk._sqlite_values_form(conn, stmt, first[0])
             assert form is not None and form.largest == 1024  # 8,192 parameters / 8 columns
             if direct:
-                statements.returning_many(conn, stmt, first)
-                got = statements.returning_many(conn, stmt, second)
+                bulk.returning_many(conn, stmt, first)
+                got = bulk.returning_many(conn, stmt, second)
             else:  # SQLAlchemy's own many-row path
                 conn.execute(stmt, first)
                 got = conn.execute(stmt, second).all()
@@ -200,5 +199,5 @@ def test_sqlite_sends_many_rows_as_values_of_one_statement(engine: sa.Engine) ->
     assert by_name["t300"][4] == {"n": {"i": 300, "big": 2**70}}
     assert by_name["t300"][5] == later and by_name["t300"][3] is False
     with engine.connect() as conn:
-        ignore = statements.insert_ignore_many(conn, s.namespaces, [_ns("a"), _ns("a")], ["name"])
+        ignore = bulk.insert_ignore_many(conn, s.namespaces, [_ns("a"), _ns("a")], ["name"])
         assert ignore == {"a"}

@@ -1,4 +1,4 @@
-"""UUIDv7 ids: version 7, RFC 9562 variant, time-ordered and monotonic."""
+"""Ids: fresh UUIDv7s (time-ordered, monotonic) and UUIDv5 names of natural keys."""
 
 from __future__ import annotations
 
@@ -7,7 +7,7 @@ import threading
 import time
 import uuid
 
-from strata.ids import new_id, stable_id, uuid7
+from strata.ids import dataset_uuid, job_uuid, new_id, uuid7
 
 
 def test_version_variant_and_timestamp() -> None:
@@ -53,9 +53,11 @@ def test_new_id_is_canonical_text() -> None:
     assert uuid.UUID(text).version == 7
 
 
-def test_stable_id_is_deterministic_and_separates_parts() -> None:
-    assert stable_id("dataset", "ns", "a") == stable_id("dataset", "ns", "a")
-    assert stable_id("dataset", "ns", "a") != stable_id("dataset", "ns", "b")
+def test_names_are_deterministic_and_separate_parts() -> None:
+    assert dataset_uuid("ns", "a") == dataset_uuid("ns", "a")
+    assert dataset_uuid("ns", "a") != dataset_uuid("ns", "b")
     # Parts are not simply concatenated: ("ab", "c") and ("a", "bc") differ.
-    assert stable_id("ab", "c") != stable_id("a", "bc")
-    assert uuid.UUID(stable_id("x")).version == 5
+    assert dataset_uuid("ab", "c") != dataset_uuid("a", "bc")
+    # A job and a dataset of the same name are different things.
+    assert dataset_uuid("ns", "a") != job_uuid("ns", "a")
+    assert uuid.UUID(dataset_uuid("ns", "a")).version == 5

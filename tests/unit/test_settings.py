@@ -83,12 +83,12 @@ def test_missing_explicit_config_file(clean_env: Path) -> None:
 
 
 def test_env_values_are_coerced(monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setenv("STRATA_COMMIT_RETRIES", "3")
+    monkeypatch.setenv("STRATA_BUILD_LEASE_SECONDS", "3")
     monkeypatch.setenv("STRATA_GC_GRACE_SECONDS", "1.5")
     monkeypatch.setenv("STRATA_READ_TOKENS", " a, b ,,c ")
     monkeypatch.setenv("STRATA_DATABASE_URL", "postgresql://u@db:5432/x")
     s = Settings.load()
-    assert s.commit_retries == 3
+    assert s.build_lease_seconds == 3.0
     assert s.gc_grace_seconds == 1.5
     assert s.read_tokens == ("a", "b", "c")
     assert s.database_url == "postgresql://u@db:5432/x"
@@ -100,8 +100,8 @@ def test_env_values_are_coerced(monkeypatch: pytest.MonkeyPatch) -> None:
     [
         ("STRATA_API_PORT", "eighty", "api_port"),
         ("STRATA_GC_GRACE_SECONDS", "soon", "gc_grace_seconds"),
-        ("STRATA_COMMIT_RETRIES", "-1", "commit_retries"),
-        ("STRATA_COMMIT_RETRIES", "2.5", "commit_retries"),
+        ("STRATA_BUILD_LEASE_SECONDS", "-1", "build_lease_seconds"),
+        ("STRATA_BUILD_LEASE_SECONDS", "later", "build_lease_seconds"),
         ("STRATA_LINEAGE_FOLD", "fork", "lineage_fold"),
     ],
 )
@@ -160,9 +160,16 @@ def test_unknown_explicit_setting_is_refused() -> None:
         Settings.load(colour="blue")
 
 
-def test_constructor_refuses_negative_retries(tmp_path: Path) -> None:
+def test_constructor_refuses_a_lease_of_no_time(tmp_path: Path) -> None:
+    with pytest.raises(ConfigError, match="build_lease_seconds"):
+        Settings(home=tmp_path, build_lease_seconds=0)
+
+
+def test_settings_nothing_reads_are_gone(clean_env: Path) -> None:
+    """Removed settings are refused like any unknown key, not silently ignored."""
+    _toml(clean_env / "strata.toml", "commit_retries = 3\n")
     with pytest.raises(ConfigError, match="commit_retries"):
-        Settings(home=tmp_path, commit_retries=-2)
+        Settings.load()
 
 
 def test_explicit_home_moves_store_and_lake(tmp_path: Path) -> None:

@@ -28,6 +28,8 @@ from strata.api.routes import (
     tags,
 )
 from strata.api.routes.extra import include_extra_routes
+from strata.builds.service import BuildService
+from strata.lake.service import Lake
 from strata.lineage.ingest.writer import GroupWriter
 from strata.settings import Settings
 from strata.store.engine import engine_for
@@ -67,6 +69,8 @@ def create_app(settings: Settings, engine: Engine | None = None) -> FastAPI:
     app.state.settings = settings
     app.state.engine = engine if engine is not None else engine_for(settings)
     app.state.lineage_writer = GroupWriter(app.state.engine, fold_in=settings.lineage_fold)
+    # One build service per app: its pipelines are imported once, not per request.
+    app.state.builds = BuildService(settings, lake=Lake(settings, app.state.engine))
     # Each module's router straight under the app: every level of router nesting is
     # matched again on every request.
     checks = [Depends(authorize), Depends(check_request)]

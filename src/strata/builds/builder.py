@@ -16,17 +16,18 @@ from concurrent.futures import FIRST_COMPLETED, Future, ThreadPoolExecutor, wait
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Protocol
 
-from strata.builds import leases, triggers
-from strata.builds.catalog import Current, load_current, program_ordinals
+from strata.builds.causes import Cause, Outcome
 from strata.builds.discovery import Declared, Pipelines
-from strata.builds.events import Emitter, JobRef, RunSpec, run_event
 from strata.builds.execute import RunContext, RunResult, resolve_inputs, run_transform
+from strata.builds.leasing import held
 from strata.builds.orphans import abort_orphaned_runs
-from strata.builds.status import assess, own_causes
+from strata.builds.run_events import Emitter, JobRef, RunSpec, run_event
+from strata.builds.state import BuildState
+from strata.builds.state.catalog import Current
+from strata.builds.status import assess, own_causes, programs_to_name
 from strata.errors import NotFound, StrataError, can_pass
 from strata.ids import new_id
 from strata.lake.service import Lake
-from strata.store.engine import read_tx
 
 if TYPE_CHECKING:
     from pyspark.sql import SparkSession
@@ -37,10 +38,10 @@ class Step:
     """One transform's part in a build."""
 
     transform: str
-    outcome: str  # built | fresh | failed | skipped; dry runs: would_build | may_build
+    outcome: Outcome
     outputs: dict[str, int | None]
     reason: str | None = None
-    causes: dict[str, list[dict[str, Any]]] = field(default_factory=dict)
+    causes: dict[str, list[Cause]] = field(default_factory=dict)
     run: str | None = None
     seconds: float = 0.0
     rows: int = 0
@@ -48,6 +49,8 @@ class Step:
 
     def to_dict(self) -> dict[str, Any]:
         out = dict(self.__dict__)
+        out["outcome"] = self.outcome.value
+        out["causes"] = {d: [c.to_dict() for c in cs] for d, cs in self.causes.items()}
         if not self.retryable:
             del out["retryable"]
         return out
@@ -94,6 +97,7 @@ class Builder:
     """Runs builds over one lake, one set of pipelines and one Spark session."""
 
     lake: Lake
+    state: BuildState
     pipelines: Pipelines
     spark: Callable[[], SparkSession]
     holder: str = field(default_factory=lambda: f"build-{new_id()}")
@@ -124,22 +128,26 @@ class Builder:
         return graph.post_order(keys)
 
     def current(self, names: set[str] | None = None) -> dict[str, Current]:
-        with read_tx(self.lake.engine) as conn:
-            return load_current(conn, self.lake.namespace, names)
+        return self.state.current(names)
 
     def dry_run(self, order: Sequence[str], force: bool = False) -> BuildReport:
         """What a build would run now, with causes; nothing runs."""
-        with read_tx(self.lake.engine) as conn:
-            current = load_current(conn, self.lake.namespace)
-            ordinals = program_ordinals(conn, self.lake.namespace)
+        current = self.state.current()
+        ordinals = self.state.ordinals(programs_to_name(self.pipelines, current))
         status = assess(self.pipelines, current, ordinals)
         steps = []
         for key in order:
             item = self.pipelines.transforms[key]
             causes = {d: status[d].causes for d in item.output_names if status[d].causes}
-            own = any(c["kind"] != "upstream_stale" for cs in causes.values() for c in cs)
-            # Downstream of a stale dataset only: rebuilt if the upstream's rows change.
-            outcome = "would_build" if own or force else "may_build" if causes else "fresh"
+            own = any(c.own for cs in causes.values() for c in cs)
+            # Out of date through an upstream only: rebuilt if the upstream's rows change.
+            outcome = (
+                Outcome.WOULD_BUILD
+                if own or force
+                else Outcome.MAY_BUILD
+                if causes
+                else Outcome.FRESH
+            )
             outputs = {d: status[d].version for d in item.output_names}
             steps.append(Step(key, outcome, outputs, causes=causes))
         return BuildReport(new_id(), "COMPLETED", steps)
@@ -177,7 +185,7 @@ class _BuildRun:
 
     def visit(self, key: str) -> None:
         item = self.builder.pipelines.transforms[key]
-        step = self._blocked(item) or self._run_if_stale(item)
+        step = self._blocked(item) or self._run_if_out_of_date(item)
         with self.lock:
             self.steps[key] = step
         self.reporter.finished(step)
@@ -187,13 +195,13 @@ class _BuildRun:
         for up in self.builder.pipelines.graph.upstream(item.fqn):
             with self.lock:
                 prior = self.steps.get(up)
-            if prior is not None and prior.outcome in ("failed", "skipped"):
-                failed = prior.outcome == "failed"
+            if prior is not None and prior.outcome in (Outcome.FAILED, Outcome.SKIPPED):
+                failed = prior.outcome is Outcome.FAILED
                 reason = f"upstream {up} failed" if failed else (prior.reason or up)
-                return Step(item.fqn, "skipped", self._versions(item), reason=reason)
+                return Step(item.fqn, Outcome.SKIPPED, self._versions(item), reason=reason)
         return None
 
-    def _causes(self, item: Declared, current: dict[str, Current]) -> dict[str, list[Any]]:
+    def _causes(self, item: Declared, current: dict[str, Current]) -> dict[str, list[Cause]]:
         out = {}
         for dataset in item.output_names:
             causes, _ = own_causes(item, dataset, current, {})
@@ -201,23 +209,23 @@ class _BuildRun:
                 out[dataset] = causes
         return out
 
-    def _run_if_stale(self, item: Declared) -> Step:
+    def _run_if_out_of_date(self, item: Declared) -> Step:
         with self.lock:
             names = (*item.output_names, *item.input_names)
             snapshot = {n: self.current[n] for n in names if n in self.current}
         if not self.force and not self._causes(item, snapshot):
-            return Step(item.fqn, "fresh", self._versions(item))
+            return Step(item.fqn, Outcome.FRESH, self._versions(item))
         b = self.builder
         waiting = lambda holder: self.reporter.waiting(item.fqn, holder)  # noqa: E731
-        with leases.held(b.lake.engine, item.fqn, b.holder, b.lease_seconds, waiting):
+        with held(b.state, item.fqn, b.holder, b.lease_seconds, waiting):
             # Holding the lease alone: a run of this transform still RUNNING is a dead
             # builder's.
-            abort_orphaned_runs(b.lake.engine, b.emitter, b.lake.namespace, [item.fqn])
-            fresh = b.current(set(item.output_names) | set(item.input_names))
-            causes = self._causes(item, fresh)
+            abort_orphaned_runs(b.state, b.emitter, [item.fqn])
+            now = b.current(set(item.output_names) | set(item.input_names))
+            causes = self._causes(item, now)
             if not causes and not self.force:
-                self._remember(fresh)
-                return Step(item.fqn, "fresh", self._versions(item))
+                self._remember(now)
+                return Step(item.fqn, Outcome.FRESH, self._versions(item))
             self.reporter.started(item.fqn)
             result = self._execute(item)
             self._remember(b.current(set(item.output_names)))
@@ -227,13 +235,14 @@ class _BuildRun:
         try:
             inputs = resolve_inputs(self.builder.lake, item)
         except StrataError as exc:
-            failed = RunResult(item.fqn, None, "failed", {}, reason=exc.message)
+            failed = RunResult(item.fqn, None, Outcome.FAILED, {}, reason=exc.message)
             failed.retryable = can_pass(exc)
             return failed
         parent = self.parents.start(item.pipeline)
-        ctx = RunContext(self.builder.lake, self.builder.spark(), self.builder.emitter, parent)
+        b = self.builder
+        ctx = RunContext(b.lake, b.state, b.spark(), b.emitter, parent)
         result = run_transform(ctx, item, inputs)
-        self.parents.record(item.pipeline, result.outcome == "built")
+        self.parents.record(item.pipeline, result.outcome is Outcome.BUILT)
         with self.lock:
             self.committed += [(d, c) for d, c in result.outputs.items() if c is not None]
         return result
@@ -250,12 +259,13 @@ class _BuildRun:
             }
 
     def report(self) -> BuildReport:
-        state = "FAILED" if any(s.outcome == "failed" for s in self.steps.values()) else "COMPLETED"
+        failed = any(s.outcome is Outcome.FAILED for s in self.steps.values())
+        state = "FAILED" if failed else "COMPLETED"
         runs = self.parents.finish()
         ordered = list(self.steps.values())
         run = next(iter(runs.values()), self.id)
         b = self.builder
-        triggers.mark_handled(b.lake.engine, b.lake.namespace, self.handled_commits(), run)
+        b.state.mark_handled(self.handled_commits(), run)
         return BuildReport(run, state, ordered, runs)
 
     def handled_commits(self) -> list[tuple[str, int]]:
@@ -272,7 +282,7 @@ class _BuildRun:
         ]
 
 
-def _step(result: RunResult, causes: dict[str, list[Any]], after: dict[str, int | None]) -> Step:
+def _step(result: RunResult, causes: dict[str, list[Cause]], after: dict[str, int | None]) -> Step:
     return Step(
         result.transform,
         result.outcome,

@@ -62,6 +62,11 @@ class Declared:
         return tuple(dict.fromkeys(i.name for i in self.inputs.values()))
 
     @cached_property
+    def unique_inputs(self) -> tuple[Input, ...]:
+        """One declared input per dataset (the last, where two parameters read one)."""
+        return tuple(dict((i.name, i) for i in self.inputs.values()).values())
+
+    @cached_property
     def output_names(self) -> tuple[str, ...]:
         return tuple(o.name for o in self.outputs.values())
 
@@ -109,6 +114,23 @@ def load_pipelines(paths: Sequence[str | Path]) -> Pipelines:
             )
         found[item.fqn] = item
     return Pipelines(found, _checked_graph(found), tuple(m.__name__ for _, m in modules))
+
+
+def source_stamp(paths: Sequence[str | Path]) -> tuple[tuple[str, int, int], ...]:
+    """Every Python file under the pipelines' folders with its mtime and size: equal
+    stamps mean the pipelines would import as before (libraries aside)."""
+    out: list[tuple[str, int, int]] = []
+    for raw in paths:
+        path = Path(raw).expanduser().resolve()
+        root = path if path.is_dir() else path.parent
+        for file in sorted(root.rglob("*.py")):
+            try:
+                st = file.stat()
+            except OSError:  # removed while listed: the next stamp tells
+                continue
+            out.append((str(file), st.st_mtime_ns, st.st_size))
+        out.append((str(path), int(path.exists()), 0))
+    return tuple(out)
 
 
 def _modules(paths: Sequence[str | Path]) -> list[tuple[Path, list[Path]]]:

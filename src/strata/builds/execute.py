@@ -15,10 +15,13 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
+from strata.builds.causes import Outcome
 from strata.builds.discovery import Declared
-from strata.builds.events import DatasetAt, Emitter, JobRef, RunSpec, program_facets, run_event
-from strata.builds.programs import Program, register
+from strata.builds.program_files import program_text
+from strata.builds.run_events import DatasetAt, Emitter, JobRef, RunSpec, program_facets, run_event
 from strata.builds.shipping import pickle_by_value
+from strata.builds.state import BuildState
+from strata.builds.state.programs import Program
 from strata.builds.transforms import DF_OUTPUT
 from strata.errors import NotFound, StrataError, TransformError, can_pass
 from strata.ids import new_id
@@ -36,7 +39,7 @@ class RunResult:
 
     transform: str
     run: str | None
-    outcome: str  # built | failed
+    outcome: Outcome  # BUILT or FAILED
     outputs: dict[str, int | None]
     rows: int = 0
     seconds: float = 0.0
@@ -115,6 +118,7 @@ class RunContext:
     """What every transform run of a build shares."""
 
     lake: Lake
+    state: BuildState
     spark: SparkSession
     emitter: Emitter
     parent: tuple[str, JobRef] | None
@@ -124,7 +128,7 @@ def run_transform(ctx: RunContext, item: Declared, inputs: Mapping[str, Version]
     """Run ``item`` on exactly ``inputs``; its outputs commit together or not at all."""
     started = time.monotonic()
     lake = ctx.lake
-    program = register(lake.engine, lake.namespace, item)
+    program = ctx.state.register_program(item.fqn, item.fingerprint, program_text(item))
     spec = RunSpec(
         new_id(),
         JobRef(lake.namespace, item.fqn),
@@ -147,7 +151,7 @@ def run_transform(ctx: RunContext, item: Declared, inputs: Mapping[str, Version]
     ctx.emitter.emit(
         run_event("START", spec, namespace=lake.namespace, inputs=read, outputs=writing)
     )
-    result = RunResult(item.fqn, spec.run_id, "failed", dict.fromkeys(item.output_names))
+    result = RunResult(item.fqn, spec.run_id, Outcome.FAILED, dict.fromkeys(item.output_names))
     result.program = program
     result.inputs = {v.dataset: v.commit_id for v in inputs.values()}
     try:
@@ -178,7 +182,7 @@ def run_transform(ctx: RunContext, item: Declared, inputs: Mapping[str, Version]
     ctx.emitter.emit(
         run_event("COMPLETE", spec, namespace=lake.namespace, inputs=read, outputs=written)
     )
-    result.outcome = "built"
+    result.outcome = Outcome.BUILT
     result.outputs = {name: txn.versions[name].commit_id for name in item.output_names}
     result.rows = sum(txn.versions[name].row_count for name in item.output_names)
     result.seconds = time.monotonic() - started

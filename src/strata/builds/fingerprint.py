@@ -69,7 +69,7 @@ def program_code(func: Callable[..., Any], root: Path) -> ProgramCode:
     file = _resolved(func.__code__.co_filename)
     if file is None:
         raise _no_source(func.__code__, None)
-    walk = _Walk(root.resolve())
+    walk = _Walk(_real_dir(root))
     walk.visit(func, main=True)
     parts = _code_parts(func.__code__, True, walk.stamp(func.__code__.co_filename))
     rel = _relative(walk.root, file) or file.name  # defined outside the root: by file name
@@ -356,6 +356,12 @@ def _file_of(obj: object) -> Path | None:
         module = sys.modules.get(obj.__module__)
         return _file_of(module) if module is not None else None
     return None
+
+
+@functools.lru_cache(maxsize=64)
+def _real_dir(root: Path) -> Path:
+    """``root`` resolved once: a pipeline of thousands of transforms asks for each."""
+    return root.resolve()
 
 
 @functools.lru_cache(maxsize=4096)

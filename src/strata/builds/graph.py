@@ -9,6 +9,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
+from functools import cached_property
 from itertools import pairwise
 
 
@@ -79,6 +80,12 @@ class Graph:
                     done[key] = None
                     on_path.discard(key)
         return list(done)
+
+    @cached_property
+    def everything(self) -> list[str]:
+        """Every transform, each after its upstreams (the graph does not change once
+        made: status walks it on every call)."""
+        return self.post_order(list(self.nodes))
 
     def roots(self) -> list[str]:
         """Transforms none of whose outputs another transform reads."""

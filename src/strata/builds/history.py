@@ -8,18 +8,13 @@ as for current ones; ``program_of`` is the stored program version that built one
 
 from __future__ import annotations
 
-from collections import defaultdict
 from dataclasses import dataclass
 from typing import Any
 
-import sqlalchemy as sa
-from sqlalchemy.engine import Connection
-
-from strata.builds.programs import Program, by_uuid
+from strata.builds.state import BuildState
+from strata.builds.state.programs import Program
 from strata.errors import InvalidArgument, NotFound
-from strata.lake import catalog as lake_catalog
-from strata.lineage.query.provenance import ProvenanceNode, provenance
-from strata.store import schema as s
+from strata.lineage.query.provenance import ProvenanceNode
 
 TRACE_DEPTH = 100
 
@@ -44,42 +39,19 @@ def _program_json(job: str | None, ordinal: int | None, fp: str | None) -> dict[
     return {"transform": job, "ordinal": ordinal, "fingerprint": fp}
 
 
-def history(conn: Connection, namespace: str, dataset: str) -> dict[str, Any]:
+def history(state: BuildState, dataset: str) -> dict[str, Any]:
     """Every version of a lake dataset with its catalog entry, oldest first."""
-    ds = lake_catalog.require_lake_dataset(conn, namespace, dataset)
-    dv, t, r, pv = s.dataset_versions, s.transactions, s.runs, s.program_versions
-    producer = sa.func.coalesce(dv.c.run_uuid, t.c.run_uuid)
-    rows = conn.execute(
-        sa.select(
-            dv.c.commit_id,
-            dv.c.created_at,
-            t.c.type,
-            dv.c.row_count,
-            dv.c.data_fingerprint,
-            producer.label("run"),
-            r.c.state,
-            pv.c.job_name,
-            pv.c.ordinal,
-            pv.c.fingerprint,
-        )
-        .select_from(dv)
-        .outerjoin(t, t.c.uuid == dv.c.transaction_uuid)
-        .outerjoin(r, r.c.uuid == producer)
-        .outerjoin(pv, pv.c.uuid == r.c.job_version_uuid)
-        .where(dv.c.dataset_uuid == ds["uuid"], dv.c.commit_id.is_not(None))
-        .order_by(dv.c.commit_id)
-    ).all()
-    inputs = run_inputs(conn, {x.run for x in rows if x.run})
+    rows, inputs = state.history(dataset)
     versions = [
         {
-            "version": int(x.commit_id),
-            "committed_at": x.created_at.isoformat(),
+            "version": x.version,
+            "committed_at": x.committed_at.isoformat(),
             "type": x.type,
-            "rows": x.row_count,
+            "rows": x.rows,
             "data_fingerprint": x.data_fingerprint,
             "run": x.run,
             "state": x.state,
-            "program": _program_json(x.job_name, x.ordinal, x.fingerprint),
+            "program": _program_json(x.job, x.ordinal, x.fingerprint),
             "inputs": inputs.get(x.run, {}) if x.run else {},
         }
         for x in rows
@@ -87,30 +59,10 @@ def history(conn: Connection, namespace: str, dataset: str) -> dict[str, Any]:
     return {"dataset": dataset, "versions": versions}
 
 
-def run_inputs(conn: Connection, runs: set[str]) -> dict[str, dict[str, int | None]]:
-    """For each run, the exact versions it read: ``{dataset: commit id}``."""
-    if not runs:
-        return {}
-    ri, iv, d = s.run_inputs, s.dataset_versions, s.datasets
-    out: dict[str, dict[str, int | None]] = defaultdict(dict)
-    rows = conn.execute(
-        sa.select(ri.c.run_uuid, d.c.name, iv.c.commit_id)
-        .join(iv, iv.c.uuid == ri.c.dataset_version_uuid)
-        .join(d, d.c.uuid == iv.c.dataset_uuid)
-        .where(ri.c.run_uuid.in_(sorted(runs)))
-        .order_by(d.c.name)
-    )
-    for x in rows:
-        out[x.run_uuid][x.name] = int(x.commit_id) if x.commit_id is not None else None
-    return dict(out)
-
-
-def trace(conn: Connection, namespace: str, dataset: str, version: int | None) -> dict[str, Any]:
+def trace(state: BuildState, dataset: str, version: int | None) -> dict[str, Any]:
     """The provenance tree of ``dataset`` at ``version`` (default: current)."""
-    lake_catalog.resolve_version(conn, namespace, dataset, version=version)  # clear errors
-    root = provenance(conn, namespace, dataset, str(version) if version else None, TRACE_DEPTH)
-    ordinals = _ordinals(conn, _job_versions(root))
-    return _node_json(root, ordinals)
+    root = state.provenance(dataset, version, TRACE_DEPTH)
+    return _node_json(root, state.ordinals_of(_job_versions(root)))
 
 
 def _job_versions(node: ProvenanceNode) -> set[str]:
@@ -118,16 +70,6 @@ def _job_versions(node: ProvenanceNode) -> set[str]:
     for child in node.inputs:
         found |= _job_versions(child)
     return found
-
-
-def _ordinals(conn: Connection, uuids: set[str]) -> dict[str, tuple[str, int]]:
-    if not uuids:
-        return {}
-    pv = s.program_versions
-    rows = conn.execute(
-        sa.select(pv.c.uuid, pv.c.job_name, pv.c.ordinal).where(pv.c.uuid.in_(sorted(uuids)))
-    )
-    return {x.uuid: (x.job_name, int(x.ordinal)) for x in rows}
 
 
 def _node_json(
@@ -177,29 +119,16 @@ class Entry:
     inputs: dict[str, int | None]
 
 
-def entry(conn: Connection, namespace: str, dataset: str, version: int | None) -> Entry:
+def entry(state: BuildState, dataset: str, version: int | None) -> Entry:
     """The run, program version and inputs that built ``dataset`` at ``version``."""
-    v = lake_catalog.resolve_version(conn, namespace, dataset, version=version)
-    t = s.transactions
-    run = (
-        v.run_uuid
-        or conn.execute(sa.select(t.c.run_uuid).where(t.c.uuid == v.transaction_uuid)).scalar()
-    )
-    job_version = (
-        conn.execute(sa.select(s.runs.c.job_version_uuid).where(s.runs.c.uuid == run)).scalar()
-        if run
-        else None
-    )
-    program = by_uuid(conn, job_version) if job_version else None
-    if run is None or program is None:
+    built = state.built_version(dataset, version)
+    if built.run is None or built.program is None:
         raise NotFound(
-            f"{dataset}@{v.commit_id} was not built by a transform (it was written by hand); "
-            "only built versions have a program",
+            f"{dataset}@{built.version} was not built by a transform (it was written by "
+            "hand); only built versions have a program",
             dataset=dataset,
-            version=v.commit_id,
+            version=built.version,
         )
-    fp = conn.execute(
-        sa.select(s.dataset_versions.c.data_fingerprint).where(s.dataset_versions.c.uuid == v.uuid)
-    ).scalar()
-    inputs = run_inputs(conn, {run}).get(run, {})
-    return Entry(dataset, v.commit_id, fp, run, program, inputs)
+    return Entry(
+        dataset, built.version, built.data_fingerprint, built.run, built.program, built.inputs
+    )

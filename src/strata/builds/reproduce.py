@@ -20,9 +20,9 @@ from typing import TYPE_CHECKING, Any
 from strata.builds.discovery import Declared, load_pipelines
 from strata.builds.execute import call_transform
 from strata.builds.history import Entry, entry
+from strata.builds.state import BuildState
 from strata.errors import InvalidArgument, NotFound
 from strata.lake.service import Lake, reads_limited_to
-from strata.store.engine import read_tx
 
 if TYPE_CHECKING:
     from pyspark.sql import DataFrame, SparkSession
@@ -51,8 +51,7 @@ def reproduce(
     Spark is started only once the version and its stored program are known to be
     reproducible, so a wrong name or version is refused at once.
     """
-    with read_tx(lake.engine) as conn:
-        built = entry(conn, lake.namespace, dataset, version)
+    built = entry(BuildState(lake.engine, lake.namespace), dataset, version)
     with _stored_program(built) as item:
         spark = start_spark()
         inputs = {

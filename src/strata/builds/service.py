@@ -4,24 +4,20 @@ one lake."""
 from __future__ import annotations
 
 import gc
-from collections.abc import Iterator, Sequence
+import threading
+from collections.abc import Collection, Iterator, Sequence
 from contextlib import contextmanager
-from functools import cached_property
 from typing import TYPE_CHECKING, Any
-
-import sqlalchemy as sa
 
 from strata.builds import history
 from strata.builds.builder import Builder, BuildReport, Reporter
-from strata.builds.catalog import Current, load_current, program_ordinals
-from strata.builds.discovery import Pipelines, load_pipelines
+from strata.builds.discovery import Pipelines, load_pipelines, source_stamp
 from strata.builds.history import Entry
-from strata.builds.status import DatasetStatus, assess
+from strata.builds.state import BuildState
+from strata.builds.status import DatasetStatus, assess, programs_to_name
 from strata.errors import NotFound, PipelineError
 from strata.lake.service import Lake, connect
 from strata.settings import Settings
-from strata.store import schema as s
-from strata.store.engine import read_tx
 
 if TYPE_CHECKING:
     from pyspark.sql import SparkSession
@@ -30,7 +26,12 @@ if TYPE_CHECKING:
 
 
 class BuildService:
-    """Transforms from ``pipelines`` (default: the ``pipelines`` setting) over one lake."""
+    """Transforms from ``pipelines`` (default: the ``pipelines`` setting) over one lake.
+
+    One service may serve many threads (the API server holds one): the pipelines are
+    imported once, under a lock, and again only when a file under their folders changes
+    (or after :meth:`reload`).
+    """
 
     def __init__(
         self,
@@ -41,29 +42,45 @@ class BuildService:
         self.settings = settings
         self.paths = list(pipelines or settings.pipelines)
         self.lake = lake or connect(settings)
+        self.state = BuildState(self.lake.engine, self.lake.namespace)
+        self._lock = threading.Lock()
+        self._loaded: tuple[object, Pipelines] | None = None
 
-    @cached_property
+    @property
     def pipelines(self) -> Pipelines:
-        loaded = load_pipelines(self.paths)
-        with read_tx(self.lake.engine) as conn:
-            current = load_current(conn, self.lake.namespace, _outputs(loaded))
-            _refuse_raw_outputs(conn, self.lake.namespace, loaded, current)
-        return loaded
+        """The pipelines as their files are now: imported again only if those changed."""
+        stamp = source_stamp(self.paths)
+        with self._lock:
+            if self._loaded is None or self._loaded[0] != stamp:
+                loaded = load_pipelines(self.paths)
+                _refuse_raw_outputs(self.state, loaded)
+                self._loaded = (stamp, loaded)
+            return self._loaded[1]
 
     def reload(self) -> None:
         """Forget the loaded pipelines: the next use imports them again."""
-        self.__dict__.pop("pipelines", None)
+        with self._lock:
+            self._loaded = None
 
     def status(self) -> dict[str, DatasetStatus]:
         """Every dataset, fresh or out of date with every cause (no JVM)."""
         pipelines = self.pipelines
-        with _collections_paused(), read_tx(self.lake.engine) as conn:
-            current = load_current(conn, self.lake.namespace)
-            ordinals = program_ordinals(conn, self.lake.namespace)
+        with _collections_paused():
+            current = self.state.current()
+            ordinals = self.state.ordinals(programs_to_name(pipelines, current))
             return assess(pipelines, current, ordinals)
 
     def dataset_status(self, name: str) -> DatasetStatus:
-        found = self.status().get(name)
+        """One dataset's status, reading only it and what is upstream of it."""
+        pipelines = self.pipelines
+        item = pipelines.producer(name)
+        keys = pipelines.graph.post_order([item.fqn]) if item is not None else []
+        names = {name} | _datasets_of(pipelines, keys)
+        current = self.state.current(names)
+        ordinals = self.state.ordinals(programs_to_name(pipelines, current, keys))
+        found = assess(pipelines, current, ordinals, keys).get(name)
+        if found is None and any(name in t.input_names for t in pipelines.transforms.values()):
+            found = self.status().get(name)  # declared as an input and missing: rare
         if found is None:
             raise NotFound(
                 f"dataset {name!r} is neither in the lake nor named by a transform; "
@@ -75,6 +92,7 @@ class BuildService:
     def builder(self) -> Builder:
         return Builder(
             self.lake,
+            self.state,
             self.pipelines,
             self._spark,
             lease_seconds=self.settings.build_lease_seconds,
@@ -98,16 +116,13 @@ class BuildService:
         return builder.build(order, force=force, jobs=jobs, reporter=reporter)
 
     def history(self, dataset: str) -> dict[str, Any]:
-        with read_tx(self.lake.engine) as conn:
-            return history.history(conn, self.lake.namespace, dataset)
+        return history.history(self.state, dataset)
 
     def trace(self, dataset: str, version: int | None = None) -> dict[str, Any]:
-        with read_tx(self.lake.engine) as conn:
-            return history.trace(conn, self.lake.namespace, dataset, version)
+        return history.trace(self.state, dataset, version)
 
     def program(self, dataset: str, version: int | None = None) -> Entry:
-        with read_tx(self.lake.engine) as conn:
-            return history.entry(conn, self.lake.namespace, dataset, version)
+        return history.entry(self.state, dataset, version)
 
     def reproduce(self, dataset: str, version: int | None = None) -> Reproduction:
         from strata.builds.reproduce import reproduce
@@ -134,28 +149,18 @@ def _collections_paused() -> Iterator[None]:
             gc.enable()
 
 
-def _outputs(pipelines: Pipelines) -> set[str]:
-    return {o for t in pipelines.transforms.values() for o in t.output_names}
+def _datasets_of(pipelines: Pipelines, keys: Collection[str]) -> set[str]:
+    return {
+        n
+        for k in keys
+        for n in (*pipelines.transforms[k].input_names, *pipelines.transforms[k].output_names)
+    }
 
 
-def _refuse_raw_outputs(
-    conn: sa.Connection, namespace: str, pipelines: Pipelines, current: dict[str, Current]
-) -> None:
+def _refuse_raw_outputs(state: BuildState, pipelines: Pipelines) -> None:
     """A transform may not write a dataset that only hands (no build) ever wrote."""
-    suspects = sorted(n for n, c in current.items() if c.run is None)
-    if not suspects:
-        return
-    d, t = s.datasets, s.transactions
-    raw: list[str] = list(
-        conn.execute(
-            sa.select(d.c.name)
-            .join(t, sa.and_(t.c.dataset_uuid == d.c.uuid, t.c.state == "COMMITTED"))
-            .where(d.c.namespace == namespace, d.c.name.in_(suspects))
-            .group_by(d.c.name)
-            .having(sa.func.count(t.c.run_uuid) == 0)
-        ).scalars()
-    )
-    for name in raw:
+    outputs = {o for t in pipelines.transforms.values() for o in t.output_names}
+    for name in state.hand_written(outputs):
         item = pipelines.producer(name)
         assert item is not None
         raise PipelineError(

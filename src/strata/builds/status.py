@@ -15,12 +15,13 @@ come from the store alone.
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from strata.builds.catalog import Current
+from strata.builds.causes import Cause, CauseKind, Role, Status
 from strata.builds.discovery import Declared, Pipelines
+from strata.builds.state.catalog import Current
 
 
 @dataclass
@@ -28,33 +29,34 @@ class DatasetStatus:
     """One dataset's line of ``strata status``."""
 
     name: str
-    kind: str  # raw | derived | missing (declared, not there) | orphaned (built, undeclared)
+    role: Role
     transform: str | None  # the transform that writes it (orphaned: the one that last did)
     version: int | None
-    causes: list[dict[str, Any]] = field(default_factory=list)
-    notes: list[dict[str, Any]] = field(default_factory=list)
+    causes: list[Cause] = field(default_factory=list)
+    notes: list[Cause] = field(default_factory=list)
 
     @property
     def stale(self) -> bool:
         return bool(self.causes)
 
     @property
-    def state(self) -> str:
-        """fresh | out_of_date | missing | orphaned."""
-        if self.kind in ("missing", "orphaned"):
-            return self.kind
-        return "out_of_date" if self.stale else "fresh"
+    def status(self) -> Status:
+        if self.role is Role.MISSING:
+            return Status.MISSING
+        if self.role is Role.ORPHANED:
+            return Status.ORPHANED
+        return Status.OUT_OF_DATE if self.causes else Status.FRESH
 
     def to_dict(self) -> dict[str, Any]:
         return {
             "name": self.name,
-            "kind": self.kind,
-            "state": self.state,
+            "kind": self.role.value,
+            "state": self.status.value,
             "transform": self.transform,
             "version": self.version,
             "stale": self.stale,
-            "causes": self.causes,
-            "notes": self.notes,
+            "causes": [c.to_dict() for c in self.causes],
+            "notes": [c.to_dict() for c in self.notes],
         }
 
 
@@ -67,29 +69,30 @@ def own_causes(
     dataset: str,
     current: Mapping[str, Current],
     ordinals: Mapping[tuple[str, str], int],
-) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
+) -> tuple[list[Cause], list[Cause]]:
     """Rules 1 to 4 for one output of ``item``: its causes, and its early-cutoff notes."""
     cur = current.get(dataset)
     if cur is None:
-        return [{"kind": "never_built"}], []
-    causes: list[dict[str, Any]] = []
+        return [Cause(dataset, CauseKind.NEVER_BUILT)], []
+    causes: list[Cause] = []
     if cur.job is not None and cur.job != item.fqn:
-        causes.append({"kind": "renamed", "from": cur.job, "to": item.fqn})
+        causes.append(Cause(dataset, CauseKind.RENAMED, detail={"from": cur.job, "to": item.fqn}))
     if cur.program != item.fingerprint:
         old = _program(cur.program, cur.ordinal)
         new = _program(item.fingerprint, ordinals.get((item.fqn, item.fingerprint)))
-        causes.append({"kind": "program_changed", "old": old, "new": new, "job": cur.job})
-    notes: list[dict[str, Any]] = []
-    for inp in dict((i.name, i) for i in item.inputs.values()).values():
+        detail: dict[str, Any] = {"old": old, "new": new, "job": cur.job}
+        causes.append(Cause(dataset, CauseKind.PROGRAM_CHANGED, detail=detail))
+    notes: list[Cause] = []
+    for inp in item.unique_inputs:
         built = cur.inputs.get(inp.name)
         if built is None:
-            causes.append({"kind": "input_added", "input": inp.name})
+            causes.append(Cause(dataset, CauseKind.INPUT_ADDED, inp.name))
             continue
         now = current.get(inp.name)
         target = inp.version if inp.version is not None else (now.commit_id if now else None)
         if target is None or built.commit_id == target:
             continue
-        entry = {"input": inp.name, "built_from": built.commit_id, "current": target}
+        versions: dict[str, Any] = {"built_from": built.commit_id, "current": target}
         same = (
             inp.version is None
             and now is not None
@@ -97,46 +100,66 @@ def own_causes(
             and now.data_fingerprint == built.data_fingerprint
         )
         if same:
-            notes.append({"kind": "input_identical", **entry})
+            notes.append(Cause(dataset, CauseKind.INPUT_IDENTICAL, inp.name, versions))
         else:
-            causes.append({"kind": "input_newer", **entry, "pinned": inp.version is not None})
-    for gone in sorted(set(cur.inputs) - set(item.input_names)):
-        causes.append({"kind": "input_removed", "input": gone})
+            detail = {**versions, "pinned": inp.version is not None}
+            causes.append(Cause(dataset, CauseKind.INPUT_NEWER, inp.name, detail))
+    for gone in sorted(cur.inputs.keys() - item.input_names):
+        causes.append(Cause(dataset, CauseKind.INPUT_REMOVED, gone))
     return causes, notes
+
+
+def programs_to_name(
+    pipelines: Pipelines, current: Mapping[str, Current], keys: Sequence[str] | None = None
+) -> set[tuple[str, str]]:
+    """The program versions a status of ``keys`` (default: all) names by ordinal: those
+    of transforms whose outputs were built by another program (usually none)."""
+    items = (pipelines.transforms[k] for k in (pipelines.graph.nodes if keys is None else keys))
+    return {
+        (item.fqn, item.fingerprint)
+        for item in items
+        for name in item.output_names
+        if (cur := current.get(name)) is not None and cur.program != item.fingerprint
+    }
 
 
 def assess(
     pipelines: Pipelines,
     current: Mapping[str, Current],
     ordinals: Mapping[tuple[str, str], int],
+    keys: Sequence[str] | None = None,
 ) -> dict[str, DatasetStatus]:
-    """Every dataset the pipelines name or the lake holds, with its causes, by name."""
+    """Every dataset the pipelines name or ``current`` holds, with its causes, by name.
+
+    ``keys`` (a post-order closed upstream, as ``Graph.post_order`` gives) limits the
+    transforms assessed; ``current`` must then hold at least their inputs and outputs.
+    """
     out: dict[str, DatasetStatus] = {}
     graph = pipelines.graph
+    order = graph.everything if keys is None else keys
+    items = [pipelines.transforms[k] for k in order]
     missing = {
         name
-        for item in pipelines.transforms.values()
+        for item in items
         for name in item.input_names
         if name not in current and name not in graph.producer
     }
-    for key in graph.post_order(list(graph.nodes)):
-        item = pipelines.transforms[key]
-        stale_inputs = [i for i in item.input_names if i in out and out[i].stale]
+    for item in items:
+        out_of_date = [i for i in item.input_names if i in out and out[i].causes]
         for dataset in item.output_names:
             causes, notes = own_causes(item, dataset, current, ordinals)
             causes += [
-                {"kind": "input_missing", "input": i} for i in item.input_names if i in missing
+                Cause(dataset, CauseKind.INPUT_MISSING, i) for i in item.input_names if i in missing
             ]
-            causes += [{"kind": "upstream_stale", "via": i} for i in stale_inputs]
+            causes += [Cause(dataset, CauseKind.UPSTREAM_STALE, i) for i in out_of_date]
             cur = current.get(dataset)
-            out[dataset] = DatasetStatus(
-                dataset, "derived", item.fqn, cur.commit_id if cur else None, causes, notes
-            )
+            version = cur.commit_id if cur else None
+            out[dataset] = DatasetStatus(dataset, Role.DERIVED, item.fqn, version, causes, notes)
     for name in missing:
-        out[name] = DatasetStatus(name, "missing", None, None)
+        out[name] = DatasetStatus(name, Role.MISSING, None, None)
     for name, cur in current.items():
         if name not in out:
             # Built by a transform no loaded pipeline declares any more: orphaned, not raw.
-            kind = "orphaned" if cur.job is not None else "raw"
-            out[name] = DatasetStatus(name, kind, cur.job, cur.commit_id)
+            role = Role.ORPHANED if cur.job is not None else Role.RAW
+            out[name] = DatasetStatus(name, role, cur.job, cur.commit_id)
     return dict(sorted(out.items()))

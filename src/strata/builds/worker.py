@@ -1,5 +1,5 @@
 """Commit-triggered builds: the worker takes triggers (the commit outbox, see
-:mod:`strata.builds.triggers`) and builds the out-of-date dependents of each committed
+:mod:`strata.builds.state.triggers`) and builds the out-of-date dependents of each committed
 dataset. The new versions' own triggers carry the build down the graph.
 
 No trigger is lost. A build that ran and failed in the transform itself is recorded
@@ -18,13 +18,13 @@ from dataclasses import dataclass, field
 from functools import partial
 from typing import Any
 
-from strata.builds import triggers
 from strata.builds.builder import BuildReport, Reporter
-from strata.builds.events import Emitter
-from strata.builds.leases import heartbeat
+from strata.builds.causes import Outcome
+from strata.builds.leasing import heartbeat
 from strata.builds.orphans import reap_expired_leases
+from strata.builds.run_events import Emitter
 from strata.builds.service import BuildService
-from strata.builds.triggers import Claim
+from strata.builds.state.triggers import Claim, backoff
 from strata.errors import PipelineError, StoreError, StrataError, can_pass
 from strata.ids import new_id
 
@@ -83,7 +83,7 @@ def attempt(service: BuildService, claimed: Claim, reporter: Reporter | None) ->
         return Attempt(None, message, retry_in=0.0, raised=exc)
     if built is None or not built.failed:
         return Attempt(built)
-    failed = [st for st in built.steps if st.outcome == "failed"]
+    failed = [st for st in built.steps if st.outcome is Outcome.FAILED]
     error = "; ".join(f"{st.transform}: {st.reason}" for st in failed)
     return Attempt(built, error, retry_in=0.0 if any(st.retryable for st in failed) else None)
 
@@ -111,7 +111,7 @@ def run_worker(
                 raise
             outage += 1
             log.warning("the store is out of reach, trying again: %s", exc.message)
-            time.sleep(triggers.backoff(outage))
+            time.sleep(backoff(outage))
             continue
         outage = 0
         if claimed is None:
@@ -136,22 +136,21 @@ def run_worker(
 def _claim(
     service: BuildService, holder: str, tried: set[int] | tuple[()], once: bool
 ) -> Claim | None:
-    lake = service.lake
     lease = service.settings.build_lease_seconds
-    claimed = triggers.claim(lake.engine, lake.namespace, holder, lease, skip=tried, waiting=once)
+    claimed = service.state.claim(holder, lease, skip=tried, waiting=once)
     if claimed is not None and claimed.retaken:
         # Another worker held it and stopped: its runs still RUNNING are orphans.
-        reap_expired_leases(lake.engine, Emitter(lake.engine), lake.namespace)
+        reap_expired_leases(service.state, Emitter(service.lake.engine))
     return claimed
 
 
 def _work(service: BuildService, claimed: Claim, holder: str, reporter: Reporter | None) -> Attempt:
-    engine = service.lake.engine
+    state = service.state
     lease = service.settings.build_lease_seconds
-    with heartbeat(partial(triggers.renew, engine, claimed, holder), lease / 3):
+    with heartbeat(partial(state.renew_claim, claimed, holder), lease / 3):
         done = attempt(service, claimed, reporter)
     if done.retry_in is None:
-        triggers.finish(engine, claimed, holder, done.error)
+        state.finish_claim(claimed, holder, done.error)
         return done
-    wait = triggers.retry_later(engine, claimed, holder, done.error or "")
+    wait = state.retry_later(claimed, holder, done.error or "")
     return Attempt(done.built, done.error, retry_in=wait, raised=done.raised)

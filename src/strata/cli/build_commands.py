@@ -11,6 +11,7 @@ from typing import TYPE_CHECKING, Annotated, Any
 import typer
 from rich.console import Console
 
+from strata.builds.causes import Outcome, Status, program_label
 from strata.cli.common import point_to_spark_log, reported, settings_from
 from strata.cli.output import emit_json, emit_table, err_console
 from strata.cli.progress import BuildProgress, first_line
@@ -48,60 +49,23 @@ def status(ctx: typer.Context, pipeline: PipelineOpt = None, json: JsonOpt = Fal
         rows = [
             (
                 s.name,
-                s.kind,
+                s.role.value,
                 s.transform or "",
                 s.version,
-                _STATE_LABELS[s.state],
-                "; ".join(describe_cause(c) for c in s.causes + s.notes),
+                _STATUS_LABELS[s.status],
+                "; ".join(c.describe() for c in s.causes + s.notes),
             )
             for s in result.values()
         ]
         emit_table("status", ["dataset", "kind", "transform", "version", "state", "why"], rows)
 
 
-_STATE_LABELS = {
-    "fresh": "[green]fresh[/]",
-    "out_of_date": "[red]stale[/]",
-    "missing": "[yellow]missing[/]",
-    "orphaned": "[yellow]orphaned[/]",
+_STATUS_LABELS = {
+    Status.FRESH: "[green]fresh[/]",
+    Status.OUT_OF_DATE: "[red]stale[/]",
+    Status.MISSING: "[yellow]missing[/]",
+    Status.ORPHANED: "[yellow]orphaned[/]",
 }
-
-
-def describe_cause(cause: dict[str, Any]) -> str:
-    """One cause (or note) in words."""
-    kind = cause["kind"]
-    if kind == "never_built":
-        return "never built"
-    if kind == "program_changed":
-        old, new = cause.get("old"), cause.get("new")
-        was = _program_label(old) if old else "written outside a build"
-        return f"program changed: {was} → {_program_label(new)}"
-    if kind == "input_newer":
-        pinned = " (pinned)" if cause.get("pinned") else ""
-        built, now = cause["built_from"], cause["current"]
-        return f"input {cause['input']}: built from {built}, now {now}{pinned}"
-    if kind == "input_identical":
-        return (
-            f"input {cause['input']} moved {cause['built_from']} → {cause['current']} "
-            "with identical rows"
-        )
-    if kind == "input_added":
-        return f"input added: {cause['input']}"
-    if kind == "input_removed":
-        return f"input removed: {cause['input']}"
-    if kind == "input_missing":
-        return f"input {cause['input']} does not exist"
-    if kind == "renamed":
-        return f"renamed from {cause['from']}"
-    return f"via {cause['via']}"
-
-
-def _program_label(program: dict[str, Any] | None) -> str:
-    if not program:
-        return "?"
-    ordinal = program.get("ordinal")
-    head = f"v{ordinal} " if ordinal else "new "
-    return f"{head}({program['fingerprint'][:10]})"
 
 
 @contextmanager
@@ -163,15 +127,15 @@ def print_report(report: BuildReport, dry_run: bool) -> None:
             first_line(s.reason)
             if s.reason
             else "; ".join(
-                f"{d}: " + ", ".join(describe_cause(c) for c in cs) for d, cs in s.causes.items()
+                f"{d}: " + ", ".join(c.describe() for c in cs) for d, cs in s.causes.items()
             )
         )
-        took = f"{s.seconds:.1f}s" if s.outcome in ("built", "failed") else ""
-        rows.append((s.transform, s.outcome, outputs, s.rows or "", took, why))
+        took = f"{s.seconds:.1f}s" if s.outcome.ran else ""
+        rows.append((s.transform, s.outcome.value, outputs, s.rows or "", took, why))
     title = "build plan" if dry_run else f"build {report.run} — {report.state}"
     emit_table(title, ["transform", "outcome", "outputs", "rows", "time", "why"], rows)
     if report.failed:
-        failed = [s for s in report.steps if s.outcome == "failed"]
+        failed = [s for s in report.steps if s.outcome is Outcome.FAILED]
         _print_failure_details(failed)
         names = ", ".join(s.transform for s in failed)
         err_console.print(f"[bold red]error:[/] build failed: {names}")
@@ -209,7 +173,7 @@ def worker(
     """Build the out-of-date dependents of each commit, as commits land."""
     from rich.markup import escape
 
-    from strata.builds.triggers import Claim
+    from strata.builds.state.triggers import Claim
     from strata.builds.worker import Attempt, run_worker
 
     with reported():
@@ -258,7 +222,7 @@ def print_history(dataset: str, result: dict[str, Any]) -> None:
             v["type"],
             v["rows"],
             (v["run"] or "")[:13] + (f" {v['state']}" if v["state"] else ""),
-            _program_label(v["program"]) if v["program"] else "written by hand",
+            program_label(v["program"]) if v["program"] else "written by hand",
             ", ".join(f"{k}@{n}" for k, n in v["inputs"].items()),
         )
         for v in result["versions"]
@@ -318,7 +282,7 @@ def show_program(
 ) -> None:
     """The stored source files of the program version that built a dataset version."""
     from strata.builds.history import parse_ref
-    from strata.builds.programs import files_diff
+    from strata.builds.program_files import files_diff
 
     with reported():
         name, version = parse_ref(ref)

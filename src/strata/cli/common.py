@@ -4,13 +4,14 @@ from __future__ import annotations
 
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
-from datetime import UTC, datetime
+from datetime import datetime
 from typing import Any, TypeVar
 
 import typer
 
 from strata.errors import InvalidArgument, StrataError
 from strata.settings import Settings
+from strata.times import Zoneless, aware
 
 F = TypeVar("F", bound=Callable[..., Any])
 
@@ -56,4 +57,4 @@ def parse_time(text: str) -> datetime:
             f"cannot read time {text!r}; use ISO 8601 such as 2026-01-31T12:00:00Z",
             value=text,
         ) from exc
-    return value if value.tzinfo else value.replace(tzinfo=UTC)
+    return aware(value, Zoneless.UTC)

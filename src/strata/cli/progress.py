@@ -17,14 +17,16 @@ from rich.console import Console
 from rich.markup import escape
 from rich.progress import Progress, SpinnerColumn, TaskID, TextColumn, TimeElapsedColumn
 
+from strata.builds.causes import Outcome
+
 if TYPE_CHECKING:
     from strata.builds.builder import Step
 
 MARKS = {
-    "built": "[green]✓[/]",
-    "fresh": "[dim]=[/]",
-    "failed": "[red]✗[/]",
-    "skipped": "[yellow]-[/]",
+    Outcome.BUILT: "[green]✓[/]",
+    Outcome.FRESH: "[dim]=[/]",
+    Outcome.FAILED: "[red]✗[/]",
+    Outcome.SKIPPED: "[yellow]-[/]",
 }
 
 
@@ -96,16 +98,17 @@ class BuildProgress:
         task = self._tasks.pop(step.transform, None)
         if self._progress is not None and task is not None:
             self._progress.remove_task(task)
-        self.console.print(self.line(step), highlight=False)
+        if not self.console.quiet:  # rich renders for a quiet console too, then drops it
+            self.console.print(self.line(step), highlight=False)
 
     def line(self, step: Step) -> str:
         """``[2/5] ✓ daily.metrics built 120 rows in 3.1s``, the reason's first line after."""
         mark = MARKS.get(step.outcome, "·")
-        took = f" in {step.seconds:.1f}s" if step.outcome in ("built", "failed") else ""
-        rows = f" {step.rows} rows" if step.outcome == "built" else ""
+        took = f" in {step.seconds:.1f}s" if step.outcome.ran else ""
+        rows = f" {step.rows} rows" if step.outcome is Outcome.BUILT else ""
         why = f" ({escape(first_line(step.reason))})" if step.reason else ""
         name = escape(step.transform)
-        return f"[{self.done}/{self.total}] {mark} {name} {step.outcome}{rows}{took}{why}"
+        return f"[{self.done}/{self.total}] {mark} {name} {step.outcome.value}{rows}{took}{why}"
 
 
 def first_line(text: str) -> str:

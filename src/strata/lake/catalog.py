@@ -10,7 +10,6 @@ import sqlalchemy as sa
 from sqlalchemy.engine import Connection, RowMapping
 
 from strata.errors import InvalidArgument, NotFound, PurgedVersion
-from strata.ids import stable_id
 from strata.lake.storage import FileEntry
 from strata.store.schema import dataset_files, dataset_versions, datasets, transactions
 
@@ -58,10 +57,6 @@ class Version:
         out = {k: v for k, v in self.__dict__.items() if k not in ("facets", "row_hash")}
         out["committed_at"] = self.committed_at.isoformat()
         return out
-
-
-def dataset_uuid_for(namespace: str, name: str) -> str:
-    return stable_id("dataset", namespace, name)
 
 
 def find_dataset(conn: Connection, namespace: str, name: str) -> RowMapping | None:

@@ -12,6 +12,7 @@ from typing import TYPE_CHECKING, Any
 import sqlalchemy as sa
 from sqlalchemy.engine import Engine
 
+from strata import ids
 from strata.errors import InvalidArgument, UndeclaredInput
 from strata.ids import new_id
 from strata.lake import catalog, schemas
@@ -21,9 +22,9 @@ from strata.lake.storage import FileEntry, Storage
 from strata.lake.transaction import TYPES, Transaction, _Part, parse_type
 from strata.settings import Settings
 from strata.store import migrate
+from strata.store.bulk import insert_ignore
 from strata.store.engine import engine_for, read_tx, write_tx
 from strata.store.schema import datasets, namespaces, transactions
-from strata.store.upsert import insert_ignore
 
 # How much older than gc's cutoff a transaction folder with no transaction row must be
 # before it goes (see ``Lake._remove_orphans``).
@@ -136,7 +137,7 @@ class Lake:
                     )
                 )
                 parts.append(_Part(name, ds_uuid, txn_uuid, base, base_schema, folder))
-        return Transaction(self, kind, parts, group)
+        return Transaction(self, kind, parts, group, run_uuid)
 
     def _ensure_dataset(self, conn: sa.Connection, name: str, now: datetime) -> str:
         existing = catalog.find_dataset(conn, self.namespace, name)
@@ -149,7 +150,7 @@ class Lake:
                     .values(is_lake=True)
                 )
             return str(existing["uuid"])
-        ds_uuid = catalog.dataset_uuid_for(self.namespace, name)
+        ds_uuid = ids.dataset_uuid(self.namespace, name)
         insert_ignore(
             conn,
             datasets,

@@ -13,7 +13,7 @@ import hashlib
 from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
 from types import TracebackType
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Protocol
 
 import sqlalchemy as sa
 from sqlalchemy.engine import Connection
@@ -42,7 +42,23 @@ from strata.store.schema import (
 )
 
 if TYPE_CHECKING:
-    from strata.lake.service import Lake
+    from sqlalchemy.engine import Engine
+
+    from strata.lake.storage import Storage
+
+
+class LakeParts(Protocol):
+    """What a transaction needs of the lake that opened it (the lake imports this
+    module; this one does not import the lake)."""
+
+    @property
+    def engine(self) -> Engine: ...
+
+    @property
+    def storage(self) -> Storage: ...
+
+    def clean_transactions(self, folders: list[str], txn_uuids: list[str]) -> int: ...
+
 
 TYPES = ("SNAPSHOT", "APPEND", "UPDATE", "DELETE")
 _HASH_MOD = 1 << 256
@@ -116,6 +132,7 @@ _VERSION_COLUMNS = (
     "commit_id",
     "created_at",
     "transaction_uuid",
+    "run_uuid",
     "schema_fields",
     "facets",
     "content_hash",
@@ -163,6 +180,7 @@ def _version_row(v: Version, fields: list[dict[str, Any]]) -> dict[str, Any]:
         "commit_id": v.commit_id,
         "created_at": v.committed_at,
         "transaction_uuid": v.transaction_uuid,
+        "run_uuid": v.run_uuid,
         "schema_fields": fields,
         "facets": v.facets,
         "content_hash": v.content_hash,
@@ -195,10 +213,18 @@ class _Part:
 class Transaction:
     """An open transaction. Use as a context manager or call commit/abort."""
 
-    def __init__(self, lake: Lake, type: str, parts: list[_Part], group_uuid: str) -> None:
+    def __init__(
+        self,
+        lake: LakeParts,
+        type: str,
+        parts: list[_Part],
+        group_uuid: str,
+        run_uuid: str | None = None,
+    ) -> None:
         self._lake = lake
         self.type = type
         self.group_uuid = group_uuid
+        self.run_uuid = run_uuid  # the run writing it: recorded on each version it commits
         self._parts = {p.dataset: p for p in parts}
         self.state = "OPEN"
         self.versions: dict[str, Version] = {}
@@ -405,7 +431,7 @@ class Transaction:
             row_hash=rows_hash.encode() if rows_hash else None,
             schema_fields=list(fields),
             transaction_uuid=part.txn_uuid,
-            run_uuid=None,
+            run_uuid=self.run_uuid,
             facets={schemas.ARROW_SCHEMA_FACET: arrow} if arrow else {},
         )
         if not _record_commit(conn, part, _version_row(version, fields)):

@@ -2,7 +2,7 @@
 
 A hidden dataset or job answers 404 and leaves lists and search; its versions, runs and
 events stay. Any later event naming it (or, for a dataset, a new version) brings it back:
-triggers in the store clear the flag (see ``UNHIDE_TRIGGERS`` in the schema). Each
+triggers in the store clear the flag (migrations 0005, 0007 and 0009 own them). Each
 function returns the object as it was before it was hidden, which is what Marquez answers.
 """
 

@@ -256,10 +256,10 @@ runs = sa.Table(
     ),
 )
 
-# Runs per job, kept by triggers on ``runs`` (below) so a job's run list can report its
-# total without counting hundreds of thousands of index entries per request. A job with no
-# runs has no row. SQLite drops a table's triggers with the table: a migration that
-# rebuilds ``runs`` in batch mode must create them again (see ``RUN_COUNT_TRIGGERS``).
+# Runs per job, kept by triggers on ``runs`` (migration 0003 owns them) so a job's run list
+# can report its total without counting hundreds of thousands of index entries per
+# request. A job with no runs has no row. SQLite drops a table's triggers with the table:
+# a migration that rebuilds ``runs`` in batch mode must create them again.
 job_run_counts = sa.Table(
     "job_run_counts",
     metadata,
@@ -267,61 +267,6 @@ job_run_counts = sa.Table(
     sa.Column("run_count", sa.BigInteger(), nullable=False),
 )
 
-RUN_COUNT_TRIGGERS: dict[str, list[str]] = {
-    "postgresql": [
-        """
-        CREATE FUNCTION strata_job_run_counts() RETURNS trigger LANGUAGE plpgsql AS $$
-        BEGIN
-          IF TG_OP <> 'INSERT' THEN
-            UPDATE job_run_counts SET run_count = run_count - 1 WHERE job_uuid = OLD.job_uuid;
-            DELETE FROM job_run_counts WHERE job_uuid = OLD.job_uuid AND run_count <= 0;
-          END IF;
-          IF TG_OP <> 'DELETE' THEN
-            INSERT INTO job_run_counts (job_uuid, run_count) VALUES (NEW.job_uuid, 1)
-            ON CONFLICT (job_uuid) DO UPDATE SET run_count = job_run_counts.run_count + 1;
-          END IF;
-          RETURN NULL;
-        END $$
-        """,
-        """
-        CREATE TRIGGER trg_runs_count AFTER INSERT OR DELETE ON runs
-        FOR EACH ROW EXECUTE FUNCTION strata_job_run_counts()
-        """,
-        """
-        CREATE TRIGGER trg_runs_count_move AFTER UPDATE OF job_uuid ON runs
-        FOR EACH ROW WHEN (OLD.job_uuid IS DISTINCT FROM NEW.job_uuid)
-        EXECUTE FUNCTION strata_job_run_counts()
-        """,
-    ],
-    "sqlite": [
-        """
-        CREATE TRIGGER trg_runs_count AFTER INSERT ON runs BEGIN
-          INSERT INTO job_run_counts (job_uuid, run_count) VALUES (NEW.job_uuid, 1)
-          ON CONFLICT (job_uuid) DO UPDATE SET run_count = run_count + 1;
-        END
-        """,
-        """
-        CREATE TRIGGER trg_runs_count_delete AFTER DELETE ON runs BEGIN
-          UPDATE job_run_counts SET run_count = run_count - 1 WHERE job_uuid = OLD.job_uuid;
-          DELETE FROM job_run_counts WHERE job_uuid = OLD.job_uuid AND run_count <= 0;
-        END
-        """,
-        """
-        CREATE TRIGGER trg_runs_count_move AFTER UPDATE OF job_uuid ON runs
-        WHEN OLD.job_uuid IS NOT NEW.job_uuid BEGIN
-          UPDATE job_run_counts SET run_count = run_count - 1 WHERE job_uuid = OLD.job_uuid;
-          DELETE FROM job_run_counts WHERE job_uuid = OLD.job_uuid AND run_count <= 0;
-          INSERT INTO job_run_counts (job_uuid, run_count) VALUES (NEW.job_uuid, 1)
-          ON CONFLICT (job_uuid) DO UPDATE SET run_count = run_count + 1;
-        END
-        """,
-    ],
-}
-# After the whole model, so ``runs`` exists whatever order the tables are created in.
-for _dialect, _statements in RUN_COUNT_TRIGGERS.items():
-    for _sql in _statements:
-        _ddl = sa.DDL(_sql)  # type: ignore[no-untyped-call]
-        sa.event.listen(metadata, "after_create", _ddl.execute_if(dialect=_dialect))
 
 run_states = sa.Table(
     "run_states",
@@ -477,139 +422,3 @@ build_leases = sa.Table(
 # Soft delete (``is_hidden`` on datasets, jobs, namespaces) is undone the way Marquez undoes
 # it: a later event naming the row, a new dataset version (lake commits included), or a PUT
 # of the namespace. Triggers do it so every write path is covered without each knowing.
-UNHIDE_TRIGGERS: dict[str, list[str]] = {
-    "postgresql": [
-        """
-        CREATE FUNCTION strata_unhide_from_event() RETURNS trigger LANGUAGE plpgsql AS $$
-        DECLARE
-          -- Once per statement, over the rows it added: nothing hidden is the common case,
-          -- and reading the payloads' names costs more than the rest of the insert, so
-          -- they are read only when something is hidden.
-          datasets_hidden boolean := EXISTS (SELECT 1 FROM datasets WHERE is_hidden);
-          namespaces_hidden boolean := EXISTS (SELECT 1 FROM namespaces WHERE is_hidden);
-          named_namespaces text[];
-          named_names text[];
-        BEGIN
-          IF datasets_hidden OR namespaces_hidden THEN
-            SELECT array_agg(x->>'namespace'), array_agg(x->>'name')
-            INTO named_namespaces, named_names
-            FROM added AS a, LATERAL (
-              SELECT json_array_elements(a.payload->'inputs')
-              WHERE json_typeof(a.payload->'inputs') = 'array'
-              UNION ALL
-              SELECT json_array_elements(a.payload->'outputs')
-              WHERE json_typeof(a.payload->'outputs') = 'array'
-              UNION ALL
-              SELECT a.payload->'dataset' WHERE json_typeof(a.payload->'dataset') = 'object'
-            ) AS named(x)
-            WHERE json_typeof(x) = 'object';
-          END IF;
-          IF datasets_hidden THEN
-            UPDATE datasets AS d SET is_hidden = false
-            FROM unnest(named_namespaces, named_names) AS m(namespace, name)
-            WHERE d.is_hidden AND d.namespace = m.namespace AND d.name = m.name;
-          END IF;
-          IF EXISTS (SELECT 1 FROM jobs WHERE is_hidden) THEN
-            UPDATE jobs AS j SET is_hidden = false
-            FROM added AS a
-            WHERE j.is_hidden AND j.namespace = a.job_namespace
-              AND (j.name = a.job_name OR j.uuid IN (
-                SELECT job_uuid FROM job_aliases
-                WHERE namespace = a.job_namespace AND name = a.job_name));
-          END IF;
-          IF namespaces_hidden THEN
-            UPDATE namespaces SET is_hidden = false
-            WHERE is_hidden AND (name IN (SELECT job_namespace FROM added)
-                                 OR name = ANY(named_namespaces));
-          END IF;
-          RETURN NULL;
-        END $$
-        """,
-        """
-        CREATE TRIGGER trg_lineage_events_unhide AFTER INSERT ON lineage_events
-        REFERENCING NEW TABLE AS added
-        FOR EACH STATEMENT EXECUTE FUNCTION strata_unhide_from_event()
-        """,
-        """
-        CREATE FUNCTION strata_unhide_from_version() RETURNS trigger LANGUAGE plpgsql AS $$
-        BEGIN
-          UPDATE datasets SET is_hidden = false
-          WHERE is_hidden AND uuid IN (SELECT dataset_uuid FROM added);
-          RETURN NULL;
-        END $$
-        """,
-        """
-        CREATE TRIGGER trg_dataset_versions_unhide AFTER INSERT ON dataset_versions
-        REFERENCING NEW TABLE AS added
-        FOR EACH STATEMENT EXECUTE FUNCTION strata_unhide_from_version()
-        """,
-        """
-        CREATE FUNCTION strata_unhide_namespace() RETURNS trigger LANGUAGE plpgsql AS $$
-        BEGIN
-          UPDATE namespaces SET is_hidden = false WHERE name = NEW.name;
-          RETURN NULL;
-        END $$
-        """,
-        """
-        CREATE TRIGGER trg_namespaces_unhide AFTER UPDATE OF owner, description ON namespaces
-        FOR EACH ROW WHEN (NEW.is_hidden) EXECUTE FUNCTION strata_unhide_namespace()
-        """,
-    ],
-    "sqlite": [
-        """
-        CREATE TRIGGER trg_lineage_events_unhide_datasets AFTER INSERT ON lineage_events
-        WHEN EXISTS (SELECT 1 FROM datasets WHERE is_hidden) BEGIN
-          UPDATE datasets SET is_hidden = 0
-          WHERE is_hidden AND (namespace, name) IN (
-            SELECT json_extract(value, '$.namespace'), json_extract(value, '$.name')
-            FROM json_each(NEW.payload, '$.inputs') WHERE type = 'object'
-            UNION ALL
-            SELECT json_extract(value, '$.namespace'), json_extract(value, '$.name')
-            FROM json_each(NEW.payload, '$.outputs') WHERE type = 'object'
-            UNION ALL
-            SELECT json_extract(NEW.payload, '$.dataset.namespace'),
-                   json_extract(NEW.payload, '$.dataset.name'));
-        END
-        """,
-        """
-        CREATE TRIGGER trg_lineage_events_unhide_jobs AFTER INSERT ON lineage_events
-        WHEN NEW.job_namespace IS NOT NULL AND EXISTS (SELECT 1 FROM jobs WHERE is_hidden) BEGIN
-          UPDATE jobs SET is_hidden = 0
-          WHERE is_hidden AND namespace = NEW.job_namespace
-            AND (name = NEW.job_name OR uuid IN (
-              SELECT job_uuid FROM job_aliases
-              WHERE namespace = NEW.job_namespace AND name = NEW.job_name));
-        END
-        """,
-        """
-        CREATE TRIGGER trg_lineage_events_unhide_namespaces AFTER INSERT ON lineage_events
-        WHEN EXISTS (SELECT 1 FROM namespaces WHERE is_hidden) BEGIN
-          UPDATE namespaces SET is_hidden = 0
-          WHERE is_hidden AND (name = NEW.job_namespace OR name IN (
-            SELECT json_extract(value, '$.namespace')
-            FROM json_each(NEW.payload, '$.inputs') WHERE type = 'object'
-            UNION ALL
-            SELECT json_extract(value, '$.namespace')
-            FROM json_each(NEW.payload, '$.outputs') WHERE type = 'object'
-            UNION ALL
-            SELECT json_extract(NEW.payload, '$.dataset.namespace')));
-        END
-        """,
-        """
-        CREATE TRIGGER trg_dataset_versions_unhide AFTER INSERT ON dataset_versions
-        WHEN EXISTS (SELECT 1 FROM datasets WHERE uuid = NEW.dataset_uuid AND is_hidden) BEGIN
-          UPDATE datasets SET is_hidden = 0 WHERE uuid = NEW.dataset_uuid;
-        END
-        """,
-        """
-        CREATE TRIGGER trg_namespaces_unhide AFTER UPDATE OF owner, description ON namespaces
-        WHEN NEW.is_hidden BEGIN
-          UPDATE namespaces SET is_hidden = 0 WHERE name = NEW.name;
-        END
-        """,
-    ],
-}
-for _dialect, _statements in UNHIDE_TRIGGERS.items():
-    for _sql in _statements:
-        _ddl = sa.DDL(_sql)  # type: ignore[no-untyped-call]
-        sa.event.listen(metadata, "after_create", _ddl.execute_if(dialect=_dialect))

@@ -1,8 +1,9 @@
 """Strata build routes: status with causes, version history, trace, programs, reproduce.
 
 Dataset names go in one path segment (``raw%2Fclicks``). Status needs the pipelines'
-current declarations: the server loads them from its ``pipelines`` setting afresh for
-each request, so an edited transform shows as changed at once.
+current declarations: the app holds one build service, which imports the pipelines of
+its ``pipelines`` setting once and again only when a file under them changes, so an
+edited transform shows as changed at once and a polled status imports nothing.
 """
 
 from __future__ import annotations
@@ -13,9 +14,7 @@ from fastapi import APIRouter, Query, Request, Response
 
 from strata.api import views
 from strata.api.contract import errors
-from strata.api.deps import settings
 from strata.builds.service import BuildService
-from strata.lake.service import Lake
 
 router = APIRouter(prefix="/strata", tags=["Strata builds"])
 
@@ -23,9 +22,8 @@ Version = Annotated[int | None, Query(ge=1, le=2**62, description="commit id (de
 
 
 def _service(request: Request) -> BuildService:
-    engine = request.app.state.engine
-    st = settings(request)
-    return BuildService(st, lake=Lake(st, engine))
+    service: BuildService = request.app.state.builds
+    return service
 
 
 # The server's pipelines setting may name pipelines that cannot be loaded (400).

@@ -9,16 +9,17 @@ from typing import Annotated, Any
 from fastapi import APIRouter, Depends, Request, Response
 from fastapi.responses import JSONResponse
 
+from strata import ids
 from strata.api import views
 from strata.api.contract import JOB_MOVED
 from strata.api.deps import Eng, Limit, Offset, reading
 from strata.api.models import JobIn, RunIn
 from strata.api.redirects import job_uuid
 from strata.errors import InvalidArgument, NotFound
-from strata.lineage import keys
-from strata.lineage.ingest import writes as w
+from strata.lineage.ingest import marquez_writes as w
 from strata.lineage.query import queries as q
 from strata.store.engine import read_tx
+from strata.times import Zoneless, aware
 
 router = APIRouter(tags=["Jobs"])
 JOB = "/namespaces/{namespace:seg}/jobs/{job:seg}"
@@ -51,7 +52,7 @@ def put_job(eng: Eng, namespace: str, job: str, body: JobIn) -> dict[str, Any]:
         description=body.description,
     )
     with read_tx(eng) as conn:
-        return views.job(q.get_job(conn, keys.job_uuid(namespace, job)))
+        return views.job(q.get_job(conn, ids.job_uuid(namespace, job)))
 
 
 @router.get(JOB + "/versions", response_model=views.Json, responses=JOB_MOVED)
@@ -150,9 +151,7 @@ def create_run(
 
 def _aware(at: datetime | None) -> datetime | None:
     # Marquez clients send local times without a zone; read them as the server's zone.
-    if at is not None and at.tzinfo is None:
-        return at.replace(tzinfo=datetime.now().astimezone().tzinfo)
-    return at
+    return aware(at, Zoneless.LOCAL) if at is not None else None
 
 
 @router.post(JOB + "/tags/{tag:seg}", responses=JOB_MOVED)

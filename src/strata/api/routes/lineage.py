@@ -13,12 +13,13 @@ from strata.api.body import read_json
 from strata.api.contract import Responses, errors
 from strata.api.deps import Conn, Depth, Eng, Limit, Offset, QueryTime, time_param
 from strata.api.inputs import check_time
-from strata.errors import InvalidArgument, InvalidEvent, StrataError
+from strata.errors import InvalidEvent, StrataError
 from strata.lineage.ingest.writer import GroupWriter, Results
 from strata.lineage.query import column_lineage as cl
 from strata.lineage.query import graph as g
 from strata.lineage.query import queries as q
 from strata.store.engine import read_tx
+from strata.times import Zoneless, aware
 
 router = APIRouter(tags=["Lineage"])
 
@@ -177,8 +178,4 @@ def get_column_lineage(
 
 
 def _aware(value: datetime | None, name: str) -> datetime | None:
-    if value is not None and value.tzinfo is None:
-        raise InvalidArgument(
-            f"{name} must carry a time zone, e.g. 2024-01-01T00:00:00Z", field=name
-        )
-    return None if value is None else check_time(name, value)
+    return None if value is None else check_time(name, aware(value, Zoneless.REFUSED, name))

@@ -15,7 +15,8 @@ from typing import TYPE_CHECKING, Any
 
 from rich.progress import BarColumn, Progress, SpinnerColumn, TextColumn, TimeElapsedColumn
 
-from strata.cli.build_commands import describe_cause, print_trace
+from strata.builds.causes import Outcome
+from strata.cli.build_commands import print_trace
 from strata.cli.demo.example import DAILY, HOURLY, DemoState
 from strata.cli.output import console, emit_table
 from strata.errors import StrataError
@@ -106,7 +107,7 @@ class Story:
         self.chapter("build everything again: nothing is out of date")
         t0 = time.perf_counter()
         report = self.service.build(everything=True)
-        ran = [s.transform for s in report.steps if s.outcome != "fresh"]
+        ran = [s.transform for s in report.steps if s.outcome is not Outcome.FRESH]
         took = time.perf_counter() - t0
         if ran:
             raise StrataError(f"a build with nothing out of date ran {', '.join(ran)}")
@@ -130,7 +131,7 @@ class Story:
         )
         stale = self.stale()
         report = self.build(stale)
-        built = {o for s in report.steps if s.outcome == "built" for o in s.outputs}
+        built = {o for s in report.steps if s.outcome is Outcome.BUILT for o in s.outputs}
         outcomes(report)
         if built != set(stale):
             raise StrataError(f"status named {sorted(stale)} but the build ran {sorted(built)}")
@@ -146,7 +147,7 @@ class Story:
             f"`strata status`: {len(stale)} out of date, {fresh} fresh",
             ["dataset", "transform", "version", "why"],
             [
-                (s.name, s.transform, s.version, "; ".join(describe_cause(c) for c in s.causes))
+                (s.name, s.transform, s.version, "; ".join(c.describe() for c in s.causes))
                 for s in stale
             ],
         )
@@ -170,7 +171,12 @@ class Story:
         with _progress() as progress:
             progress.add_task("worker --once: draining the commit triggers", total=None)
             report = run_worker(self.service, once=True)
-        ran = [t for b in report.builds for t in b.get("transforms", []) if t["outcome"] == "built"]
+        ran = [
+            t
+            for b in report.builds
+            for t in b.get("transforms", [])
+            if t["outcome"] == Outcome.BUILT
+        ]
         after = self.lake.version(RESULT).commit_id
         self.say(
             f"the worker took {report.triggers} commit triggers and ran "
@@ -262,29 +268,29 @@ def outcomes(report: BuildReport) -> None:
     """A build's transforms that did something, one line each; the fresh ones counted."""
     rows = []
     for step in report.steps:
-        if step.outcome == "fresh":
+        if step.outcome is Outcome.FRESH:
             continue
         outputs = ", ".join(f"{k}@{v}" if v is not None else k for k, v in step.outputs.items())
         if step.reason:
             why = step.reason.splitlines()[0][:160]
         else:
-            why = "; ".join(describe_cause(c) for cs in step.causes.values() for c in cs)
-        rows.append((step.transform, _MARKS.get(step.outcome, step.outcome), outputs, why))
-    fresh = sum(1 for s in report.steps if s.outcome == "fresh")
+            why = "; ".join(c.describe() for cs in step.causes.values() for c in cs)
+        rows.append((step.transform, _MARKS.get(step.outcome, step.outcome.value), outputs, why))
+    fresh = sum(1 for s in report.steps if s.outcome is Outcome.FRESH)
     title = f"build {report.state.lower()}: {len(rows)} ran or stopped, {fresh} fresh"
     emit_table(title, ["transform", "outcome", "output", "why"], rows)
 
 
 _MARKS = {
-    "built": "[green]built[/]",
-    "failed": "[red]failed[/]",
-    "skipped": "[yellow]skipped[/]",
+    Outcome.BUILT: "[green]built[/]",
+    Outcome.FAILED: "[red]failed[/]",
+    Outcome.SKIPPED: "[yellow]skipped[/]",
 }
 
 
 def _hour_row(hour: datetime, batch: pa.Table, version: int, report: BuildReport) -> list[Any]:
     late = len([t for t in batch.column("event_time").to_pylist() if t and t < hour])
-    built = [s for s in report.steps if s.outcome == "built"]
+    built = [s for s in report.steps if s.outcome is Outcome.BUILT]
     seconds = sum(s.seconds for s in built)
     return [
         f"{hour:%Y-%m-%d %H:%M}",

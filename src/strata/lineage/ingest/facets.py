@@ -145,7 +145,7 @@ def job_fingerprint(
     job facet (``fingerprint``, 64 hex digits); that fingerprint is the job version, so a
     build's program version and its lineage job version are one and the same.
     """
-    declared = program_fingerprint(job_facets)
+    declared = declared_fingerprint(job_facets)
     if declared is not None:
         return declared
     doc = {
@@ -164,7 +164,7 @@ def job_fingerprint(
 PROGRAM_FACET = "strata_program"
 
 
-def program_fingerprint(job_facets: dict[str, Any]) -> str | None:
+def declared_fingerprint(job_facets: dict[str, Any]) -> str | None:
     """The fingerprint a ``strata_program`` job facet declares, when it is well formed."""
     value = get(job_facets, PROGRAM_FACET).get("fingerprint")
     if isinstance(value, str) and len(value) == 64 and all(c in "0123456789abcdef" for c in value):

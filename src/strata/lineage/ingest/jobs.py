@@ -19,11 +19,12 @@ from typing import Any
 import sqlalchemy as sa
 from sqlalchemy.engine import Connection
 
-from strata.lineage import keys
+from strata import ids
 from strata.lineage.ingest import facets as fx
 from strata.lineage.ingest.events import Event
 from strata.lineage.ingest.rows import merge_stamped, touch_namespace
-from strata.lineage.ingest.statements import (
+from strata.store import schema as s
+from strata.store.bulk import (
     cached,
     chunks,
     execute_many,
@@ -33,7 +34,6 @@ from strata.lineage.ingest.statements import (
     values_query,
     widening_upsert,
 )
-from strata.store import schema as s
 
 _MAX_DEPTH = 64
 
@@ -58,7 +58,7 @@ def touch_job_rows(
     t = s.jobs
     params = [
         {
-            "uuid": keys.job_uuid(namespace, raw_name),
+            "uuid": ids.job_uuid(namespace, raw_name),
             "namespace": namespace,
             "simple_name": raw_name,
             "name": raw_name,
@@ -292,7 +292,7 @@ def ensure_job_versions(conn: Connection, wanted: Sequence[VersionWanted]) -> li
     edges: dict[str, list[dict[str, Any]]] = {}
     for w in wanted:
         fp = fx.job_fingerprint(list(w.inputs), list(w.outputs), w.job_facets)
-        uuid = keys.job_version_uuid(w.job_uuid, fp)
+        uuid = ids.job_version_uuid(w.job_uuid, fp)
         out.append((uuid, fp))
         if uuid in rows:
             if w.at < rows[uuid]["created_at"]:
@@ -466,7 +466,7 @@ def refresh_current_versions(
             fp, stamp = max(static.items(), key=lambda kv: (list(kv[1]), kv[0]))
             at = _from_stamp(stamp)
             if best is None or at > best[0]:
-                best = (at, keys.job_version_uuid(job_uuid, fp))
+                best = (at, ids.job_version_uuid(job_uuid, fp))
         current = best[1] if best else None
         if known is False or known != current:
             writes.append({"uuid": job_uuid, "current_version_uuid": current})

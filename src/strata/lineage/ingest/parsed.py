@@ -17,8 +17,8 @@ import sqlalchemy as sa
 from sqlalchemy.engine import Connection
 
 from strata.lineage.ingest.events import Event, parse_event
-from strata.lineage.ingest.statements import cached, chunks, one_of
 from strata.store import schema as s
+from strata.store.bulk import cached, chunks, one_of
 
 
 class ParsedEvents:

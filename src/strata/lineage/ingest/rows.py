@@ -16,9 +16,10 @@ from typing import Any
 import sqlalchemy as sa
 from sqlalchemy.engine import Connection
 
-from strata.lineage import keys
+from strata import ids
 from strata.lineage.ingest import facets as fx
-from strata.lineage.ingest.statements import (
+from strata.store import schema as s
+from strata.store.bulk import (
     cached,
     delete_in,
     execute_many,
@@ -27,7 +28,6 @@ from strata.lineage.ingest.statements import (
     update_rows,
     widening_upsert,
 )
-from strata.store import schema as s
 
 
 def widen_times(conn: Connection, table: sa.Table, key: str, value: Any, at: datetime) -> None:
@@ -116,7 +116,7 @@ def touch_dataset_rows(
     t = s.datasets
     params = [
         {
-            "uuid": keys.dataset_uuid(ns, name),
+            "uuid": ids.dataset_uuid(ns, name),
             "namespace": ns,
             "name": name,
             "physical_name": name,

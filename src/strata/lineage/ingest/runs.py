@@ -10,7 +10,7 @@ from typing import Any, TypeVar
 import sqlalchemy as sa
 from sqlalchemy.engine import Connection
 
-from strata.lineage import keys
+from strata import ids
 from strata.lineage.ingest import facets as fx
 from strata.lineage.ingest import jobs, parsed, versions
 from strata.lineage.ingest.events import Event
@@ -25,7 +25,8 @@ from strata.lineage.ingest.rows import (
     widen_times,
     write_dataset_facets,
 )
-from strata.lineage.ingest.statements import (
+from strata.store import schema as s
+from strata.store.bulk import (
     cached,
     chunks,
     delete_in,
@@ -34,7 +35,6 @@ from strata.lineage.ingest.statements import (
     one_of,
     upsert,
 )
-from strata.store import schema as s
 
 K = TypeVar("K")
 Key = tuple[str, str]  # a dataset by (namespace, name)
@@ -151,11 +151,13 @@ def _lookup_datasets(
                     one_of(conn.dialect.name, d.c.uuid, "u")
                 ),
             ),
-            {"u": [keys.dataset_uuid(ns, n) for ns, n in chunk]},
+            {"u": [ids.dataset_uuid(ns, n) for ns, n in chunk]},
         ).all()
         out.update({(r.namespace, r.name): (str(r.uuid), bool(r.is_lake)) for r in found})
         missing = [k for k in chunk if k not in out]
-        for ns, name in missing:  # created by the lake under an id of its own
+        # Only in stores from before ids.dataset_uuid was shared: the lake named its
+        # datasets under another root then, and those rows keep their ids.
+        for ns, name in missing:
             row = conn.execute(
                 cached(
                     ("dataset-by-name",),
@@ -223,11 +225,11 @@ def apply_run_events(conn: Connection, new: Sequence[Event]) -> None:
     uuids, lake = _dataset_uuids(conn, found, steps)
     _write_run_rows(conn, steps, uuids)
     _write_output_versions(conn, steps, uuids, lake)
-    # Worked out while the database writes the outputs (see strata.lineage.ingest.deferred).
+    # Worked out while the database writes the outputs (see strata.store.deferred).
     job_versions = _job_version_changes(steps, job_rows)
     rebind, moved, consumers = _runs_to_rebind(conn, steps, uuids, lake)
     # It reads runs, written above, and nothing written below: read here, where every
-    # write sent so far is done already (see strata.lineage.ingest.deferred).
+    # write sent so far is done already (see strata.store.deferred).
     jobs.refresh_current_versions(conn, job_versions.current)
     settled = _bind_inputs(conn, steps, rebind, consumers, uuids, lake)
     versions.settle(conn, settled - lake)
@@ -268,7 +270,7 @@ def _touch_shared_rows(
             widen(spans, (ev.parent.namespace, ev.parent.name), ev.event_time)
     job_rows = jobs.touch_job_rows(conn, spans)
     # Written after the jobs are read: on PostgreSQL the database writes the datasets
-    # while the jobs' facets are merged (see strata.lineage.ingest.deferred).
+    # while the jobs' facets are merged (see strata.store.deferred).
     write_dataset_facets(conn, facet_rows, stale)
     merged: dict[str, jobs.JobRow] = {}
     refresh: set[str] = set()
@@ -309,7 +311,7 @@ def _write_run_rows(conn: Connection, steps: Sequence[_Step], uuids: dict[Key, s
     wanted = []
     for st in steps:
         run = st.run
-        st.job_uuid = keys.job_uuid(run.job_namespace, run.job_name)
+        st.job_uuid = ids.job_uuid(run.job_namespace, run.job_name)
         wanted.append(
             jobs.VersionWanted(
                 st.job_uuid,
@@ -362,8 +364,8 @@ def _job_version_changes(
         run, old = st.run, st.old
         # The stored version is a function of the earlier fold, so it need not be read back.
         previous = (
-            keys.job_version_uuid(
-                keys.job_uuid(old.job_namespace, old.job_name),
+            ids.job_version_uuid(
+                ids.job_uuid(old.job_namespace, old.job_name),
                 fx.job_fingerprint(list(old.inputs), list(old.outputs), old.job_facets),
             )
             if old is not None
@@ -371,7 +373,7 @@ def _job_version_changes(
         )
         if old is not None and previous is not None and previous != st.version:
             out.refresh |= {previous, st.version}
-            recounted |= {keys.job_uuid(old.job_namespace, old.job_name), st.job_uuid}
+            recounted |= {ids.job_uuid(old.job_namespace, old.job_name), st.job_uuid}
         else:
             out.widened.append((st.version, run.run_id, run.created_at, run.updated_at))
     by_uuid = {job.uuid: job for job in job_rows.values()}
@@ -407,7 +409,7 @@ def _runs_to_rebind(
             moved.add(dataset)
             sigs = [sig for sig in (before, after) if sig is not None]
             labels = {sig[1] for sig in sigs if sig[1] is not None}
-            labels.add(keys.output_version_uuid(run.run_id, dataset))
+            labels.add(ids.output_version_uuid(run.run_id, dataset))
             since = min((sig[0] for sig in sigs if sig[2]), default=None)
             moved_outputs.append(versions.Moved(dataset, run.run_id, since, frozenset(labels)))
     consumers = versions.consumers_of(conn, moved_outputs) - set(rebind)
@@ -473,11 +475,11 @@ def write_runs(conn: Connection, steps: Sequence[_Step]) -> None:
             cleared.append(run.run_id)
         transitions += [
             {
-                "uuid": keys.run_state_uuid(run.run_id, digest),
+                "uuid": ids.run_state_uuid(run.run_id, digest),
                 "run_uuid": run.run_id,
                 "state": state,
                 "transitioned_at": at,
-                "event_uuid": keys.event_uuid(digest),
+                "event_uuid": ids.event_uuid(digest),
             }
             for state, at, digest in run.transitions
         ]

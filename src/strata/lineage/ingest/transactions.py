@@ -21,15 +21,15 @@ from typing import Any
 import sqlalchemy as sa
 from sqlalchemy.engine import Connection, Engine
 
+from strata import ids
 from strata.errors import InvalidEvent, StoreConflict, StoreError, StoreRefused, StrataError
-from strata.lineage import keys
-from strata.lineage.ingest import jobs, runs, statements, versions
+from strata.lineage.ingest import jobs, runs, versions
 from strata.lineage.ingest import rows as rowlib
-from strata.lineage.ingest.deferred import deferred_writes
 from strata.lineage.ingest.events import Event, parse_event
 from strata.lineage.ingest.validate import EventKind
-from strata.store import jsoncodec
+from strata.store import bulk, jsoncodec
 from strata.store import schema as s
+from strata.store.deferred import deferred_writes
 from strata.store.engine import StatementConnection, read_tx, write_tx
 from strata.store.errors import mapped
 
@@ -98,7 +98,7 @@ def _conflict(exc: StoreConflict) -> InvalidEvent:
 def _result(event: Event, duplicate: bool) -> IngestResult:
     return IngestResult(
         kind=event.kind,
-        event_uuid=keys.event_uuid(event.payload_hash),
+        event_uuid=ids.event_uuid(event.payload_hash),
         payload_hash=event.payload_hash,
         event_time=event.event_time,
         run_id=event.run_id,
@@ -312,7 +312,7 @@ def _queue(queue: Connection, events: list[Event], received: datetime) -> list[I
         }
         for ev in events
     }
-    queued = statements.insert_ignore_many(
+    queued = bulk.insert_ignore_many(
         queue, s.lineage_pending, list(rows.values()), ["payload_hash"]
     )
     out = []
@@ -425,7 +425,7 @@ def _head(conn: Connection, limit: int) -> list[tuple[str, datetime, int]]:
     """(payload hash, received at, JSON size) of the oldest ``limit`` queued events the
     fold has not refused."""
     p = s.lineage_pending
-    stmt = statements.cached(
+    stmt = bulk.cached(
         ("pending-next",),
         lambda: (
             sa.select(p.c.payload_hash, p.c.received_at, sa.func.length(p.c.payload))
@@ -442,12 +442,12 @@ def _payloads(conn: Connection, hashes: Sequence[str]) -> dict[str, Event]:
     """The queued events of ``hashes``, parsed, by payload hash."""
     p = s.lineage_pending
     out: dict[str, Event] = {}
-    for chunk in statements.chunks(list(hashes)):
+    for chunk in bulk.chunks(list(hashes)):
         for row in conn.execute(
-            statements.cached(
+            bulk.cached(
                 ("pending-payloads", conn.dialect.name),
                 lambda: sa.select(p.c.payload_hash, p.c.payload).where(
-                    statements.one_of(conn.dialect.name, p.c.payload_hash, "h")
+                    bulk.one_of(conn.dialect.name, p.c.payload_hash, "h")
                 ),
             ),
             {"h": list(chunk)},
@@ -460,8 +460,8 @@ def _payloads(conn: Connection, hashes: Sequence[str]) -> dict[str, Event]:
 
 def _dequeue(conn: Connection, done: list[str], refused: dict[str, str]) -> None:
     p = s.lineage_pending
-    statements.delete_in(conn, p, "payload_hash", done)
-    statements.update_rows(
+    bulk.delete_in(conn, p, "payload_hash", done)
+    bulk.update_rows(
         conn, p, "payload_hash", [{"payload_hash": h, "error": why} for h, why in refused.items()]
     )
 
@@ -478,7 +478,7 @@ def _nested_apply(conn: Connection, event: Event, received: Mapping[str, datetim
     except StrataError as exc:
         return exc.message
     except Exception as exc:  # stored and acknowledged: set aside, never retried forever
-        log.exception("folding lineage event %s failed", keys.event_uuid(event.payload_hash))
+        log.exception("folding lineage event %s failed", ids.event_uuid(event.payload_hash))
         return f"the fold failed: {exc!r}"
     return None
 
@@ -494,7 +494,7 @@ def _store(
         rows.setdefault(
             event.payload_hash,
             {
-                "uuid": keys.event_uuid(event.payload_hash),
+                "uuid": ids.event_uuid(event.payload_hash),
                 "run_uuid": event.run_id,
                 "event_type": event.event_type,
                 "event_time": event.event_time,
@@ -508,7 +508,7 @@ def _store(
                 "payload_hash": event.payload_hash,
             },
         )
-    inserted = statements.insert_ignore_many(
+    inserted = bulk.insert_ignore_many(
         conn, s.lineage_events, list(rows.values()), ["payload_hash"]
     )
     out = []

@@ -36,6 +36,7 @@ from jsonschema.exceptions import ValidationError, best_match
 
 from strata.errors import InvalidEvent
 from strata.limits import MAX_NAME_BYTES, name_problem
+from strata.times import Zoneless, aware
 
 EventKind = Literal["RunEvent", "DatasetEvent", "JobEvent"]
 
@@ -269,11 +270,11 @@ def parse_time(value: Any, path: str) -> datetime:
     year, month, day, hour, minute, second, frac, zone = m.groups()
     micros = int((frac or "0")[:6].ljust(6, "0"))
     try:
-        tz = _zone(zone)
+        tz = _zone(zone) if zone else None
         parsed = datetime(
             int(year), int(month), int(day), int(hour), int(minute), int(second or 0), micros, tz
         )
-        return parsed.astimezone(UTC)
+        return aware(parsed, Zoneless.UTC).astimezone(UTC)
     except ValueError as exc:
         raise InvalidEvent(
             f"{path} is not a valid date-time ({exc}): {value!r}", path=path, value=value
@@ -284,10 +285,10 @@ def parse_time(value: Any, path: str) -> datetime:
         ) from None
 
 
-def _zone(zone: str | None) -> timezone:
+def _zone(zone: str) -> timezone:
     """The zone of an ISO-8601 suffix (``Z``, ``+05``, ``-0330``, ``+05:30``); ValueError
     for offsets of 24 hours or more, or minutes past 59."""
-    if not zone or zone in ("Z", "z"):
+    if zone in ("Z", "z"):
         return UTC
     digits = zone[1:].replace(":", "")
     hours, minutes = int(digits[:2]), int(digits[2:4] or 0)

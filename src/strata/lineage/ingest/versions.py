@@ -30,13 +30,14 @@ from typing import Any
 import sqlalchemy as sa
 from sqlalchemy.engine import Connection
 
+from strata import ids
 from strata.errors import InvalidEvent
-from strata.lineage import keys
 from strata.lineage.ingest import facets as fx
 from strata.lineage.ingest.events import DatasetRef, Event
 from strata.lineage.ingest.fold import IoFold, RunFold
 from strata.lineage.ingest.rows import touch_dataset
-from strata.lineage.ingest.statements import (
+from strata.store import schema as s
+from strata.store.bulk import (
     cached,
     chunks,
     delete_in,
@@ -47,7 +48,6 @@ from strata.lineage.ingest.statements import (
     upsert,
     values_query,
 )
-from strata.store import schema as s
 from strata.store.types import UTCDateTime
 
 
@@ -131,8 +131,8 @@ def _current_at_many(
 
 def _synthetic_uuid(dataset_uuid: str, label: str | None) -> str:
     if label:
-        return keys.named_version_uuid(dataset_uuid, label)
-    return keys.initial_version_uuid(dataset_uuid)
+        return ids.named_version_uuid(dataset_uuid, label)
+    return ids.initial_version_uuid(dataset_uuid)
 
 
 @dataclass(frozen=True)
@@ -326,7 +326,7 @@ def write_outputs(conn: Connection, outputs: Sequence[Output]) -> None:
         if out.lake:
             _bind_lake_output(conn, run, out.dataset, label)
             continue
-        uuid = keys.output_version_uuid(run.run_id, out.dataset)
+        uuid = ids.output_version_uuid(run.run_id, out.dataset)
         created = run.ended_at or io.first_seen
         stats = fx.get(io.io_facets, "outputStatistics")
         versions.append(

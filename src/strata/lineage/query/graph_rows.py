@@ -13,21 +13,18 @@ from collections.abc import Collection, Iterable, Sequence
 from typing import Any
 
 import sqlalchemy as sa
-from sqlalchemy.dialects import postgresql
 from sqlalchemy.engine import Connection
 
 from strata.lineage.query import queries as q
 from strata.store import jsoncodec
 from strata.store import schema as s
-
-_IDS_ARRAY = sa.bindparam("ids", type_=postgresql.ARRAY(sa.String()))
-_IDS_LIST: sa.BindParameter[str] = sa.bindparam("ids", expanding=True)
+from strata.store.bulk import one_of
 
 
 def _in_ids(col: sa.ColumnElement[Any], pg: bool) -> sa.ColumnElement[bool]:
-    """``col IN :ids``. On PostgreSQL one array parameter: the statement text is the same
-    whatever the count, so it is rendered and prepared once."""
-    return col == sa.any_(_IDS_ARRAY) if pg else col.in_(_IDS_LIST)
+    """``col IN :ids`` (on PostgreSQL one array parameter, see :func:`bulk.one_of`)."""
+    result: sa.ColumnElement[bool] = one_of("postgresql" if pg else "sqlite", col, "ids")
+    return result
 
 
 def by_ids(conn: Connection, stmt: sa.Select[Any], ids: Collection[str]) -> list[Sequence[Any]]:
@@ -241,47 +238,11 @@ def runs_select(pg: bool) -> sa.Select[Any]:
     )
 
 
-@functools.cache
-def _run_io_select(pg: bool) -> sa.Select[Any]:
-    """Versions the runs read (I) and wrote (O), in ``q.runs_by_uuid``'s order."""
-    ri, dv, d = s.run_inputs, s.dataset_versions, s.datasets
-    ins = (
-        sa.select(
-            sa.literal_column("'I'").label("kind"),
-            ri.c.run_uuid,
-            d.c.namespace,
-            d.c.name,
-            dv.c.uuid,
-        )
-        .join(dv, dv.c.uuid == ri.c.dataset_version_uuid)
-        .join(d, d.c.uuid == dv.c.dataset_uuid)
-        .where(_in_ids(ri.c.run_uuid, pg))
-    )
-    outs = (
-        sa.select(
-            sa.literal_column("'O'").label("kind"),
-            dv.c.run_uuid,
-            d.c.namespace,
-            d.c.name,
-            dv.c.uuid,
-        )
-        .join(d, d.c.uuid == dv.c.dataset_uuid)
-        .where(_in_ids(dv.c.run_uuid, pg))
-    )
-    both = sa.union_all(ins, outs).subquery()
-    return sa.select(both).order_by(both.c.namespace, both.c.name, both.c.uuid)
-
-
 def runs(conn: Connection, rows: Iterable[Sequence[Any]]) -> dict[str, q.Run]:
     """``q.Run`` (as ``q.runs_by_uuid``) from :func:`_run_cols` values, with the versions
     the runs read and wrote."""
     by_uuid = {r[0]: r for r in rows if r[0] is not None}
-    inputs: dict[str, list[q.DatasetVersionRef]] = defaultdict(list)
-    outputs: dict[str, list[q.DatasetVersionRef]] = defaultdict(list)
-    pg = conn.dialect.name == "postgresql"
-    for kind, run, namespace, name, version in by_ids(conn, _run_io_select(pg), by_uuid):
-        into = inputs if kind == "I" else outputs
-        into[run].append(q.DatasetVersionRef(namespace, name, version))
+    inputs, outputs = q.run_io_refs(conn, by_uuid)
     # _run_cols lists q.Run's first fields in order; the facets come as JSON text.
     return {
         uuid: q.Run(

@@ -132,26 +132,11 @@ def _runs(conn: Connection, run_ids: set[str]) -> dict[str, ProducingRun]:
 def _inputs(
     conn: Connection, run_ids: list[str]
 ) -> dict[str, list[tuple[ProvenanceNode, str | None]]]:
-    ri, dv, d = s.run_inputs, s.dataset_versions, s.datasets
     out: dict[str, list[tuple[ProvenanceNode, str | None]]] = defaultdict(list)
-    for batch in q.chunks(run_ids):
-        for x in conn.execute(
-            sa.select(
-                ri.c.run_uuid,
-                dv.c.uuid,
-                dv.c.commit_id,
-                dv.c.created_at,
-                dv.c.run_uuid.label("producer"),
-                d.c.namespace,
-                d.c.name,
-            )
-            .join(dv, dv.c.uuid == ri.c.dataset_version_uuid)
-            .join(d, d.c.uuid == dv.c.dataset_uuid)
-            .where(ri.c.run_uuid.in_(batch))
-            .order_by(d.c.namespace, d.c.name)
-        ):
-            node = ProvenanceNode(x.namespace, x.name, x.uuid, x.commit_id, x.created_at)
-            out[x.run_uuid].append((node, x.producer))
+    for x in q.run_io(conn, run_ids):
+        if x.read:
+            node = ProvenanceNode(x.namespace, x.name, x.version, x.commit_id, x.created_at)
+            out[x.run].append((node, x.producer))
     return out
 
 

@@ -8,8 +8,9 @@ batched ``IN`` queries, never one query per row.
 
 from __future__ import annotations
 
+import functools
 from collections import defaultdict
-from collections.abc import Callable, Iterable, Iterator, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any, Generic, Literal, TypeVar
@@ -18,6 +19,7 @@ import sqlalchemy as sa
 from sqlalchemy.engine import Connection
 
 from strata.errors import InvalidArgument, NotFound
+from strata.store import bulk
 from strata.store import schema as s
 
 T = TypeVar("T")
@@ -30,15 +32,9 @@ class Page(Generic[T]):
     total: int
 
 
-def chunks(values: Iterable[str], size: int = CHUNK) -> Iterator[list[str]]:
-    batch: list[str] = []
-    for v in values:
-        batch.append(v)
-        if len(batch) >= size:
-            yield batch
-            batch = []
-    if batch:
-        yield batch
+def chunks(values: Iterable[str]) -> list[list[str]]:
+    """``values`` in lists of :data:`CHUNK`: reads take bigger slices than writes."""
+    return bulk.chunks(values, CHUNK)
 
 
 # --- namespaces and sources -------------------------------------------------------------
@@ -425,48 +421,72 @@ def _run_select() -> sa.Select[Any]:
     )
 
 
-def _run_io_select() -> sa.Select[Any]:
-    """Inputs and outputs of the runs in ``:ids``, in one round trip (built once, reused)."""
+@dataclass(frozen=True)
+class RunIO:
+    """One version a run read (``read``) or wrote."""
+
+    run: str
+    read: bool
+    namespace: str
+    name: str
+    version: str
+    commit_id: int | None
+    created_at: datetime
+    producer: str | None  # the run that wrote the version
+
+
+@functools.cache
+def _run_io_select(dialect: str) -> sa.Select[Any]:
     ri, dv, d = s.run_inputs, s.dataset_versions, s.datasets
-    ids: sa.BindParameter[str] = sa.bindparam("ids", expanding=True)
+    version = (dv.c.uuid, dv.c.commit_id, dv.c.created_at, dv.c.run_uuid.label("producer"))
     ins = (
-        sa.select(
-            sa.literal_column("'I'").label("kind"),
-            ri.c.run_uuid,
-            dv.c.uuid,
-            d.c.namespace,
-            d.c.name,
-        )
+        sa.select(ri.c.run_uuid.label("run"), sa.true().label("read"), d.c.namespace, d.c.name)
+        .add_columns(*version)
         .join(dv, dv.c.uuid == ri.c.dataset_version_uuid)
         .join(d, d.c.uuid == dv.c.dataset_uuid)
-        .where(ri.c.run_uuid.in_(ids))
+        .where(bulk.one_of(dialect, ri.c.run_uuid, "ids"))
     )
     outs = (
-        sa.select(
-            sa.literal_column("'O'").label("kind"),
-            dv.c.run_uuid,
-            dv.c.uuid,
-            d.c.namespace,
-            d.c.name,
-        )
+        sa.select(dv.c.run_uuid.label("run"), sa.false().label("read"), d.c.namespace, d.c.name)
+        .add_columns(*version)
         .join(d, d.c.uuid == dv.c.dataset_uuid)
-        .where(dv.c.run_uuid.in_(ids))
+        .where(bulk.one_of(dialect, dv.c.run_uuid, "ids"))
     )
     both = sa.union_all(ins, outs).subquery()
     return sa.select(both).order_by(both.c.namespace, both.c.name, both.c.uuid)
 
 
-_RUN_IO = _run_io_select()
+def run_io(conn: Connection, run_ids: Iterable[str]) -> list[RunIO]:
+    """Every version the runs read and wrote, by dataset then version: the one reader of
+    a run's inputs and outputs (runs, the lineage graph and provenance use it)."""
+    ids = sorted(set(run_ids))
+    dialect = conn.dialect.name
+    batches = [ids] if dialect == "postgresql" else chunks(ids)  # one array on PostgreSQL
+    stmt = _run_io_select(dialect)
+    return [
+        RunIO(
+            x.run, bool(x.read), x.namespace, x.name, x.uuid, x.commit_id, x.created_at, x.producer
+        )
+        for batch in batches
+        if batch
+        for x in conn.execute(stmt, {"ids": batch})
+    ]
+
+
+def run_io_refs(
+    conn: Connection, run_ids: Iterable[str]
+) -> tuple[dict[str, list[DatasetVersionRef]], dict[str, list[DatasetVersionRef]]]:
+    """The versions each run read and wrote, as references."""
+    inputs: dict[str, list[DatasetVersionRef]] = defaultdict(list)
+    outputs: dict[str, list[DatasetVersionRef]] = defaultdict(list)
+    for x in run_io(conn, run_ids):
+        into = inputs if x.read else outputs
+        into[x.run].append(DatasetVersionRef(x.namespace, x.name, x.version))
+    return inputs, outputs
 
 
 def _runs_from_rows(conn: Connection, rows: Sequence[sa.Row[Any]]) -> list[Run]:
-    ids = [r.uuid for r in rows]
-    inputs: dict[str, list[DatasetVersionRef]] = defaultdict(list)
-    outputs: dict[str, list[DatasetVersionRef]] = defaultdict(list)
-    for batch in chunks(ids):
-        for x in conn.execute(_RUN_IO, {"ids": batch}).all():
-            into = inputs if x.kind == "I" else outputs
-            into[x.run_uuid].append(DatasetVersionRef(x.namespace, x.name, x.uuid))
+    inputs, outputs = run_io_refs(conn, [r.uuid for r in rows])
     return [
         Run(
             uuid=r.uuid,

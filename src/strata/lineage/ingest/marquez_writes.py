@@ -20,11 +20,11 @@ from sqlalchemy.engine import Connection, Engine
 from strata.errors import InvalidArgument, NotFound
 from strata.ids import new_id
 from strata.lineage.ingest.events import iso
-from strata.lineage.ingest.statements import insert_ignore
 from strata.lineage.ingest.transactions import IngestResult, ingest_event
 from strata.lineage.ingest.validate import check_uuid
 from strata.lineage.producer import PRODUCER
 from strata.store import schema as s
+from strata.store.bulk import insert_ignore
 from strata.store.engine import read_tx, write_tx
 
 _SCHEMA = "https://openlineage.io/spec/2-0-2/OpenLineage.json#/$defs/"

@@ -4,10 +4,10 @@ A fold runs some forty statements a group, one after the other, and most of them
 write rows nobody reads until later in the same transaction. Waiting for each in turn
 left the database idle while Python built the next statement, and Python idle while the
 database wrote: the two took turns. Within :func:`deferred_writes`, the writes of
-:func:`~strata.lineage.ingest.statements.execute_many` are sent and not waited for;
+:func:`~strata.store.bulk.execute_many` are sent and not waited for;
 PostgreSQL runs a connection's statements in the order sent, so a later read still sees
 them. The first statement that needs a result (anything run through SQLAlchemy, which
-reads results as it executes, or :func:`~strata.lineage.ingest.statements.returning_many`)
+reads results as it executes, or :func:`~strata.store.bulk.returning_many`)
 waits for every write sent before it, and so does the end of the block. A write's error
 is raised there, as the SQLAlchemy exception (``IntegrityError``…) it would have raised
 when sent.

@@ -7,18 +7,14 @@ holder that died frees its lease when the lease runs out.
 
 from __future__ import annotations
 
-import threading
-import time
-from collections.abc import Callable, Iterator
-from contextlib import contextmanager
 from datetime import UTC, datetime, timedelta
 
 import sqlalchemy as sa
 from sqlalchemy.engine import Engine
 
 from strata.store import schema as s
+from strata.store.bulk import insert_ignore
 from strata.store.engine import write_tx
-from strata.store.upsert import insert_ignore
 
 
 def try_acquire(engine: Engine, name: str, holder: str, seconds: float) -> str | None:
@@ -41,12 +37,9 @@ def try_acquire(engine: Engine, name: str, holder: str, seconds: float) -> str |
 
 
 def release(engine: Engine, name: str, holder: str) -> None:
+    bl = s.build_leases
     with write_tx(engine) as conn:
-        conn.execute(
-            s.build_leases.delete().where(
-                s.build_leases.c.name == name, s.build_leases.c.holder == holder
-            )
-        )
+        conn.execute(bl.delete().where(bl.c.name == name, bl.c.holder == holder))
 
 
 def renew(engine: Engine, name: str, holder: str, seconds: float) -> None:
@@ -59,44 +52,12 @@ def renew(engine: Engine, name: str, holder: str, seconds: float) -> None:
         )
 
 
-@contextmanager
-def held(
-    engine: Engine,
-    name: str,
-    holder: str,
-    seconds: float,
-    waiting: Callable[[str], None] | None = None,
-) -> Iterator[None]:
-    """Hold the lease on ``name`` for the block, waiting while another holder has it."""
-    told = False
-    while (other := try_acquire(engine, name, holder, seconds)) is not None:
-        if waiting is not None and not told:
-            waiting(other)
-            told = True
-        time.sleep(0.2)
-    with heartbeat(lambda: renew(engine, name, holder, seconds), seconds / 3):
-        try:
-            yield
-        finally:
-            release(engine, name, holder)
-
-
-@contextmanager
-def heartbeat(beat: Callable[[], None], every: float) -> Iterator[None]:
-    """Call ``beat`` every ``every`` seconds in a daemon thread while the block runs."""
-    stop = threading.Event()
-
-    def loop() -> None:
-        while not stop.wait(every):
-            try:
-                beat()
-            except Exception:  # a missed renewal is retried; the lease outlives a few
-                continue
-
-    thread = threading.Thread(target=loop, name="strata-lease", daemon=True)
-    thread.start()
-    try:
-        yield
-    finally:
-        stop.set()
-        thread.join()
+def drop_expired(engine: Engine) -> list[str]:
+    """Drop the leases whose holders stopped renewing them; their names."""
+    bl = s.build_leases
+    with write_tx(engine) as conn:
+        expired = bl.c.expires_at < datetime.now(UTC)
+        names: list[str] = list(conn.execute(sa.select(bl.c.name).where(expired)).scalars())
+        if names:
+            conn.execute(bl.delete().where(expired, bl.c.name.in_(names)))
+    return names

@@ -3,8 +3,9 @@
 Every event goes through :func:`strata.lineage.ingest.transactions.ingest_event` (the build
 catalog is the lineage model), and also to a remote OpenLineage server when openlineage-python is
 configured the standard way (``OPENLINEAGE_URL``, ``OPENLINEAGE_CONFIG``, an
-``openlineage.yml`` or ``OPENLINEAGE__TRANSPORT__*``). A remote that fails is logged, not
-fatal: the store already holds the event.
+``openlineage.yml`` or ``OPENLINEAGE__TRANSPORT__*``): then the store is a transport put
+first in the client's ``CompositeTransport`` (:mod:`strata.builds.transports`). A remote
+that fails is logged, not fatal: the store already holds the event.
 """
 
 from __future__ import annotations
@@ -16,13 +17,13 @@ from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import TYPE_CHECKING, Any
 
-from sqlalchemy.engine import Engine
-
 from strata.lineage.ingest.facets import PROGRAM_FACET
 from strata.lineage.ingest.transactions import ingest_event
 
 if TYPE_CHECKING:
     from openlineage.client.client import OpenLineageClient
+    from openlineage.client.transport.transport import Transport
+    from sqlalchemy.engine import Engine
 
 log = logging.getLogger(__name__)
 
@@ -142,16 +143,25 @@ def run_event(
 
 
 class Emitter:
-    """Sends events to the store in process, and to a configured remote server too."""
+    """Sends events to the store in process, and to a configured remote server too (as
+    an OpenLineage-client composite transport, :mod:`strata.builds.transports`)."""
 
     def __init__(self, engine: Engine) -> None:
         self.engine = engine
-        self.remote = remote_client()
+        remote = remote_client()
+        self.transport: Transport | None = None
+        if remote is not None:
+            from strata.builds.transports import with_remote
+
+            self.transport = with_remote(engine, remote.transport)
 
     def emit(self, event: dict[str, Any]) -> None:
-        ingest_event(self.engine, event)
-        if self.remote is not None:
-            _send_remote(self.remote, event)
+        if self.transport is None:
+            ingest_event(self.engine, event)  # the usual case: no client to load
+            return
+        from strata.builds.transports import emit
+
+        emit(self.transport, event)
 
 
 def _configured() -> bool:
@@ -170,11 +180,3 @@ def remote_client() -> OpenLineageClient | None:
     from openlineage.client.client import OpenLineageClient
 
     return OpenLineageClient()
-
-
-def _send_remote(client: OpenLineageClient, event: dict[str, Any]) -> None:
-    try:
-        # Transports serialise plain documents as they do event objects (``Serde``).
-        client.transport.emit(event)  # type: ignore[arg-type]
-    except Exception as exc:  # the store has the event; a remote outage must not fail builds
-        log.warning("could not send lineage event to %s: %s", client.transport.kind, exc)

@@ -1,19 +1,18 @@
-"""Set-based statements, compiled once: the fold's one seam onto the database driver.
+"""Set-based statements, compiled once: the store's one seam onto the database driver.
 
-The fold writes a group's rows as a few many-row statements. Here they are built once per
-shape and dialect (:func:`cached`), looked up by one array (:func:`one_of`) or a padded
-``VALUES`` list (:func:`values_query`), and handed to the driver directly: on PostgreSQL
-as one statement over one array per column (``unnest``) or psycopg's pipelined
-``executemany`` (see :mod:`~strata.lineage.ingest.deferred`), on SQLite as ``VALUES``
-chunks of power-of-two sizes. What the rows mean is the callers' business
-(:mod:`~strata.lineage.ingest.rows`, :mod:`~strata.lineage.ingest.runs`, …).
+The lineage fold, the lake and the build state write many rows with a few statements.
+Here they are built once per shape and dialect (:func:`cached`), looked up by one array
+(:func:`one_of`) or a padded ``VALUES`` list (:func:`values_query`), and handed to the
+driver directly: on PostgreSQL as one statement over one array per column (``unnest``)
+or psycopg's pipelined ``executemany`` (see :mod:`~strata.store.deferred`), on SQLite as
+``VALUES`` chunks of power-of-two sizes. What the rows mean is the callers' business.
 """
 
 from __future__ import annotations
 
 import collections
 import re
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
 from typing import Any, TypeVar
 
@@ -21,7 +20,7 @@ import sqlalchemy as sa
 from sqlalchemy.dialects import postgresql, sqlite
 from sqlalchemy.engine import Connection
 
-from strata.lineage.ingest import deferred
+from strata.store import deferred
 
 _CACHE: dict[tuple[Any, ...], Any] = {}
 T = TypeVar("T")
@@ -39,9 +38,10 @@ def cached(key: tuple[Any, ...], build: Callable[[], Any]) -> Any:
 CHUNK = 250  # rows per set-based statement: far below SQLite's bound-variable limit
 
 
-def chunks(items: Sequence[T]) -> list[Sequence[T]]:
-    """``items`` in slices of at most :data:`CHUNK`."""
-    return [items[i : i + CHUNK] for i in range(0, len(items), CHUNK)]
+def chunks(items: Iterable[T], size: int = CHUNK) -> list[list[T]]:
+    """``items`` in lists of at most ``size``."""
+    every = list(items)
+    return [every[i : i + size] for i in range(0, len(every), size)]
 
 
 def one_of(dialect: str, column: Any, name: str) -> Any:
@@ -118,19 +118,25 @@ def _dialect(conn: Connection) -> Any:
 
 
 def insert_ignore(
-    conn: Connection, table: sa.Table, values: dict[str, Any], index: Sequence[str]
+    conn: Connection, table: sa.Table, values: dict[str, Any], index: Sequence[str] | None
 ) -> bool:
-    """Insert unless a row with the same ``index`` columns exists; True if inserted."""
+    """Insert unless a row with the same ``index`` columns exists (``None``: unless any
+    unique constraint would be broken); True if inserted.
+
+    The answer comes from ``RETURNING``: psycopg reports ``rowcount == -1`` for
+    ``ON CONFLICT DO NOTHING`` whether or not it inserted, so a count cannot say.
+    """
     dialect = _dialect(conn)
+    key = tuple(index) if index is not None else None
+    first = table.c[index[0]] if index else next(iter(table.primary_key.columns))
     stmt = cached(
-        ("ignore", dialect.__name__, table.name, tuple(values), tuple(index)),
+        ("ignore", dialect.__name__, table.name, tuple(values), key),
         lambda: (
             dialect.insert(table)
-            .on_conflict_do_nothing(index_elements=list(index))
-            .returning(table.c[index[0]])
+            .on_conflict_do_nothing(index_elements=list(index) if index is not None else None)
+            .returning(first)
         ),
     )
-    # rowcount is not reliable for ON CONFLICT DO NOTHING on every driver; RETURNING is.
     return conn.execute(stmt, values).first() is not None
 
 
@@ -200,7 +206,7 @@ def execute_many(conn: Connection, stmt: Any, rows: Sequence[dict[str, Any]]) ->
     as SQLAlchemy binds them (its own per-row parameter handling cost the fold more than
     the database did for its plain multi-row writes): an INSERT on PostgreSQL as one
     statement over an array per column, anything else through ``executemany``. Inside
-    :func:`~strata.lineage.ingest.deferred.deferred_writes` it is sent and not waited for.
+    :func:`~strata.store.deferred.deferred_writes` it is sent and not waited for.
     """
     if not rows:
         return

@@ -1,0 +1,132 @@
+"""What ``status`` and ``build`` answer, as types: a dataset's status and role, why it is
+out of date, and what a build did with each transform.
+
+Every answer is serialised here, once, for the CLI (words), ``--json`` and the API (the
+same dicts). "Fresh" and "stale" describe a dataset's status and nothing else.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
+from enum import StrEnum
+from typing import Any
+
+
+class Status(StrEnum):
+    """A dataset's status."""
+
+    FRESH = "fresh"
+    OUT_OF_DATE = "out_of_date"
+    MISSING = "missing"  # declared as an input, neither in the lake nor made by a transform
+    ORPHANED = "orphaned"  # built by a transform no loaded pipeline declares any more
+
+
+class Role(StrEnum):
+    """What a dataset is to the pipelines."""
+
+    RAW = "raw"  # written by hand (ingest, transactions), read by transforms
+    DERIVED = "derived"  # written by a declared transform
+    MISSING = "missing"
+    ORPHANED = "orphaned"
+
+
+class CauseKind(StrEnum):
+    """Why a derived dataset is out of date (or, for a note, why it is not)."""
+
+    NEVER_BUILT = "never_built"
+    RENAMED = "renamed"
+    PROGRAM_CHANGED = "program_changed"
+    INPUT_NEWER = "input_newer"
+    INPUT_ADDED = "input_added"
+    INPUT_REMOVED = "input_removed"
+    INPUT_MISSING = "input_missing"
+    UPSTREAM_STALE = "upstream_stale"  # an upstream derived dataset is out of date
+    INPUT_IDENTICAL = "input_identical"  # a note: the input moved but its rows did not
+
+
+class Outcome(StrEnum):
+    """What a build did with one transform."""
+
+    BUILT = "built"
+    FRESH = "fresh"  # its outputs were fresh: nothing ran
+    FAILED = "failed"
+    SKIPPED = "skipped"  # an upstream transform of the same build failed or was skipped
+    WOULD_BUILD = "would_build"  # dry run: out of date for a cause of its own
+    MAY_BUILD = "may_build"  # dry run: runs only if an upstream's rebuild changes rows
+
+    @property
+    def ran(self) -> bool:
+        return self in (Outcome.BUILT, Outcome.FAILED)
+
+
+@dataclass(frozen=True)
+class Cause:
+    """One reason ``dataset`` (``partition`` of it, where partitioned) is out of date.
+
+    ``dependency`` is the input the cause is about (for ``UPSTREAM_STALE``, the input it
+    is out of date through); ``detail`` carries the kind's own fields (versions, program
+    versions, names).
+    """
+
+    dataset: str
+    kind: CauseKind
+    dependency: str | None = None
+    detail: Mapping[str, Any] = field(default_factory=dict)
+    partition: Mapping[str, str] | None = None
+
+    @property
+    def own(self) -> bool:
+        """Out of date for a reason of its own, not only through an upstream."""
+        return self.kind is not CauseKind.UPSTREAM_STALE
+
+    def to_dict(self) -> dict[str, Any]:
+        out: dict[str, Any] = {"kind": self.kind.value}
+        if self.dependency is not None:
+            out["via" if self.kind is CauseKind.UPSTREAM_STALE else "input"] = self.dependency
+        out.update(self.detail)
+        if self.partition is not None:
+            out["partition"] = dict(self.partition)
+        return out
+
+    def describe(self) -> str:
+        """The cause in words, as the CLI prints it."""
+        return _WORDS[self.kind](self)
+
+
+def program_label(program: Mapping[str, Any] | None) -> str:
+    if not program:
+        return "?"
+    ordinal = program.get("ordinal")
+    head = f"v{ordinal} " if ordinal else "new "
+    return f"{head}({program['fingerprint'][:10]})"
+
+
+def _program_changed(c: Cause) -> str:
+    old = c.detail.get("old")
+    was = program_label(old) if old else "written outside a build"
+    return f"program changed: {was} → {program_label(c.detail.get('new'))}"
+
+
+def _input_newer(c: Cause) -> str:
+    pinned = " (pinned)" if c.detail.get("pinned") else ""
+    return (
+        f"input {c.dependency}: built from {c.detail['built_from']}, "
+        f"now {c.detail['current']}{pinned}"
+    )
+
+
+_WORDS: dict[CauseKind, Callable[[Cause], str]] = {
+    CauseKind.NEVER_BUILT: lambda c: "never built",
+    CauseKind.RENAMED: lambda c: f"renamed from {c.detail['from']}",
+    CauseKind.PROGRAM_CHANGED: _program_changed,
+    CauseKind.INPUT_NEWER: _input_newer,
+    CauseKind.INPUT_ADDED: lambda c: f"input added: {c.dependency}",
+    CauseKind.INPUT_REMOVED: lambda c: f"input removed: {c.dependency}",
+    CauseKind.INPUT_MISSING: lambda c: f"input {c.dependency} does not exist",
+    CauseKind.UPSTREAM_STALE: lambda c: f"via {c.dependency}",
+    CauseKind.INPUT_IDENTICAL: lambda c: (
+        f"input {c.dependency} moved {c.detail['built_from']} → {c.detail['current']} "
+        "with identical rows"
+    ),
+}

@@ -1,0 +1,245 @@
+"""The build catalog: for each lake dataset version, the run that made it, that run's
+program version and the exact input versions it read.
+
+There is no second database: a catalog entry is the lake commit (``dataset_versions``,
+whose ``run_uuid`` the commit records), the run's job version (the program version) and
+its ``run_inputs``. A whole namespace's current entries are read in two statements,
+whatever its size.
+"""
+
+from __future__ import annotations
+
+from collections import defaultdict
+from collections.abc import Collection
+from dataclasses import dataclass, field
+from datetime import datetime
+from typing import Any
+
+import sqlalchemy as sa
+from sqlalchemy.engine import Connection
+
+from strata.store import schema as s
+from strata.store.bulk import chunks
+from strata.store.fetch import plain_rows
+
+
+@dataclass(frozen=True, slots=True)
+class BuiltFrom:
+    """One input version a run read."""
+
+    commit_id: int | None
+    data_fingerprint: str | None
+
+
+@dataclass(frozen=True, slots=True)
+class Current:
+    """A lake dataset's current version and, when a build made it, how."""
+
+    dataset: str
+    commit_id: int
+    data_fingerprint: str | None
+    run: str | None
+    job: str | None
+    program: str | None
+    ordinal: int | None
+    inputs: dict[str, BuiltFrom] = field(default_factory=dict)
+
+
+_D, _DV = s.datasets, s.dataset_versions
+_PRODUCER = _DV.c.run_uuid
+
+
+def _of_current(q: sa.Select[Any], namespace: str, names: Collection[str] | None) -> sa.Select[Any]:
+    """``q`` over the lake datasets of ``namespace`` (or ``names``) and their current
+    versions."""
+    q = (
+        q.select_from(_D)
+        .join(_DV, _DV.c.uuid == _D.c.current_version_uuid)
+        .where(_D.c.namespace == namespace, _D.c.is_lake.is_(True), _D.c.deleted_at.is_(None))
+    )
+    return q.where(_D.c.name.in_(sorted(names))) if names is not None else q
+
+
+def _current_rows(namespace: str, names: Collection[str] | None) -> sa.Select[Any]:
+    # The program version (its uuid is the run's job version) names the job and the
+    # fingerprint: a run of another producer has none, and counts as no build.
+    r, pv = s.runs, s.program_versions
+    columns = sa.select(
+        _D.c.name,
+        _D.c.uuid,
+        _DV.c.commit_id,
+        _DV.c.data_fingerprint,
+        _PRODUCER.label("run"),
+        pv.c.job_name,
+        pv.c.fingerprint,
+        pv.c.ordinal,
+    )
+    return (
+        _of_current(columns, namespace, names)
+        .outerjoin(r, r.c.uuid == _PRODUCER)
+        .outerjoin(pv, pv.c.uuid == r.c.job_version_uuid)
+    )
+
+
+def _input_rows(namespace: str, names: Collection[str] | None) -> sa.Select[Any]:
+    # The input's dataset comes as its uuid: the current rows name nearly all of them,
+    # which spares a lookup of each input version's dataset row.
+    ri, iv = s.run_inputs, s.dataset_versions.alias("iv")
+    columns = sa.select(_D.c.name, iv.c.dataset_uuid, iv.c.commit_id, iv.c.data_fingerprint)
+    return (
+        _of_current(columns, namespace, names)
+        .join(ri, ri.c.run_uuid == _PRODUCER)
+        .join(iv, iv.c.uuid == ri.c.dataset_version_uuid)
+    )
+
+
+def load_current(
+    conn: Connection, namespace: str, names: Collection[str] | None = None
+) -> dict[str, Current]:
+    """Current versions with their catalog entries: every lake dataset, or ``names``."""
+    out: dict[str, Current] = {}
+    named: dict[str, str] = {}
+    for name, uuid, cid, fp, run, job, program, ordinal in plain_rows(
+        conn, _current_rows(namespace, names)
+    ):
+        out[name] = Current(name, int(cid), fp, run, job, program, ordinal, {})
+        named[uuid] = name
+    rows = plain_rows(conn, _input_rows(namespace, names))
+    named.update(_dataset_names(conn, {r[1] for r in rows} - named.keys()))
+    for name, input_uuid, cid, fp in rows:
+        cur = out.get(name)
+        if cur is not None:
+            cur.inputs[named[input_uuid]] = BuiltFrom(int(cid) if cid is not None else None, fp)
+    return out
+
+
+def _dataset_names(conn: Connection, uuids: Collection[str]) -> dict[str, str]:
+    """``uuid -> name`` of datasets the current rows did not name (inputs from outside
+    the namespace's lake, or deleted since they were read)."""
+    out: dict[str, str] = {}
+    for batch in chunks(sorted(uuids)):
+        out.update(conn.execute(sa.select(_D.c.uuid, _D.c.name).where(_D.c.uuid.in_(batch))).all())
+    return out
+
+
+@dataclass(frozen=True)
+class VersionEntry:
+    """One committed version of a lake dataset with the run and program that made it."""
+
+    version: int
+    committed_at: datetime
+    type: str | None
+    rows: int | None
+    data_fingerprint: str | None
+    run: str | None
+    state: str | None
+    job: str | None
+    ordinal: int | None
+    fingerprint: str | None
+
+
+def version_entries(conn: Connection, dataset_uuid: str) -> list[VersionEntry]:
+    """Every committed version of one lake dataset, oldest first."""
+    dv, t, r, pv = s.dataset_versions, s.transactions, s.runs, s.program_versions
+    rows = conn.execute(
+        sa.select(
+            dv.c.commit_id,
+            dv.c.created_at,
+            t.c.type,
+            dv.c.row_count,
+            dv.c.data_fingerprint,
+            dv.c.run_uuid,
+            r.c.state,
+            pv.c.job_name,
+            pv.c.ordinal,
+            pv.c.fingerprint,
+        )
+        .select_from(dv)
+        .outerjoin(t, t.c.uuid == dv.c.transaction_uuid)
+        .outerjoin(r, r.c.uuid == dv.c.run_uuid)
+        .outerjoin(pv, pv.c.uuid == r.c.job_version_uuid)
+        .where(dv.c.dataset_uuid == dataset_uuid, dv.c.commit_id.is_not(None))
+        .order_by(dv.c.commit_id)
+    ).all()
+    return [
+        VersionEntry(
+            int(x.commit_id),
+            x.created_at,
+            x.type,
+            x.row_count,
+            x.data_fingerprint,
+            x.run_uuid,
+            x.state,
+            x.job_name,
+            int(x.ordinal) if x.ordinal is not None else None,
+            x.fingerprint,
+        )
+        for x in rows
+    ]
+
+
+def run_inputs(conn: Connection, runs: Collection[str]) -> dict[str, dict[str, int | None]]:
+    """For each run, the exact versions it read: ``{dataset: commit id}``."""
+    if not runs:
+        return {}
+    ri, iv, d = s.run_inputs, s.dataset_versions, s.datasets
+    out: dict[str, dict[str, int | None]] = defaultdict(dict)
+    rows = conn.execute(
+        sa.select(ri.c.run_uuid, d.c.name, iv.c.commit_id)
+        .join(iv, iv.c.uuid == ri.c.dataset_version_uuid)
+        .join(d, d.c.uuid == iv.c.dataset_uuid)
+        .where(ri.c.run_uuid.in_(sorted(runs)))
+        .order_by(d.c.name)
+    )
+    for x in rows:
+        out[x.run_uuid][x.name] = int(x.commit_id) if x.commit_id is not None else None
+    return dict(out)
+
+
+def producer(conn: Connection, version_uuid: str) -> tuple[str | None, str | None, str | None]:
+    """``(run, its job version, the version's data fingerprint)`` of one version."""
+    dv, r = s.dataset_versions, s.runs
+    row = conn.execute(
+        sa.select(dv.c.run_uuid, r.c.job_version_uuid, dv.c.data_fingerprint)
+        .select_from(dv)
+        .outerjoin(r, r.c.uuid == dv.c.run_uuid)
+        .where(dv.c.uuid == version_uuid)
+    ).first()
+    if row is None:
+        return None, None, None
+    return row.run_uuid, row.job_version_uuid, row.data_fingerprint
+
+
+def made_without_run(conn: Connection, namespace: str) -> set[str]:
+    """The lake datasets whose current version no run made (one statement, and no input
+    rows: a pipeline load checks its outputs against it)."""
+    q = _of_current(sa.select(_D.c.name), namespace, None).where(_DV.c.run_uuid.is_(None))
+    return set(conn.execute(q).scalars())
+
+
+def hand_written(conn: Connection, namespace: str, names: Collection[str]) -> list[str]:
+    """Those of ``names`` whose every committed transaction was made by hand (no run)."""
+    if not names:
+        return []
+    d, t = s.datasets, s.transactions
+    return list(
+        conn.execute(
+            sa.select(d.c.name)
+            .join(t, sa.and_(t.c.dataset_uuid == d.c.uuid, t.c.state == "COMMITTED"))
+            .where(d.c.namespace == namespace, d.c.name.in_(sorted(names)))
+            .group_by(d.c.name)
+            .having(sa.func.count(t.c.run_uuid) == 0)
+            .order_by(d.c.name)
+        ).scalars()
+    )
+
+
+def ordinals_of(conn: Connection, uuids: Collection[str]) -> dict[str, tuple[str, int]]:
+    """``program version uuid -> (transform, ordinal)``."""
+    if not uuids:
+        return {}
+    pv = s.program_versions
+    rows = conn.execute(
+        sa.select(pv.c.uuid, pv.c.job_name, pv.c.ordinal).where(pv.c.uuid.in_(sorted(uuids)))
+    )
+    return {x.uuid: (x.job_name, int(x.ordinal)) for x in rows}

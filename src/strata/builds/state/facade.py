@@ -1,0 +1,141 @@
+"""The one door to build state: every read and write of the build tables.
+
+The build service (builder, worker, history, status) asks :class:`BuildState`; the
+small stores beside it (:mod:`.catalog`, :mod:`.programs`, :mod:`.leases`,
+:mod:`.triggers`, :mod:`.runs`) hold the SQL, one table family each. Each method is one
+SQL transaction of its own, so callers never hold a connection.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Collection, Iterable
+from dataclasses import dataclass
+
+from sqlalchemy.engine import Engine
+
+from strata.builds.state import catalog, leases, programs, runs, triggers
+from strata.builds.state.catalog import Current, VersionEntry
+from strata.builds.state.programs import Program, ProgramText
+from strata.builds.state.runs import Running
+from strata.builds.state.triggers import Claim
+from strata.lake import catalog as lake_catalog
+from strata.lineage.query.provenance import ProvenanceNode, provenance
+from strata.store.engine import read_tx
+
+
+@dataclass(frozen=True)
+class BuiltVersion:
+    """One committed version and what made it (``run`` None: written by hand)."""
+
+    dataset: str
+    version: int
+    data_fingerprint: str | None
+    run: str | None
+    program: Program | None
+    inputs: dict[str, int | None]
+
+
+class BuildState:
+    """Build state of one namespace of one store."""
+
+    def __init__(self, engine: Engine, namespace: str) -> None:
+        self.engine, self.namespace = engine, namespace
+
+    # -- the catalog --------------------------------------------------------------------
+
+    def current(self, names: Collection[str] | None = None) -> dict[str, Current]:
+        """Current versions with their catalog entries: every lake dataset, or ``names``."""
+        with read_tx(self.engine) as conn:
+            return catalog.load_current(conn, self.namespace, names)
+
+    def ordinals(self, programs_: Collection[tuple[str, str]]) -> dict[tuple[str, str], int]:
+        """``(transform, fingerprint) -> ordinal`` of those of ``programs_`` registered."""
+        if not programs_:
+            return {}
+        by_uuid = {programs.program_uuid(self.namespace, j, fp): (j, fp) for j, fp in programs_}
+        with read_tx(self.engine) as conn:
+            found = catalog.ordinals_of(conn, by_uuid)
+        return {by_uuid[uuid]: ordinal for uuid, (_, ordinal) in found.items()}
+
+    def hand_written(self, names: Collection[str]) -> list[str]:
+        """Those of ``names`` that only hands (ingest, transactions) ever wrote."""
+        with read_tx(self.engine) as conn:
+            suspects = catalog.made_without_run(conn, self.namespace).intersection(names)
+            return catalog.hand_written(conn, self.namespace, suspects)
+
+    def history(self, dataset: str) -> tuple[list[VersionEntry], dict[str, dict[str, int | None]]]:
+        """Every version of a lake dataset, oldest first, and each run's input versions."""
+        with read_tx(self.engine) as conn:
+            ds = lake_catalog.require_lake_dataset(conn, self.namespace, dataset)
+            rows = catalog.version_entries(conn, str(ds["uuid"]))
+            return rows, catalog.run_inputs(conn, {x.run for x in rows if x.run})
+
+    def built_version(self, dataset: str, version: int | None) -> BuiltVersion:
+        """``dataset`` at ``version`` (default: current) and the run that made it."""
+        with read_tx(self.engine) as conn:
+            v = lake_catalog.resolve_version(conn, self.namespace, dataset, version=version)
+            run, job_version, fp = catalog.producer(conn, v.uuid)
+            program = programs.by_uuid(conn, job_version) if job_version else None
+            inputs = catalog.run_inputs(conn, {run}).get(run, {}) if run else {}
+            return BuiltVersion(dataset, v.commit_id, fp, run, program, inputs)
+
+    def provenance(self, dataset: str, version: int | None, depth: int) -> ProvenanceNode:
+        """The provenance tree of ``dataset`` at ``version`` (default: current)."""
+        with read_tx(self.engine) as conn:
+            lake_catalog.resolve_version(conn, self.namespace, dataset, version=version)
+            return provenance(
+                conn, self.namespace, dataset, str(version) if version else None, depth
+            )
+
+    def ordinals_of(self, program_uuids: Collection[str]) -> dict[str, tuple[str, int]]:
+        with read_tx(self.engine) as conn:
+            return catalog.ordinals_of(conn, program_uuids)
+
+    # -- program versions ---------------------------------------------------------------
+
+    def register_program(self, job_name: str, fingerprint: str, text: ProgramText) -> Program:
+        return programs.register(self.engine, self.namespace, job_name, fingerprint, text)
+
+    # -- leases and the runs they guard ---------------------------------------------------
+
+    def try_lease(self, name: str, holder: str, seconds: float) -> str | None:
+        """Take the lease on ``name``; None when taken, else the current holder."""
+        return leases.try_acquire(self.engine, name, holder, seconds)
+
+    def renew_lease(self, name: str, holder: str, seconds: float) -> None:
+        leases.renew(self.engine, name, holder, seconds)
+
+    def release_lease(self, name: str, holder: str) -> None:
+        leases.release(self.engine, name, holder)
+
+    def drop_expired_leases(self) -> list[str]:
+        return leases.drop_expired(self.engine)
+
+    def running(self, transforms: Collection[str]) -> list[Running]:
+        with read_tx(self.engine) as conn:
+            return runs.running(conn, self.namespace, transforms)
+
+    def has_running_children(self, run_id: str) -> bool:
+        with read_tx(self.engine) as conn:
+            return runs.has_running_children(conn, run_id)
+
+    # -- the trigger queue ----------------------------------------------------------------
+
+    def claim(
+        self, holder: str, lease: float, *, skip: Collection[int] = (), waiting: bool = False
+    ) -> Claim | None:
+        return triggers.claim(
+            self.engine, self.namespace, holder, lease, skip=skip, waiting=waiting
+        )
+
+    def renew_claim(self, claimed: Claim, holder: str) -> None:
+        triggers.renew(self.engine, claimed, holder)
+
+    def finish_claim(self, claimed: Claim, holder: str, error: str | None) -> None:
+        triggers.finish(self.engine, claimed, holder, error)
+
+    def retry_later(self, claimed: Claim, holder: str, error: str) -> float:
+        return triggers.retry_later(self.engine, claimed, holder, error)
+
+    def mark_handled(self, commits: Iterable[tuple[str, int]], by: str) -> int:
+        return triggers.mark_handled(self.engine, self.namespace, commits, by)

@@ -1,0 +1,135 @@
+"""Program versions: each new fingerprint of a transform gets the next ordinal (1, 2, 3 …)
+and keeps its declaration and source files, so any past build can be read and re-run.
+
+A program version's uuid is the lineage job version's uuid (the job keyed by the name
+its events use, the version by the fingerprint), so a run's ``job_version_uuid`` is the
+program version that ran.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from datetime import UTC, datetime
+from typing import Any
+
+import sqlalchemy as sa
+from sqlalchemy.engine import Connection, Engine
+
+from strata import ids
+from strata.errors import StoreConflict
+from strata.store import schema as s
+from strata.store.engine import write_tx
+
+# Each try loses only to a racer that registered another fingerprint of the same
+# transform in between: a handful of tries outlast any plausible burst.
+_TRIES = 20
+
+
+@dataclass(frozen=True)
+class Program:
+    """One stored program version."""
+
+    uuid: str
+    job_name: str
+    fingerprint: str
+    ordinal: int
+    declaration: dict[str, Any]
+    files: dict[str, str]
+    entry: dict[str, Any]
+    created_at: datetime
+
+    @property
+    def source(self) -> str:
+        """The transform function's own source."""
+        return str(self.entry.get("source", ""))
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "transform": self.job_name,
+            "ordinal": self.ordinal,
+            "fingerprint": self.fingerprint,
+            "declaration": self.declaration,
+            "entry": self.entry,
+            "files": self.files,
+            "created_at": self.created_at.isoformat(),
+        }
+
+
+@dataclass(frozen=True)
+class ProgramText:
+    """What a program version stores besides its name and fingerprint."""
+
+    declaration: dict[str, Any]
+    files: dict[str, str]
+    entry: dict[str, Any]
+
+
+def program_uuid(namespace: str, job_name: str, fingerprint: str) -> str:
+    return ids.job_version_uuid(ids.job_uuid(namespace, job_name), fingerprint)
+
+
+def register(
+    engine: Engine, namespace: str, job_name: str, fingerprint: str, text: ProgramText
+) -> Program:
+    """The stored program version ``fingerprint`` of ``job_name``, registered with the
+    next ordinal if new.
+
+    Two builders may register at once. Both insert plainly and the store's unique keys
+    decide: the loser of the same fingerprint finds the winner's row on its next try, the
+    loser of the same ordinal (another fingerprint) takes the next ordinal.
+    """
+    uuid = program_uuid(namespace, job_name, fingerprint)
+    for _ in range(_TRIES):
+        try:
+            with write_tx(engine) as conn:
+                found = by_uuid(conn, uuid)
+                if found is not None:
+                    return found
+                row = {
+                    "uuid": uuid,
+                    "namespace": namespace,
+                    "job_name": job_name,
+                    "fingerprint": fingerprint,
+                    "ordinal": _top_ordinal(conn, namespace, job_name) + 1,
+                    "declaration": text.declaration,
+                    "files": text.files,
+                    "entry": text.entry,
+                    "created_at": datetime.now(UTC),
+                }
+                conn.execute(s.program_versions.insert().values(row))
+                return _program(row)
+        except StoreConflict:
+            continue
+    raise StoreConflict(
+        f"program version {fingerprint} of {job_name} lost {_TRIES} races for an ordinal "
+        "to other builders; build again"
+    )
+
+
+def _top_ordinal(conn: Connection, namespace: str, job_name: str) -> int:
+    pv = s.program_versions
+    top = conn.execute(
+        sa.select(sa.func.max(pv.c.ordinal)).where(
+            pv.c.namespace == namespace, pv.c.job_name == job_name
+        )
+    ).scalar()
+    return int(top or 0)
+
+
+def by_uuid(conn: Connection, uuid: str) -> Program | None:
+    row = conn.execute(sa.select(s.program_versions).where(s.program_versions.c.uuid == uuid))
+    found = row.mappings().first()
+    return _program(dict(found)) if found is not None else None
+
+
+def _program(row: dict[str, Any]) -> Program:
+    return Program(
+        uuid=row["uuid"],
+        job_name=row["job_name"],
+        fingerprint=row["fingerprint"],
+        ordinal=int(row["ordinal"]),
+        declaration=dict(row["declaration"]),
+        files=dict(row["files"]),
+        entry=dict(row["entry"]),
+        created_at=row["created_at"],
+    )
