@@ -25,7 +25,7 @@ from strata.builds.state.programs import Program
 from strata.builds.transforms import DF_OUTPUT
 from strata.errors import NotFound, StrataError, TransformError, can_pass
 from strata.ids import new_id
-from strata.lake.catalog import Version
+from strata.lake.registry import Version
 from strata.lake.service import Lake, reads_limited_to
 from strata.lake.transaction import Transaction
 

@@ -19,7 +19,7 @@ from strata.lake.sources import SourceCheck, check_source, local_files
 if TYPE_CHECKING:
     from pyspark.sql import DataFrame
 
-    from strata.lake.catalog import Version
+    from strata.lake.registry import Version
     from strata.lake.service import Lake
 
 _REPAIR = {

@@ -13,7 +13,7 @@ from rich.table import Table
 from rich.text import Text
 
 if TYPE_CHECKING:
-    from strata.lake.catalog import Version
+    from strata.lake.registry import Version
 
 console = Console()
 err_console = Console(stderr=True, soft_wrap=True)

@@ -15,9 +15,9 @@ from sqlalchemy.engine import Engine
 from strata import ids
 from strata.errors import InvalidArgument, UndeclaredInput
 from strata.ids import new_id
-from strata.lake import catalog, schemas
-from strata.lake.catalog import DatasetInfo, Version
+from strata.lake import registry, schemas
 from strata.lake.names import validate_dataset_name
+from strata.lake.registry import DatasetInfo, Version
 from strata.lake.storage import FileEntry, Storage
 from strata.lake.transaction import TYPES, Transaction, _Part, parse_type
 from strata.settings import Settings
@@ -116,7 +116,7 @@ class Lake:
             )
             for name in names:
                 ds_uuid = self._ensure_dataset(conn, name, now)
-                head = catalog.latest_version(conn, name, ds_uuid)
+                head = registry.latest_version(conn, name, ds_uuid)
                 base = head.commit_id if head is not None else 0
                 base_schema = head.schema_fields if head is not None else None
                 txn_uuid = new_id()
@@ -140,7 +140,7 @@ class Lake:
         return Transaction(self, kind, parts, group, run_uuid)
 
     def _ensure_dataset(self, conn: sa.Connection, name: str, now: datetime) -> str:
-        existing = catalog.find_dataset(conn, self.namespace, name)
+        existing = registry.find_dataset(conn, self.namespace, name)
         if existing is not None:
             if not existing["is_lake"]:
                 # Known so far only from lineage events: the lake now stores it.
@@ -176,7 +176,7 @@ class Lake:
         """The latest version, version ``N`` or the version current at ``as_of``."""
         validate_dataset_name(dataset)
         with read_tx(self.engine) as conn:
-            return catalog.resolve_version(
+            return registry.resolve_version(
                 conn, self.namespace, dataset, version=version, as_of=as_of
             )
 
@@ -186,8 +186,10 @@ class Lake:
         """The containers of a version, relative to the lake root."""
         validate_dataset_name(dataset)
         with read_tx(self.engine) as conn:
-            v = catalog.resolve_version(conn, self.namespace, dataset, version=version, as_of=as_of)
-            return catalog.version_files(conn, v.dataset_uuid, v.commit_id)
+            v = registry.resolve_version(
+                conn, self.namespace, dataset, version=version, as_of=as_of
+            )
+            return registry.version_files(conn, v.dataset_uuid, v.commit_id)
 
     def refuse_undeclared_files(
         self, frame: DataFrame, owner: str, versions: Collection[Version]
@@ -202,7 +204,7 @@ class Lake:
             allowed = {
                 f.path
                 for v in versions
-                for f in catalog.version_files(conn, v.dataset_uuid, v.commit_id)
+                for f in registry.version_files(conn, v.dataset_uuid, v.commit_id)
             }
             stray = next((rel for rel in inside if rel not in allowed), None)
             if stray is None:
@@ -226,15 +228,17 @@ class Lake:
         validate_dataset_name(dataset)
         _check_declared(dataset)
         with read_tx(self.engine) as conn:
-            v = catalog.resolve_version(conn, self.namespace, dataset, version=version, as_of=as_of)
-            return v, catalog.version_files(conn, v.dataset_uuid, v.commit_id)
+            v = registry.resolve_version(
+                conn, self.namespace, dataset, version=version, as_of=as_of
+            )
+            return v, registry.version_files(conn, v.dataset_uuid, v.commit_id)
 
     def schema_of(self, dataset: str) -> pa.Schema | None:
         """The Arrow schema of ``dataset``'s latest version; None when it has none."""
         validate_dataset_name(dataset)
         with read_tx(self.engine) as conn:
-            found = catalog.find_dataset(conn, self.namespace, dataset)
-            latest = catalog.latest_version(conn, dataset, found["uuid"]) if found else None
+            found = registry.find_dataset(conn, self.namespace, dataset)
+            latest = registry.latest_version(conn, dataset, found["uuid"]) if found else None
         schema = self._arrow_schema(latest) if latest is not None else None
         return schema if schema else None
 
@@ -282,12 +286,12 @@ class Lake:
 
     def datasets(self) -> list[DatasetInfo]:
         with read_tx(self.engine) as conn:
-            return catalog.list_datasets(conn, self.namespace)
+            return registry.list_datasets(conn, self.namespace)
 
     def versions(self, dataset: str) -> list[Version]:
         validate_dataset_name(dataset)
         with read_tx(self.engine) as conn:
-            return catalog.list_versions(conn, self.namespace, dataset)
+            return registry.list_versions(conn, self.namespace, dataset)
 
     # -- garbage collection ---------------------------------------------------------------
 

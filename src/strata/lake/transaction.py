@@ -27,8 +27,8 @@ from strata.errors import (
 )
 from strata.ids import new_id
 from strata.lake import schemas
-from strata.lake.catalog import Version, latest_version
 from strata.lake.frames import write_frame
+from strata.lake.registry import Version, latest_version
 from strata.lake.rowhash import EMPTY, RowHash, fingerprint
 from strata.lake.storage import FileEntry
 from strata.store.engine import read_tx, write_tx

@@ -52,7 +52,7 @@ def create_engine(url: str, *, sqlite_cache_mb: int = 0, **kwargs: Any) -> Engin
     # psycopg prepares a statement after five runs; PostgreSQL (plan_cache_mode = auto)
     # then reuses a generic plan once it costs no more than the plans made for the
     # values, which saves re-planning every run. Statements must be written so that their
-    # generic plan is right for every value (see lake/catalog.py resolve_version); a
+    # generic plan is right for every value (see lake/registry.py resolve_version); a
     # transaction that cannot promise that sets plan_cache_mode itself with SET LOCAL.
     if "poolclass" not in kwargs:  # NullPool and friends take no size arguments
         kwargs.setdefault("pool_size", 8)

@@ -18,7 +18,7 @@ from strata.builds.state.catalog import Current, VersionEntry
 from strata.builds.state.programs import Program, ProgramText
 from strata.builds.state.runs import Running
 from strata.builds.state.triggers import Claim
-from strata.lake import catalog as lake_catalog
+from strata.lake import registry
 from strata.lineage.query.provenance import ProvenanceNode, provenance
 from strata.store.engine import read_tx
 
@@ -66,14 +66,14 @@ class BuildState:
     def history(self, dataset: str) -> tuple[list[VersionEntry], dict[str, dict[str, int | None]]]:
         """Every version of a lake dataset, oldest first, and each run's input versions."""
         with read_tx(self.engine) as conn:
-            ds = lake_catalog.require_lake_dataset(conn, self.namespace, dataset)
+            ds = registry.require_lake_dataset(conn, self.namespace, dataset)
             rows = catalog.version_entries(conn, str(ds["uuid"]))
             return rows, catalog.run_inputs(conn, {x.run for x in rows if x.run})
 
     def built_version(self, dataset: str, version: int | None) -> BuiltVersion:
         """``dataset`` at ``version`` (default: current) and the run that made it."""
         with read_tx(self.engine) as conn:
-            v = lake_catalog.resolve_version(conn, self.namespace, dataset, version=version)
+            v = registry.resolve_version(conn, self.namespace, dataset, version=version)
             run, job_version, fp = catalog.producer(conn, v.uuid)
             program = programs.by_uuid(conn, job_version) if job_version else None
             inputs = catalog.run_inputs(conn, {run}).get(run, {}) if run else {}
@@ -82,7 +82,7 @@ class BuildState:
     def provenance(self, dataset: str, version: int | None, depth: int) -> ProvenanceNode:
         """The provenance tree of ``dataset`` at ``version`` (default: current)."""
         with read_tx(self.engine) as conn:
-            lake_catalog.resolve_version(conn, self.namespace, dataset, version=version)
+            registry.resolve_version(conn, self.namespace, dataset, version=version)
             return provenance(
                 conn, self.namespace, dataset, str(version) if version else None, depth
             )
