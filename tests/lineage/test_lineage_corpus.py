@@ -47,7 +47,8 @@ def test_the_server_writer_folds_every_corpus_event(engine: sa.Engine) -> None:
     from lineage_support import dump, wipe
 
     from strata.lineage.ingest.transactions import IngestResult
-    from strata.lineage.ingest.writer import GroupWriter, journal_for
+    from strata.lineage.ingest.writer import GroupWriter
+    from strata.store.journal import journal_for
 
     payloads = [load(rel) for rel in _all_files()]
     writer = GroupWriter(engine)

@@ -17,7 +17,8 @@ from strata.lineage.ingest import writer as writer_module
 from strata.lineage.ingest.events import Event, parse_event
 from strata.lineage.ingest.transactions import IngestResult, ingest_event
 from strata.lineage.ingest.unfolded import Unfolded
-from strata.lineage.ingest.writer import GroupWriter, journal_for
+from strata.lineage.ingest.writer import GroupWriter
+from strata.store.journal import journal_for
 from strata.store import schema as s
 from strata.store.engine import write_tx
 

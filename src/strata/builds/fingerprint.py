@@ -32,6 +32,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from strata.builds.syntax import parse
 from strata.errors import InvalidArgument
 
 _Chain = tuple[str, ...]
@@ -238,11 +239,11 @@ def _module_parts(text: str, name: str) -> tuple[str, frozenset[_Chain]]:
 def _parse(source: str, name: str) -> ast.Module:
     """The source's tree without docstrings; an indented one parses in place."""
     try:
-        tree = ast.parse(textwrap.dedent(source))
+        tree = parse(textwrap.dedent(source))
     except SyntaxError:
         # dedent stops at a less indented line inside a string: parse it as a block.
         try:
-            block = ast.parse("if 1:\n" + source).body[0]
+            block = parse("if 1:\n" + source).body[0]
         except SyntaxError as exc:
             raise InvalidArgument(
                 f"cannot parse the source of {name}; define it with def in a module file",

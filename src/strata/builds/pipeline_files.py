@@ -11,6 +11,8 @@ from __future__ import annotations
 import ast
 from pathlib import Path
 
+from strata.builds.syntax import parse
+
 # (module file, root) -> (each file's stamp, the files): a pipeline file declaring
 # thousands of transforms is read and parsed once, not once per new program version.
 _known: dict[tuple[Path, Path], tuple[dict[str, tuple[int, int]], dict[str, str]]] = {}
@@ -46,7 +48,7 @@ def _read_imported(module_file: Path, root: Path) -> dict[str, str]:
             continue
         found[rel] = text = file.read_text(encoding="utf-8")
         try:
-            tree = ast.parse(text, filename=str(file))
+            tree = parse(text, str(file))
         except SyntaxError:  # discovery names syntax errors; nothing more to follow here
             continue
         pending.extend(_local_modules(tree, file, root))

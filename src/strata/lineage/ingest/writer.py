@@ -8,8 +8,8 @@ Two threads per writer own the lineage writes of a process:
   alone, on a connection the thread keeps). Each caller is answered
   when its group commits: a 201 means the event is valid, durable and will be part of
   the model. A refused event is answered alone, as if sent by itself. On SQLite the
-  queue is a file of its own (:func:`journal_for`), since SQLite has one writer per
-  file and the fold's transaction would hold storing back.
+  queue is a file of its own (:mod:`strata.store.journal`), since SQLite has one writer
+  per file and the fold's transaction would hold storing back.
 - The **fold** thread folds queued events into the model with
   :func:`~strata.lineage.ingest.transactions.fold_pending`, oldest first, in groups of up to
   ``fold_events``. While it folds, the store thread goes on storing, so under load
@@ -41,7 +41,6 @@ import threading
 import time
 from concurrent.futures import Future
 from dataclasses import dataclass
-from pathlib import Path
 from typing import Any
 
 from sqlalchemy.engine import Engine
@@ -51,8 +50,8 @@ from strata.lineage.ingest.events import Event, parse_event
 from strata.lineage.ingest.fold_process import FoldProcess
 from strata.lineage.ingest.transactions import IngestResult, accept_parsed, fold_pending
 from strata.lineage.ingest.unfolded import Unfolded
-from strata.store import schema as s
-from strata.store.engine import StatementConnection, create_engine
+from strata.store.engine import StatementConnection
+from strata.store.journal import journal_for
 
 Results = list[IngestResult | StrataError]
 Item = Event | StrataError | Any  # parsed, already refused, or a raw JSON payload
@@ -390,18 +389,6 @@ class GroupWriter:
         self._wake.set()
         if self._process is not None:
             self._process.wake()
-
-
-def journal_for(engine: Engine) -> Engine:
-    """Where the writer queues acknowledged events: the store itself, or for a SQLite
-    file ``meta.db`` the file ``meta.pending.db`` beside it (created on first use)."""
-    database = engine.url.database
-    if engine.dialect.name != "sqlite" or not database or database == ":memory:":
-        return engine
-    path = Path(database)
-    journal = create_engine(f"sqlite:///{path.with_name(path.stem + '.pending.db')}")
-    s.lineage_pending.create(journal, checkfirst=True)
-    return journal
 
 
 def _answer(answers: list[Answer]) -> None:
