@@ -18,9 +18,9 @@ from strata.lineage.ingest.events import Event, parse_event
 from strata.lineage.ingest.transactions import IngestResult, ingest_event
 from strata.lineage.ingest.unfolded import Unfolded
 from strata.lineage.ingest.writer import GroupWriter
-from strata.store.journal import journal_for
 from strata.store import schema as s
 from strata.store.engine import write_tx
+from strata.store.journal import journal_for
 
 
 def _pending(journal: sa.Engine) -> list[tuple[str, str | None]]:
@@ -424,6 +424,49 @@ def test_reads_wait_for_the_oldest_event_still_unfolded() -> None:
         unfolded.release([c, e])
         assert unfolded.folded_upto() == 5
     assert unfolded.wait_folded(0)
+
+
+def test_unfolded_names_the_events_another_fold_may_have_taken() -> None:
+    unfolded = Unfolded()
+    events = [parse_event(e) for e in _story(3)][:5]
+    a, b, c, d, _ = (event.payload_hash for event in events)
+    with unfolded.state:
+        for event in events:
+            unfolded.add(event, keep_parsed=False)
+        unfolded.mark_committed(4)  # e is numbered but not in the queue yet
+        assert unfolded.overtaken([]) == [a, b, c, d]  # the queue was empty: all committed
+        assert unfolded.overtaken([c, "another server's"]) == [a, b]  # older than c
+        assert unfolded.overtaken(["another server's"]) == [a, b, c, d]
+        unfolded.release([a, b])
+        assert unfolded.overtaken([d]) == [c]
+
+
+def test_events_another_writer_folded_release_this_ones_readers(
+    engine: sa.Engine, monkeypatch: Any
+) -> None:
+    """Two servers on one store: events stored by one and folded by the other's fold
+    must not hold the first one's reads back."""
+    idle = sa.create_engine(engine.url)  # the first server's: its fold never wins the lock
+    real = ingest.fold_pending
+
+    def fold(eng: sa.Engine, journal: sa.Engine, limit: int, known: Any = None) -> Any:
+        return ingest.Folded([], {}) if eng is idle else real(eng, journal, limit, known)
+
+    monkeypatch.setattr(writer_module, "fold_pending", fold)
+    first = GroupWriter(idle, journal_for(engine), poll=0.05)
+    second = GroupWriter(engine, poll=0.05)
+    try:
+        results = first.submit(_story(20)).result(60)
+        assert all(isinstance(r, IngestResult) for r in results)
+        second.start()
+        assert first.wait_folded(30)  # released by looking the queue up, not by folding
+        assert _pending(journal_for(engine)) == []
+        with engine.connect() as conn:
+            assert conn.execute(sa.select(sa.func.count()).select_from(s.runs)).scalar() == 20
+    finally:
+        first.close()
+        second.close()
+        idle.dispose()
 
 
 @pytest.mark.parametrize("fold_in", ["thread", "process"])

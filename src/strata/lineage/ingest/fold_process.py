@@ -198,10 +198,11 @@ def _fold_process(
                 pipe.send("ready")
             for uuid, why in folded.refused.items():
                 log.warning("lineage event %s refused by the fold: %s", uuid, why)
+            # Sent empty too: the host then looks up its events another server folded.
+            pipe.send([*folded.folded, *folded.refused])
             if not len(folded):
                 _collect()
                 break
-            pipe.send([*folded.folded, *folded.refused])
         if stop:
             pipe.send("bye")
             return

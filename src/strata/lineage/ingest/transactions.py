@@ -458,6 +458,22 @@ def _payloads(conn: Connection, hashes: Sequence[str]) -> dict[str, Event]:
     return out
 
 
+def still_queued(journal: Engine, hashes: Sequence[str]) -> set[str]:
+    """Which of ``hashes`` wait in the queue for a fold (not folded, not refused)."""
+    p = s.lineage_pending
+    found: set[str] = set()
+    with read_tx(journal) as conn:
+        for chunk in bulk.chunks(list(hashes)):
+            query = bulk.cached(
+                ("pending-still", conn.dialect.name),
+                lambda: sa.select(p.c.payload_hash).where(
+                    bulk.one_of(conn.dialect.name, p.c.payload_hash, "h"), p.c.error.is_(None)
+                ),
+            )
+            found.update(str(row[0]) for row in conn.execute(query, {"h": list(chunk)}))
+    return found
+
+
 def _dequeue(conn: Connection, done: list[str], refused: dict[str, str]) -> None:
     p = s.lineage_pending
     bulk.delete_in(conn, p, "payload_hash", done)

@@ -3,6 +3,11 @@
 Each stored event gets the next number; a read waits until every number up to the last
 one given before it is folded. Events are folded out of order (a refused one is released
 at once), so "folded up to" is one less than the oldest number still waiting.
+
+On a store shared by several servers another server's fold may take this one's events;
+its own fold then never reports them. :meth:`Unfolded.overtaken` names the events whose
+fold must be looked up in the store: those committed to the queue and older than the
+oldest this process saw folded, since a fold takes the queue oldest first.
 """
 
 from __future__ import annotations
@@ -31,6 +36,7 @@ class Unfolded:
     def __init__(self) -> None:
         self.state = threading.Condition()
         self.seq = 0  # the number of the last event stored
+        self.committed = 0  # every number up to this one is in the queue (or released)
         # payload hash -> number, in insertion order; for a fold thread also the parsed
         # event (a fold process cannot use it: it reads the events from the queue).
         self.numbers: dict[str, int] = {}
@@ -49,6 +55,24 @@ class Unfolded:
         if keep_parsed:
             self.parsed[event.payload_hash] = event
         return True
+
+    def mark_committed(self, upto: int) -> None:
+        """The events numbered up to ``upto`` are committed to the queue."""
+        self.committed = max(self.committed, upto)
+
+    def overtaken(self, folded: list[str]) -> list[str]:
+        """The committed events still waiting that are older than the oldest of
+        ``folded`` this process numbered, or all committed ones when ``folded`` holds
+        none of this process's (the queue was empty, or held other servers' events
+        only): another server's fold may have taken them."""
+        mine = [n for h in folded if (n := self.numbers.get(h)) is not None]
+        below = min(mine) if mine else self.committed + 1
+        out = []
+        for h, n in self.numbers.items():  # in number order
+            if n >= below or n > self.committed:
+                break
+            out.append(h)
+        return out
 
     def folded_upto(self) -> int:
         """Every event numbered up to this one is folded (or refused)."""

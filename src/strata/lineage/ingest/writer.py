@@ -48,7 +48,12 @@ from sqlalchemy.engine import Engine
 from strata.errors import InvalidEvent, StoreError, StrataError
 from strata.lineage.ingest.events import Event, parse_event
 from strata.lineage.ingest.fold_process import FoldProcess
-from strata.lineage.ingest.transactions import IngestResult, accept_parsed, fold_pending
+from strata.lineage.ingest.transactions import (
+    IngestResult,
+    accept_parsed,
+    fold_pending,
+    still_queued,
+)
 from strata.lineage.ingest.unfolded import Unfolded
 from strata.store.engine import StatementConnection
 from strata.store.journal import journal_for
@@ -119,7 +124,7 @@ class GroupWriter:
                 fold_events,
                 poll,
                 on_ready=self._ready.set,
-                on_folded=self._release,
+                on_folded=self._folded,
             )
         )
 
@@ -229,6 +234,21 @@ class GroupWriter:
         with self._unfolded.state:
             self._unfolded.release(hashes)
 
+    def _folded(self, hashes: list[str]) -> None:
+        """Release what a fold of this process reports (nothing: it found the queue
+        empty), and this process's events another server's fold took meanwhile."""
+        with self._unfolded.state:
+            suspects = self._unfolded.overtaken(hashes)
+            self._unfolded.release(hashes)
+        if not suspects:
+            return
+        try:
+            still = still_queued(self._journal, suspects)
+        except StoreError as exc:  # the next fold asks again
+            log.warning("could not look up events folded elsewhere: %s", exc)
+            return
+        self._release([h for h in suspects if h not in still])
+
     # --- store thread --------------------------------------------------------------------
 
     def _store_loop(self) -> None:
@@ -294,6 +314,7 @@ class GroupWriter:
             for item in flat:
                 if isinstance(item, Event) and self._unfolded.add(item, keep_parsed=keep_parsed):
                     mine.append(item.payload_hash)
+            upto = self._unfolded.seq
         try:
             results = accept_parsed(self._engine, self._journal, flat, statements=self._statements)
         except BaseException as exc:  # the callers re-raise it; the thread lives on
@@ -303,7 +324,9 @@ class GroupWriter:
             _answer([(req, exc) for req in group])
             return
         kept = {r.payload_hash for r in results if isinstance(r, IngestResult) and not r.duplicate}
-        self._release([u for u in mine if u not in kept])
+        with self._unfolded.state:
+            self._unfolded.mark_committed(upto)
+            self._unfolded.release([u for u in mine if u not in kept])
         if kept:
             self._wake_fold()
         answers: list[Answer] = []
@@ -347,7 +370,7 @@ class GroupWriter:
             self._ready.set()
             for uuid, why in folded.refused.items():
                 log.warning("lineage event %s refused by the fold: %s", uuid, why)
-            self._release([*folded.folded, *folded.refused])
+            self._folded([*folded.folded, *folded.refused])
             if not len(folded):
                 return
 
