@@ -5,7 +5,11 @@ nothing it acknowledged, and a second server on a SQLite store refuses to start.
 
 from __future__ import annotations
 
+import os
 import random
+import signal
+import subprocess
+import threading
 import time
 from concurrent.futures import ThreadPoolExecutor
 from contextlib import ExitStack
@@ -18,13 +22,12 @@ import sqlalchemy as sa
 from lineage_support import ds, dump, run_event
 from scenario import story
 
-from serve_process import Served
-from strata.lineage.ingest.transactions import ingest_event
+from serve_process import EXE, Served, free_port
+from strata.lineage.ingest.events import parse_event
+from strata.lineage.ingest.transactions import IngestResult, accept_parsed, ingest_event
 from strata.store import migrate
 from strata.store import schema as s
 from strata.store.engine import create_engine
-
-pytestmark = pytest.mark.usefixtures("pg_databases")
 
 
 def _env(url: str, tmp_path: Path) -> dict[str, str]:
@@ -35,10 +38,10 @@ def _env(url: str, tmp_path: Path) -> dict[str, str]:
     }
 
 
-def _events(runs: int) -> list[dict[str, Any]]:
+def _events(runs: int, *, with_story: bool = True) -> list[dict[str, Any]]:
     """The order-independence story and ``runs`` three-event runs of a chain of jobs,
     each reading the dataset the one before wrote."""
-    out = story()
+    out = story() if with_story else []
     for i in range(runs):
         io = {"inputs": [ds("ns", f"t{i % 17}")], "outputs": [ds("ns", f"t{i % 17 + 1}")]}
         for kind, minute in (("START", 0.0), ("RUNNING", 0.5), ("COMPLETE", 1.0)):
@@ -109,6 +112,15 @@ def _pending(url: str) -> list[tuple[str, str | None]]:
         engine.dispose()
 
 
+def _queue_directly(url: str, events: list[dict[str, Any]]) -> None:
+    engine = create_engine(url, poolclass=sa.pool.NullPool)
+    try:
+        queued = accept_parsed(engine, engine, [parse_event(e) for e in events])
+        assert all(isinstance(q, IngestResult) and not q.duplicate for q in queued)
+    finally:
+        engine.dispose()
+
+
 def test_events_split_across_replicas_build_the_model_one_server_builds(
     tmp_path: Path, store_url: str, pg_databases: Any
 ) -> None:
@@ -132,3 +144,73 @@ def test_events_split_across_replicas_build_the_model_one_server_builds(
         assert len(states) == len(range(0, 300, 23)) and set(states.values()) == {"COMPLETED"}
     assert _pending(store_url) == []
     assert _model(store_url) == _reference(_migrated(pg_databases), events)
+
+
+def test_a_replica_killed_mid_ingest_loses_nothing_it_acknowledged(
+    tmp_path: Path, store_url: str
+) -> None:
+    events = _events(400, with_story=False)
+    acked: list[dict[str, Any]] = []
+    with (
+        Served(tmp_path, _env(store_url, tmp_path)) as doomed,
+        Served(tmp_path, _env(store_url, tmp_path)) as survivor,
+    ):
+        lock = threading.Lock()
+
+        def send(event: dict[str, Any]) -> None:
+            try:
+                answer = httpx.post(f"{doomed.url}/lineage", json=event, timeout=30)
+            except httpx.TransportError:
+                return  # not acknowledged: the sender would send it again
+            if answer.status_code == 201:
+                with lock:
+                    acked.append(event)
+
+        with ThreadPoolExecutor(8) as pool:
+            futures = [pool.submit(send, e) for e in events]
+            while len(acked) < len(events) // 3:
+                time.sleep(0.01)
+            doomed.stop(signal.SIGKILL)
+            for future in futures:
+                future.result()
+        assert len(events) // 3 <= len(acked) < len(events)
+        # What a replica killed between acknowledging and folding leaves: queued rows.
+        left = [run_event(k, 900, f"left{i}", "gone") for i in range(3) for k in ("START", "FAIL")]
+        _queue_directly(store_url, left)
+        acked += left
+        # Nobody runs a command: the survivor folds what the dead one left queued.
+        deadline = time.monotonic() + 30
+        while _pending(store_url) and time.monotonic() < deadline:
+            time.sleep(0.2)
+        assert _pending(store_url) == []
+        assert _read_seconds(survivor.url) < 1.0
+    engine = create_engine(store_url, poolclass=sa.pool.NullPool)
+    with engine.connect() as conn:
+        e = s.lineage_events
+        stored = {(str(r[0]), r[1]) for r in conn.execute(sa.select(e.c.run_uuid, e.c.event_type))}
+    engine.dispose()
+    assert {(x["run"]["runId"], x["eventType"]) for x in acked} <= stored
+
+
+def test_a_second_server_on_a_sqlite_store_refuses_to_start(tmp_path: Path) -> None:
+    env = _env(f"sqlite:///{tmp_path / 'meta.db'}", tmp_path)
+    with Served(tmp_path, env) as first:
+        clean = {k: v for k, v in os.environ.items() if not k.startswith("STRATA_")}
+        second = subprocess.run(
+            [str(EXE), "serve", "--port", str(free_port())],
+            check=False,
+            cwd=tmp_path,
+            env={**clean, **env},
+            capture_output=True,
+            text=True,
+            timeout=120,
+        )
+        assert second.returncode != 0
+        said = second.stderr + second.stdout
+        assert f"pid {first.proc.pid}" in said and "PostgreSQL" in said, said
+        assert "Traceback" not in said
+        assert httpx.get(f"{first.url}/health").status_code == 200
+        first.stop(signal.SIGKILL)
+    # The lock died with the process: the next server starts.
+    with Served(tmp_path, env) as after:
+        assert httpx.get(f"{after.url}/health").status_code == 200
