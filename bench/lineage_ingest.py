@@ -42,6 +42,10 @@ is visible. A server that acknowledges an event only after its effects are commi
 both figures nearly equal; one that acknowledges on storing the raw event and folds it in
 later is judged on the visible figure, which is what the target applies to.
 
+``--replicas 1,2`` measures one server, then two servers on one fresh PostgreSQL store
+each, side by side in one run; client ``k`` talks to server ``k mod n``, as a load
+balancer spreading connections would, and reads go through the same connections.
+
 ``--profile N`` also ingests N events in process (no HTTP) under cProfile and prints where
 ingest time goes.
 """
@@ -61,7 +65,7 @@ import time
 import uuid
 from collections import defaultdict
 from collections.abc import Iterator
-from contextlib import contextmanager
+from contextlib import ExitStack, contextmanager
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
@@ -156,11 +160,17 @@ def store(backend: str) -> Iterator[tuple[str, Path]]:
 
 
 @contextmanager
-def server(url: str, home: Path) -> Iterator[int]:
-    """The app under uvicorn on the given store; yields its 127.0.0.1 port."""
+def servers(url: str, home: Path, replicas: int) -> Iterator[list[int]]:
+    """``replicas`` servers (the app under uvicorn) on the given store; yields their
+    127.0.0.1 ports."""
     env = dict(os.environ, STRATA_DATABASE_URL=url, STRATA_HOME=str(home))
-    with uvicorn_app("_common:app_factory", HERE, env, home / "server.log") as port:
-        yield port
+    with ExitStack() as stack:
+        yield [
+            stack.enter_context(
+                uvicorn_app("_common:app_factory", HERE, env, home / f"server-{k}.log")
+            )
+            for k in range(replicas)
+        ]
 
 
 # --- client -------------------------------------------------------------------------------
@@ -392,15 +402,17 @@ async def _visible(
 
 
 def drive(
-    port: int, runs: list[list[bytes]], clients: int, batch: int, jobs_total: int,
+    ports: list[int], runs: list[list[bytes]], clients: int, batch: int, jobs_total: int,
     visible_timeout: float = 60.0,
 ) -> dict[str, Any]:  # fmt: skip
     """Send every event once, then read back until all runs are visible.
 
     ``batch`` 0 means one event per request; ``jobs_total`` is the number of jobs the
-    namespace should hold once these runs are in.
+    namespace should hold once these runs are in. Client ``k`` talks to replica
+    ``k % len(ports)``, as a load balancer spreading connections would; a run's two
+    events go through one client, so one replica.
     """
-    host = f"127.0.0.1:{port}"
+    host = "127.0.0.1"
     shards = [runs[i::clients] for i in range(clients)]
     requests: list[list[bytes]] = []
     for shard in shards:
@@ -418,7 +430,7 @@ def drive(
     errors: list[str] = []
 
     async def go() -> tuple[float, float, list[float], dict[str, Any]]:
-        conns = [Connection(port) for _ in range(clients)]
+        conns = [Connection(ports[k % len(ports)]) for k in range(clients)]
         try:
             start, last, lat = await _load(conns, requests, batch, errors)
             acked = time.perf_counter()
@@ -491,6 +503,38 @@ def profile(backend: str, events: int, seed: int, top: int) -> str:
     return buf.getvalue()
 
 
+def measure(a: argparse.Namespace, modes: list[str], replicas: int) -> dict[str, Any]:
+    """Each mode's figures with ``replicas`` servers on one fresh store."""
+    results: dict[str, Any] = {}
+    with store(a.backend) as (url, home), servers(url, home, replicas) as ports:
+        jobs: set[str] = set()
+        # Each phase (warm-up, then each mode) happens after the one before, as a
+        # producer's events do. Phases that started at the same moment made a later phase's
+        # outputs versions older than an earlier phase's reads, and folding them moved those
+        # reads to the new versions: a late-arrival workload, not the steady ingest measured
+        # here (it made a mode run after another look several times slower).
+        clock = BASE
+        warm = make_runs(a.warmup // 2, a.jobs, a.datasets, a.seed, "warm", clock)
+        clock += timedelta(seconds=len(warm) + 60)
+        jobs |= _expected(warm).keys()
+        if warm:
+            drive(ports, warm, a.clients, 0, len(jobs), a.visible_timeout)
+        for n, mode in enumerate(modes):
+            runs = make_runs(a.events // 2, a.jobs, a.datasets, a.seed + 1 + n, mode, clock)
+            clock += timedelta(seconds=len(runs) + 60)
+            jobs |= _expected(runs).keys()
+            print(
+                f"{replicas} server(s), {mode}: sending {a.events} events from {a.clients} "
+                "clients ...",
+                flush=True,
+            )
+            results[mode] = drive(
+                ports, runs, a.clients, 0 if mode == "single" else a.batch, len(jobs),
+                a.visible_timeout,
+            )  # fmt: skip
+    return results
+
+
 def main() -> None:
     p = argparse.ArgumentParser(description=__doc__)
     p.add_argument("--backend", choices=["sqlite", "postgresql"], default="postgresql")
@@ -526,46 +570,36 @@ def main() -> None:
     p.add_argument(
         "--out", default=None, help="JSON path (default bench/.out/lineage_ingest-<backend>.json)"
     )
+    p.add_argument(
+        "--replicas",
+        default="1",
+        help="servers on the one store, e.g. 1,2 to measure one then two side by side "
+        "(default 1; more than one needs PostgreSQL)",
+    )
     a = p.parse_args()
     modes = [m.strip() for m in a.modes.split(",") if m.strip()]
+    counts = [int(n) for n in a.replicas.split(",")]
+    if a.backend == "sqlite" and max(counts) > 1:
+        p.error("a SQLite store takes one server; use --backend postgresql for replicas")
     results: dict[str, Any] = {"backend": a.backend, "clients": a.clients, "cpus": os.cpu_count()}
-    with store(a.backend) as (url, home), server(url, home) as port:
-        jobs: set[str] = set()
-        # Each phase (warm-up, then each mode) happens after the one before, as a
-        # producer's events do. Phases that started at the same moment made a later phase's
-        # outputs versions older than an earlier phase's reads, and folding them moved those
-        # reads to the new versions: a late-arrival workload, not the steady ingest measured
-        # here (it made a mode run after another look several times slower).
-        clock = BASE
-        warm = make_runs(a.warmup // 2, a.jobs, a.datasets, a.seed, "warm", clock)
-        clock += timedelta(seconds=len(warm) + 60)
-        jobs |= _expected(warm).keys()
-        if warm:
-            drive(port, warm, a.clients, 0, len(jobs), a.visible_timeout)
-        for n, mode in enumerate(modes):
-            runs = make_runs(a.events // 2, a.jobs, a.datasets, a.seed + 1 + n, mode, clock)
-            clock += timedelta(seconds=len(runs) + 60)
-            jobs |= _expected(runs).keys()
-            print(f"{mode}: sending {a.events} events from {a.clients} clients ...", flush=True)
-            results[mode] = drive(
-                port, runs, a.clients, 0 if mode == "single" else a.batch, len(jobs),
-                a.visible_timeout,
-            )  # fmt: skip
+    by_count = {n: measure(a, modes, n) for n in counts}
+    results.update(by_count[counts[0]])  # the figures of the first count, as before
+    results["replicas"] = {str(n): r for n, r in by_count.items()}
     rows = []
-    for mode in modes:
-        r = results[mode]
+    for n, mode in ((n, m) for n in counts for m in modes):
+        r = by_count[n][mode]
         v, ms = r["visibility_check"], r["request_ms"]
         rows.append([
-            mode if mode == "single" else f"batch of {a.batch}", r["events"], r["requests"],
+            n, mode if mode == "single" else f"batch of {a.batch}", r["events"], r["requests"],
             r["seconds"], r["events_per_s"], r["visible_seconds"], r["visible_events_per_s"],
             r["visible_lag_ms"], v["read_back_pass_ms"], ms["p50"], ms["p95"], ms["p99"],
             r["errors"] + v["runs_not_visible"],
         ])  # fmt: skip
     print_table(
         f"lineage ingest over HTTP, {a.backend}, {a.clients} clients, {os.cpu_count()} cores "
-        "shared by clients, server and database",
-        ["mode", "events", "requests", "ack s", "ack events/s", "visible s", "visible events/s",
-         "lag ms", "pass ms", "p50 ms", "p95 ms", "p99 ms", "errors"],
+        "shared by clients, servers and database",
+        ["replicas", "mode", "events", "requests", "ack s", "ack events/s", "visible s",
+         "visible events/s", "lag ms", "pass ms", "p50 ms", "p95 ms", "p99 ms", "errors"],
         rows,
     )  # fmt: skip
     print(
@@ -573,10 +607,10 @@ def main() -> None:
         "visible - ack, which includes the reads; pass: one read-back pass once all is "
         "visible; errors: failed requests + runs not visible"
     )
-    for mode in modes:
-        v = results[mode]["visibility_check"]
-        if not v["complete"] or results[mode]["errors"]:
-            print(f"{mode}: {results[mode]['first_errors']} {v['problems']}")
+    for n, mode in ((n, m) for n in counts for m in modes):
+        v = by_count[n][mode]["visibility_check"]
+        if not v["complete"] or by_count[n][mode]["errors"]:
+            print(f"{n} x {mode}: {by_count[n][mode]['first_errors']} {v['problems']}")
     if "single" in results:
         eps = results["single"]["visible_events_per_s"]
         met = eps >= TARGET_SINGLE  # False when not everything became visible (NaN)
