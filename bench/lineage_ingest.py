@@ -582,12 +582,12 @@ def main() -> None:
     if a.backend == "sqlite" and max(counts) > 1:
         p.error("a SQLite store takes one server; use --backend postgresql for replicas")
     results: dict[str, Any] = {"backend": a.backend, "clients": a.clients, "cpus": os.cpu_count()}
-    by_count = {n: measure(a, modes, n) for n in counts}
-    results.update(by_count[counts[0]])  # the figures of the first count, as before
-    results["replicas"] = {str(n): r for n, r in by_count.items()}
+    # In the order given (``1,2,1`` measures one server again after two, for the noise).
+    measured = [(n, measure(a, modes, n)) for n in counts]
+    results.update(measured[0][1])  # the figures of the first count, as before
+    results["replicas"] = [{"replicas": n, **r} for n, r in measured]
     rows = []
-    for n, mode in ((n, m) for n in counts for m in modes):
-        r = by_count[n][mode]
+    for n, mode, r in ((n, m, r[m]) for n, r in measured for m in modes):
         v, ms = r["visibility_check"], r["request_ms"]
         rows.append([
             n, mode if mode == "single" else f"batch of {a.batch}", r["events"], r["requests"],
@@ -607,10 +607,10 @@ def main() -> None:
         "visible - ack, which includes the reads; pass: one read-back pass once all is "
         "visible; errors: failed requests + runs not visible"
     )
-    for n, mode in ((n, m) for n in counts for m in modes):
-        v = by_count[n][mode]["visibility_check"]
-        if not v["complete"] or by_count[n][mode]["errors"]:
-            print(f"{n} x {mode}: {by_count[n][mode]['first_errors']} {v['problems']}")
+    for n, mode, r in ((n, m, r[m]) for n, r in measured for m in modes):
+        v = r["visibility_check"]
+        if not v["complete"] or r["errors"]:
+            print(f"{n} x {mode}: {r['first_errors']} {v['problems']}")
     if "single" in results:
         eps = results["single"]["visible_events_per_s"]
         met = eps >= TARGET_SINGLE  # False when not everything became visible (NaN)
