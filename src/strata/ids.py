@@ -105,3 +105,15 @@ def event_uuid(payload_hash: str) -> str:
 
 def run_state_uuid(run_uuid: str, payload_hash: str) -> str:
     return _name("run-state", run_uuid, payload_hash)
+
+
+def parent_run_uuid(namespace: str, job_name: str, run_id: str) -> str:
+    """A parent facet's run id as a UUID: itself when it is one. Older Airflow
+    integrations sent the DAG run's own id instead (``scheduled__2022-04-25T00:20:00+00:00``);
+    such an id becomes, as Marquez makes it, the name-based (MD5) UUID of
+    ``namespace.dag.run_id``, ``dag`` being the parent job's name up to its last dot."""
+    try:
+        return str(uuid.UUID(run_id))
+    except ValueError:
+        dag = job_name.rsplit(".", 1)[0]
+        return str(uuid.uuid3(uuid.NAMESPACE_URL, f"{namespace}.{dag}.{run_id}"))

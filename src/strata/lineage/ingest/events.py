@@ -7,9 +7,16 @@ from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any
 
+from strata import ids
 from strata.errors import InvalidEvent
 from strata.limits import MAX_JSON_DEPTH
-from strata.lineage.ingest.validate import EventKind, check_uuid, parse_time, validate
+from strata.lineage.ingest.validate import (
+    EventKind,
+    check_uuid,
+    parse_time,
+    validate,
+)
+from strata.lineage.parents import parent_facet
 from strata.store import jsoncodec
 from strata.store.jsoncodec import JsonText
 
@@ -159,20 +166,27 @@ def parse_event(
         return Event(**common)
     run = payload["run"]
     run_facets = _facets(run.get("facets"))
-    parent = None
-    raw_parent = run_facets.get("parent")
-    if isinstance(raw_parent, dict):
-        parent = ParentRef(
-            run_id=check_uuid(raw_parent["run"]["runId"], "$.run.facets.parent.run.runId"),
-            namespace=raw_parent["job"]["namespace"],
-            name=raw_parent["job"]["name"],
-        )
     return Event(
         **common,
         run_id=check_uuid(run["runId"], "$.run.runId"),
         run_facets=run_facets,
-        parent=parent,
+        parent=_parent(parent_facet(run_facets), job["name"]),
     )
+
+
+def _parent(facet: Any, job_name: str) -> ParentRef | None:
+    """The parent a (checked) parent facet names. Older Airflow integrations named the
+    task itself as the parent job (``dag.task``): the parent is then its DAG, the name
+    up to the last dot, as Marquez reads it."""
+    if not isinstance(facet, dict):
+        return None
+    namespace, named = facet["job"]["namespace"], facet["job"]["name"]
+    run_uuid = ids.parent_run_uuid(namespace, named, facet["run"]["runId"])
+    if named != job_name:
+        return ParentRef(run_uuid, namespace, named)
+    if "." not in named:
+        return None  # a job is not its own parent
+    return ParentRef(run_uuid, namespace, named.rsplit(".", 1)[0])
 
 
 def _kind(payload: dict[str, Any]) -> EventKind:

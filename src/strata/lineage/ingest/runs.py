@@ -40,18 +40,34 @@ K = TypeVar("K")
 Key = tuple[str, str]  # a dataset by (namespace, name)
 
 
-def touch_placeholder_run(conn: Connection, run_uuid: str, job_uuid: str, at: datetime) -> None:
-    """A parent run known only from a child's parent facet."""
-    r, e = s.runs, s.lineage_events
-    values = {
-        "uuid": run_uuid,
-        "job_uuid": job_uuid,
-        "state": "NEW",
-        "facets": {},
-        "created_at": at,
-        "updated_at": at,
+# A parent run known only from its children is made, as Marquez makes it, from a child's
+# event: its type as the run's state (START, RUNNING and OTHER: RUNNING), its time as the
+# start (the end, for a terminal type). Of several children's events the earliest wins
+# (Marquez keeps the first it receives), so the row does not depend on arrival order.
+_PLACEHOLDER_STATES = {"COMPLETE": "COMPLETED", "FAIL": "FAILED", "ABORT": "ABORTED"}
+
+
+def _placeholder_state(event_type: str | None, at: datetime) -> dict[str, Any]:
+    if event_type is None:  # a child event without a type says nothing of the parent
+        return {"state": "NEW", "started_at": None, "ended_at": None, "transitioned_at": None}
+    state = _PLACEHOLDER_STATES.get(event_type, "RUNNING")
+    done = state != "RUNNING"
+    return {
+        "state": state,
+        "started_at": None if done else at,
+        "ended_at": at if done else None,
+        "transitioned_at": at,
     }
-    if insert_ignore(conn, r, values, ["uuid"]):
+
+
+def touch_placeholder_run(
+    conn: Connection, run_uuid: str, job_uuid: str, at: datetime, event_type: str | None
+) -> None:
+    """A parent run known only from a child's parent facet (see above)."""
+    r, e = s.runs, s.lineage_events
+    state = _placeholder_state(event_type, at)
+    values = {"uuid": run_uuid, "job_uuid": job_uuid, "facets": {}, **state}
+    if insert_ignore(conn, r, {**values, "created_at": at, "updated_at": at}, ["uuid"]):
         return
     own = conn.execute(
         cached(
@@ -60,8 +76,34 @@ def touch_placeholder_run(conn: Connection, run_uuid: str, job_uuid: str, at: da
         ),
         {"r": run_uuid},
     ).first()
-    if own is None:
-        widen_times(conn, r, "uuid", run_uuid, at)
+    if own is not None:
+        return
+    conn.execute(_EARLIER_CHILD, {"r": run_uuid, "at": at, **state})
+    widen_times(conn, r, "uuid", run_uuid, at)
+
+
+def _earlier_child() -> Any:
+    """Take the state of a child event earlier than the one the placeholder holds (at
+    the same time, the state that sorts first, so any order gives the same row)."""
+    r = s.runs
+    at = sa.bindparam("at", type_=r.c.created_at.type)
+    state = sa.bindparam("state", type_=r.c.state.type)
+    return (
+        r.update()
+        .where(
+            r.c.uuid == sa.bindparam("r"),
+            sa.or_(at < r.c.created_at, sa.and_(at == r.c.created_at, state < r.c.state)),
+        )
+        .values(
+            state=state,
+            started_at=sa.bindparam("started_at", type_=r.c.started_at.type),
+            ended_at=sa.bindparam("ended_at", type_=r.c.ended_at.type),
+            transitioned_at=sa.bindparam("transitioned_at", type_=r.c.transitioned_at.type),
+        )
+    )
+
+
+_EARLIER_CHILD = _earlier_child()
 
 
 def touch_events(
@@ -280,7 +322,9 @@ def _touch_shared_rows(
         if ev.parent is not None:
             parent_job = job_rows[(ev.parent.namespace, ev.parent.name)].uuid
             if ev.parent.run_id != ev.run_id:
-                touch_placeholder_run(conn, ev.parent.run_id, parent_job, ev.event_time)
+                touch_placeholder_run(
+                    conn, ev.parent.run_id, parent_job, ev.event_time, ev.event_type
+                )
         job = job_rows[(ev.job_namespace, ev.job_name)]
         changed, derived = jobs.merge_job_facets(job, ev, parent_job)
         if changed:

@@ -11,7 +11,11 @@ Decisions:
 - ``runId`` must be a UUID. Marquez maps other strings to a name-based UUID,
   which silently merges unrelated runs that share an id such as ``run_id``;
   a clear refusal naming ``$.run.runId`` is safer for a history-preserving
-  store. The same rule applies to the parent facet's ``run.runId``.
+  store. The parent facet's ``run.runId`` may be any non-empty string, as
+  older Airflow integrations sent the DAG run's id there: it is mapped as
+  Marquez maps it (:func:`strata.ids.parent_run_uuid`), by namespace, DAG and id.
+- The parent facet is ``parent``, or ``parentRun``, the key older Airflow
+  integrations used (:func:`strata.lineage.parents.parent_facet`).
 - Times are parsed leniently: a zone-less time is UTC and digits beyond
   microseconds are dropped (see :func:`parse_time`).
 - A hand-written check of the pinned schema's structure accepts the common
@@ -36,6 +40,7 @@ from jsonschema.exceptions import ValidationError, best_match
 
 from strata.errors import InvalidEvent
 from strata.limits import MAX_NAME_BYTES, name_problem
+from strata.lineage.parents import parent_facet
 from strata.times import Zoneless, aware
 
 EventKind = Literal["RunEvent", "DatasetEvent", "JobEvent"]
@@ -183,7 +188,7 @@ def validate(payload: Any, canonical: str | None = None) -> EventKind:
     _check_names(payload)
     if kind == "RunEvent":
         check_uuid(payload["run"]["runId"], "$.run.runId")
-        parent = (payload["run"].get("facets") or {}).get("parent")
+        parent = parent_facet(payload["run"].get("facets") or {})
         if parent is not None:
             check_parent(parent)
     return kind
@@ -196,7 +201,8 @@ def _check_names(payload: dict[str, Any]) -> None:
     for key in ("inputs", "outputs"):
         for i, ref in enumerate(payload.get(key) or ()):
             _check_ref((key, i), ref)
-    parent = ((payload.get("run") or {}).get("facets") or {}).get("parent")
+    facets = (payload.get("run") or {}).get("facets")
+    parent = parent_facet(facets) if isinstance(facets, dict) else None
     if isinstance(parent, dict):
         _check_ref("$.run.facets.parent.job", parent.get("job"))
 
@@ -244,7 +250,14 @@ def check_parent(parent: Any) -> None:
     job = parent.get("job")
     if not isinstance(run, dict) or "runId" not in run:
         raise InvalidEvent(f"{path}.run.runId is required", path=f"{path}.run.runId")
-    check_uuid(run["runId"], f"{path}.run.runId")
+    run_id = run["runId"]
+    if not isinstance(run_id, str) or not run_id.strip():
+        raise InvalidEvent(
+            f"{path}.run.runId must be a UUID (or an older Airflow integration's DAG run id), "
+            f"got {run_id!r}",
+            path=f"{path}.run.runId",
+            value=run_id,
+        )
     if not isinstance(job, dict):
         raise InvalidEvent(f"{path}.job is required", path=f"{path}.job")
     for key in ("namespace", "name"):

@@ -13,6 +13,7 @@ import json
 from collections.abc import Mapping
 from typing import Any
 
+from strata.lineage.parents import parent_facet
 from strata.lineage.producer import PRODUCER
 
 
@@ -28,7 +29,7 @@ def run_args(facets: Mapping[str, Any]) -> dict[str, str]:
         args["nominal_start_time"] = nominal["nominalStartTime"]
         if isinstance(nominal.get("nominalEndTime"), str):
             args["nominal_end_time"] = nominal["nominalEndTime"]
-    parent = facets.get("parent")
+    parent = parent_facet(facets)
     if isinstance(parent, dict):
         run, job = parent.get("run"), parent.get("job")
         if isinstance(run, dict) and isinstance(job, dict):
