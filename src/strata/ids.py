@@ -93,6 +93,11 @@ def named_version_uuid(dataset: str, label: str) -> str:
     return _name("named", dataset, label)
 
 
+def declared_version_uuid(dataset: str, content: str) -> str:
+    """The version a DatasetEvent declares: one per dataset and content digest."""
+    return _name("declared", dataset, content)
+
+
 @lru_cache(maxsize=16384)
 def job_version_uuid(job: str, fingerprint: str) -> str:
     return _name("job-version", job, fingerprint)

@@ -73,7 +73,20 @@ def test_marquez_lifecycle_equals_openlineage_events(
         "inputs": [{"namespace": "ns", "name": "src"}],
         "outputs": [{"namespace": "ns", "name": "dst"}],
     }
+    # A job PUT names datasets that exist (as in Marquez): declared first, by events both
+    # halves send alike.
+    declared = [
+        {
+            "eventTime": "2023-12-30T00:00:00Z",
+            "producer": P,
+            "dataset": {"namespace": "ns", "name": name},
+            "schemaURL": "https://openlineage.io/spec/2-0-2/OpenLineage.json#/$defs/DatasetEvent",
+        }
+        for name in ("src", "dst")
+    ]
     assert client.put("/api/v1/namespaces/ns", json={"ownerName": "me"}).status_code == 200
+    for event in declared:
+        assert client.post("/api/v1/lineage", json=event).status_code == 201
     r = client.put("/api/v1/namespaces/ns/jobs/etl", json={"type": "BATCH", "location": LOC, **io})
     assert r.status_code == 200, r.text
     r = client.post("/api/v1/namespaces/ns/jobs/etl/runs", json={"id": RUN})
@@ -96,6 +109,8 @@ def test_marquez_lifecycle_equals_openlineage_events(
         "jobType": _facet(processingType="BATCH", integration="MARQUEZ", jobType="BATCH"),
     }
     base = {"producer": P, "job": {"namespace": "ns", "name": "etl", "facets": job_facets}, **io}
+    for event in declared:
+        ingest_event(engine, event)
     ingest_event(engine, {**base, "eventTime": "2023-12-31T00:00:00Z"})
     run_job = {
         "namespace": "ns",

@@ -96,6 +96,19 @@ def run_event(
     )
 
 
+def dataset_event(
+    minutes: float, namespace: str, name: str, *, fields: list[str] | None = None
+) -> dict[str, Any]:
+    """A DatasetEvent (what a dataset PUT sends), with a schema of ``fields`` if given."""
+    schema = {"fields": [{"name": f, "type": "STRING"} for f in fields]} if fields else None
+    return {
+        "eventTime": at(minutes),
+        "producer": PRODUCER,
+        "schemaURL": "https://openlineage.io/spec/2-0-2/OpenLineage.json#/$defs/DatasetEvent",
+        "dataset": ds(namespace, name, **({"schema": schema} if schema else {})),
+    }
+
+
 # received_at is the only column allowed to depend on arrival.
 _SKIP = {"lineage_events": {"received_at"}}
 

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from lineage_support import PRODUCER, at, ds, run_event
+from lineage_support import PRODUCER, at, dataset_event, ds, run_event
 
 SCHEMA = {"schema": {"fields": [{"name": "id", "type": "INT"}, {"name": "v", "type": "TEXT"}]}}
 CLL = {
@@ -126,4 +126,6 @@ def story() -> list[dict[str, Any]]:
             "producer": PRODUCER,
             "schemaURL": "https://openlineage.io/spec/2-0-2/OpenLineage.json#/$defs/DatasetEvent",
         },
+        # A version declared after p2's output and before c1 starts: c1 reads it.
+        dataset_event(13, "lake", "raw", fields=["id"]),
     ]

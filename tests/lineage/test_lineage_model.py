@@ -7,7 +7,19 @@ from typing import Any
 
 import pytest
 import sqlalchemy as sa
-from lineage_support import PRODUCER, at, ds, dump, load, one, rid, rows, run_event
+from lineage_support import (
+    PRODUCER,
+    at,
+    dataset_event,
+    ds,
+    dump,
+    load,
+    one,
+    rid,
+    rows,
+    run_event,
+    wipe,
+)
 
 from strata import ids
 from strata.errors import InvalidEvent, NotFound
@@ -395,7 +407,41 @@ def test_job_and_dataset_events(engine: sa.Engine) -> None:
     ingest_event(engine, load("marquez/open_lineage/event_dataset_event.json"))
     d = _dataset(engine, "my-dataset-namespace", "my-dataset-name")
     assert d.facets["schema"]["fields"][0]["name"] == "col_a"
-    assert d.current_version_uuid is None
+    # A DatasetEvent declares a version, as in Marquez: current, with the event's fields.
+    dv = s.dataset_versions
+    [version] = rows(engine, sa.select(dv).where(dv.c.dataset_uuid == d.uuid))
+    assert d.current_version_uuid == version.uuid
+    assert version.declared and version.run_uuid is None
+    assert version.schema_fields[0]["name"] == "col_a"
+
+
+def test_declared_versions_are_dated_by_their_latest_declaration(engine: sa.Engine) -> None:
+    """Declaring a content again makes it current again; a run reading the dataset binds
+    the version declared before it started, whatever order the events came in."""
+
+    def declared(minutes: float, *names: str) -> dict[str, Any]:
+        return dataset_event(minutes, "n", "table", fields=list(names))
+
+    events = [
+        declared(0, "a"),
+        declared(10, "a", "b"),
+        run_event("START", 15, "reader", "read", inputs=[ds("n", "table")]),
+        declared(20, "a"),
+    ]
+    for order in (events, list(reversed(events))):
+        wipe(engine)
+        for event in order:
+            ingest_event(engine, event)
+        d = _dataset(engine, "n", "table")
+        dv = s.dataset_versions
+        got = {
+            tuple(f["name"] for f in v.schema_fields): v
+            for v in rows(engine, sa.select(dv).where(dv.c.dataset_uuid == d.uuid))
+        }
+        assert set(got) == {("a",), ("a", "b")}
+        assert d.current_version_uuid == got[("a",)].uuid  # declared again at 20
+        bound = rows(engine, sa.select(s.run_inputs.c.dataset_version_uuid))
+        assert [b.dataset_version_uuid for b in bound] == [got[("a", "b")].uuid]
 
 
 def test_job_facets_map_to_columns(engine: sa.Engine) -> None:

@@ -103,6 +103,9 @@ dataset_versions = sa.Table(
     # order-independent row-hash sum it is made from, carried forward by APPENDs.
     sa.Column("data_fingerprint", sa.String(64), nullable=True),
     sa.Column("row_hash", sa.String(64), nullable=True),
+    # Made by a DatasetEvent or a dataset PUT (no run, no commit): a candidate for the
+    # dataset's current version, never dropped as an unbound stand-in is.
+    sa.Column("declared", sa.Boolean(), nullable=False, server_default=sa.false()),
     sa.UniqueConstraint("dataset_uuid", "commit_id"),
     sa.Index(
         "ix_dataset_versions_external",

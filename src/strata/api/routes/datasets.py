@@ -9,6 +9,7 @@ from fastapi import APIRouter, Request, Response
 from strata.api import views
 from strata.api.deps import Eng, Limit, Offset, reading
 from strata.api.models import DatasetIn
+from strata.errors import NotFound
 from strata.lineage.ingest import marquez_writes as w
 from strata.lineage.query import queries as q
 from strata.store.engine import read_tx
@@ -50,6 +51,7 @@ def put_dataset(eng: Eng, namespace: str, dataset: str, body: DatasetIn) -> dict
         source_name=body.source_name,
         fields=fields,
         description=body.description,
+        run_id=str(body.run_id) if body.run_id is not None else None,
     )
     for tag in body.tags:
         w.tag_dataset(eng, namespace, dataset, tag)
@@ -92,6 +94,15 @@ def untag_dataset(eng: Eng, namespace: str, dataset: str, tag: str) -> dict[str,
 
 @router.post(DS + "/fields/{field:seg}/tags/{tag:seg}")
 def tag_field(eng: Eng, namespace: str, dataset: str, field: str, tag: str) -> dict[str, Any]:
+    with read_tx(eng) as conn:
+        fields = [f.name for f in q.get_dataset(conn, namespace, dataset).fields]
+    if field not in fields:
+        raise NotFound(
+            f"field {field!r} not found in dataset {dataset!r} (fields: {', '.join(fields)}); "
+            "tag one of its current version's fields",
+            field=field,
+            dataset=dataset,
+        )
     w.tag_dataset(eng, namespace, dataset, tag, field)
     with read_tx(eng) as conn:
         return views.dataset(q.get_dataset(conn, namespace, dataset))

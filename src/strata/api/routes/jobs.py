@@ -11,11 +11,11 @@ from fastapi.responses import JSONResponse
 
 from strata import ids
 from strata.api import views
-from strata.api.contract import JOB_MOVED
+from strata.api.contract import JOB_MOVED, errors
 from strata.api.deps import Eng, Limit, Offset, reading
 from strata.api.models import JobIn, RunIn
 from strata.api.redirects import job_uuid
-from strata.errors import InvalidArgument, NotFound
+from strata.errors import InvalidArgument, NotFound, StoreConflict
 from strata.lineage.ingest import marquez_writes as w
 from strata.lineage.query import queries as q
 from strata.store.engine import read_tx
@@ -41,6 +41,8 @@ def get_job(request: Request, namespace: str, job: str) -> Response:
 
 @router.put(JOB)
 def put_job(eng: Eng, namespace: str, job: str, body: JobIn) -> dict[str, Any]:
+    with read_tx(eng) as conn:
+        _check_job_body(conn, namespace, job, body)
     w.upsert_job(
         eng,
         namespace,
@@ -53,6 +55,21 @@ def put_job(eng: Eng, namespace: str, job: str, body: JobIn) -> dict[str, Any]:
     )
     with read_tx(eng) as conn:
         return views.job(q.get_job(conn, ids.job_uuid(namespace, job)))
+
+
+def _check_job_body(conn: Any, namespace: str, job: str, body: JobIn) -> None:
+    """What Marquez checks of a job PUT: its run is one of this job's, its datasets exist."""
+    if body.run_id is not None:
+        run = q.get_run(conn, str(body.run_id))  # NotFound names it
+        if (run.job_namespace, run.job_name) != (namespace, job):
+            raise NotFound(
+                f"run {str(body.run_id)!r} is a run of job {run.job_name!r} in namespace "
+                f"{run.job_namespace!r}, not of {job!r} in {namespace!r}; name one of this "
+                "job's runs",
+                run_id=str(body.run_id),
+            )
+    for d in [*body.inputs, *body.outputs]:
+        q.dataset_row(conn, d.namespace, d.name)  # NotFound names the dataset
 
 
 @router.get(JOB + "/versions", response_model=views.Json, responses=JOB_MOVED)
@@ -120,7 +137,7 @@ def marquez_args(raw: bytes) -> dict[str, str]:
     return out
 
 
-@router.post(JOB + "/runs", status_code=201)
+@router.post(JOB + "/runs", status_code=201, responses=errors(409))
 def create_run(
     eng: Eng,
     namespace: str,
@@ -136,6 +153,12 @@ def create_run(
         raise NotFound(f"job {job!r} not found in namespace {namespace!r}", job=job)
     with read_tx(eng) as conn:
         name = q.get_job(conn, res.job_uuid).name
+        if body.id is not None and q.runs_by_uuid(conn, [str(body.id)]):
+            raise StoreConflict(
+                f"run {str(body.id)!r} already exists; create a run with a new id, or "
+                "move this one with /jobs/runs/{id}/start (complete, fail, abort)",
+                run_id=str(body.id),
+            )
     run_id = w.create_run(
         eng,
         namespace,

@@ -95,9 +95,12 @@ def upsert_dataset(
     fields: Sequence[dict[str, Any]] | None = None,
     description: str | None = None,
     facets: dict[str, Any] | None = None,
+    run_id: str | None = None,
     at: datetime | None = None,
 ) -> IngestResult:
-    """Create or update a dataset's metadata (a DatasetEvent; no new version)."""
+    """Create or update a dataset and make a version of it, as Marquez does: a
+    DatasetEvent, or with ``run_id`` an output of that run (a RunEvent of the run without
+    a type), so the version names the run that made it."""
     now = _now(at)
     all_facets: dict[str, Any] = dict(facets or {})
     if fields is not None:
@@ -110,12 +113,18 @@ def upsert_dataset(
                 sa.select(s.sources.c.connection_url).where(s.sources.c.name == source_name)
             ).scalar()
         all_facets["dataSource"] = _facet(name=source_name, uri=url or source_name)
-    event = {
-        "eventTime": iso(now),
-        "dataset": {"namespace": namespace, "name": name, "facets": all_facets},
-        "producer": PRODUCER,
-        "schemaURL": _SCHEMA + "DatasetEvent",
-    }
+    dataset = {"namespace": namespace, "name": name, "facets": all_facets}
+    if run_id is not None:
+        job_namespace, job = _run_job(engine, run_id)
+        event = _run_event(job_namespace, job, run_id, None, now, {})
+        event["outputs"] = [dataset]
+    else:
+        event = {
+            "eventTime": iso(now),
+            "dataset": dataset,
+            "producer": PRODUCER,
+            "schemaURL": _SCHEMA + "DatasetEvent",
+        }
     result = ingest_event(engine, event)
     d = s.datasets
     with write_tx(engine) as conn:
@@ -259,17 +268,22 @@ def mark_run(
             f"unknown run action {action!r}; use one of {sorted(_ACTIONS)}", action=action
         )
     run = check_uuid(run_id, "runId")
+    namespace, job = _run_job(engine, run)
+    return ingest_event(engine, _run_event(namespace, job, run, event_type, _now(at), {}))
+
+
+def _run_job(engine: Engine, run_id: str) -> tuple[str, str]:
+    """The namespace and the name events use of the job of run ``run_id``; NotFound."""
     r, j = s.runs, s.jobs
     with read_tx(engine) as conn:
         row = conn.execute(
             sa.select(j.c.namespace, j.c.fold_state, j.c.name)
             .join(r, r.c.job_uuid == j.c.uuid)
-            .where(r.c.uuid == run)
+            .where(r.c.uuid == run_id)
         ).first()
     if row is None:
-        raise NotFound(f"run {run_id!r} not found", run_id=run_id)
-    raw = str((row.fold_state or {}).get("raw") or row.name)
-    return ingest_event(engine, _run_event(row.namespace, raw, run, event_type, _now(at), {}))
+        raise NotFound(f"run {run_id!r} not found; create it first", run_id=run_id)
+    return row.namespace, str((row.fold_state or {}).get("raw") or row.name)
 
 
 def upsert_tag(engine: Engine, name: str, description: str | None = None) -> None:

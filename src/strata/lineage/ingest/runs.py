@@ -172,12 +172,35 @@ def widen(spans: dict[K, tuple[datetime, datetime]], key: K, at: datetime) -> No
         spans[key] = (min(span[0], at), max(span[1], at))
 
 
-def touch_event_datasets(conn: Connection, ev: Event) -> dict[tuple[str, str], str]:
+def touch_event_datasets(conn: Connection, ev: Event) -> dict[tuple[str, str], DatasetRow]:
     """Create the event's datasets, fold its dataset facets in and refresh what changed."""
     found, stale, changed = touch_events(conn, [ev])
     write_dataset_facets(conn, changed, stale)
     refresh_datasets(conn, {row.uuid: row.facets for row in found.values() if row.uuid in stale})
-    return {key: row.uuid for key, row in found.items()}
+    return found
+
+
+def apply_dataset_events(conn: Connection, events: Sequence[Event]) -> None:
+    """Fold DatasetEvents in: their datasets and facets, and the versions they declare
+    of non-lake datasets (:func:`versions.declare`), with the runs that read those
+    datasets bound again where a declared version moved what they see."""
+    moved: list[versions.Moved] = []
+    uuids: dict[Key, str] = {}
+    lake: set[str] = set()
+    for ev in sorted(events, key=Event.fold_key):
+        assert ev.dataset is not None
+        row = touch_event_datasets(conn, ev)[ev.dataset.key]
+        if row.is_lake:
+            continue  # a lake dataset's versions are its commits
+        declared = versions.declare(conn, row.uuid, ev)
+        if declared is not None:
+            moved.append(declared)
+    if not moved:
+        return
+    consumers = versions.consumers_of(conn, moved)
+    settled = _bind_inputs(conn, [], {}, consumers, uuids, lake)
+    versions.settle(conn, settled - lake)
+    versions.set_current(conn, {m.dataset for m in moved} - settled)
 
 
 def _lookup_datasets(

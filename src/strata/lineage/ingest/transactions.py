@@ -4,10 +4,9 @@ The raw event is kept in ``lineage_events`` (an identical event is a no-op)
 and the model is kept equal to a function of the stored event set: a run
 event brings its run's rows up to the fold of all of its events (see
 :mod:`strata.lineage.ingest.runs`), a JobEvent upserts the job, its io
-edges and a job version, a DatasetEvent upserts the dataset and its facets.
-A DatasetEvent creates no dataset version: it says what a dataset looks
-like, not that new data was written; versions come from run outputs and
-lake commits. Invalid events store nothing.
+edges and a job version, a DatasetEvent upserts the dataset and its facets and
+declares a version of it (as Marquez makes one; see
+:func:`strata.lineage.ingest.versions.declare`). Invalid events store nothing.
 """
 
 from __future__ import annotations
@@ -331,8 +330,7 @@ def _apply(conn: Connection, fresh: list[Event]) -> None:
     for event in fresh:
         if event.kind == "JobEvent":
             _apply_job_event(conn, event)
-        elif event.kind == "DatasetEvent":
-            runs.touch_event_datasets(conn, event)
+    runs.apply_dataset_events(conn, [e for e in fresh if e.kind == "DatasetEvent"])
     runs.apply_run_events(conn, [e for e in fresh if e.kind == "RunEvent"])
 
 
@@ -538,7 +536,7 @@ def _apply_job_event(conn: Connection, event: Event) -> None:
     assert event.job_namespace is not None and event.job_name is not None
     job = jobs.touch_job(conn, event.job_namespace, event.job_name, event.event_time)
     jobs.merge_job_event(conn, job, event, None)
-    datasets = runs.touch_event_datasets(conn, event)
+    datasets = {key: row.uuid for key, row in runs.touch_event_datasets(conn, event).items()}
     for dataset in sorted(set(datasets.values())):
         rowlib.refresh_dataset(conn, dataset)
     jobs.refresh_job(conn, job)

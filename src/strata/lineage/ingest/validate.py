@@ -186,6 +186,7 @@ def validate(payload: Any, canonical: str | None = None) -> EventKind:
         _check_text(payload, "$")
     parse_time(payload["eventTime"], "$.eventTime")
     _check_names(payload)
+    _check_schema_fields(payload)
     if kind == "RunEvent":
         check_uuid(payload["run"]["runId"], "$.run.runId")
         parent = parent_facet(payload["run"].get("facets") or {})
@@ -205,6 +206,25 @@ def _check_names(payload: dict[str, Any]) -> None:
     parent = parent_facet(facets) if isinstance(facets, dict) else None
     if isinstance(parent, dict):
         _check_ref("$.run.facets.parent.job", parent.get("job"))
+
+
+def _check_schema_fields(payload: dict[str, Any]) -> None:
+    """Each field of a dataset's ``schema`` facet has a name (the facet's schema requires
+    one; Marquez answers 422 without): a field without one could be neither listed nor
+    tagged."""
+    refs: list[tuple[str, Any]] = [("$.dataset", payload.get("dataset"))]
+    for key in ("inputs", "outputs"):
+        refs += [(f"$.{key}[{i}]", ref) for i, ref in enumerate(payload.get(key) or ())]
+    for where, ref in refs:
+        facets = ref.get("facets") if isinstance(ref, dict) else None
+        schema = facets.get("schema") if isinstance(facets, dict) else None
+        fields = schema.get("fields") if isinstance(schema, dict) else None
+        for i, f in enumerate(fields if isinstance(fields, list) else ()):
+            if not isinstance(f, dict) or not isinstance(f.get("name"), str) or not f["name"]:
+                path = f"{where}.facets.schema.fields[{i}].name"
+                raise InvalidEvent(
+                    f"{path} is required: a schema field needs a non-empty name", path=path
+                )
 
 
 def _check_ref(where: str | tuple[str, int], ref: Any) -> None:

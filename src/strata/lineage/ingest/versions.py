@@ -13,6 +13,11 @@
   placeholder for a named one not seen yet. Synthetic versions have no run,
   are dated by the earliest run bound to them and are removed when no run
   is bound to them, so they depend only on the final bindings.
+- A DatasetEvent (a dataset PUT sends one) declares a version of a non-lake
+  dataset: one per content (schema fields, source, lifecycle state, version
+  label), as Marquez names it, dated by the latest event declaring that
+  content, so declaring it again makes it current again. Declared versions
+  are candidates for "current" and for runs' inputs, like completed outputs.
 - A dataset's current version is its latest candidate, else its latest
   synthetic version. Lake datasets' current versions belong to the
   transaction service and are never touched here.
@@ -20,6 +25,7 @@
 
 from __future__ import annotations
 
+import hashlib
 import uuid as uuidlib
 from collections.abc import Iterable, Mapping, Sequence
 from collections.abc import Set as AbstractSet
@@ -48,6 +54,7 @@ from strata.store.bulk import (
     upsert,
     values_query,
 )
+from strata.store.jsoncodec import canonical
 from strata.store.types import UTCDateTime
 
 
@@ -56,7 +63,7 @@ def _by_label(
 ) -> tuple[str, bool] | None:
     """The version ``label`` names, and whether it is synthetic (no run, no commit)."""
     dv = s.dataset_versions
-    cols = (dv.c.uuid, dv.c.run_uuid, dv.c.commit_id)
+    cols = (dv.c.uuid, dv.c.run_uuid, dv.c.commit_id, dv.c.declared)
     if lake and label.isdigit():
         found = conn.execute(
             sa.select(*cols).where(dv.c.dataset_uuid == dataset_uuid, dv.c.commit_id == int(label))
@@ -78,22 +85,33 @@ def _by_label(
     found = conn.execute(
         sa.select(*cols)
         .where(dv.c.dataset_uuid == dataset_uuid, dv.c.external_version == label)
-        .order_by(sa.case((dv.c.run_uuid.is_(None), 1), else_=0), dv.c.created_at, dv.c.uuid)
+        .order_by(
+            sa.case((dv.c.run_uuid.is_(None), 1), else_=0),
+            sa.case((dv.c.declared.is_(True), 0), else_=1),
+            dv.c.created_at,
+            dv.c.uuid,
+        )
         .limit(1)
     ).first()
     return _found(found) if found is not None else None
 
 
 def _found(row: Any) -> tuple[str, bool]:
-    return str(row.uuid), row.run_uuid is None and row.commit_id is None
+    return str(row.uuid), row.run_uuid is None and row.commit_id is None and not row.declared
+
+
+def _synthetic(dv: sa.Table) -> Any:
+    """A stand-in version: no run, no commit, not declared."""
+    return sa.and_(dv.c.run_uuid.is_(None), dv.c.commit_id.is_(None), dv.c.declared.is_(False))
 
 
 _CURRENT_AT = {
     # The candidate current at the run's bind time: its latest completed output (not the
     # run's own), or for a lake dataset its latest commit.
     False: (
-        "SELECT dv.uuid FROM dataset_versions dv JOIN runs r ON r.uuid = dv.run_uuid"
-        " WHERE dv.dataset_uuid = q.d AND r.state = 'COMPLETED' AND r.uuid != q.r"
+        "SELECT dv.uuid FROM dataset_versions dv LEFT JOIN runs r ON r.uuid = dv.run_uuid"
+        " WHERE dv.dataset_uuid = q.d"
+        " AND ((r.state = 'COMPLETED' AND r.uuid != q.r) OR dv.declared)"
         " AND dv.created_at <= q.t ORDER BY dv.created_at DESC, dv.uuid DESC LIMIT 1"
     ),
     True: (
@@ -183,7 +201,7 @@ def _bound_now(conn: Connection, items: Sequence[Rebind]) -> Bindings:
                         ri.c.run_uuid,
                         ri.c.dataset_version_uuid,
                         dv.c.dataset_uuid,
-                        sa.and_(dv.c.run_uuid.is_(None), dv.c.commit_id.is_(None)).label("synth"),
+                        _synthetic(dv).label("synth"),
                     )
                     .join(dv, ri.c.dataset_version_uuid == dv.c.uuid)
                     .where(one_of(conn.dialect.name, ri.c.run_uuid, "r"))
@@ -467,6 +485,46 @@ _BY_LABEL = (
 )
 
 
+def declare(conn: Connection, dataset: str, event: Event) -> Moved | None:
+    """Write the version a DatasetEvent declares of non-lake ``dataset``: one per content
+    (schema fields, source, lifecycle state, version label), dated by the latest event
+    declaring it, with that event's facets (at the same time, those whose canonical text
+    sorts last). What its consumers may see of it, or None if nothing changed."""
+    assert event.dataset is not None
+    facets = event.dataset.facets
+    label = fx.dataset_version_label(facets)
+    lifecycle = fx.text(fx.get(facets, "lifecycleStateChange").get("lifecycleStateChange"))
+    content = {
+        "fields": fx.schema_fields(facets),
+        "source": fx.text(fx.get(facets, "dataSource").get("name")),
+        "lifecycle": lifecycle,
+        "label": label,
+    }
+    digest = hashlib.sha256(canonical(content).encode()).hexdigest()
+    uuid = ids.declared_version_uuid(dataset, digest)
+    dv = s.dataset_versions
+    stored = conn.execute(sa.select(dv.c.created_at, dv.c.facets).where(dv.c.uuid == uuid)).first()
+    at = event.event_time
+    if stored is not None and (stored.created_at, canonical(stored.facets or {})) >= (
+        at,
+        canonical(facets),
+    ):
+        return None
+    row = {
+        "uuid": uuid,
+        "dataset_uuid": dataset,
+        "created_at": at,
+        "schema_fields": content["fields"],
+        "facets": facets,
+        "lifecycle_state": lifecycle,
+        "external_version": label,
+        "declared": True,
+    }
+    execute_many(conn, upsert(conn, dv, list(row), ["uuid"]), [row])
+    since = at if stored is None else min(at, stored.created_at)
+    return Moved(dataset, "", since, frozenset({uuid, *([label] if label else [])}))
+
+
 def consumers_of(conn: Connection, moved: Sequence[Moved]) -> set[str]:
     """Runs whose binding a change in the ``moved`` outputs may move.
 
@@ -540,11 +598,7 @@ def settle(conn: Connection, datasets: Iterable[str]) -> None:
                     .select_from(dv)
                     .outerjoin(ri, ri.c.dataset_version_uuid == dv.c.uuid)
                     .outerjoin(r, r.c.uuid == ri.c.run_uuid)
-                    .where(
-                        one_of(conn.dialect.name, dv.c.dataset_uuid, "d"),
-                        dv.c.run_uuid.is_(None),
-                        dv.c.commit_id.is_(None),
-                    )
+                    .where(one_of(conn.dialect.name, dv.c.dataset_uuid, "d"), _synthetic(dv))
                     .group_by(dv.c.uuid, dv.c.created_at)
                 ),
             ),
@@ -562,27 +616,27 @@ def settle(conn: Connection, datasets: Iterable[str]) -> None:
 
 
 def set_current(conn: Connection, datasets: Iterable[str]) -> None:
-    """Move the datasets' current pointers: each one's latest completed output, else its
-    latest synthetic version. Synthetic versions must already be settled."""
+    """Move the datasets' current pointers: each one's latest candidate (completed output
+    or declared version), else its latest synthetic version. Synthetic versions must
+    already be settled."""
     dv, r, d = s.dataset_versions, s.runs, s.datasets
 
     def build() -> Any:
         order = (dv.c.created_at.desc(), dv.c.uuid.desc())
         completed = (
             sa.select(dv.c.uuid)
-            .join(r, r.c.uuid == dv.c.run_uuid)
-            .where(dv.c.dataset_uuid == d.c.uuid, r.c.state == "COMPLETED")
+            .outerjoin(r, r.c.uuid == dv.c.run_uuid)
+            .where(
+                dv.c.dataset_uuid == d.c.uuid,
+                sa.or_(r.c.state == "COMPLETED", dv.c.declared.is_(True)),
+            )
             .order_by(*order)
             .limit(1)
             .scalar_subquery()
         )
         synthetic = (
             sa.select(dv.c.uuid)
-            .where(
-                dv.c.dataset_uuid == d.c.uuid,
-                dv.c.run_uuid.is_(None),
-                dv.c.commit_id.is_(None),
-            )
+            .where(dv.c.dataset_uuid == d.c.uuid, _synthetic(dv))
             .order_by(*order)
             .limit(1)
             .scalar_subquery()

@@ -763,10 +763,21 @@ def _runs_page(rows: Iterable[Sequence[Any]]) -> Page[Run] | None:
 
 
 def run_job_facets(conn: Connection, run_id: str) -> dict[str, Any]:
-    """The job facets in effect for a run: its job version's, else the job's."""
-    run = get_run(conn, run_id)
-    facets = conn.execute(sa.select(s.jobs.c.facets).where(s.jobs.c.uuid == run.job_uuid)).scalar()
-    return dict(facets or {})
+    """The job facets the run's own events sent, a later event's (by event time) over an
+    earlier one's, as Marquez answers ``?type=job``: a past run keeps the SQL it ran,
+    whatever the job's later edits. A run no event sent job facets for has none."""
+    get_run(conn, run_id)  # NotFound for an unknown run
+    e = s.lineage_events
+    rows = conn.execute(
+        sa.select(e.c.payload).where(e.c.run_uuid == run_id).order_by(e.c.event_time, e.c.uuid)
+    ).all()
+    out: dict[str, Any] = {}
+    for (payload,) in rows:
+        job = payload.get("job") if isinstance(payload, dict) else None
+        facets = job.get("facets") if isinstance(job, dict) else None
+        if isinstance(facets, dict):
+            out.update(facets)
+    return out
 
 
 # --- jobs ---------------------------------------------------------------------------------
