@@ -27,6 +27,4 @@ def list_tags(request: Request, limit: Limit = 100, offset: Offset = 0) -> Respo
 def put_tag(eng: Eng, tag: str, body: TagIn | None = None) -> dict[str, Any]:
     w.upsert_tag(eng, tag, body.description if body else None)
     with read_tx(eng) as conn:
-        page = q.list_tags(conn, 10_000, 0)
-    # Marquez answers a tag PUT with the whole tag list.
-    return {"tags": [views.tag(t) for t in page.items], "totalCount": page.total}
+        return views.tag(q.get_tag(conn, tag))  # the tag, as Marquez's TagResource answers
