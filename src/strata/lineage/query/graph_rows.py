@@ -46,7 +46,12 @@ def _json_text(col: sa.ColumnElement[Any], name: str) -> sa.Label[str]:
 def _version_cols(v: sa.FromClause) -> list[sa.ColumnElement[Any]]:
     return [
         v.c.uuid.label("v_uuid"),
-        v.c.created_at.label("v_created_at"),
+        # When data was last written (Marquez's lastModifiedAt): a run's output or a commit;
+        # a declared or stand-in version writes nothing.
+        sa.case(
+            (sa.and_(v.c.run_uuid.is_(None), v.c.commit_id.is_(None)), sa.null()),
+            else_=v.c.created_at,
+        ).label("v_created_at"),
         v.c.lifecycle_state.label("v_lifecycle_state"),
         v.c.commit_id.label("v_commit_id"),
         _json_text(v.c.schema_fields, "v_schema_fields"),

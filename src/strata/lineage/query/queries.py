@@ -243,7 +243,7 @@ def _datasets_from_rows(
                 updated_at=r.updated_at,
                 deleted_at=r.deleted_at,
                 current_version=vid,
-                last_modified_at=v.created_at if v is not None else None,
+                last_modified_at=_written_at(v),
                 lifecycle_state=v.lifecycle_state if v is not None else None,
                 fields=_fields(v.schema_fields if v is not None else None, dtags),
                 tags=sorted(dtags.get("", [])),
@@ -252,6 +252,15 @@ def _datasets_from_rows(
             )
         )
     return out
+
+
+def _written_at(version: sa.Row[Any] | None) -> datetime | None:
+    """When the version's data was written (Marquez's ``lastModifiedAt``): a run's output
+    or a lake commit; a declared or stand-in version writes nothing."""
+    if version is None or (version.run_uuid is None and version.commit_id is None):
+        return None
+    created: datetime = version.created_at
+    return created
 
 
 # Rows for reading, without the ingest bookkeeping (``fold_state``), which can be large.

@@ -1,0 +1,113 @@
+"""Marquez's ``MarquezAppIntegrationTest`` scenarios: namespaces, sources and datasets made
+through the write API, as its clients make them."""
+
+from __future__ import annotations
+
+import uuid
+from typing import Any
+
+import pytest
+from marquez_api import Marquez
+from marquez_client.models import DatasetType
+
+pytestmark = pytest.mark.filterwarnings("ignore::DeprecationWarning")
+
+
+@pytest.mark.parametrize("suffix", ["DEFAULT", "database://localhost:1234", "s3://bucket", "bq:"])
+def test_create_a_namespace(marquez: Marquez, ns: str, suffix: str) -> None:
+    name = f"{ns}_{suffix}"
+    made = marquez.client.create_namespace(name, "owner", "described")
+    assert (made["name"], made["ownerName"], made["description"]) == (name, "owner", "described")
+    listed = marquez.client.list_namespaces(limit=1000)["namespaces"]
+    assert [n["name"] for n in listed].count(name) == 1
+
+
+@pytest.mark.parametrize("suffix", ["test_source312", "s3://bucket", "asdf", "bigquery:"])
+def test_create_a_source(marquez: Marquez, ns: str, suffix: str) -> None:
+    name = f"{ns}_{suffix}"
+    made = marquez.client.create_source(name, "POSTGRESQL", "postgresql://db:5432/x", "a db")
+    assert (made["name"], made["type"], made["connectionUrl"], made["description"]) == (
+        name,
+        "POSTGRESQL",
+        "postgresql://db:5432/x",
+        "a db",
+    )
+    listed = marquez.client.list_sources(limit=1000)["sources"]
+    assert [s["name"] for s in listed].count(name) == 1
+
+
+def _setup(marquez: Marquez, ns: str) -> str:
+    marquez.client.create_namespace(ns, "owner", "described")
+    marquez.client.create_source(f"{ns}_src", "POSTGRESQL", "postgresql://db:5432/x")
+    return f"{ns}_src"
+
+
+def _fields(dataset: dict[str, Any]) -> list[tuple[str, str | None]]:
+    return [(f["name"], f["type"]) for f in dataset["fields"]]
+
+
+def test_a_custom_dataset_tag(marquez: Marquez, ns: str) -> None:
+    source = _setup(marquez, ns)
+    fields = [{"name": "a", "type": "INTEGER", "tags": ["ANY"]}]
+    marquez.client.create_dataset(
+        ns, "public.mytable", DatasetType.DB_TABLE, "public.mytable", source, fields=fields,
+        tags=["ANY_DATASET"],
+    )  # fmt: skip
+    got = marquez.client.get_dataset(ns, "public.mytable")
+    assert got["tags"] == ["ANY_DATASET"] and got["fields"][0]["tags"] == ["ANY"]
+
+
+def test_a_dataset_field_change(marquez: Marquez, ns: str) -> None:
+    source = _setup(marquez, ns)
+    put = marquez.client.create_dataset
+    first = [{"name": "a", "type": "INTEGER"}, {"name": "b", "type": "TIMESTAMP"}]
+    put(ns, "public.mytable", DatasetType.DB_TABLE, "public.mytable", source, fields=first)
+    assert _fields(marquez.client.get_dataset(ns, "public.mytable")) == [
+        ("a", "INTEGER"),
+        ("b", "TIMESTAMP"),
+    ]
+    second = [{"name": "a", "type": "INTEGER"}, {"name": "b-fix", "type": "STRING"}]
+    put(ns, "public.mytable", DatasetType.DB_TABLE, "public.mytable", source, fields=second)
+    assert _fields(marquez.client.get_dataset(ns, "public.mytable")) == [
+        ("a", "INTEGER"),
+        ("b-fix", "STRING"),
+    ]
+
+
+def test_a_dataset_with_an_unknown_field_type(marquez: Marquez, ns: str) -> None:
+    source = _setup(marquez, ns)
+    kind = f"TYPE_{uuid.uuid4().hex[:6]}"
+    fields = [{"name": "field0", "type": kind}, {"name": "field1", "type": None}]
+    made = marquez.client.create_dataset(ns, "t", DatasetType.DB_TABLE, "t", source, fields=fields)
+    assert _fields(made) == [("field0", kind), ("field1", None)]
+
+
+def test_create_a_db_table(marquez: Marquez, ns: str) -> None:
+    source = _setup(marquez, ns)
+    fields = [
+        {"name": "email", "type": "VARCHAR", "tags": ["SENSITIVE"]},
+        {"name": "age", "type": "INT"},
+    ]
+    put = marquez.client.create_dataset
+    made = put(
+        ns, "table", DatasetType.DB_TABLE, "phys.table", source, fields=fields, tags=["PII"],
+        description="a table",
+    )  # fmt: skip
+    assert made["id"] == {"namespace": ns, "name": "table"}
+    assert (made["physicalName"], made["sourceName"], made["description"]) == (
+        "phys.table",
+        source,
+        "a table",
+    )
+    assert _fields(made) == [("email", "VARCHAR"), ("age", "INT")]
+    assert made["tags"] == ["PII"]
+    assert made["lastModifiedAt"] is None  # nothing has written it
+    assert len(marquez.client.list_dataset_versions(ns, "table")["versions"]) == 1
+    more = [*fields, {"name": "ssn", "type": "VARCHAR", "tags": ["PII"]}]
+    changed = put(
+        ns, "table", DatasetType.DB_TABLE, "phys.table", source, fields=more, tags=["PII"],
+        description="a table",
+    )  # fmt: skip
+    assert _fields(changed) == [("email", "VARCHAR"), ("age", "INT"), ("ssn", "VARCHAR")]
+    assert changed["lastModifiedAt"] is None
+    assert len(marquez.client.list_dataset_versions(ns, "table")["versions"]) == 2
