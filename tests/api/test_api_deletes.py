@@ -147,7 +147,7 @@ def test_namespace_delete_hides_everything_in_it(client: TestClient) -> None:
     listed = {
         n["name"]: n["isHidden"] for n in client.get("/api/v1/namespaces").json()["namespaces"]
     }
-    assert listed == {"ns": True, "elsewhere": False, "x": False}
+    assert listed == {"default": False, "ns": True, "elsewhere": False, "x": False}
     assert names(client, "datasets") == []
     assert names(client, "jobs") == []
     assert names(client, "jobs", "elsewhere") == ["other"]

@@ -95,11 +95,16 @@ def _reference(url: str, events: list[dict[str, Any]]) -> dict[str, Any]:
 
 
 def _model(url: str) -> dict[str, Any]:
+    """The model the servers built, without the ``default`` namespace and source every
+    server makes when it starts (at its own time)."""
     engine = create_engine(url, poolclass=sa.pool.NullPool)
     try:
-        return dump(engine)
+        model = dump(engine)
     finally:
         engine.dispose()
+    for table in ("namespaces", "sources"):
+        model[table] = [row for row in model[table] if row[0] != "default"]
+    return model
 
 
 def _pending(url: str) -> list[tuple[str, str | None]]:

@@ -29,7 +29,9 @@ from strata.api.routes import (
 )
 from strata.api.routes.extra import include_extra_routes
 from strata.builds.service import BuildService
+from strata.errors import StoreError
 from strata.lake.service import Lake
+from strata.lineage.ingest import marquez_writes
 from strata.lineage.ingest.writer import GroupWriter
 from strata.settings import Settings
 from strata.store.engine import engine_for
@@ -42,6 +44,10 @@ log = logging.getLogger(__name__)
 @asynccontextmanager
 async def _lifespan(app: FastAPI) -> AsyncIterator[None]:
     writer: GroupWriter = app.state.lineage_writer
+    try:
+        await asyncio.to_thread(marquez_writes.ensure_defaults, app.state.engine)
+    except StoreError as exc:  # the store is out of reach: health says so, requests 503
+        log.warning("could not make the default namespace and source: %s", exc)
     # Requests are taken once the fold runs (a first group folded, not a whole backlog
     # an earlier server left): started by the first event instead, the fold process
     # would import and connect while the first senders wait for it.

@@ -87,6 +87,12 @@ def version_id(r: q.DatasetVersionRef) -> Json:
     return {"namespace": r.namespace, "name": r.name, "version": r.version}
 
 
+def source_name(d: q.Dataset) -> str | None:
+    """The dataset's source: ``default`` for one whose events named none, as in Marquez
+    (a lake dataset's files are its source: none)."""
+    return d.source_name or (None if d.is_lake else "default")
+
+
 def dataset(d: q.Dataset) -> Json:
     return {
         "id": {"namespace": d.namespace, "name": d.name},
@@ -96,7 +102,7 @@ def dataset(d: q.Dataset) -> Json:
         "createdAt": ts(d.created_at),
         "updatedAt": ts(d.updated_at),
         "namespace": d.namespace,
-        "sourceName": d.source_name,
+        "sourceName": source_name(d),
         "fields": [_field(f) for f in d.fields],
         "tags": d.tags,
         "lastModifiedAt": ts(d.last_modified_at),
@@ -121,7 +127,7 @@ def dataset_version(v: q.DatasetVersion) -> Json:
         "createdAt": ts(v.created_at),
         "version": v.uuid,
         "namespace": d.namespace,
-        "sourceName": d.source_name,
+        "sourceName": source_name(d),
         "fields": [_field(f) for f in v.fields],
         "tags": d.tags,
         "lifecycleState": v.lifecycle_state,

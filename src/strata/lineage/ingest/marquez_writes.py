@@ -46,6 +46,33 @@ def _facet(**fields: Any) -> dict[str, Any]:
     return {"_producer": PRODUCER, "_schemaURL": PRODUCER, **fields}
 
 
+_DEFAULT_NAMESPACE = (
+    "The default global namespace for dataset, job, and run metadata not belonging to a "
+    "user-specified namespace."
+)
+
+
+def ensure_defaults(engine: Engine, *, at: datetime | None = None) -> None:
+    """The ``default`` namespace (owner ``anonymous``) and the ``default`` source, which
+    Marquez makes when it starts and its clients and web UI expect; left as they are when
+    they exist."""
+    now = _now(at)
+    times = {"created_at": now, "updated_at": now}
+    with write_tx(engine) as conn:
+        insert_ignore(
+            conn,
+            s.namespaces,
+            {"name": "default", "owner": "anonymous", "description": _DEFAULT_NAMESPACE, **times},
+            ["name"],
+        )
+        insert_ignore(
+            conn,
+            s.sources,
+            {"name": "default", "type": "POSTGRESQL", "connection_url": "", **times},
+            ["name"],
+        )
+
+
 def upsert_namespace(
     engine: Engine,
     name: str,

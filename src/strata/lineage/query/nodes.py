@@ -10,6 +10,7 @@ import sqlalchemy as sa
 from sqlalchemy.engine import Connection
 
 from strata.errors import InvalidArgument, NotFound
+from strata.lineage.query.queries import resolve_job
 from strata.store import schema as s
 
 NodeType = Literal["DATASET", "JOB", "DATASET_FIELD"]
@@ -64,6 +65,9 @@ def parse_node_id(conn: Connection, node_id: str) -> NodeRef:
             ).scalar()
             if uuid is not None:
                 return NodeRef("JOB", uuid, ns, name, version=version)
+        moved = _moved_job(conn, rest)
+        if moved is not None:
+            return NodeRef("JOB", *moved, version=version)
     elif kind == "datasetField":
         for head, fld in reversed(_splits(rest)):
             for ns, name in _splits(head):
@@ -76,6 +80,20 @@ def parse_node_id(conn: Connection, node_id: str) -> NodeRef:
             field="nodeId",
         )
     raise NotFound(f"node {node_id!r} not found", node_id=node_id)
+
+
+def _moved_job(conn: Connection, rest: str) -> tuple[str, str, str] | None:
+    """(uuid, namespace, name) of the one job an old name or a child's simple name stands
+    for, by the rule that redirects ``/namespaces/{ns}/jobs/{name}``
+    (:func:`queries.resolve_job`)."""
+    for ns, name in _splits(rest):
+        try:
+            found = resolve_job(conn, ns, name)
+        except NotFound:
+            continue
+        if found.kind == "moved" and found.job_uuid and found.namespace and found.name:
+            return found.job_uuid, found.namespace, found.name
+    return None
 
 
 def find_dataset(conn: Connection, ns: str, name: str, visible: bool = False) -> str | None:
