@@ -250,3 +250,39 @@ def test_a_schema_field_without_a_name_is_refused(
     answer = httpx.post(f"{marquez.api}/lineage", json=event, timeout=30)
     assert answer.status_code == 422
     assert answer.json()["details"]["path"] == "$.outputs[0].facets.schema.fields[0].name"
+
+
+def test_a_runs_dataset_versions_carry_its_input_and_output_facets(
+    marquez: Marquez, ns: str
+) -> None:
+    """dbt's test results as input facets, output statistics as output facets."""
+    quality = {
+        "_producer": "https://p",
+        "_schemaURL": "https://s",
+        "assertions": [{"assertion": "not_null", "success": True, "column": "id"}],
+    }
+    stats = {"_producer": "https://p", "_schemaURL": "https://s", "rowCount": 7, "size": 70}
+    run_id = str(uuid.uuid4())
+    marquez.send(
+        {
+            "eventType": "COMPLETE",
+            "eventTime": "2026-11-26T10:00:00Z",
+            "producer": "https://p",
+            "run": {"runId": run_id},
+            "job": {"namespace": ns, "name": "dbt_model"},
+            "inputs": [
+                {"namespace": ns, "name": "src", "inputFacets": {"dataQualityAssertions": quality}}
+            ],
+            "outputs": [
+                {"namespace": ns, "name": "dst", "outputFacets": {"outputStatistics": stats}}
+            ],
+        }
+    )
+    for run in (
+        marquez.get(f"/jobs/runs/{run_id}"),
+        marquez.get(f"/namespaces/{ns}/jobs/dbt_model/runs")["runs"][0],
+    ):
+        [read] = run["inputDatasetVersions"]
+        assert read["facets"] == {"dataQualityAssertions": quality}
+        [wrote] = run["outputDatasetVersions"]
+        assert wrote["facets"] == {"outputStatistics": stats}

@@ -161,10 +161,12 @@ def run(r: q.Run) -> Json:
         "inputVersions": [version_id(v) for v in r.input_versions],
         "outputVersions": [version_id(v) for v in r.output_versions],
         "inputDatasetVersions": [
-            {"datasetVersionId": version_id(v), "facets": {}} for v in r.input_versions
+            {"datasetVersionId": version_id(v), "facets": r.io_facets_of("inputs", v)}
+            for v in r.input_versions
         ],
         "outputDatasetVersions": [
-            {"datasetVersionId": version_id(v), "facets": {}} for v in r.output_versions
+            {"datasetVersionId": version_id(v), "facets": r.io_facets_of("outputs", v)}
+            for v in r.output_versions
         ],
         "context": {},
         "facets": r.facets,

@@ -248,6 +248,9 @@ runs = sa.Table(
     ts_col("updated_at", nullable=False),
     sa.Column("facets", JSONType, nullable=True),
     sa.Column("error", JSONType, nullable=True),
+    # The inputFacets and outputFacets the run's events sent, by dataset (migration 0014):
+    # {"inputs": [[namespace, name, facets], ...], "outputs": [...]}.
+    sa.Column("io_facets", JSONType, nullable=True),
     sa.CheckConstraint("state IN ('NEW','RUNNING','COMPLETED','FAILED','ABORTED')", name="state"),
     sa.Index("ix_runs_job_created", "job_uuid", "created_at", "uuid"),
     sa.Index("ix_runs_created", "created_at"),

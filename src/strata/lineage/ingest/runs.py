@@ -509,6 +509,18 @@ def _bind_inputs(
     return versions.bind_runs(conn, [rebind[r] for r in sorted(rebind)], uuids, lake)
 
 
+def _io_facets(run: RunFold) -> dict[str, Any] | None:
+    """The run's inputFacets and outputFacets by dataset, for its dataset versions' facets
+    in the API; None when it sent none."""
+    out = {
+        side: [
+            [io.namespace, io.name, io.io_facets] for _, io in sorted(ios.items()) if io.io_facets
+        ]
+        for side, ios in (("inputs", run.inputs), ("outputs", run.outputs))
+    }
+    return out if out["inputs"] or out["outputs"] else None
+
+
 def write_runs(conn: Connection, steps: Sequence[_Step]) -> None:
     """Upsert the runs' rows and rewrite their state histories where they changed."""
     r, rs = s.runs, s.run_states
@@ -534,6 +546,7 @@ def write_runs(conn: Connection, steps: Sequence[_Step]) -> None:
                 "updated_at": run.updated_at,
                 "facets": run.facets,
                 "error": fx.get(run.facets, "errorMessage") or None,
+                "io_facets": _io_facets(run),
             }
         )
         if old is not None and old.transitions == run.transitions:

@@ -415,6 +415,15 @@ class Run:
     facets: dict[str, Any]
     input_versions: list[DatasetVersionRef] = field(default_factory=list)
     output_versions: list[DatasetVersionRef] = field(default_factory=list)
+    # The inputFacets and outputFacets its events sent: {"inputs": [[ns, name, facets]]…}.
+    io_facets: dict[str, Any] = field(default_factory=dict)
+
+    def io_facets_of(self, side: Literal["inputs", "outputs"], ref: DatasetVersionRef) -> Any:
+        """The facets the run sent for one of its input or output datasets."""
+        for namespace, name, facets in self.io_facets.get(side) or ():
+            if (namespace, name) == (ref.namespace, ref.name):
+                return facets
+        return {}
 
     @property
     def duration_ms(self) -> int | None:
@@ -514,6 +523,7 @@ def _runs_from_rows(conn: Connection, rows: Sequence[sa.Row[Any]]) -> list[Run]:
             facets=dict(r.facets or {}),
             input_versions=inputs.get(r.uuid, []),
             output_versions=outputs.get(r.uuid, []),
+            io_facets=dict(r.io_facets or {}),
         )
         for r in rows
     ]
@@ -578,6 +588,7 @@ _PAGE_RUN_COLS = [
     s.runs.c.started_at,
     s.runs.c.ended_at,
     s.runs.c.facets,
+    s.runs.c.io_facets,
 ]
 
 
@@ -729,10 +740,10 @@ def _runs_page(rows: Iterable[Sequence[Any]]) -> Page[Run] | None:
             job = x
         else:
             into = inputs if kind == "I" else outputs
-            into[x[2]].append(DatasetVersionRef(x[12], x[13], x[14]))
+            into[x[2]].append(DatasetVersionRef(x[13], x[14], x[15]))
     if job is None:
         return None
-    job_namespace, job_name, job_uuid, total = job[12:16]
+    job_namespace, job_name, job_uuid, total = job[13:17]
     runs = [
         Run(
             uuid,
@@ -751,6 +762,7 @@ def _runs_page(rows: Iterable[Sequence[Any]]) -> Page[Run] | None:
             dict(facets or {}),
             inputs.get(uuid, []),
             outputs.get(uuid, []),
+            dict(io_facets or {}),
         )
         for (
             _,
@@ -765,6 +777,7 @@ def _runs_page(rows: Iterable[Sequence[Any]]) -> Page[Run] | None:
             started_at,
             ended_at,
             facets,
+            io_facets,
             *_,
         ) in page
     ]

@@ -1,0 +1,121 @@
+"""Marquez's ``ColumnLineageIntegrationTest``: dataset_a (col_a, col_b) → job1 →
+dataset_b (col_c from both) → job2 → dataset_c (col_d from col_c)."""
+
+from __future__ import annotations
+
+import uuid
+from typing import Any
+
+import pytest
+from marquez_api import Marquez
+
+P = {"_producer": "https://p", "_schemaURL": "https://s"}
+
+
+def _dataset(ns: str, name: str, fields: list[str], lineage: dict[str, Any] | None = None) -> Any:
+    facets: dict[str, Any] = {
+        "schema": {
+            **P,
+            "fields": [{"name": f, "type": "STRING", "description": ""} for f in fields],
+        },
+        "dataSource": {**P, "name": "the source", "uri": "http://thesource.com"},
+    }
+    if lineage is not None:
+        facets["columnLineage"] = {**P, "fields": lineage}
+    return {"namespace": ns, "name": name, "facets": facets}
+
+
+def _column(ns: str, dataset: str, *fields: str, what: str, kind: str) -> dict[str, Any]:
+    return {
+        "inputFields": [{"namespace": ns, "name": dataset, "field": f} for f in fields],
+        "transformationDescription": what,
+        "transformationType": kind,
+    }
+
+
+@pytest.fixture
+def chain(marquez: Marquez, ns: str) -> str:
+    a = _dataset(ns, "dataset_a", ["col_a", "col_b"])
+    b = _dataset(
+        ns,
+        "dataset_b",
+        ["col_c"],
+        {"col_c": _column(ns, "dataset_a", "col_a", "col_b", what="description1", kind="type1")},
+    )
+    c = _dataset(
+        ns,
+        "dataset_c",
+        ["col_d"],
+        {"col_d": _column(ns, "dataset_b", "col_c", what="description2", kind="type2")},
+    )
+    for job, (read, wrote) in {"job1": (a, b), "job2": (b, c)}.items():
+        marquez.send(
+            {
+                "eventType": "COMPLETE",
+                "eventTime": "2026-11-26T10:00:00Z",
+                "producer": "https://p",
+                "run": {"runId": str(uuid.uuid4())},
+                "job": {"namespace": ns, "name": job},
+                "inputs": [read],
+                "outputs": [wrote],
+            }
+        )
+    return ns
+
+
+def _fields(lineage: dict[str, Any]) -> set[str]:
+    return {n["id"].rsplit(":", 1)[1] for n in lineage["graph"]}
+
+
+def test_column_lineage_by_dataset(marquez: Marquez, chain: str) -> None:
+    lineage = marquez.client.get_column_lineage_by_dataset(chain, "dataset_b")
+    assert len(lineage["graph"]) == 3
+    assert _fields(lineage) == {"col_a", "col_b", "col_c"}
+
+
+def test_column_lineage_by_dataset_field(marquez: Marquez, chain: str) -> None:
+    lineage = marquez.client.get_column_lineage_by_dataset_field(chain, "dataset_b", "col_c")
+    assert len(lineage["graph"]) == 3
+    assert _fields(lineage) == {"col_a", "col_b", "col_c"}
+
+
+def test_column_lineage_with_a_depth_limit(marquez: Marquez, chain: str) -> None:
+    lineage = marquez.client.get_column_lineage_by_dataset_field(
+        chain, "dataset_c", "col_d", depth=1, with_downstream=False
+    )
+    assert len(lineage["graph"]) == 2
+    assert _fields(lineage) == {"col_c", "col_d"}
+
+
+def test_column_lineage_with_downstream(marquez: Marquez, chain: str) -> None:
+    lineage = marquez.client.get_column_lineage_by_job(
+        chain, "job1", depth=10, with_downstream=True
+    )
+    assert len(lineage["graph"]) == 4
+    assert "col_d" in _fields(lineage)
+
+
+def test_column_lineage_by_job(marquez: Marquez, chain: str) -> None:
+    lineage = marquez.client.get_column_lineage_by_job(
+        chain, "job1", depth=1, with_downstream=False
+    )
+    assert len(lineage["graph"]) == 3
+    assert _fields(lineage) == {"col_a", "col_b", "col_c"}
+
+
+def test_a_dataset_carries_its_column_lineage(marquez: Marquez, chain: str) -> None:
+    """``columnLineage`` of a dataset: its current version's output fields and the input
+    fields each was made from."""
+
+    def source(field: str) -> dict[str, Any]:
+        return {
+            "namespace": chain,
+            "dataset": "dataset_a",
+            "field": field,
+            "transformationDescription": "description1",
+            "transformationType": "type1",
+        }
+
+    got = marquez.client.get_dataset(chain, "dataset_b")["columnLineage"]
+    assert got == [{"name": "col_c", "inputFields": [source("col_a"), source("col_b")]}]
+    assert marquez.client.get_dataset(chain, "dataset_a")["columnLineage"] is None
