@@ -109,7 +109,23 @@ def dataset(d: q.Dataset) -> Json:
         "lastLifecycleState": d.lifecycle_state,
         "description": d.description,
         "currentVersion": d.current_version,
-        "columnLineage": None,
+        "columnLineage": [
+            {
+                "name": c.field,
+                "inputFields": [
+                    {
+                        "namespace": ns,
+                        "dataset": name,
+                        "field": field,
+                        "transformationDescription": description,
+                        "transformationType": kind,
+                    }
+                    for ns, name, field, description, kind in c.inputs
+                ],
+            }
+            for c in d.column_lineage
+        ]
+        or None,
         "facets": d.facets,
         "deleted": d.deleted_at is not None,
         "isLake": d.is_lake,

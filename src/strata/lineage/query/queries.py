@@ -169,6 +169,44 @@ class Dataset:
     tags: list[str]
     facets: dict[str, Any]
     commit_id: int | None
+    # Marquez's ``columnLineage``: each output field of the version and the fields it came
+    # from (only where datasets are read one by one or listed, not in graphs).
+    column_lineage: list[ColumnLineage] = field(default_factory=list)
+
+
+@dataclass(frozen=True)
+class ColumnLineage:
+    """An output field of a dataset version and the input fields it was made from."""
+
+    field: str
+    inputs: list[tuple[str, str, str, str | None, str | None]]  # ns, dataset, field, desc, type
+
+
+def _column_lineage(conn: Connection, versions: Sequence[str]) -> dict[str, list[ColumnLineage]]:
+    """The column lineage of each of ``versions``, by output field then input."""
+    cl, d = s.column_lineage, s.datasets
+    edges: dict[str, dict[str, list[Any]]] = defaultdict(lambda: defaultdict(list))
+    for batch in chunks(sorted(set(versions))):
+        rows = conn.execute(
+            sa.select(
+                cl.c.dataset_version_uuid,
+                cl.c.output_field,
+                d.c.namespace,
+                d.c.name,
+                cl.c.input_field,
+                cl.c.transformation_description,
+                cl.c.transformation_type,
+            )
+            .join(d, d.c.uuid == cl.c.input_dataset_uuid)
+            .where(cl.c.dataset_version_uuid.in_(batch))
+            .order_by(cl.c.output_field, d.c.namespace, d.c.name, cl.c.input_field)
+        ).all()
+        for version, output, *source in rows:
+            edges[str(version)][str(output)].append(tuple(source))
+    return {
+        v: [ColumnLineage(f, inputs) for f, inputs in by_field.items()]
+        for v, by_field in edges.items()
+    }
 
 
 def _fields(schema_fields: Any, field_tags: dict[str, list[str]]) -> list[Field]:
@@ -221,6 +259,7 @@ def _datasets_from_rows(
         for row in conn.execute(sa.select(dv).where(dv.c.uuid.in_(batch))).all():
             versions[row.uuid] = row
     tags = _dataset_tags(conn, [r.uuid for r in rows])
+    lineage = _column_lineage(conn, version_ids)
     out = []
     for r in rows:
         vid = chosen[r.uuid]
@@ -249,6 +288,7 @@ def _datasets_from_rows(
                 tags=sorted(dtags.get("", [])),
                 facets=facets,
                 commit_id=v.commit_id if v is not None else None,
+                column_lineage=lineage.get(vid, []) if vid else [],
             )
         )
     return out
