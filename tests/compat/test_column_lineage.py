@@ -119,3 +119,29 @@ def test_a_dataset_carries_its_column_lineage(marquez: Marquez, chain: str) -> N
     got = marquez.client.get_dataset(chain, "dataset_b")["columnLineage"]
     assert got == [{"name": "col_c", "inputFields": [source("col_a"), source("col_b")]}]
     assert marquez.client.get_dataset(chain, "dataset_a")["columnLineage"] is None
+
+
+def test_a_field_of_a_dataset_the_run_did_not_read_is_dropped(marquez: Marquez, ns: str) -> None:
+    """Marquez keeps only input fields of the run's own inputs: no phantom dataset."""
+    lineage = {
+        "out": {
+            "inputFields": [
+                {"namespace": ns, "name": "read", "field": "a"},
+                {"namespace": ns, "name": "ghost", "field": "g"},
+            ]
+        }
+    }
+    marquez.send(
+        {
+            "eventType": "COMPLETE",
+            "eventTime": "2026-11-26T10:00:00Z",
+            "producer": "https://p",
+            "run": {"runId": str(uuid.uuid4())},
+            "job": {"namespace": ns, "name": "job"},
+            "inputs": [_dataset(ns, "read", ["a"])],
+            "outputs": [_dataset(ns, "written", ["out"], lineage)],
+        }
+    )
+    [column] = marquez.client.get_dataset(ns, "written")["columnLineage"]
+    assert [(f["dataset"], f["field"]) for f in column["inputFields"]] == [("read", "a")]
+    assert marquez.status("GET", f"/namespaces/{ns}/datasets/ghost").status_code == 404

@@ -382,7 +382,15 @@ def test_column_lineage_old_and_new_shapes(engine: sa.Engine) -> None:
         }
     }
     ingest_event(
-        engine, run_event("COMPLETE", 1, "old", "j", outputs=[ds("n", "dst", **old_shape)])
+        engine,
+        run_event(
+            "COMPLETE",
+            1,
+            "old",
+            "j",
+            inputs=[ds("n", "src")],
+            outputs=[ds("n", "dst", **old_shape)],
+        ),
     )
     dst = _dataset(engine, "n", "dst")
     edge = one(engine, sa.select(cl).where(cl.c.dataset_version_uuid == dst.current_version_uuid))

@@ -257,6 +257,8 @@ def _output_signature(run: RunFold | None, key: tuple[str, str]) -> Any:
 def _same_output(old: RunFold | None, run: RunFold, key: tuple[str, str]) -> bool:
     if old is None or key not in old.outputs or old.ended_at != run.ended_at:
         return False
+    if old.inputs.keys() != run.inputs.keys():
+        return False  # its column lineage keeps only fields of the run's inputs
     a, b = old.outputs[key], run.outputs[key]
     return (a.first_seen, a.facets, a.io_facets) == (b.first_seen, b.facets, b.io_facets)
 

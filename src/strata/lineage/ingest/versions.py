@@ -367,6 +367,8 @@ def write_outputs(conn: Connection, outputs: Sequence[Output]) -> None:
         if not out.fresh:
             cleared.append(uuid)
         for edge in fx.column_edges(merged):
+            if (edge.input_namespace, edge.input_name) not in run.inputs:
+                continue  # not a dataset the run read: dropped, as Marquez drops it
             source = touch_dataset(conn, edge.input_namespace, edge.input_name, io.first_seen)
             edges.append(
                 {
