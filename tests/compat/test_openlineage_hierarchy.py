@@ -8,6 +8,7 @@ import uuid
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
+import pytest
 from marquez_api import Marquez
 
 START = datetime(2026, 11, 26, 10, 0, tzinfo=UTC)
@@ -68,13 +69,18 @@ def _assert_hierarchy(marquez: Marquez, ns: str, dag: str, task: str) -> list[di
     return runs
 
 
-def test_airflow_integration(marquez: Marquez, ns: str) -> None:
+@pytest.mark.parametrize(
+    ("dag", "task"),
+    [("the_dag", "task"), ("the.dag", "task"), ("dag_with_task_group", "task_group.task")],
+)
+def test_airflow_integration(marquez: Marquez, ns: str, dag: str, task: str) -> None:
+    """Two tasks of one DAG run; also with a dot in the DAG's name, and in a task group."""
     dag_run = str(uuid.uuid4())
     marquez.send(
-        airflow_event(ns, "the_dag.task1", dag_run, "the_dag"),
-        airflow_event(ns, "the_dag.task2", dag_run, "the_dag"),
+        airflow_event(ns, f"{dag}.{task}1", dag_run, dag),
+        airflow_event(ns, f"{dag}.{task}2", dag_run, dag),
     )
-    runs = _assert_hierarchy(marquez, ns, "the_dag", "the_dag.task1")
+    runs = _assert_hierarchy(marquez, ns, dag, f"{dag}.{task}1")
     assert [r["id"] for r in runs] == [dag_run]
 
 
@@ -158,26 +164,6 @@ def test_airflow_handles_the_parent_for_events_out_of_order(marquez: Marquez, ns
     _assert_hierarchy(marquez, ns, "the_dag", "the_dag.task1")
     runs = marquez.client.list_job_runs(ns, "the_dag.task1")["runs"]
     assert [r["id"] for r in runs] == [event["run"]["runId"]]
-
-
-def test_airflow_integration_with_a_dag_name_with_a_dot(marquez: Marquez, ns: str) -> None:
-    dag_run = str(uuid.uuid4())
-    marquez.send(
-        airflow_event(ns, "the.dag.task1", dag_run, "the.dag"),
-        airflow_event(ns, "the.dag.task2", dag_run, "the.dag"),
-    )
-    runs = _assert_hierarchy(marquez, ns, "the.dag", "the.dag.task1")
-    assert len(runs) == 1
-
-
-def test_airflow_integration_with_a_task_group(marquez: Marquez, ns: str) -> None:
-    dag_run, dag = str(uuid.uuid4()), "dag_with_task_group"
-    marquez.send(
-        airflow_event(ns, f"{dag}.task_group.task1", dag_run, dag),
-        airflow_event(ns, f"{dag}.task_group.task2", dag_run, dag),
-    )
-    runs = _assert_hierarchy(marquez, ns, dag, f"{dag}.task_group.task1")
-    assert len(runs) == 1
 
 
 def test_old_airflow_integration(marquez: Marquez, ns: str) -> None:
