@@ -111,3 +111,32 @@ def test_create_a_db_table(marquez: Marquez, ns: str) -> None:
     assert _fields(changed) == [("email", "VARCHAR"), ("age", "INT"), ("ssn", "VARCHAR")]
     assert changed["lastModifiedAt"] is None
     assert len(marquez.client.list_dataset_versions(ns, "table")["versions"]) == 2
+
+
+def test_create_a_stream(marquez: Marquez, ns: str) -> None:
+    """A stream keeps its schema location; a new location is a new version."""
+    marquez.client.create_namespace(ns, "owner")
+    marquez.client.create_source(f"{ns}_kafka", "KAFKA", "kafka://broker:9092")
+    put = marquez.client.create_dataset
+    first = "https://schemas.example.com/clicks/1.avsc"
+    made = put(
+        ns, "clicks", DatasetType.STREAM, "clicks", f"{ns}_kafka", description="a stream",
+        schema_location=first,
+    )  # fmt: skip
+    assert (made["type"], made["schemaLocation"], made["fields"], made["tags"]) == (
+        "STREAM",
+        first,
+        [],
+        [],
+    )
+    assert made["lastModifiedAt"] is None and made["description"] == "a stream"
+    [version] = marquez.client.list_dataset_versions(ns, "clicks")["versions"]
+    got = marquez.client.get_dataset_version(ns, "clicks", version["version"])
+    assert (got["schemaLocation"], got["createdByRun"]) == (first, None)
+    second = "https://schemas.example.com/clicks/2.avsc"
+    changed = put(
+        ns, "clicks", DatasetType.STREAM, "clicks", f"{ns}_kafka", description="a stream",
+        schema_location=second,
+    )  # fmt: skip
+    assert changed["schemaLocation"] == second
+    assert len(marquez.client.list_dataset_versions(ns, "clicks")["versions"]) == 2

@@ -109,28 +109,42 @@ def dataset(d: q.Dataset) -> Json:
         "lastLifecycleState": d.lifecycle_state,
         "description": d.description,
         "currentVersion": d.current_version,
-        "columnLineage": [
-            {
-                "name": c.field,
-                "inputFields": [
-                    {
-                        "namespace": ns,
-                        "dataset": name,
-                        "field": field,
-                        "transformationDescription": description,
-                        "transformationType": kind,
-                    }
-                    for ns, name, field, description, kind in c.inputs
-                ],
-            }
-            for c in d.column_lineage
-        ]
-        or None,
+        "columnLineage": _column_lineage(d),
         "facets": d.facets,
         "deleted": d.deleted_at is not None,
         "isLake": d.is_lake,
         "commitId": d.commit_id,
+        **_stream(d.type, d.facets),
     }
+
+
+def _column_lineage(d: q.Dataset) -> list[Json] | None:
+    """Marquez's ``columnLineage``: each output field and the input fields it came from."""
+    return [
+        {
+            "name": c.field,
+            "inputFields": [
+                {
+                    "namespace": ns,
+                    "dataset": name,
+                    "field": field,
+                    "transformationDescription": description,
+                    "transformationType": kind,
+                }
+                for ns, name, field, description, kind in c.inputs
+            ],
+        }
+        for c in d.column_lineage
+    ] or None
+
+
+def _stream(kind: str, facets: dict[str, Any]) -> Json:
+    """A stream's ``schemaLocation`` (Marquez's Stream and StreamVersion), kept in the
+    ``schemaLocation`` facet a dataset PUT writes; nothing for a table."""
+    if kind != "STREAM":
+        return {}
+    found = facets.get("schemaLocation")
+    return {"schemaLocation": found.get("url") if isinstance(found, dict) else None}
 
 
 def dataset_version(v: q.DatasetVersion) -> Json:
@@ -153,6 +167,7 @@ def dataset_version(v: q.DatasetVersion) -> Json:
         "commitId": v.commit_id,
         "rowCount": v.row_count,
         "contentHash": v.content_hash,
+        **_stream(d.type, v.facets),
     }
 
 

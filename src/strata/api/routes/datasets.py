@@ -52,6 +52,7 @@ def put_dataset(eng: Eng, namespace: str, dataset: str, body: DatasetIn) -> dict
         fields=fields,
         description=body.description,
         run_id=str(body.run_id) if body.run_id is not None else None,
+        schema_location=body.schema_location,
     )
     for tag in body.tags:
         w.tag_dataset(eng, namespace, dataset, tag)

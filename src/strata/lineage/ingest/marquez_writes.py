@@ -31,6 +31,7 @@ _SCHEMA = "https://openlineage.io/spec/2-0-2/OpenLineage.json#/$defs/"
 _ACTIONS = {"start": "START", "complete": "COMPLETE", "fail": "FAIL", "abort": "ABORT"}
 
 RunAction = Literal["start", "complete", "fail", "abort"]
+SCHEMA_LOCATION = "schemaLocation"  # the dataset facet a stream's schema URL is kept in
 DatasetId = tuple[str, str]
 
 
@@ -123,6 +124,7 @@ def upsert_dataset(
     description: str | None = None,
     facets: dict[str, Any] | None = None,
     run_id: str | None = None,
+    schema_location: str | None = None,
     at: datetime | None = None,
 ) -> IngestResult:
     """Create or update a dataset and make a version of it, as Marquez does: a
@@ -134,6 +136,8 @@ def upsert_dataset(
         all_facets["schema"] = _facet(fields=[dict(f) for f in fields])
     if description is not None:
         all_facets["documentation"] = _facet(description=description)
+    if schema_location is not None:  # a stream's schema (Marquez's StreamMeta)
+        all_facets[SCHEMA_LOCATION] = _facet(url=schema_location)
     if source_name is not None:
         with read_tx(engine) as conn:
             url = conn.execute(

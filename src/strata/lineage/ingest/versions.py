@@ -501,6 +501,7 @@ def declare(conn: Connection, dataset: str, event: Event) -> Moved | None:
         "source": fx.text(fx.get(facets, "dataSource").get("name")),
         "lifecycle": lifecycle,
         "label": label,
+        "schemaLocation": fx.text(fx.get(facets, "schemaLocation").get("url")),
     }
     digest = hashlib.sha256(canonical(content).encode()).hexdigest()
     uuid = ids.declared_version_uuid(dataset, digest)
