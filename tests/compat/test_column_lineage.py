@@ -145,3 +145,33 @@ def test_a_field_of_a_dataset_the_run_did_not_read_is_dropped(marquez: Marquez, 
     [column] = marquez.client.get_dataset(ns, "written")["columnLineage"]
     assert [(f["dataset"], f["field"]) for f in column["inputFields"]] == [("read", "a")]
     assert marquez.status("GET", f"/namespaces/{ns}/datasets/ghost").status_code == 404
+
+
+def test_input_fields_name_the_version_the_run_read(marquez: Marquez, chain: str) -> None:
+    """After dataset_a moves on, col_c's input fields still name the version job1 read;
+    a version in the start node puts versions in every node id."""
+    [run] = marquez.client.list_job_runs(chain, "job1")["runs"]
+    [read] = [v["datasetVersionId"]["version"] for v in run["inputDatasetVersions"]]
+    marquez.send(
+        {
+            "eventTime": "2026-11-26T11:00:00Z",
+            "producer": "https://p",
+            "schemaURL": "https://openlineage.io/spec/2-0-2/OpenLineage.json#/$defs/DatasetEvent",
+            "dataset": _dataset(chain, "dataset_a", ["col_a", "col_b", "col_z"]),
+        }
+    )
+    now = marquez.client.get_dataset(chain, "dataset_a")["currentVersion"]
+    assert now != read
+    lineage = marquez.client.get_column_lineage_by_dataset_field(chain, "dataset_b", "col_c")
+    [col_c] = [n for n in lineage["graph"] if n["id"].endswith(":col_c")]
+    assert {f["datasetVersion"] for f in col_c["data"]["inputFields"]} == {read}
+
+    b = marquez.client.get_dataset(chain, "dataset_b")["currentVersion"]
+    pinned = marquez.client.get_column_lineage_by_dataset_field(
+        chain, "dataset_b", "col_c", version=b
+    )
+    assert {n["id"] for n in pinned["graph"]} == {
+        f"datasetField:{chain}:dataset_b:col_c#{b}",
+        f"datasetField:{chain}:dataset_a:col_a#{read}",
+        f"datasetField:{chain}:dataset_a:col_b#{read}",
+    }

@@ -1,5 +1,11 @@
 """Column lineage: the dataset fields a field is derived from (and, asked, those derived
-from it), from the ``columnLineage`` facets of the datasets' current versions.
+from it), from the ``columnLineage`` facets of dataset versions.
+
+A walk starts at the current version of the node, or at the version its id names
+(``datasetField:ns:name:field#version``, ``dataset:ns:name#version``); each input field
+names the version of its dataset that the producing run read, and the walk goes on from
+that version, so the answer is the exact provenance of what was written. With a version
+in the start node, every node id carries its version (``…#version``), as in Marquez.
 """
 
 from __future__ import annotations
@@ -8,6 +14,7 @@ from collections import defaultdict
 from collections.abc import Iterable
 from dataclasses import dataclass
 from dataclasses import field as dc_field
+from typing import Any
 
 import sqlalchemy as sa
 from sqlalchemy.engine import Connection
@@ -15,8 +22,13 @@ from sqlalchemy.engine import Connection
 from strata.errors import NotFound
 from strata.lineage.query import graph_rows
 from strata.lineage.query import queries as q
-from strata.lineage.query.nodes import check_depth, find_dataset, parse_node_id
+from strata.lineage.query.nodes import NodeRef, check_depth, find_dataset, parse_node_id
 from strata.store import schema as s
+
+# A field of one version of a dataset: (dataset uuid, version uuid, field).
+Key = tuple[str, str, str]
+# An edge's input: (input key, transformation type, transformation description).
+Edge = tuple[Key, str | None, str | None]
 
 
 @dataclass(frozen=True)
@@ -44,48 +56,33 @@ class FieldNode:
     out_edges: list[tuple[str, str]] = dc_field(default_factory=list)
 
 
-def field_node_id(ns: str, ds: str, fld: str) -> str:
-    return f"datasetField:{ns}:{ds}:{fld}"
+def field_node_id(ns: str, ds: str, fld: str, version: str | None = None) -> str:
+    return f"datasetField:{ns}:{ds}:{fld}" + (f"#{version}" if version else "")
 
 
 def column_lineage(
     conn: Connection, node_id: str, depth: int = 20, with_downstream: bool = False
 ) -> list[FieldNode]:
-    """Field-level lineage of the current dataset versions, upstream (and downstream).
+    """Field-level lineage upstream (and downstream) of a node (see the module).
 
     Fields of hidden (soft-deleted) datasets are left out with their edges, as Marquez joins
     the walk's fields to a view without hidden datasets; the walk still goes through them.
     """
     check_depth(depth)
     start = parse_node_id(conn, node_id)
-    if start.type == "DATASET_FIELD":
-        assert start.field is not None
-        seeds = {(start.uuid, start.field)}
-    elif start.type == "DATASET":
-        seeds = {
-            (start.uuid, f.name) for f in q.datasets_by_uuid(conn, [start.uuid])[start.uuid].fields
-        }
-        seeds |= {(start.uuid, f) for f in _output_fields(conn, start.uuid)}
-    else:
-        job = q.jobs_by_uuid(conn, [start.uuid], with_latest_run=False)[start.uuid]
-        seeds = set()
-        for ref in job.outputs:
-            uuid = find_dataset(conn, ref.namespace, ref.name)
-            if uuid:
-                seeds |= {(uuid, f) for f in _output_fields(conn, uuid)}
+    seeds = _seeds(conn, start)
     if not seeds:
         raise NotFound(f"node {node_id!r} has no fields", node_id=node_id)
-    # (out dataset, out field) -> rows of (in dataset, in field, type, description)
-    edges: dict[tuple[str, str], set[tuple[str, str, str | None, str | None]]] = defaultdict(set)
+    edges: dict[Key, set[Edge]] = defaultdict(set)
     seen = set(seeds)
     up = set(seeds)
     down = set(seeds) if with_downstream else set()
     for _ in range(depth):
-        nxt_up: set[tuple[str, str]] = set()
+        nxt_up: set[Key] = set()
         for out_key, rows in _upstream_edges(conn, up).items():
             edges[out_key] |= rows
-            nxt_up |= {(r[0], r[1]) for r in rows}
-        nxt_down: set[tuple[str, str]] = set()
+            nxt_up |= {r[0] for r in rows}
+        nxt_down: set[Key] = set()
         for out_key, row in _downstream_edges(conn, down):
             edges[out_key].add(row)
             nxt_down.add(out_key)
@@ -94,17 +91,59 @@ def column_lineage(
         seen |= up | down
         if not up and not down:
             break
-    return _field_nodes(conn, seeds, edges)
+    return _field_nodes(conn, seeds, edges, versioned=start.version is not None)
 
 
-def _output_fields(conn: Connection, dataset_uuid: str) -> set[str]:
-    cl, d = s.column_lineage, s.datasets
+def _seeds(conn: Connection, start: NodeRef) -> set[Key]:
+    """The fields a walk starts from: of the node's version (named, else current)."""
+    if start.type == "JOB":
+        job = q.jobs_by_uuid(conn, [start.uuid], with_latest_run=False)[start.uuid]
+        outputs = [find_dataset(conn, ref.namespace, ref.name) for ref in job.outputs]
+        current = _current_versions(conn, [u for u in outputs if u])
+        return {(d, v, f) for d, v in current.items() if v for f in _output_fields(conn, v)}
+    version = _version_of(conn, start)
+    if version is None:
+        return set()
+    if start.type == "DATASET_FIELD":
+        assert start.field is not None
+        return {(start.uuid, version, start.field)}
+    fields = q._fields(_schema(conn, version), {})
+    return {
+        (start.uuid, version, f) for f in {x.name for x in fields} | _output_fields(conn, version)
+    }
+
+
+def _version_of(conn: Connection, start: NodeRef) -> str | None:
+    """The version a dataset node names (``#<uuid>``, or a lake commit id), else its
+    current one; NotFound for a version the dataset does not have."""
+    if start.version is None:
+        return _current_versions(conn, [start.uuid]).get(start.uuid)
+    dv = s.dataset_versions
+    label = start.version
+    found = conn.execute(
+        sa.select(dv.c.uuid).where(
+            dv.c.dataset_uuid == start.uuid,
+            dv.c.commit_id == int(label) if label.isdigit() else dv.c.uuid == label,
+        )
+    ).scalar()
+    if found is None:
+        raise NotFound(
+            f"dataset {start.namespace}:{start.name} has no version {label!r}",
+            version=label,
+        )
+    return str(found)
+
+
+def _schema(conn: Connection, version: str) -> object:
+    dv = s.dataset_versions
+    return conn.execute(sa.select(dv.c.schema_fields).where(dv.c.uuid == version)).scalar()
+
+
+def _output_fields(conn: Connection, version: str) -> set[str]:
+    cl = s.column_lineage
     return set(
         conn.execute(
-            sa.select(cl.c.output_field)
-            .join(d, d.c.current_version_uuid == cl.c.dataset_version_uuid)
-            .where(d.c.uuid == dataset_uuid)
-            .distinct()
+            sa.select(cl.c.output_field).where(cl.c.dataset_version_uuid == version).distinct()
         ).scalars()
     )
 
@@ -120,104 +159,123 @@ def _current_versions(conn: Connection, dataset_uuids: Iterable[str]) -> dict[st
     return out
 
 
-def _upstream_edges(
-    conn: Connection, keys: set[tuple[str, str]]
-) -> dict[tuple[str, str], set[tuple[str, str, str | None, str | None]]]:
-    out: dict[tuple[str, str], set[tuple[str, str, str | None, str | None]]] = defaultdict(set)
+def _upstream_edges(conn: Connection, keys: set[Key]) -> dict[Key, set[Edge]]:
+    """For each key, the input fields its version was written from, each at the version
+    of its dataset that the writing run read (else that dataset's current version)."""
+    out: dict[Key, set[Edge]] = defaultdict(set)
     if not keys:
         return out
-    current = _current_versions(conn, {d for d, _ in keys})
-    by_version = {v: d for d, v in current.items() if v}
     cl = s.column_lineage
-    for batch in q.chunks(by_version):
-        for r in conn.execute(sa.select(cl).where(cl.c.dataset_version_uuid.in_(batch))).all():
-            key = (by_version[r.dataset_version_uuid], r.output_field)
-            if key in keys:
-                out[key].add(
-                    (
-                        r.input_dataset_uuid,
-                        r.input_field,
-                        r.transformation_type,
-                        r.transformation_description,
-                    )
-                )
+    rows: list[sa.Row[Any]] = []
+    for batch in q.chunks({v for _, v, _ in keys}):
+        rows += conn.execute(sa.select(cl).where(cl.c.dataset_version_uuid.in_(batch))).all()
+    read = _versions_read(conn, {r.dataset_version_uuid for r in rows})
+    current = _current_versions(conn, {r.input_dataset_uuid for r in rows})
+    by_version = {v: d for d, v, _ in keys}
+    for r in rows:
+        key = (by_version[r.dataset_version_uuid], r.dataset_version_uuid, r.output_field)
+        if key not in keys:
+            continue
+        version = read.get((r.dataset_version_uuid, r.input_dataset_uuid))
+        version = version or current.get(r.input_dataset_uuid)
+        if version is None:
+            continue  # an input with no version at all: nothing to walk to
+        source = (r.input_dataset_uuid, version, r.input_field)
+        out[key].add((source, r.transformation_type, r.transformation_description))
     return out
 
 
-def _downstream_edges(
-    conn: Connection, keys: set[tuple[str, str]]
-) -> list[tuple[tuple[str, str], tuple[str, str, str | None, str | None]]]:
-    out: list[tuple[tuple[str, str], tuple[str, str, str | None, str | None]]] = []
+def _versions_read(conn: Connection, outputs: set[str]) -> dict[tuple[str, str], str]:
+    """(output version, input dataset) -> the version of that dataset the run that wrote
+    the output version read."""
+    dv, ri = s.dataset_versions, s.run_inputs
+    read = dv.alias("read")
+    out: dict[tuple[str, str], str] = {}
+    for batch in q.chunks(outputs):
+        for written, dataset, version in conn.execute(
+            sa.select(dv.c.uuid, read.c.dataset_uuid, read.c.uuid)
+            .join(ri, ri.c.run_uuid == dv.c.run_uuid)
+            .join(read, read.c.uuid == ri.c.dataset_version_uuid)
+            .where(dv.c.uuid.in_(batch))
+        ).all():
+            out[(str(written), str(dataset))] = str(version)
+    return out
+
+
+def _downstream_edges(conn: Connection, keys: set[Key]) -> list[tuple[Key, Edge]]:
+    """Fields of datasets' current versions written from one of ``keys``'s fields."""
+    out: list[tuple[Key, Edge]] = []
     if not keys:
         return out
     cl, d = s.column_lineage, s.datasets
-    for batch in q.chunks({ds for ds, _ in keys}):
+    by_field = {(ds, f): k for k in keys for ds, _, f in [k]}
+    for batch in q.chunks({ds for ds, _, _ in keys}):
         for r in conn.execute(
             sa.select(cl, d.c.uuid.label("out_dataset"))
             .join(d, d.c.current_version_uuid == cl.c.dataset_version_uuid)
             .where(cl.c.input_dataset_uuid.in_(batch))
         ).all():
-            if (r.input_dataset_uuid, r.input_field) in keys:
-                out.append(
-                    (
-                        (r.out_dataset, r.output_field),
-                        (
-                            r.input_dataset_uuid,
-                            r.input_field,
-                            r.transformation_type,
-                            r.transformation_description,
-                        ),
-                    )
-                )
+            source = by_field.get((r.input_dataset_uuid, r.input_field))
+            if source is not None:
+                written = (r.out_dataset, r.dataset_version_uuid, r.output_field)
+                out.append((written, (source, r.transformation_type, r.transformation_description)))
+    return out
+
+
+def _types(conn: Connection, versions: set[str]) -> dict[tuple[str, str], str | None]:
+    """(version, field) -> the field's type in that version's schema."""
+    dv = s.dataset_versions
+    out: dict[tuple[str, str], str | None] = {}
+    for batch in q.chunks(versions):
+        for uuid, schema in conn.execute(
+            sa.select(dv.c.uuid, dv.c.schema_fields).where(dv.c.uuid.in_(batch))
+        ).all():
+            out |= {(str(uuid), f.name): f.type for f in q._fields(schema, {})}
     return out
 
 
 def _field_nodes(
-    conn: Connection,
-    seeds: set[tuple[str, str]],
-    edges: dict[tuple[str, str], set[tuple[str, str, str | None, str | None]]],
+    conn: Connection, seeds: set[Key], edges: dict[Key, set[Edge]], *, versioned: bool
 ) -> list[FieldNode]:
     """The start fields, every field the walk found written and the fields each was
     written from, but those of hidden datasets (as Marquez, whose nodes are the walk's
-    output fields of visible datasets and their inputs)."""
-    all_keys = set(seeds) | set(edges) | {(r[0], r[1]) for rows in edges.values() for r in rows}
-    datasets = graph_rows.datasets(conn, {d for d, _ in all_keys}, None)  # hidden ones have no row
+    output fields of visible datasets and their inputs). Without a version in the start
+    node, a field read at several versions is one node (the first version by uuid)."""
+    all_keys = set(seeds) | set(edges) | {e[0] for rows in edges.values() for e in rows}
+    datasets = graph_rows.datasets(conn, {d for d, _, _ in all_keys}, None)  # not hidden ones
     shown = {k for k in seeds if k[0] in datasets}
     for out_key, rows in edges.items():
         if out_key[0] in datasets:
             shown.add(out_key)
-            shown |= {(r[0], r[1]) for r in rows if r[0] in datasets}
-    types = {(u, f.name): f.type for u, d in datasets.items() for f in d.fields}
-    nodes: dict[tuple[str, str], FieldNode] = {}
-    for key in shown:
-        ds = datasets[key[0]]
-        nodes[key] = FieldNode(
-            field_node_id(ds.namespace, ds.name, key[1]),
-            ds.namespace,
-            ds.name,
-            ds.current_version,
-            key[1],
-            types.get(key),
+            shown |= {e[0] for e in rows if e[0][0] in datasets}
+    types = _types(conn, {v for _, v, _ in shown})
+    nodes: dict[Key, FieldNode] = {}
+    for key in sorted(shown):
+        dataset, version, name = key
+        ds = datasets[dataset]
+        node_id = field_node_id(ds.namespace, ds.name, name, version if versioned else None)
+        same = next((n for n in nodes.values() if n.id == node_id), None)
+        nodes[key] = same or FieldNode(
+            node_id, ds.namespace, ds.name, version, name, types.get((version, name))
         )
-    for out_key, rows in edges.items():
+    for out_key, rows in sorted(edges.items()):
         node = nodes.get(out_key)
         if node is None:
             continue
-        for in_ds, in_field, t_type, t_desc in sorted(rows, key=lambda r: (r[0], r[1])):
-            src = nodes.get((in_ds, in_field))
-            if src is None:
+        for source, t_type, t_desc in sorted(rows, key=lambda e: e[0]):
+            src = nodes.get(source)
+            if src is None or (node.id, src.id) in node.in_edges:
                 continue
             node.input_fields.append(
-                InputField(
-                    src.namespace, src.dataset, src.dataset_version, in_field, t_desc, t_type
-                )
+                InputField(src.namespace, src.dataset, source[1], source[2], t_desc, t_type)
             )
             node.transformation_type = node.transformation_type or t_type
             node.transformation_description = node.transformation_description or t_desc
             # As Marquez: every edge starts at the node that lists it.
             node.in_edges.append((node.id, src.id))
             src.out_edges.append((src.id, node.id))
-    for n in nodes.values():
+    unique = {n.id: n for n in nodes.values()}.values()
+    for n in unique:
         n.in_edges.sort()
         n.out_edges.sort()
-    return sorted(nodes.values(), key=lambda n: n.id)
+    return sorted(unique, key=lambda n: n.id)
