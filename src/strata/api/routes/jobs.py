@@ -4,9 +4,9 @@ from __future__ import annotations
 
 import json
 from datetime import datetime
-from typing import Annotated, Any
+from typing import Annotated, Any, Literal
 
-from fastapi import APIRouter, Depends, Request, Response
+from fastapi import APIRouter, Depends, Query, Request, Response
 from fastapi.responses import JSONResponse
 
 from strata import ids
@@ -25,10 +25,32 @@ router = APIRouter(tags=["Jobs"])
 JOB = "/namespaces/{namespace:seg}/jobs/{job:seg}"
 
 
+LastRunStates = Annotated[
+    list[Literal["NEW", "RUNNING", "COMPLETED", "FAILED", "ABORTED"]] | None,
+    Query(alias="lastRunStates", description="only jobs whose latest run is in one of these"),
+]
+
+
 @router.get("/namespaces/{namespace:seg}/jobs", response_model=views.Json)
-def list_jobs(request: Request, namespace: str, limit: Limit = 100, offset: Offset = 0) -> Response:
+def list_jobs(
+    request: Request,
+    namespace: str,
+    limit: Limit = 100,
+    offset: Offset = 0,
+    last_run_states: LastRunStates = None,
+) -> Response:
     with reading(request) as conn:
-        page = q.list_jobs(conn, namespace, limit, offset)
+        page = q.list_jobs(conn, namespace, limit, offset, last_run_states or ())
+    return views.page("jobs", page, views.job)
+
+
+@router.get("/jobs", response_model=views.Json)
+def list_all_jobs(
+    request: Request, limit: Limit = 100, offset: Offset = 0, last_run_states: LastRunStates = None
+) -> Response:
+    """Every namespace's jobs, as Marquez's ``GET /jobs`` (its web UI's job list)."""
+    with reading(request) as conn:
+        page = q.list_jobs(conn, None, limit, offset, last_run_states or ())
     return views.page("jobs", page, views.job)
 
 

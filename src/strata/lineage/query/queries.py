@@ -986,13 +986,32 @@ def get_job(conn: Connection, job_uuid: str) -> Job:
     return job
 
 
-def list_jobs(conn: Connection, namespace: str, limit: int, offset: int) -> Page[Job]:
-    get_namespace(conn, namespace)
-    j = s.jobs
-    where = sa.and_(j.c.namespace == namespace, j.c.is_hidden.is_(False))
-    rows = conn.execute(
-        sa.select(j).where(where).order_by(j.c.name).limit(limit).offset(offset)
-    ).all()
+def list_jobs(
+    conn: Connection,
+    namespace: str | None,
+    limit: int,
+    offset: int,
+    last_run_states: Sequence[str] = (),
+) -> Page[Job]:
+    """The visible jobs of ``namespace`` (None: of every namespace) by name; with
+    ``last_run_states``, only those whose latest run is in one of them or that have no
+    run (as Marquez filters). The total counts them all, as Marquez's does."""
+    j, r = s.jobs, s.runs
+    where: sa.ColumnElement[bool] = j.c.is_hidden.is_(False)
+    if namespace is not None:
+        get_namespace(conn, namespace)
+        where = sa.and_(where, j.c.namespace == namespace)
+    page = sa.select(j).where(where)
+    if last_run_states:
+        latest = (
+            sa.select(r.c.state)
+            .where(r.c.job_uuid == j.c.uuid)
+            .order_by(r.c.created_at.desc(), r.c.uuid.desc())
+            .limit(1)
+            .scalar_subquery()
+        )
+        page = page.where(sa.or_(latest.in_(list(last_run_states)), latest.is_(None)))
+    rows = conn.execute(page.order_by(j.c.namespace, j.c.name).limit(limit).offset(offset)).all()
     total = conn.execute(sa.select(sa.func.count()).select_from(j).where(where)).scalar_one()
     return Page(jobs_from_rows(conn, rows), total)
 
