@@ -520,3 +520,20 @@ def test_row_ids_are_uuid5_of_their_content() -> None:
         assert ids._name(*parts) == want
     assert ids.dataset_uuid("s3://b", "warehouse/t") == ids._name(*cases[0])
     assert ids.job_uuid("ns", "dag.täsk") == ids._name(*cases[1])
+
+
+def test_a_parent_run_id_claimed_by_two_jobs_belongs_to_one_whatever_the_order(
+    engine: sa.Engine,
+) -> None:
+    """One DAG name and run id in two namespaces, known only from the children."""
+    children = [
+        run_event("START", 1, "task_a", "dag.task", namespace="a", parent=("dag", "dag")),
+        run_event("START", 2, "task_b", "dag.task", namespace="b", parent=("dag", "dag")),
+    ]
+    owners = set()
+    for order in (children, list(reversed(children))):
+        wipe(engine)
+        for event in order:
+            ingest_event(engine, event)
+        owners.add(_run(engine, "dag").job_uuid)
+    assert owners == {min(ids.job_uuid("a", "dag"), ids.job_uuid("b", "dag"))}

@@ -79,6 +79,9 @@ def touch_placeholder_run(
     if own is not None:
         return
     conn.execute(_EARLIER_CHILD, {"r": run_uuid, "at": at, **state})
+    # Children of two jobs naming one parent run id (one DAG name and run id in two
+    # namespaces): the run is the job's with the smaller uuid, whichever came first.
+    conn.execute(_SMALLER_JOB, {"r": run_uuid, "j": job_uuid})
     widen_times(conn, r, "uuid", run_uuid, at)
 
 
@@ -104,6 +107,11 @@ def _earlier_child() -> Any:
 
 
 _EARLIER_CHILD = _earlier_child()
+_SMALLER_JOB = (
+    s.runs.update()
+    .where(s.runs.c.uuid == sa.bindparam("r"), s.runs.c.job_uuid > sa.bindparam("j"))
+    .values(job_uuid=sa.bindparam("j"))
+)
 
 
 def touch_events(

@@ -1198,9 +1198,10 @@ def list_events(
     limit: int,
     offset: int,
 ) -> Page[dict[str, Any]]:
-    """Raw lineage events by event time (``ix_lineage_events_time``)."""
+    """Raw run events by event time (``ix_lineage_events_time``): Marquez's lineage event
+    list, which keeps DatasetEvents and JobEvents apart and does not show them."""
     e = s.lineage_events
-    conds = []
+    conds: list[sa.ColumnElement[bool]] = [e.c.run_uuid.is_not(None)]
     if before is not None:
         conds.append(e.c.event_time <= before)
     if after is not None:
