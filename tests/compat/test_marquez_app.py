@@ -8,7 +8,7 @@ from typing import Any
 
 import pytest
 from marquez_api import Marquez
-from marquez_client.models import DatasetType
+from marquez_client.models import DatasetId, DatasetType, JobType
 
 pytestmark = pytest.mark.filterwarnings("ignore::DeprecationWarning")
 
@@ -140,3 +140,49 @@ def test_create_a_stream(marquez: Marquez, ns: str) -> None:
     )  # fmt: skip
     assert changed["schemaLocation"] == second
     assert len(marquez.client.list_dataset_versions(ns, "clicks")["versions"]) == 2
+
+
+def test_create_a_job_and_complete_its_run(marquez: Marquez, ns: str) -> None:
+    source = _setup(marquez, ns)
+    put = marquez.client.create_dataset
+    inputs = [DatasetId(ns, f"in{i}") for i in range(4)]
+    outputs = [DatasetId(ns, f"out{i}") for i in range(2)]
+    for d in [*inputs, *outputs]:
+        put(ns, d.name, DatasetType.DB_TABLE, d.name, source, description="a table")
+    job = marquez.client.create_job(
+        ns, "job", JobType.BATCH, "https://git/job", inputs=inputs, outputs=outputs,
+        description="a job",
+    )  # fmt: skip
+    assert job["id"] == {"namespace": ns, "name": "job"} and job["type"] == "BATCH"
+    assert {d["name"] for d in job["inputs"]} == {d.name for d in inputs}
+    # Marquez answers no outputs until a run completes; Strata the declared ones at once.
+    assert {d["name"] for d in job["outputs"]} == {d.name for d in outputs}
+    assert (job["location"], job["description"], job["latestRun"]) == (
+        "https://git/job",
+        "a job",
+        None,
+    )
+    run = marquez.client.create_job_run(ns, "job")
+    assert (run["state"], run["startedAt"], run["endedAt"], run["durationMs"], run["args"]) == (
+        "NEW",
+        None,
+        None,
+        None,
+        {},
+    )
+    started = "2026-11-26T10:00:00.123456Z"
+    running = marquez.client.mark_job_run_as_started(run["id"], at=started)
+    assert (running["state"], running["startedAt"]) == ("RUNNING", started)
+    again = marquez.client.create_job(
+        ns, "job", JobType.BATCH, "https://git/job", inputs=inputs, outputs=outputs,
+        description="a job", run_id=run["id"],
+    )  # fmt: skip
+    assert again["latestRun"]["id"] == run["id"]
+    assert {d["name"] for d in again["outputs"]} == {d.name for d in outputs}
+    ended = "2026-11-26T11:00:00.654321Z"
+    done = marquez.client.mark_job_run_as_completed(run["id"], at=ended)
+    assert (done["state"], done["startedAt"], done["endedAt"]) == ("COMPLETED", started, ended)
+    assert done["durationMs"] == 3_600_530
+    assert {d["name"] for d in marquez.client.get_job(ns, "job")["outputs"]} == {
+        d.name for d in outputs
+    }
