@@ -286,3 +286,18 @@ def test_a_runs_dataset_versions_carry_its_input_and_output_facets(
         assert read["facets"] == {"dataQualityAssertions": quality}
         [wrote] = run["outputDatasetVersions"]
         assert wrote["facets"] == {"outputStatistics": stats}
+
+
+def test_a_dataset_only_read_shows_the_schema_its_readers_sent(marquez: Marquez, ns: str) -> None:
+    schema = {"_producer": "https://p", "_schemaURL": "https://s", "fields": [{"name": "id"}]}
+    marquez.send(
+        {
+            "eventType": "COMPLETE",
+            "eventTime": "2026-11-26T10:00:00Z",
+            "producer": "https://p",
+            "run": {"runId": str(uuid.uuid4())},
+            "job": {"namespace": ns, "name": "reader"},
+            "inputs": [{"namespace": ns, "name": "only_read", "facets": {"schema": schema}}],
+        }
+    )
+    assert [f["name"] for f in marquez.client.get_dataset(ns, "only_read")["fields"]] == ["id"]

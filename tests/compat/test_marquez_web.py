@@ -4,8 +4,10 @@ when each answers as the UI reads it."""
 
 from __future__ import annotations
 
+import random
 import urllib.parse
 import uuid
+from datetime import UTC, datetime, timedelta
 from typing import Any
 
 import httpx
@@ -17,12 +19,21 @@ from test_openlineage_hierarchy import airflow_event
 @pytest.fixture
 def seeded(marquez: Marquez, ns: str) -> dict[str, str]:
     """A DAG run whose task read one dataset and wrote another."""
-    event = airflow_event(ns, "the_dag.task", str(uuid.uuid4()), "the_dag")
+    # At a time of its own, so the events page's window finds it among other tests' events.
+    at = datetime(2031, 1, 1, tzinfo=UTC) + timedelta(minutes=random.randrange(500_000))
+    event = airflow_event(ns, "the_dag.task", str(uuid.uuid4()), "the_dag", at=at)
     schema = {"_producer": "https://p", "_schemaURL": "https://s", "fields": [{"name": "id"}]}
     event["inputs"] = [{"namespace": ns, "name": "in_table"}]
     event["outputs"] = [{"namespace": ns, "name": "out table", "facets": {"schema": schema}}]
     marquez.send(event)
-    return {"ns": ns, "job": "the_dag.task", "run": event["run"]["runId"], "ds": "out table"}
+    return {
+        "ns": ns,
+        "job": "the_dag.task",
+        "run": event["run"]["runId"],
+        "ds": "out table",
+        "after": (at - timedelta(seconds=1)).isoformat(),
+        "before": (at + timedelta(seconds=1)).isoformat(),
+    }
 
 
 def _get(marquez: Marquez, path: str, method: str = "GET", **body: Any) -> Any:
@@ -47,9 +58,10 @@ def test_the_web_uis_requests_answer(marquez: Marquez, seeded: dict[str, str]) -
     _get(marquez, f"{api}/namespaces/{ns}/datasets/{ds}/fields/id/tags/PII", "DELETE")
     _get(marquez, f"{api}/namespaces/{ns}/datasets/{ds}/tags/PII", "DELETE")
     # jobs.ts: every namespace's jobs, one namespace's, with their last run's state
-    assert seeded["job"] in {
-        j["name"] for j in _get(marquez, f"{api}/jobs?limit=100&offset=0")["jobs"]
-    }
+    everyone = _get(marquez, f"{api}/jobs?limit=100&offset=0")
+    assert everyone["totalCount"] >= 2 and len(everyone["jobs"]) <= 100
+    paged = {j["name"] for j in _get(marquez, f"{api}/jobs?limit=10000&offset=0")["jobs"]}
+    assert seeded["job"] in paged
     mine = _get(marquez, f"{api}/namespaces/{ns}/jobs?limit=25&offset=0&lastRunStates=COMPLETED")
     assert {j["name"] for j in mine["jobs"]} == {"the_dag", seeded["job"]}  # the DAG's too
     failed = _get(marquez, f"{api}/namespaces/{ns}/jobs?lastRunStates=FAILED&lastRunStates=ABORTED")
@@ -72,7 +84,7 @@ def test_the_web_uis_requests_answer(marquez: Marquez, seeded: dict[str, str]) -
     # events.ts
     events = _get(
         marquez,
-        f"{api}/events/lineage?limit=20&before=2100-01-01T00:00:00Z&after=2000-01-01T00:00:00Z"
+        f"{api}/events/lineage?limit=20&before={q(seeded['before'])}&after={q(seeded['after'])}"
         "&offset=0&sortDirection=desc",
     )["events"]
     assert any(e["run"]["runId"] == seeded["run"] for e in events)

@@ -138,6 +138,7 @@ def datasets(
         *_,
     ) in rows:
         facets: dict[str, Any] = dict(jsoncodec.loads(facets_text) or {})
+        dataset_facets = dict(facets)
         version = versions.get(uuid)
         modified_at = lifecycle = commit_id = schema = None
         if version is not None:
@@ -162,7 +163,7 @@ def datasets(
             current_version=current_version if version_of is None else version_of.get(uuid),
             last_modified_at=modified_at,
             lifecycle_state=lifecycle,
-            fields=q._fields(schema, dtags),
+            fields=q._fields(q.shown_schema(schema, modified_at, dataset_facets), dtags),
             tags=sorted(dtags.get("", [])),
             facets=facets,
             commit_id=commit_id,

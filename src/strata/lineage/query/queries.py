@@ -284,7 +284,12 @@ def _datasets_from_rows(
                 current_version=vid,
                 last_modified_at=_written_at(v),
                 lifecycle_state=v.lifecycle_state if v is not None else None,
-                fields=_fields(v.schema_fields if v is not None else None, dtags),
+                fields=_fields(
+                    shown_schema(
+                        v.schema_fields if v is not None else None, _written_at(v), r.facets
+                    ),
+                    dtags,
+                ),
                 tags=sorted(dtags.get("", [])),
                 facets=facets,
                 commit_id=v.commit_id if v is not None else None,
@@ -292,6 +297,18 @@ def _datasets_from_rows(
             )
         )
     return out
+
+
+def shown_schema(
+    version_schema: Any, written_at: datetime | None, dataset_facets: dict[str, Any] | None
+) -> Any:
+    """The fields a dataset shows: its current version's; for a version no run or commit
+    wrote that has none (a dataset only ever read), the schema its events sent, as
+    Marquez versions an input read with a schema."""
+    if version_schema is not None or written_at is not None:
+        return version_schema
+    schema = (dataset_facets or {}).get("schema")
+    return schema.get("fields") if isinstance(schema, dict) else None
 
 
 def _written_at(version: sa.Row[Any] | None) -> datetime | None:
