@@ -3,11 +3,12 @@ dataset_b (col_c from both) → job2 → dataset_c (col_d from col_c)."""
 
 from __future__ import annotations
 
-import uuid
 from typing import Any
 
 import pytest
 from marquez_api import Marquez
+
+from ol_events import run_event
 
 P = {"_producer": "https://p", "_schemaURL": "https://s"}
 
@@ -49,17 +50,7 @@ def chain(marquez: Marquez, ns: str) -> str:
         {"col_d": _column(ns, "dataset_b", "col_c", what="description2", kind="type2")},
     )
     for job, (read, wrote) in {"job1": (a, b), "job2": (b, c)}.items():
-        marquez.send(
-            {
-                "eventType": "COMPLETE",
-                "eventTime": "2026-11-26T10:00:00Z",
-                "producer": "https://p",
-                "run": {"runId": str(uuid.uuid4())},
-                "job": {"namespace": ns, "name": job},
-                "inputs": [read],
-                "outputs": [wrote],
-            }
-        )
+        marquez.send(run_event(job=job, namespace=ns, inputs=[read], outputs=[wrote]))
     return ns
 
 
@@ -131,17 +122,8 @@ def test_a_field_of_a_dataset_the_run_did_not_read_is_dropped(marquez: Marquez, 
             ]
         }
     }
-    marquez.send(
-        {
-            "eventType": "COMPLETE",
-            "eventTime": "2026-11-26T10:00:00Z",
-            "producer": "https://p",
-            "run": {"runId": str(uuid.uuid4())},
-            "job": {"namespace": ns, "name": "job"},
-            "inputs": [_dataset(ns, "read", ["a"])],
-            "outputs": [_dataset(ns, "written", ["out"], lineage)],
-        }
-    )
+    read, written = _dataset(ns, "read", ["a"]), _dataset(ns, "written", ["out"], lineage)
+    marquez.send(run_event(job="job", namespace=ns, inputs=[read], outputs=[written]))
     [column] = marquez.client.get_dataset(ns, "written")["columnLineage"]
     assert [(f["dataset"], f["field"]) for f in column["inputFields"]] == [("read", "a")]
     assert marquez.status("GET", f"/namespaces/{ns}/datasets/ghost").status_code == 404

@@ -11,6 +11,8 @@ import pytest
 from marquez_api import Marquez
 from marquez_client.models import DatasetId, DatasetType, JobType
 
+from ol_events import facet, run_event
+
 # marquez-python marks its write calls deprecated (use OpenLineage); Marquez's tests use them.
 pytestmark = pytest.mark.filterwarnings("ignore::DeprecationWarning")
 
@@ -177,14 +179,8 @@ def test_a_past_runs_job_facets_are_its_own(marquez: Marquez, ns: str) -> None:
     """``/jobs/runs/{id}/facets?type=job``: the SQL that run ran, not a later edit's."""
 
     def event(run_id: str, at: str, query: str) -> dict[str, Any]:
-        sql = {"_producer": "https://p", "_schemaURL": "https://s", "query": query}
-        return {
-            "eventType": "COMPLETE",
-            "eventTime": at,
-            "producer": "https://p",
-            "run": {"runId": run_id},
-            "job": {"namespace": ns, "name": "report", "facets": {"sql": sql}},
-        }
+        job = {"namespace": ns, "name": "report", "facets": {"sql": facet(query=query)}}
+        return run_event(run_id=run_id, job=job, at=at)
 
     old, new = str(uuid.uuid4()), str(uuid.uuid4())
     marquez.send(
@@ -227,26 +223,8 @@ def test_writes_marquez_refuses_are_refused(marquez: Marquez, ns: str) -> None:
 def test_a_schema_field_without_a_name_is_refused(
     marquez: Marquez, ns: str, field: dict[str, Any]
 ) -> None:
-    event = {
-        "eventType": "COMPLETE",
-        "eventTime": "2026-11-26T10:00:00Z",
-        "producer": "https://p",
-        "run": {"runId": str(uuid.uuid4())},
-        "job": {"namespace": ns, "name": "j"},
-        "outputs": [
-            {
-                "namespace": ns,
-                "name": "o",
-                "facets": {
-                    "schema": {
-                        "_producer": "https://p",
-                        "_schemaURL": "https://s",
-                        "fields": [field],
-                    }
-                },
-            }
-        ],
-    }
+    written = {"namespace": ns, "name": "o", "facets": {"schema": facet(fields=[field])}}
+    event = run_event(job="j", namespace=ns, outputs=[written])
     answer = httpx.post(f"{marquez.api}/lineage", json=event, timeout=30)
     assert answer.status_code == 422
     assert answer.json()["details"]["path"] == "$.outputs[0].facets.schema.fields[0].name"
@@ -263,20 +241,10 @@ def test_a_runs_dataset_versions_carry_its_input_and_output_facets(
     }
     stats = {"_producer": "https://p", "_schemaURL": "https://s", "rowCount": 7, "size": 70}
     run_id = str(uuid.uuid4())
+    read = {"namespace": ns, "name": "src", "inputFacets": {"dataQualityAssertions": quality}}
+    wrote = {"namespace": ns, "name": "dst", "outputFacets": {"outputStatistics": stats}}
     marquez.send(
-        {
-            "eventType": "COMPLETE",
-            "eventTime": "2026-11-26T10:00:00Z",
-            "producer": "https://p",
-            "run": {"runId": run_id},
-            "job": {"namespace": ns, "name": "dbt_model"},
-            "inputs": [
-                {"namespace": ns, "name": "src", "inputFacets": {"dataQualityAssertions": quality}}
-            ],
-            "outputs": [
-                {"namespace": ns, "name": "dst", "outputFacets": {"outputStatistics": stats}}
-            ],
-        }
+        run_event(run_id=run_id, job="dbt_model", namespace=ns, inputs=[read], outputs=[wrote])
     )
     for run in (
         marquez.get(f"/jobs/runs/{run_id}"),
@@ -290,14 +258,6 @@ def test_a_runs_dataset_versions_carry_its_input_and_output_facets(
 
 def test_a_dataset_only_read_shows_the_schema_its_readers_sent(marquez: Marquez, ns: str) -> None:
     schema = {"_producer": "https://p", "_schemaURL": "https://s", "fields": [{"name": "id"}]}
-    marquez.send(
-        {
-            "eventType": "COMPLETE",
-            "eventTime": "2026-11-26T10:00:00Z",
-            "producer": "https://p",
-            "run": {"runId": str(uuid.uuid4())},
-            "job": {"namespace": ns, "name": "reader"},
-            "inputs": [{"namespace": ns, "name": "only_read", "facets": {"schema": schema}}],
-        }
-    )
+    read = {"namespace": ns, "name": "only_read", "facets": {"schema": schema}}
+    marquez.send(run_event(job="reader", namespace=ns, inputs=[read]))
     assert [f["name"] for f in marquez.client.get_dataset(ns, "only_read")["fields"]] == ["id"]
