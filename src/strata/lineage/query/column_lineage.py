@@ -208,7 +208,7 @@ def _downstream_edges(conn: Connection, keys: set[Key]) -> list[tuple[Key, Edge]
     if not keys:
         return out
     cl, d = s.column_lineage, s.datasets
-    by_field = {(ds, f): k for k in keys for ds, _, f in [k]}
+    by_field = {(k[0], k[2]): k for k in keys}
     for batch in q.chunks({ds for ds, _, _ in keys}):
         for r in conn.execute(
             sa.select(cl, d.c.uuid.label("out_dataset"))
@@ -250,14 +250,16 @@ def _field_nodes(
             shown |= {e[0] for e in rows if e[0][0] in datasets}
     types = _types(conn, {v for _, v, _ in shown})
     nodes: dict[Key, FieldNode] = {}
+    by_id: dict[str, FieldNode] = {}
     for key in sorted(shown):
         dataset, version, name = key
         ds = datasets[dataset]
         node_id = field_node_id(ds.namespace, ds.name, name, version if versioned else None)
-        same = next((n for n in nodes.values() if n.id == node_id), None)
-        nodes[key] = same or FieldNode(
-            node_id, ds.namespace, ds.name, version, name, types.get((version, name))
-        )
+        if node_id not in by_id:
+            by_id[node_id] = FieldNode(
+                node_id, ds.namespace, ds.name, version, name, types.get((version, name))
+            )
+        nodes[key] = by_id[node_id]
     for out_key, rows in sorted(edges.items()):
         node = nodes.get(out_key)
         if node is None:
@@ -274,8 +276,7 @@ def _field_nodes(
             # As Marquez: every edge starts at the node that lists it.
             node.in_edges.append((node.id, src.id))
             src.out_edges.append((src.id, node.id))
-    unique = {n.id: n for n in nodes.values()}.values()
-    for n in unique:
+    for n in by_id.values():
         n.in_edges.sort()
         n.out_edges.sort()
-    return sorted(unique, key=lambda n: n.id)
+    return sorted(by_id.values(), key=lambda n: n.id)
