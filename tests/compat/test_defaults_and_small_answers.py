@@ -8,6 +8,8 @@ import uuid
 from marquez_api import Marquez
 from test_openlineage_hierarchy import airflow_event
 
+from ol_events import facet, run_event
+
 
 def test_a_new_server_has_the_default_namespace_and_source(marquez: Marquez) -> None:
     namespace = marquez.get("/namespaces/default")
@@ -37,3 +39,28 @@ def test_a_child_jobs_simple_name_reads_the_same_everywhere(marquez: Marquez, ns
     assert moved.headers["location"].endswith(f"/namespaces/{ns}/jobs/the_dag.task1")
     graph = marquez.get("/lineage", nodeId=f"job:{ns}:task1")
     assert f"job:{ns}:the_dag.task1" in {n["id"] for n in graph["graph"]}
+
+
+def test_a_reader_during_a_write_reads_a_stand_in_not_the_version_being_written(
+    marquez: Marquez, ns: str
+) -> None:
+    """Marquez binds the reader to the version the writer's START made (one version);
+    Strata binds what was current when the reader started: nothing yet, so a stand-in
+    with the schema the reader sent (two versions, once the writer completes)."""
+    schema = facet(fields=[{"name": "id", "type": "INTEGER"}])
+    table = {"namespace": ns, "name": "table", "facets": {"schema": schema}}
+    writer = str(uuid.uuid4())
+    reader = str(uuid.uuid4())
+    marquez.send(
+        run_event("START", writer, job="write", namespace=ns, at="2026-11-01T10:00:00Z",
+                  outputs=[table]),
+        run_event("COMPLETE", reader, job="read", namespace=ns, at="2026-11-01T10:05:00Z",
+                  inputs=[table]),
+        run_event("COMPLETE", writer, job="write", namespace=ns, at="2026-11-01T10:10:00Z",
+                  outputs=[table]),
+    )  # fmt: skip
+    versions = marquez.get(f"/namespaces/{ns}/datasets/table/versions")["versions"]
+    assert [v["createdByRun"] and v["createdByRun"]["id"] for v in versions] == [writer, None]
+    assert [f["name"] for f in versions[1]["fields"]] == ["id"]
+    [read] = marquez.get(f"/jobs/runs/{reader}")["inputDatasetVersions"]
+    assert read["datasetVersionId"]["version"] == versions[1]["version"]

@@ -186,3 +186,62 @@ def test_create_a_job_and_complete_its_run(marquez: Marquez, ns: str) -> None:
     assert {d["name"] for d in marquez.client.get_job(ns, "job")["outputs"]} == {
         d.name for d in outputs
     }
+
+
+def test_a_lazy_input_dataset(marquez: Marquez, ns: str) -> None:
+    """Datasets made after the job and its run, then named by a job PUT with the run."""
+    marquez.client.create_namespace(ns, "owner", "described")
+    stream = f"{ns}_kafka"
+    marquez.client.create_source(stream, "KAFKA", "kafka://localhost:9092", "a stream")
+    marquez.client.create_job(ns, "job", JobType.BATCH, "https://git/job", description="a job")
+    run = marquez.client.create_job_run(ns, "job")
+    assert run["id"] and run["createdAt"] and run["updatedAt"]
+    assert (run["nominalStartTime"], run["nominalEndTime"], run["state"]) == (None, None, "NEW")
+    assert (run["startedAt"], run["endedAt"], run["durationMs"], run["args"]) == (
+        None,
+        None,
+        None,
+        {},
+    )
+    inputs = [DatasetId(ns, f"in{i}") for i in range(2)]
+    outputs = [DatasetId(ns, f"out{i}") for i in range(2)]
+    for d in inputs:
+        marquez.client.create_dataset(ns, d.name, DatasetType.DB_TABLE, d.name, stream)
+    for d in outputs:
+        marquez.client.create_dataset(
+            ns, d.name, DatasetType.DB_TABLE, d.name, stream, run_id=run["id"]
+        )
+    marquez.client.create_job(
+        ns, "job", JobType.BATCH, "https://git/job", inputs=inputs, outputs=outputs,
+        description="a job", run_id=run["id"],
+    )  # fmt: skip
+    job = marquez.client.get_job(ns, "job")
+    assert sorted(d["name"] for d in job["inputs"]) == ["in0", "in1"]
+
+
+def test_runs_are_listed_newest_first(marquez: Marquez, ns: str) -> None:
+    marquez.client.create_namespace(ns, "owner")
+    marquez.client.create_job(ns, "job", JobType.BATCH, "https://git/job")
+    run0 = marquez.client.create_job_run(ns, "job")["id"]
+    run1 = marquez.client.create_job_run(ns, "job", mark_as_running=True)["id"]
+    marquez.client.mark_job_run_as_completed(run1)
+    run2 = marquez.client.create_job_run(ns, "job", mark_as_running=True)["id"]
+    listed = [r["id"] for r in marquez.client.list_job_runs(ns, "job")["runs"]]
+    assert listed == [run2, run1, run0]
+
+
+def test_search_finds_a_table_by_part_of_its_name(marquez: Marquez, ns: str) -> None:
+    source = _setup(marquez, ns)
+    name = f"public.{ns}_mytable"
+    fields = [{"name": "a", "type": "INTEGER"}, {"name": "b", "type": "TIMESTAMP"}]
+    marquez.client.create_dataset(ns, name, DatasetType.DB_TABLE, name, source, fields=fields)
+    found = marquez.get("/search", q=f"{ns}_mytable")
+    assert found["totalCount"] == 1
+    [result] = found["results"]
+    assert (result["type"], result["name"], result["namespace"]) == ("DATASET", name, ns)
+
+
+def test_tags_made_are_listed(marquez: Marquez) -> None:
+    for tag in ("PII", "SENSITIVE"):
+        marquez.client.create_tag(tag)
+    assert {"PII", "SENSITIVE"} <= {t["name"] for t in marquez.client.list_tags()["tags"]}

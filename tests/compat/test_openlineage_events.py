@@ -53,7 +53,8 @@ def test_a_job_event(marquez: Marquez) -> None:
     assert detail["inputs"]
     # A JobEvent is not a run's event: the lineage event list does not show it.
     events = marquez.get("/events/lineage", limit=1000)["events"]
-    assert not [e for e in events if e.get("job", {}).get("name") == name]
+    jobs = [(e["job"]["namespace"], e["job"]["name"]) for e in events]
+    assert (namespace, name) not in jobs
 
 
 def test_spark_under_airflow(marquez: Marquez, ns: str) -> None:

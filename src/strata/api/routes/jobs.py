@@ -75,6 +75,8 @@ def put_job(eng: Eng, namespace: str, job: str, body: JobIn) -> dict[str, Any]:
         location=body.location,
         description=body.description,
     )
+    if body.run_id is not None:
+        w.relink_run(eng, namespace, job, str(body.run_id))
     with read_tx(eng) as conn:
         return views.job(q.get_job(conn, ids.job_uuid(namespace, job)))
 

@@ -264,12 +264,7 @@ def create_run(
     args: dict[str, str] | None = None,
     at: datetime | None = None,
 ) -> str:
-    """A NEW run of an existing job's current version; returns its id.
-
-    The event carries the version's inputs, outputs and source facets, as a
-    producer's run events would, so the run belongs to that job version.
-    """
-    raw, job_facets, inputs, outputs = _job_row(engine, namespace, job)
+    """A NEW run of an existing job's current version; returns its id."""
     run = check_uuid(run_id, "runId") if run_id is not None else new_id()
     facets: dict[str, Any] = {}
     if nominal_start_time is not None:
@@ -279,14 +274,28 @@ def create_run(
         facets["nominalTime"] = _facet(**nominal)
     if args:
         facets["runArgs"] = _facet(args=dict(args))
-    event = _run_event(namespace, raw, run, None, _now(at), facets)
+    ingest_event(engine, _job_version_event(engine, namespace, job, run, _now(at), facets))
+    return run
+
+
+def relink_run(engine: Engine, namespace: str, job: str, run_id: str) -> IngestResult:
+    """Move run ``run_id`` to the job's current version, as a job PUT naming it does."""
+    return ingest_event(engine, _job_version_event(engine, namespace, job, run_id, _now(None), {}))
+
+
+def _job_version_event(
+    engine: Engine, namespace: str, job: str, run: str, at: datetime, facets: dict[str, Any]
+) -> dict[str, Any]:
+    """A stateless event of run ``run`` carrying the job's current inputs, outputs and
+    source facets, as a producer's run events would, so the run belongs to that version."""
+    raw, job_facets, inputs, outputs = _job_row(engine, namespace, job)
+    event = _run_event(namespace, raw, run, None, at, facets)
     event["job"]["facets"] = {
         k: v for k, v in job_facets.items() if k in ("sourceCodeLocation", "sourceCode")
     }
     event["inputs"] = [{"namespace": d["namespace"], "name": d["name"]} for d in inputs]
     event["outputs"] = [{"namespace": d["namespace"], "name": d["name"]} for d in outputs]
-    ingest_event(engine, event)
-    return run
+    return event
 
 
 def mark_run(

@@ -354,7 +354,7 @@ def write_outputs(conn: Connection, outputs: Sequence[Output]) -> None:
                 "created_at": created,
                 "run_uuid": run.run_id,
                 "schema_fields": fx.schema_fields(merged),
-                "facets": merged,
+                "facets": io.facets,  # output facets stay the run's (runs.io_facets)
                 "row_count": fx.integer(stats.get("rowCount")),
                 "byte_count": fx.integer(stats.get("size")),
                 "file_count": fx.integer(stats.get("fileCount")),

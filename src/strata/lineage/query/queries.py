@@ -379,26 +379,47 @@ class DatasetVersion:
 
 
 def _versions_from_rows(
-    conn: Connection, ds: Dataset, rows: Sequence[sa.Row[Any]], with_runs: bool = True
+    conn: Connection,
+    ds: Dataset,
+    rows: Sequence[sa.Row[Any]],
+    with_runs: bool = True,
+    with_output_facets: bool = False,
 ) -> list[DatasetVersion]:
+    """Versions as Marquez shows them: a listing shows each version's dataset facets, one
+    version read alone adds the output facets its run sent (``outputStatistics`` …)."""
     runs = runs_by_uuid(conn, [r.run_uuid for r in rows if r.run_uuid]) if with_runs else {}
     field_tags = _dataset_tags(conn, [ds.uuid]).get(ds.uuid, {})
-    return [
-        DatasetVersion(
-            uuid=r.uuid,
-            dataset=ds,
-            commit_id=r.commit_id,
-            created_at=r.created_at,
-            run_uuid=r.run_uuid,
-            fields=_fields(r.schema_fields, field_tags),
-            facets=dict(r.facets or {}),
-            lifecycle_state=r.lifecycle_state,
-            row_count=r.row_count,
-            content_hash=r.content_hash,
-            created_by_run=runs.get(r.run_uuid) if r.run_uuid else None,
+    out = []
+    for r in rows:
+        run = runs.get(r.run_uuid) if r.run_uuid else None
+        facets, schema = _version_facets_and_schema(ds, r)
+        if with_output_facets and run is not None:
+            ref = DatasetVersionRef(ds.namespace, ds.name, r.uuid)
+            facets = {**facets, **run.io_facets_of("outputs", ref)}
+        out.append(
+            DatasetVersion(
+                uuid=r.uuid,
+                dataset=ds,
+                commit_id=r.commit_id,
+                created_at=r.created_at,
+                run_uuid=r.run_uuid,
+                fields=_fields(schema, field_tags),
+                facets=facets,
+                lifecycle_state=r.lifecycle_state,
+                row_count=r.row_count,
+                content_hash=r.content_hash,
+                created_by_run=run,
+            )
         )
-        for r in rows
-    ]
+    return out
+
+
+def _version_facets_and_schema(ds: Dataset, row: sa.Row[Any]) -> tuple[dict[str, Any], Any]:
+    """A version's facets and fields; a stand-in (a version runs read before anything
+    wrote or declared one) shows what its readers sent, as Marquez versions an input."""
+    if row.run_uuid is None and row.commit_id is None and not row.declared:
+        return dict(ds.facets), shown_schema(row.schema_fields, None, ds.facets)
+    return dict(row.facets or {}), row.schema_fields
 
 
 def list_dataset_versions(
@@ -448,7 +469,7 @@ def get_dataset_version(
             dataset=name,
             version=version,
         )
-    return _versions_from_rows(conn, ds, [row])[0]
+    return _versions_from_rows(conn, ds, [row], with_output_facets=True)[0]
 
 
 # --- runs ---------------------------------------------------------------------------------
