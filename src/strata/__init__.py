@@ -2,8 +2,24 @@
 
 from __future__ import annotations
 
-from strata.builds.transforms import Input, Output, Transform, transform, transform_df
+from strata.builds.transforms import (
+    Input,
+    Output,
+    Transform,
+    incremental,
+    transform,
+    transform_df,
+)
 from strata.lake.service import Lake, connect
 
-__all__ = ["Input", "Lake", "Output", "Transform", "connect", "transform", "transform_df"]
+__all__ = [
+    "Input",
+    "Lake",
+    "Output",
+    "Transform",
+    "connect",
+    "incremental",
+    "transform",
+    "transform_df",
+]
 __version__ = "0.1.0"

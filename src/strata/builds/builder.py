@@ -11,11 +11,12 @@ transform at once; a builder that waited re-checks before running.
 from __future__ import annotations
 
 import threading
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Collection, Sequence
 from concurrent.futures import FIRST_COMPLETED, Future, ThreadPoolExecutor, wait
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Protocol
 
+from strata.builds import incremental
 from strata.builds.causes import Cause, Outcome
 from strata.builds.discovery import Declared, Pipelines
 from strata.builds.execute import RunContext, RunResult, resolve_inputs, run_transform
@@ -27,6 +28,7 @@ from strata.builds.state.catalog import Current
 from strata.builds.status import assess, own_causes, programs_to_name
 from strata.errors import NotFound, StrataError, can_pass
 from strata.ids import new_id
+from strata.lake.registry import Version
 from strata.lake.service import Lake
 
 if TYPE_CHECKING:
@@ -46,6 +48,8 @@ class Step:
     seconds: float = 0.0
     rows: int = 0
     retryable: bool = False  # failed for a reason that can pass; a worker tries again
+    mode: str | None = None  # "incremental" or "full" when it ran
+    read: dict[str, dict[str, int | None]] = field(default_factory=dict)  # input -> range
 
     def to_dict(self) -> dict[str, Any]:
         out = dict(self.__dict__)
@@ -115,17 +119,18 @@ class Builder:
         graph = self.pipelines.graph
         if everything:
             return graph.post_order(graph.roots())
-        keys: list[str] = []
-        for name in datasets:
-            item = self.pipelines.producer(name)
-            if item is None:
-                raise NotFound(
-                    f"no transform writes dataset {name!r}; `strata status` lists the derived "
-                    "datasets a build can make",
-                    dataset=name,
-                )
-            keys.append(item.fqn)
-        return graph.post_order(keys)
+        return graph.post_order([self.producer_key(name) for name in datasets])
+
+    def producer_key(self, dataset: str) -> str:
+        """The transform that writes ``dataset``; NotFound names it."""
+        item = self.pipelines.producer(dataset)
+        if item is None:
+            raise NotFound(
+                f"no transform writes dataset {dataset!r}; `strata status` lists the derived "
+                "datasets a build can make",
+                dataset=dataset,
+            )
+        return item.fqn
 
     def current(self, names: set[str] | None = None) -> dict[str, Current]:
         return self.state.current(names)
@@ -134,7 +139,9 @@ class Builder:
         """What a build would run now, with causes; nothing runs."""
         current = self.state.current()
         ordinals = self.state.ordinals(programs_to_name(self.pipelines, current))
-        status = assess(self.pipelines, current, ordinals)
+        items = self.pipelines.transforms.values()
+        facts = incremental.gather(self.state, items, current)
+        status = assess(self.pipelines, current, ordinals, facts=facts)
         steps = []
         for key in order:
             item = self.pipelines.transforms[key]
@@ -157,11 +164,13 @@ class Builder:
         order: Sequence[str],
         *,
         force: bool = False,
+        full: Collection[str] = (),
         jobs: int = 1,
         reporter: Reporter | None = None,
     ) -> BuildReport:
-        """Visit ``order`` (a post-order plan); run what is out of date."""
-        run = _BuildRun(self, force, reporter or Silent())
+        """Visit ``order`` (a post-order plan); run what is out of date. The transforms in
+        ``full`` run, and run whole (incremental ones too)."""
+        run = _BuildRun(self, force, reporter or Silent(), set(full))
         run.reporter.planned(order)
         try:
             _visit_all(order, self.pipelines, run.visit, jobs)
@@ -174,8 +183,8 @@ class Builder:
 class _BuildRun:
     """The state of one build while it runs (visits may run on several threads)."""
 
-    def __init__(self, builder: Builder, force: bool, reporter: Reporter) -> None:
-        self.builder, self.force, self.reporter = builder, force, reporter
+    def __init__(self, builder: Builder, force: bool, reporter: Reporter, full: set[str]) -> None:
+        self.builder, self.force, self.reporter, self.full = builder, force, reporter, full
         self.id = new_id()
         self.lock = threading.Lock()
         self.steps: dict[str, Step] = {}
@@ -203,8 +212,9 @@ class _BuildRun:
 
     def _causes(self, item: Declared, current: dict[str, Current]) -> dict[str, list[Cause]]:
         out = {}
+        facts = incremental.gather(self.builder.state, [item], current)
         for dataset in item.output_names:
-            causes, _ = own_causes(item, dataset, current, {})
+            causes, _ = own_causes(item, dataset, current, {}, facts)
             if causes:
                 out[dataset] = causes
         return out
@@ -213,7 +223,8 @@ class _BuildRun:
         with self.lock:
             names = (*item.output_names, *item.input_names)
             snapshot = {n: self.current[n] for n in names if n in self.current}
-        if not self.force and not self._causes(item, snapshot):
+        forced = self.force or item.fqn in self.full
+        if not forced and not self._causes(item, snapshot):
             return Step(item.fqn, Outcome.FRESH, self._versions(item))
         b = self.builder
         waiting = lambda holder: self.reporter.waiting(item.fqn, holder)  # noqa: E731
@@ -223,29 +234,40 @@ class _BuildRun:
             abort_orphaned_runs(b.state, b.emitter, [item.fqn])
             now = b.current(set(item.output_names) | set(item.input_names))
             causes = self._causes(item, now)
-            if not causes and not self.force:
+            if not causes and not forced:
                 self._remember(now)
                 return Step(item.fqn, Outcome.FRESH, self._versions(item))
             self.reporter.started(item.fqn)
-            result = self._execute(item)
+            result = self._execute(item, now)
             self._remember(b.current(set(item.output_names)))
         return _step(result, causes, self._versions(item))
 
-    def _execute(self, item: Declared) -> RunResult:
+    def _execute(self, item: Declared, now: dict[str, Current]) -> RunResult:
+        b = self.builder
         try:
-            inputs = resolve_inputs(self.builder.lake, item)
+            inputs = resolve_inputs(b.lake, item)
+            plan = self._plan(item, now, inputs)
         except StrataError as exc:
             failed = RunResult(item.fqn, None, Outcome.FAILED, {}, reason=exc.message)
             failed.retryable = can_pass(exc)
             return failed
         parent = self.parents.start(item.pipeline)
-        b = self.builder
         ctx = RunContext(b.lake, b.state, b.spark(), b.emitter, parent)
-        result = run_transform(ctx, item, inputs)
+        result = run_transform(ctx, item, inputs, plan)
         self.parents.record(item.pipeline, result.outcome is Outcome.BUILT)
         with self.lock:
             self.committed += [(d, c) for d, c in result.outputs.items() if c is not None]
         return result
+
+    def _plan(
+        self, item: Declared, now: dict[str, Current], inputs: dict[str, Version]
+    ) -> incremental.Plan:
+        """How the run reads and writes: an incremental transform's plan, else whole."""
+        if item.transform.incremental is None:
+            return incremental.whole(item, inputs)
+        targets = {v.dataset: v.commit_id for v in inputs.values()}
+        facts = incremental.gather(self.builder.state, [item], now, targets)
+        return incremental.plan(item, now, inputs, facts, full=item.fqn in self.full)
 
     def _remember(self, rows: dict[str, Current]) -> None:
         with self.lock:
@@ -293,6 +315,8 @@ def _step(result: RunResult, causes: dict[str, list[Cause]], after: dict[str, in
         seconds=round(result.seconds, 3),
         rows=result.rows,
         retryable=result.retryable,
+        mode=result.plan.mode if result.plan is not None and result.run else None,
+        read=result.plan.read_json() if result.plan is not None and result.run else {},
     )
 
 

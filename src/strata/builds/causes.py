@@ -38,6 +38,8 @@ class CauseKind(StrEnum):
     RENAMED = "renamed"
     PROGRAM_CHANGED = "program_changed"
     INPUT_NEWER = "input_newer"
+    INPUT_APPENDED = "input_appended"  # incremental: the next build reads the new rows
+    INPUT_REWRITTEN = "input_rewritten"  # incremental: the next build runs whole
     INPUT_ADDED = "input_added"
     INPUT_REMOVED = "input_removed"
     INPUT_MISSING = "input_missing"
@@ -105,7 +107,26 @@ def program_label(program: Mapping[str, Any] | None) -> str:
 def _program_changed(c: Cause) -> str:
     old = c.detail.get("old")
     was = program_label(old) if old else "written outside a build"
-    return f"program changed: {was} → {program_label(c.detail.get('new'))}"
+    kept = c.detail.get("semantic_version")
+    tail = f" (semantic version {kept} kept: applies to new rows)" if kept is not None else ""
+    return f"program changed: {was} → {program_label(c.detail.get('new'))}{tail}"
+
+
+def _input_appended(c: Cause) -> str:
+    d = c.detail
+    commits = f"{d['commits']} commit{'s' if d['commits'] != 1 else ''}"
+    return (
+        f"input {c.dependency}: {d['rows']:,} rows appended in {commits} "
+        f"({d['built_from']} → {d['current']})"
+    )
+
+
+def _input_rewritten(c: Cause) -> str:
+    d = c.detail
+    return (
+        f"input {c.dependency}: rewritten by {d['type']} {d['version']} "
+        f"({d['built_from']} → {d['current']}), so the next build runs whole"
+    )
 
 
 def _input_newer(c: Cause) -> str:
@@ -121,6 +142,8 @@ _WORDS: dict[CauseKind, Callable[[Cause], str]] = {
     CauseKind.RENAMED: lambda c: f"renamed from {c.detail['from']}",
     CauseKind.PROGRAM_CHANGED: _program_changed,
     CauseKind.INPUT_NEWER: _input_newer,
+    CauseKind.INPUT_APPENDED: _input_appended,
+    CauseKind.INPUT_REWRITTEN: _input_rewritten,
     CauseKind.INPUT_ADDED: lambda c: f"input added: {c.dependency}",
     CauseKind.INPUT_REMOVED: lambda c: f"input removed: {c.dependency}",
     CauseKind.INPUT_MISSING: lambda c: f"input {c.dependency} does not exist",

@@ -12,25 +12,41 @@ from __future__ import annotations
 import time
 import traceback
 from collections.abc import Mapping
-from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any
+from dataclasses import dataclass, field, replace
+from typing import TYPE_CHECKING
 
+from strata.builds import incremental
 from strata.builds.causes import Outcome
 from strata.builds.discovery import Declared
+from strata.builds.handles import (
+    InputHandle,
+    OutputHandle,
+    require_dataframe,
+    require_declared_files,
+)
+from strata.builds.incremental import Plan
 from strata.builds.program_files import program_text
-from strata.builds.run_events import DatasetAt, Emitter, JobRef, RunSpec, program_facets, run_event
+from strata.builds.run_events import (
+    DatasetAt,
+    Emitter,
+    JobRef,
+    RunSpec,
+    build_facets,
+    program_facets,
+    run_event,
+)
 from strata.builds.shipping import pickle_by_value
 from strata.builds.state import BuildState
 from strata.builds.state.programs import Program
 from strata.builds.transforms import DF_OUTPUT
-from strata.errors import NotFound, StrataError, TransformError, can_pass
+from strata.errors import CommitConflict, NotFound, StrataError, TransformError, can_pass
 from strata.ids import new_id
 from strata.lake.registry import Version
 from strata.lake.service import Lake, reads_limited_to
 from strata.lake.transaction import Transaction
 
 if TYPE_CHECKING:
-    from pyspark.sql import DataFrame, SparkSession
+    from pyspark.sql import SparkSession
 
 
 @dataclass
@@ -47,55 +63,7 @@ class RunResult:
     program: Program | None = None
     inputs: dict[str, int] = field(default_factory=dict)
     retryable: bool = False  # failed for a reason that can pass (a conflict, an outage)
-
-
-class InputHandle:
-    """A declared input of a ``@transform``: its exact version, read on demand."""
-
-    def __init__(self, lake: Lake, spark: SparkSession, version: Version) -> None:
-        self._lake, self._spark, self.version = lake, spark, version
-        self.name = version.dataset
-
-    def dataframe(self) -> DataFrame:
-        return self._lake.read(self.name, version=self.version.commit_id, spark=self._spark)
-
-
-class OutputHandle:
-    """A declared output of a ``@transform``: written once, committed with the others."""
-
-    def __init__(
-        self, lake: Lake, item: Declared, txn: Transaction, name: str, inputs: Mapping[str, Version]
-    ) -> None:
-        self._lake, self._item, self._txn, self.name = lake, item, txn, name
-        self._inputs = inputs
-        self.written = False
-
-    def write_dataframe(self, df: Any) -> None:
-        _require_dataframe(self._item, df, f"write_dataframe for {self.name!r}")
-        _require_declared_files(self._lake, self._item, self._inputs, df)
-        if self.written:
-            raise TransformError(
-                f"transform {self._item.fqn} ({self._item.where}) wrote {self.name!r} twice; "
-                "union the frames and write once"
-            )
-        self._txn.write(df, dataset=self.name)
-        self.written = True
-
-
-def _require_dataframe(item: Declared, value: Any, what: str) -> None:
-    kind = type(value)
-    if not (kind.__module__.startswith("pyspark.") and kind.__name__ == "DataFrame"):
-        raise TransformError(
-            f"transform {item.fqn} ({item.where}): {what} got a {kind.__module__}."
-            f"{kind.__qualname__}, not a Spark DataFrame; return the DataFrame to write",
-            transform=item.fqn,
-        )
-
-
-def _require_declared_files(
-    lake: Lake, item: Declared, inputs: Mapping[str, Version], df: DataFrame
-) -> None:
-    lake.refuse_undeclared_files(df, f"transform {item.fqn} ({item.where})", inputs.values())
+    plan: Plan | None = None
 
 
 def resolve_inputs(lake: Lake, item: Declared) -> dict[str, Version]:
@@ -124,10 +92,14 @@ class RunContext:
     parent: tuple[str, JobRef] | None
 
 
-def run_transform(ctx: RunContext, item: Declared, inputs: Mapping[str, Version]) -> RunResult:
-    """Run ``item`` on exactly ``inputs``; its outputs commit together or not at all."""
+def run_transform(
+    ctx: RunContext, item: Declared, inputs: Mapping[str, Version], plan: Plan | None = None
+) -> RunResult:
+    """Run ``item`` on exactly ``inputs`` as ``plan`` says (default: whole); its outputs
+    commit together or not at all."""
     started = time.monotonic()
     lake = ctx.lake
+    plan = plan or incremental.whole(item, inputs)
     program = ctx.state.register_program(item.fqn, item.fingerprint, program_text(item))
     spec = RunSpec(
         new_id(),
@@ -143,20 +115,22 @@ def run_transform(ctx: RunContext, item: Declared, inputs: Mapping[str, Version]
     )
     # The transaction first: it makes the outputs lake datasets before an event names them
     # (an event naming an unknown dataset would make it an external one, versioned by runs).
-    txn = lake.transaction(
-        list(item.output_names), item.transform.output_type, run_uuid=spec.run_id
-    )
-    read = [_at(v) for v in inputs.values()]
+    txn = lake.transaction(list(item.output_names), _write_type(item, plan), run_uuid=spec.run_id)
+    read = [_at(v, plan) for v in inputs.values()]
     writing = [DatasetAt(name, None) for name in item.output_names]
+    spec = replace(spec, run_facets=build_facets(plan.mode, plan.read_json()))
     ctx.emitter.emit(
         run_event("START", spec, namespace=lake.namespace, inputs=read, outputs=writing)
     )
     result = RunResult(item.fqn, spec.run_id, Outcome.FAILED, dict.fromkeys(item.output_names))
-    result.program = program
+    result.program, result.plan = program, plan
     result.inputs = {v.dataset: v.commit_id for v in inputs.values()}
+    readable = (*item.input_names, *item.output_names)
     try:
-        with reads_limited_to(f"transform {item.fqn} ({item.where})", item.input_names):
-            call_transform(lake, ctx.spark, item, inputs, txn)
+        _hold_base(txn, plan)
+        with reads_limited_to(f"transform {item.fqn} ({item.where})", readable):
+            call_transform(lake, ctx.spark, item, inputs, txn, plan)
+        result.rows = sum(txn.rows_written(name) for name in item.output_names)
         txn.commit()
     except BaseException as exc:
         if txn.state == "OPEN":
@@ -184,9 +158,33 @@ def run_transform(ctx: RunContext, item: Declared, inputs: Mapping[str, Version]
     )
     result.outcome = Outcome.BUILT
     result.outputs = {name: txn.versions[name].commit_id for name in item.output_names}
-    result.rows = sum(txn.versions[name].row_count for name in item.output_names)
     result.seconds = time.monotonic() - started
     return result
+
+
+def _write_type(item: Declared, plan: Plan) -> str:
+    """How the outputs commit: an incremental run appends, a whole run of an
+    incremental transform replaces, any other transform as its outputs declare."""
+    if item.transform.incremental is None:
+        return item.transform.output_type
+    return "APPEND" if plan.mode == "incremental" else "SNAPSHOT"
+
+
+def _hold_base(txn: Transaction, plan: Plan) -> None:
+    """An incremental run appends to the versions it planned from, or not at all: an
+    output committed since the plan fails the run with the conflict named."""
+    if plan.mode != "incremental":
+        return
+    for name, before in plan.previous.items():
+        txn.set_type(name, "APPEND", exclusive=True)
+        if txn.base_of(name) != before:
+            raise CommitConflict(
+                f"{name!r} moved from version {before} to {txn.base_of(name)} while this "
+                "incremental build planned its run; build again",
+                dataset=name,
+                base_commit_id=before,
+                winning_commit_id=txn.base_of(name),
+            )
 
 
 def call_transform(
@@ -195,21 +193,23 @@ def call_transform(
     item: Declared,
     inputs: Mapping[str, Version],
     txn: Transaction,
+    plan: Plan | None = None,
 ) -> None:
     """Call the function on ``inputs`` and write what it makes into ``txn`` (uncommitted)."""
     pickle_by_value(item.root)
+    plan = plan or incremental.whole(item, inputs)
     t = item.transform
+    handles = {p: InputHandle(lake, spark, v, plan.reads[p], item) for p, v in inputs.items()}
+    allowed = {**{v.dataset: v for v in inputs.values()}, **_previous_outputs(lake, plan)}
     if t.kind == "df":
-        frames = {
-            p: lake.read(v.dataset, version=v.commit_id, spark=spark) for p, v in inputs.items()
-        }
-        df = t.func(**frames)
-        _require_dataframe(item, df, "its return value")
-        _require_declared_files(lake, item, inputs, df)
+        df = t.func(**{p: h.dataframe() for p, h in handles.items()})
+        require_dataframe(item, df, "its return value")
+        require_declared_files(lake, item, allowed, df)
         txn.write(df, dataset=t.outputs[DF_OUTPUT].name)
         return
-    handles: dict[str, Any] = {p: InputHandle(lake, spark, v) for p, v in inputs.items()}
-    outs = {p: OutputHandle(lake, item, txn, o.name, inputs) for p, o in t.outputs.items()}
+    outs = {
+        p: OutputHandle(lake, spark, item, txn, o.name, allowed, plan) for p, o in t.outputs.items()
+    }
     t.func(**handles, **outs)
     missing = sorted(h.name for h in outs.values() if not h.written)
     if missing:
@@ -220,9 +220,20 @@ def call_transform(
         )
 
 
-def _at(v: Version, output: bool = False) -> DatasetAt:
+def _previous_outputs(lake: Lake, plan: Plan) -> dict[str, Version]:
+    """The outputs' versions an incremental run may read back (``previous``)."""
+    return {
+        f"{name}@previous": lake.version(name, version=before)
+        for name, before in plan.previous.items()
+        if before is not None
+    }
+
+
+def _at(v: Version, plan: Plan | None = None, output: bool = False) -> DatasetAt:
     if not output:
-        return DatasetAt(v.dataset, v.commit_id, v.schema_fields)
+        ranges = plan.reads.values() if plan is not None else ()
+        after = next((r.after for r in ranges if r.dataset == v.dataset), None)
+        return DatasetAt(v.dataset, v.commit_id, v.schema_fields, read_from=after)
     return DatasetAt(
         v.dataset, v.commit_id, v.schema_fields, v.row_count, v.byte_count, v.file_count
     )

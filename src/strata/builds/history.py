@@ -12,6 +12,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from strata.builds.state import BuildState
+from strata.builds.state.catalog import VersionEntry
 from strata.builds.state.programs import Program
 from strata.errors import InvalidArgument, NotFound
 from strata.lineage.query.provenance import ProvenanceNode
@@ -53,10 +54,21 @@ def history(state: BuildState, dataset: str) -> dict[str, Any]:
             "state": x.state,
             "program": _program_json(x.job, x.ordinal, x.fingerprint),
             "inputs": inputs.get(x.run, {}) if x.run else {},
+            **_how_read(x, inputs.get(x.run, {}) if x.run else {}),
         }
         for x in rows
     ]
     return {"dataset": dataset, "versions": versions}
+
+
+def _how_read(x: VersionEntry, inputs: dict[str, int | None]) -> dict[str, Any]:
+    """``mode`` and ``read`` of a built version (a build before ranges were recorded read
+    every input whole); both None for a version written by hand."""
+    if x.run is None or x.fingerprint is None:
+        return {"mode": None, "read": None}
+    build = x.build or {}
+    whole = {name: {"from": None, "to": v, "rows": None} for name, v in inputs.items()}
+    return {"mode": build.get("mode", "full"), "read": build.get("read", whole)}
 
 
 def trace(state: BuildState, dataset: str, version: int | None) -> dict[str, Any]:

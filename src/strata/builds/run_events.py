@@ -12,12 +12,12 @@ from __future__ import annotations
 
 import logging
 import os
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import TYPE_CHECKING, Any
 
-from strata.lineage.ingest.facets import PROGRAM_FACET
+from strata.lineage.ingest.facets import BUILD_FACET, PROGRAM_FACET
 from strata.lineage.ingest.transactions import ingest_event
 
 if TYPE_CHECKING:
@@ -41,6 +41,7 @@ class DatasetAt:
     rows: int | None = None
     size: int | None = None
     files: int | None = None
+    read_from: int | None = None  # an input read as the rows added after this version
 
 
 @dataclass(frozen=True)
@@ -57,6 +58,23 @@ class RunSpec:
     job: JobRef
     parent: tuple[str, JobRef] | None = None
     job_facets: dict[str, Any] = field(default_factory=dict)
+    run_facets: dict[str, Any] = field(default_factory=dict)
+
+
+READ_FACET = "strata_read"
+
+
+def build_facets(mode: str, read: Mapping[str, Mapping[str, int | None]]) -> dict[str, Any]:
+    """The run facet saying how a transform run read its inputs: ``incremental`` (each
+    input's ``(from, to]`` range; ``from`` null: read whole) or ``full``."""
+    return {
+        BUILD_FACET: {
+            "_producer": PRODUCER,
+            "_schemaURL": f"{FACET_SCHEMA}/StrataBuildRunFacet.json",
+            "mode": mode,
+            "read": {name: dict(r) for name, r in read.items()},
+        }
+    }
 
 
 def program_facets(
@@ -92,6 +110,17 @@ def _dataset(namespace: str, at: DatasetAt, output: bool) -> dict[str, Any]:
         fields = [{"name": f["name"], "type": f.get("type")} for f in at.schema_fields]
         facets["schema"] = _facet("SchemaDatasetFacet", fields=fields)
     out: dict[str, Any] = {"namespace": namespace, "name": at.name, "facets": facets}
+    if at.read_from is not None and at.commit_id is not None:
+        # The first and last version of the range read, for any OpenLineage consumer.
+        out["inputFacets"] = {
+            READ_FACET: {
+                "_producer": PRODUCER,
+                "_schemaURL": f"{FACET_SCHEMA}/StrataReadInputDatasetFacet.json",
+                "fromVersion": str(at.read_from + 1),
+                "toVersion": str(at.commit_id),
+                "afterVersion": str(at.read_from),
+            }
+        }
     if output and at.rows is not None:
         stats = {"rowCount": at.rows, "size": at.size, "fileCount": at.files}
         out["outputFacets"] = {
@@ -115,7 +144,7 @@ def run_event(
     at: datetime | None = None,
 ) -> dict[str, Any]:
     """One spec-shaped OpenLineage RunEvent as a JSON document."""
-    run_facets: dict[str, Any] = {}
+    run_facets: dict[str, Any] = dict(spec.run_facets)
     if spec.parent is not None:
         parent_run, parent_job = spec.parent
         run_facets["parent"] = _facet(

@@ -9,7 +9,7 @@ from collections.abc import Collection, Iterator, Sequence
 from contextlib import contextmanager
 from typing import TYPE_CHECKING, Any
 
-from strata.builds import history
+from strata.builds import history, incremental
 from strata.builds.builder import Builder, BuildReport, Reporter
 from strata.builds.discovery import Pipelines, load_pipelines, source_stamp
 from strata.builds.history import Entry
@@ -68,7 +68,8 @@ class BuildService:
         with _collections_paused():
             current = self.state.current()
             ordinals = self.state.ordinals(programs_to_name(pipelines, current))
-            return assess(pipelines, current, ordinals)
+            facts = incremental.gather(self.state, pipelines.transforms.values(), current)
+            return assess(pipelines, current, ordinals, facts=facts)
 
     def dataset_status(self, name: str) -> DatasetStatus:
         """One dataset's status, reading only it and what is upstream of it."""
@@ -78,7 +79,9 @@ class BuildService:
         names = {name} | _datasets_of(pipelines, keys)
         current = self.state.current(names)
         ordinals = self.state.ordinals(programs_to_name(pipelines, current, keys))
-        found = assess(pipelines, current, ordinals, keys).get(name)
+        items = [pipelines.transforms[k] for k in keys]
+        facts = incremental.gather(self.state, items, current)
+        found = assess(pipelines, current, ordinals, keys, facts).get(name)
         if found is None and any(name in t.input_names for t in pipelines.transforms.values()):
             found = self.status().get(name)  # declared as an input and missing: rare
         if found is None:
@@ -104,16 +107,23 @@ class BuildService:
         *,
         everything: bool = False,
         force: bool = False,
+        full: bool = False,
         dry_run: bool = False,
         jobs: int = 1,
         reporter: Reporter | None = None,
     ) -> BuildReport:
-        """Bring ``datasets`` (or every root) up to date; see :mod:`strata.builds.builder`."""
+        """Bring ``datasets`` (or every root) up to date; see :mod:`strata.builds.builder`.
+        ``full`` runs the transforms writing ``datasets`` (every transform, with
+        ``everything``) whole, incremental ones included."""
         builder = self.builder()
         order = builder.plan(datasets, everything)
         if dry_run:
-            return builder.dry_run(order, force)
-        return builder.build(order, force=force, jobs=jobs, reporter=reporter)
+            return builder.dry_run(order, force or full)
+        # --full: the named datasets' transforms; with --all, every transform visited.
+        named = order if everything else [builder.producer_key(d) for d in datasets]
+        return builder.build(
+            order, force=force, full=named if full else (), jobs=jobs, reporter=reporter
+        )
 
     def history(self, dataset: str) -> dict[str, Any]:
         return history.history(self.state, dataset)

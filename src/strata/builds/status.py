@@ -19,8 +19,10 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+from strata.builds import incremental
 from strata.builds.causes import Cause, CauseKind, Role, Status
 from strata.builds.discovery import Declared, Pipelines
+from strata.builds.incremental import Facts
 from strata.builds.state.catalog import Current
 
 
@@ -69,11 +71,15 @@ def own_causes(
     dataset: str,
     current: Mapping[str, Current],
     ordinals: Mapping[tuple[str, str], int],
+    facts: Facts | None = None,
 ) -> tuple[list[Cause], list[Cause]]:
-    """Rules 1 to 4 for one output of ``item``: its causes, and its early-cutoff notes."""
+    """Rules 1 to 4 for one output of ``item``: its causes, and its early-cutoff notes.
+    An incremental transform's appended inputs follow :func:`incremental.input_causes`
+    (``facts`` from :func:`incremental_facts`)."""
     cur = current.get(dataset)
     if cur is None:
         return [Cause(dataset, CauseKind.NEVER_BUILT)], []
+    facts = facts or Facts()
     causes: list[Cause] = []
     if cur.job is not None and cur.job != item.fqn:
         causes.append(Cause(dataset, CauseKind.RENAMED, detail={"from": cur.job, "to": item.fqn}))
@@ -81,9 +87,20 @@ def own_causes(
         old = _program(cur.program, cur.ordinal)
         new = _program(item.fingerprint, ordinals.get((item.fqn, item.fingerprint)))
         detail: dict[str, Any] = {"old": old, "new": new, "job": cur.job}
+        if incremental.keeps_semantics(item, cur, facts):
+            assert item.transform.incremental is not None
+            detail["semantic_version"] = item.transform.incremental.semantic_version
         causes.append(Cause(dataset, CauseKind.PROGRAM_CHANGED, detail=detail))
     notes: list[Cause] = []
+    by_rules = incremental.input_causes(item, dataset, current, facts)
+    skipped: set[str] = set()
+    if by_rules is not None:
+        causes += by_rules[0]
+        notes += by_rules[1]
+        skipped = set(incremental.appended_inputs(item))
     for inp in item.unique_inputs:
+        if inp.name in skipped:
+            continue
         built = cur.inputs.get(inp.name)
         if built is None:
             causes.append(Cause(dataset, CauseKind.INPUT_ADDED, inp.name))
@@ -128,6 +145,7 @@ def assess(
     current: Mapping[str, Current],
     ordinals: Mapping[tuple[str, str], int],
     keys: Sequence[str] | None = None,
+    facts: Facts | None = None,
 ) -> dict[str, DatasetStatus]:
     """Every dataset the pipelines name or ``current`` holds, with its causes, by name.
 
@@ -147,7 +165,7 @@ def assess(
     for item in items:
         out_of_date = [i for i in item.input_names if i in out and out[i].causes]
         for dataset in item.output_names:
-            causes, notes = own_causes(item, dataset, current, ordinals)
+            causes, notes = own_causes(item, dataset, current, ordinals, facts)
             causes += [
                 Cause(dataset, CauseKind.INPUT_MISSING, i) for i in item.input_names if i in missing
             ]

@@ -14,7 +14,7 @@ imported, so a mistake names the function and its file and line.
 from __future__ import annotations
 
 import inspect
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -35,10 +35,30 @@ class Input:
 
 @dataclass(frozen=True)
 class Output:
-    """A dataset a transform writes, replaced on each build (or appended to)."""
+    """A dataset a transform writes, replaced on each build (or appended to); an
+    ``@incremental`` transform's outputs take each build's mode (``type`` unset)."""
 
     name: str
-    type: str = "SNAPSHOT"
+    type: str | None = None
+
+    @property
+    def write_type(self) -> str:
+        return self.type or "SNAPSHOT"
+
+
+@dataclass(frozen=True)
+class Incremental:
+    """How an ``@incremental`` transform builds: ``semantic_version`` (when set) decides
+    whether a program change rebuilds whole; ``snapshot_inputs`` are always read whole."""
+
+    semantic_version: int | None = None
+    snapshot_inputs: tuple[str, ...] = ()
+
+    def declaration(self) -> dict[str, Any]:
+        return {
+            "semantic_version": self.semantic_version,
+            "snapshot_inputs": sorted(self.snapshot_inputs),
+        }
 
 
 def where(func: Callable[..., Any]) -> str:
@@ -68,6 +88,7 @@ class Transform:
         self.kind = kind
         self.name = name
         self.version = version
+        self.incremental: Incremental | None = None
         _check_declaration(self)
 
     def __call__(self, *args: Any, **kwargs: Any) -> Any:
@@ -83,17 +104,22 @@ class Transform:
 
     @property
     def output_type(self) -> str:
-        return next(iter(self.outputs.values())).type
+        return next(iter(self.outputs.values())).write_type
 
     def declaration(self) -> dict[str, Any]:
         """What the program fingerprint covers besides the code."""
-        return {
+        out: dict[str, Any] = {
             "kind": self.kind,
             "inputs": {
                 k: {"dataset": i.name, "version": i.version} for k, i in self.inputs.items()
             },
-            "outputs": {k: {"dataset": o.name, "type": o.type} for k, o in self.outputs.items()},
+            "outputs": {
+                k: {"dataset": o.name, "type": o.write_type} for k, o in self.outputs.items()
+            },
         }
+        if self.incremental is not None:
+            out["incremental"] = self.incremental.declaration()
+        return out
 
 
 def transform_df(
@@ -132,6 +158,54 @@ def transform(
     return wrap
 
 
+def incremental(
+    semantic_version: int | None = None, snapshot_inputs: Sequence[str] = ()
+) -> Callable[[Transform], Transform]:
+    """Build ``@transform``/``@transform_df`` incrementally: read the rows appended to its
+    inputs since its last build and append to its outputs (Foundry's ``@incremental``).
+
+    A build runs whole the first time, when ``semantic_version`` changes (without one:
+    when the program changes), when an input not in ``snapshot_inputs`` was rewritten
+    (SNAPSHOT, UPDATE, DELETE), when something else wrote an output, or with ``--full``.
+    """
+
+    def wrap(t: Transform) -> Transform:
+        if not isinstance(t, Transform):
+            raise PipelineError(
+                f"@incremental() goes above @transform or @transform_df, got {t!r}; write "
+                "@incremental() on the line above @transform_df(...)"
+            )
+        at = f"{t.func.__name__} ({t.where})"
+        if semantic_version is not None and (
+            isinstance(semantic_version, bool) or not isinstance(semantic_version, int)
+        ):
+            raise PipelineError(
+                f"@incremental on {at}: semantic_version={semantic_version!r} must be an "
+                "integer such as 1"
+            )
+        if isinstance(snapshot_inputs, str):
+            raise PipelineError(
+                f"@incremental on {at}: snapshot_inputs={snapshot_inputs!r} must be a list of "
+                f"input parameter names, such as [{snapshot_inputs!r}]"
+            )
+        unknown = sorted(set(snapshot_inputs) - set(t.inputs))
+        if unknown:
+            raise PipelineError(
+                f"@incremental on {at}: snapshot_inputs names {unknown}, not among its "
+                f"inputs {sorted(t.inputs)}; list input parameter names"
+            )
+        fixed = sorted(o.name for o in t.outputs.values() if o.type == "SNAPSHOT")
+        if fixed:
+            raise PipelineError(
+                f"@incremental on {at}: {fixed} declared type='SNAPSHOT' cannot be appended "
+                "to; leave type unset (each build appends, or replaces when it runs whole)"
+            )
+        t.incremental = Incremental(semantic_version, tuple(snapshot_inputs))
+        return t
+
+    return wrap
+
+
 def _check_declaration(t: Transform) -> None:
     at = f"{t.func.__name__} ({t.where})"
     if not t.outputs:
@@ -149,12 +223,12 @@ def _check_declaration(t: Transform) -> None:
                 "version number of 1 or more"
             )
     for out in t.outputs.values():
-        if out.type not in OUTPUT_TYPES:
+        if out.type is not None and out.type not in OUTPUT_TYPES:
             raise PipelineError(
                 f"transform {at}: Output({out.name!r}, type={out.type!r}) must be one of "
                 f"{', '.join(OUTPUT_TYPES)}"
             )
-    if len({o.type for o in t.outputs.values()}) > 1:
+    if len({o.write_type for o in t.outputs.values()}) > 1:
         raise PipelineError(
             f"transform {at}: its outputs commit in one transaction, so they must share one "
             "type; make them all SNAPSHOT or all APPEND"

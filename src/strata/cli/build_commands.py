@@ -89,6 +89,10 @@ def build(
     ] = None,
     all_: Annotated[bool, typer.Option("--all", help="Build every root dataset.")] = False,
     force: Annotated[bool, typer.Option(help="Run every transform, out of date or not.")] = False,
+    full: Annotated[
+        bool,
+        typer.Option(help="Run the named datasets' transforms whole, incremental ones too."),
+    ] = False,
     dry_run: Annotated[bool, typer.Option(help="Print the plan with causes; run nothing.")] = False,
     jobs: Annotated[int, typer.Option(min=1, help="Independent transforms run at once.")] = 1,
     pipeline: PipelineOpt = None,
@@ -107,6 +111,7 @@ def build(
                 datasets or [],
                 everything=all_,
                 force=force,
+                full=full,
                 dry_run=dry_run,
                 jobs=jobs,
                 reporter=progress,
@@ -131,7 +136,8 @@ def print_report(report: BuildReport, dry_run: bool) -> None:
             )
         )
         took = f"{s.seconds:.1f}s" if s.outcome.ran else ""
-        rows.append((s.transform, s.outcome.value, outputs, s.rows or "", took, why))
+        outcome = f"{s.outcome.value} ({s.mode})" if s.mode == "incremental" else s.outcome.value
+        rows.append((s.transform, outcome, outputs, s.rows or "", took, why))
     title = "build plan" if dry_run else f"build {report.run} — {report.state}"
     emit_table(title, ["transform", "outcome", "outputs", "rows", "time", "why"], rows)
     if report.failed:

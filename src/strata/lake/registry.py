@@ -238,6 +238,83 @@ def version_files(conn: Connection, dataset_uuid: str, commit_id: int) -> list[F
     return [FileEntry(r.path, int(r.bytes), int(r.rows)) for r in rows]
 
 
+def added_files(conn: Connection, dataset_uuid: str, after: int, upto: int) -> list[FileEntry]:
+    """The containers versions ``after + 1`` to ``upto`` added and ``upto`` still holds:
+    the rows appended in between, when every one of those versions is an APPEND. One
+    range query on the added-commit index, whatever the number of earlier versions."""
+    f = dataset_files.c
+    rows = conn.execute(
+        sa.select(f.path, f.bytes, f.rows, f.purged_at)
+        .where(
+            f.dataset_uuid == dataset_uuid,
+            f.added_commit_id > after,
+            f.added_commit_id <= upto,
+            sa.or_(f.removed_commit_id.is_(None), f.removed_commit_id > upto),
+        )
+        .order_by(f.added_commit_id, f.path)
+    ).all()
+    purged = [r.path for r in rows if r.purged_at is not None]
+    if purged:
+        raise PurgedVersion(
+            f"the rows versions {after + 1} to {upto} added can no longer be read: "
+            f"{len(purged)} of their containers were purged by retention; build it whole "
+            "(strata build --full)",
+            after=after,
+            upto=upto,
+        )
+    return [FileEntry(r.path, int(r.bytes), int(r.rows)) for r in rows]
+
+
+@dataclass(frozen=True)
+class Moved:
+    """What happened to a dataset between two of its versions."""
+
+    commits: int
+    rows: int  # rows added, when every version between was an APPEND
+    rewrite: tuple[int, str] | None  # the first version that was not an APPEND, its type
+
+
+def moves(conn: Connection, spans: list[tuple[str, int, int]]) -> dict[tuple[str, int, int], Moved]:
+    """For each ``(dataset uuid, after, upto)``: the versions after ``after`` up to
+    ``upto``, summed; one statement for every span (most are one or two versions)."""
+    out: dict[tuple[str, int, int], Moved] = {}
+    wanted = [x for x in dict.fromkeys(spans) if x[1] < x[2]]
+    dv, t = dataset_versions.c, transactions.c
+    for start in range(0, len(wanted), 200):
+        batch = wanted[start : start + 200]
+        where = sa.or_(
+            *[
+                sa.and_(dv.dataset_uuid == d, dv.commit_id >= a, dv.commit_id <= b)
+                for d, a, b in batch
+            ]
+        )
+        rows = conn.execute(
+            sa.select(dv.dataset_uuid, dv.commit_id, dv.row_count, t.type)
+            .select_from(dataset_versions.outerjoin(transactions, t.uuid == dv.transaction_uuid))
+            .where(where)
+            .order_by(dv.dataset_uuid, dv.commit_id)
+        ).all()
+        by_dataset: dict[str, list[Any]] = {}
+        for r in rows:
+            by_dataset.setdefault(r.dataset_uuid, []).append(r)
+        for d, a, b in batch:
+            span = [r for r in by_dataset.get(d, ()) if a <= r.commit_id <= b]
+            out[(d, a, b)] = _moved(span, a)
+    return out
+
+
+def _moved(span: list[Any], after: int) -> Moved:
+    base = next((r for r in span if r.commit_id == after), None)
+    later = [r for r in span if r.commit_id > after]
+    rewrite = next(
+        ((int(r.commit_id), r.type or "EXTERNAL") for r in later if r.type != "APPEND"), None
+    )
+    if base is None and after > 0:
+        rewrite = rewrite or (after, "MISSING")
+    rows = (int(later[-1].row_count) - (int(base.row_count) if base else 0)) if later else 0
+    return Moved(len(later), rows if rewrite is None else 0, rewrite)
+
+
 def list_datasets(conn: Connection, namespace: str) -> list[DatasetInfo]:
     """Lake datasets with a committed version; ``updated_at`` is the current version's
     commit time. A dataset named by a build that failed before its first commit is

@@ -136,7 +136,7 @@ class Lake:
                         path=folder,
                     )
                 )
-                parts.append(_Part(name, ds_uuid, txn_uuid, base, base_schema, folder))
+                parts.append(_Part(name, ds_uuid, txn_uuid, base, base_schema, folder, type=kind))
         return Transaction(self, kind, parts, group, run_uuid)
 
     def _ensure_dataset(self, conn: sa.Connection, name: str, now: datetime) -> str:
@@ -271,7 +271,25 @@ class Lake:
         from strata.lake.spark import get_spark
 
         v, files = self._resolve(dataset, version, as_of)
+        return self._frame(spark or get_spark(self.settings), v, files)
+
+    def read_added(
+        self, dataset: str, after: int, upto: int, spark: SparkSession | None = None
+    ) -> DataFrame:
+        """The rows versions ``after + 1`` to ``upto`` appended, as a Spark DataFrame:
+        only their containers are read, whatever came before."""
+        from strata.lake.spark import get_spark
+
+        validate_dataset_name(dataset)
+        _check_declared(dataset)
+        with read_tx(self.engine) as conn:
+            v = registry.resolve_version(conn, self.namespace, dataset, version=upto)
+            files = registry.added_files(conn, v.dataset_uuid, after, upto)
         session = spark or get_spark(self.settings)
+        return self._frame(session, v, files)
+
+    def _frame(self, session: SparkSession, v: Version, files: list[FileEntry]) -> DataFrame:
+        """``files`` of version ``v`` as one frame; none: an empty frame of its schema."""
         if not files:
             from pyspark.sql.pandas.types import from_arrow_schema
 

@@ -208,6 +208,9 @@ class _Part:
     schema_fields: list[dict[str, Any]] | None = None
     arrow_schema: str | None = None
     rows: RowHash | None = EMPTY  # None: writes by two engines, not comparable
+    type: str = "APPEND"
+    # An APPEND that must start from its base too (an incremental build's output).
+    exclusive: bool = False
 
 
 class Transaction:
@@ -279,14 +282,43 @@ class Transaction:
             )
         return self._parts[dataset]
 
+    def rows_written(self, dataset: str) -> int:
+        """The rows written to ``dataset`` in this transaction so far."""
+        return sum(e.rows for e in self._part(dataset).adds)
+
+    def base_of(self, dataset: str) -> int:
+        """The version ``dataset``'s part started from (0: none)."""
+        return self._part(dataset).base_commit_id
+
+    def set_type(self, dataset: str, type: str, *, exclusive: bool = False) -> None:
+        """Commit ``dataset``'s part as ``type`` (before anything is written to it);
+        ``exclusive`` makes an APPEND fail, as a SNAPSHOT does, if a commit landed since
+        its base."""
+        part = self._part(dataset)
+        kind = parse_type(type)
+        if part.adds or part.removes:
+            raise InvalidArgument(
+                f"{dataset!r} was already written as {part.type} in this transaction; set "
+                "its mode before writing",
+                dataset=dataset,
+            )
+        if kind != part.type:
+            with write_tx(self._lake.engine) as conn:
+                conn.execute(
+                    transactions.update()
+                    .where(transactions.c.uuid == part.txn_uuid)
+                    .values(type=kind)
+                )
+        part.type, part.exclusive = kind, exclusive
+
     def write(self, frame: Any, dataset: str | None = None) -> list[FileEntry]:
         """Write a Spark DataFrame, pyarrow Table or pandas DataFrame as new containers."""
         part = self._part(dataset)
-        if self.type == "DELETE":
+        if part.type == "DELETE":
             raise InvalidArgument(
                 "a DELETE transaction only removes files; call remove(...) or use an UPDATE "
                 "transaction to add data",
-                type=self.type,
+                type=part.type,
             )
         try:
             entries, schema, rows = write_frame(self._lake.storage, part.folder, frame)
@@ -305,8 +337,8 @@ class Transaction:
                     f"  this write:    {schemas.render(fields)}",
                     dataset=part.dataset,
                 )
-            if self.type in ("APPEND", "UPDATE"):
-                schemas.require_compatible(part.dataset, part.base_schema, fields, self.type)
+            if part.type in ("APPEND", "UPDATE"):
+                schemas.require_compatible(part.dataset, part.base_schema, fields, part.type)
         except SchemaMismatch:
             # The transaction may still commit: refused containers must not stay in its folder.
             self._lake.storage.discard(part.folder, [e.path for e in entries])
@@ -337,10 +369,10 @@ class Transaction:
     def remove(self, *paths: str, dataset: str | None = None) -> None:
         """Remove containers (paths as listed by ``Lake.files``): UPDATE and DELETE only."""
         part = self._part(dataset)
-        if self.type not in ("UPDATE", "DELETE"):
+        if part.type not in ("UPDATE", "DELETE"):
             raise InvalidArgument(
-                f"a {self.type} transaction cannot remove files; use UPDATE or DELETE",
-                type=self.type,
+                f"a {part.type} transaction cannot remove files; use UPDATE or DELETE",
+                type=part.type,
             )
         part.removes.extend(p for p in paths if p not in part.removes)
 
@@ -422,7 +454,7 @@ class Transaction:
             uuid=new_id(),
             commit_id=commit_id,
             committed_at=now,
-            type=self.type,
+            type=part.type,
             row_count=rows,
             byte_count=size,
             file_count=count,
@@ -452,10 +484,10 @@ class Transaction:
     def _check_base(self, part: _Part, previous: Version | None) -> None:
         """SNAPSHOT, UPDATE and DELETE fail when a commit landed after their base."""
         latest = previous.commit_id if previous is not None else 0
-        if self.type != "APPEND" and latest != part.base_commit_id:
+        if (part.type != "APPEND" or part.exclusive) and latest != part.base_commit_id:
             assert previous is not None
             raise CommitConflict(
-                f"{self.type} on {part.dataset!r} started from version {part.base_commit_id}, "
+                f"{part.type} on {part.dataset!r} started from version {part.base_commit_id}, "
                 f"but version {latest} was committed since (transaction "
                 f"{previous.transaction_uuid} at {previous.committed_at.isoformat()}); "
                 "start a new transaction from the latest version and try again",
@@ -470,14 +502,14 @@ class Transaction:
     ) -> tuple[list[dict[str, Any]], str | None]:
         """The new version's columns and Arrow schema, checked against its parent's."""
         fields = part.schema_fields
-        if fields is not None and self.type in ("APPEND", "UPDATE") and previous is not None:
-            schemas.require_compatible(part.dataset, previous.schema_fields, fields, self.type)
+        if fields is not None and part.type in ("APPEND", "UPDATE") and previous is not None:
+            schemas.require_compatible(part.dataset, previous.schema_fields, fields, part.type)
         if fields is None:  # nothing written: the schema stays what it was
             fields = previous.schema_fields if previous else []
             arrow = previous.facets.get(schemas.ARROW_SCHEMA_FACET) if previous else None
             return fields, arrow
         arrow = part.arrow_schema
-        if previous is not None and self.type in ("APPEND", "UPDATE"):
+        if previous is not None and part.type in ("APPEND", "UPDATE"):
             fields, arrow = schemas.keep_nullable(previous.schema_fields, fields, arrow)
         return fields, arrow
 
@@ -490,7 +522,7 @@ class Transaction:
         count = len(part.adds)
         # Additive set hash: a version's hash follows from its parent's and the delta alone.
         digest = sum(_file_digest(e.path, e.bytes, e.rows) for e in part.adds)
-        if previous is not None and self.type != "SNAPSHOT":
+        if previous is not None and part.type != "SNAPSHOT":
             rows += previous.row_count - sum(r.rows for r in removed)
             size += previous.byte_count - sum(r.bytes for r in removed)
             count += previous.file_count - len(removed)
@@ -508,7 +540,7 @@ class Transaction:
         None when unknown: files were removed (their rows' hashes are not kept per file),
         the parent's is unknown, or engines were mixed. The version's data fingerprint is
         then None too, and a comparison with it must count as "different"."""
-        if self.type == "SNAPSHOT" or part.rows is None:
+        if part.type == "SNAPSHOT" or part.rows is None:
             return part.rows
         if removed or previous is None:
             return None if removed else part.rows
@@ -537,12 +569,12 @@ class Transaction:
         """Mark removed files in the interval index; returns their rows."""
         f = dataset_files.c
         live = sa.and_(f.dataset_uuid == part.dataset_uuid, f.removed_commit_id.is_(None))
-        if self.type == "SNAPSHOT":
+        if part.type == "SNAPSHOT":
             where = live
         elif part.removes:
             where = sa.and_(live, f.path.in_(part.removes))
         else:
-            if self.type == "DELETE":
+            if part.type == "DELETE":
                 raise InvalidArgument(
                     f"DELETE on {part.dataset!r} removes no files; call remove(path, ...) with "
                     "paths from Lake.files()",

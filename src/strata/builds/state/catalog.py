@@ -18,6 +18,7 @@ from typing import Any
 import sqlalchemy as sa
 from sqlalchemy.engine import Connection
 
+from strata.lineage.ingest.facets import BUILD_FACET
 from strata.store import schema as s
 from strata.store.bulk import chunks
 from strata.store.fetch import plain_rows
@@ -136,6 +137,7 @@ class VersionEntry:
     job: str | None
     ordinal: int | None
     fingerprint: str | None
+    build: dict[str, Any] | None = None  # the run's build facet: mode and read ranges
 
 
 def version_entries(conn: Connection, dataset_uuid: str) -> list[VersionEntry]:
@@ -153,6 +155,7 @@ def version_entries(conn: Connection, dataset_uuid: str) -> list[VersionEntry]:
             pv.c.job_name,
             pv.c.ordinal,
             pv.c.fingerprint,
+            r.c.facets.label("run_facets"),
         )
         .select_from(dv)
         .outerjoin(t, t.c.uuid == dv.c.transaction_uuid)
@@ -173,6 +176,7 @@ def version_entries(conn: Connection, dataset_uuid: str) -> list[VersionEntry]:
             x.job_name,
             int(x.ordinal) if x.ordinal is not None else None,
             x.fingerprint,
+            dict(x.run_facets or {}).get(BUILD_FACET),
         )
         for x in rows
     ]
@@ -243,3 +247,31 @@ def ordinals_of(conn: Connection, uuids: Collection[str]) -> dict[str, tuple[str
         sa.select(pv.c.uuid, pv.c.job_name, pv.c.ordinal).where(pv.c.uuid.in_(sorted(uuids)))
     )
     return {x.uuid: (x.job_name, int(x.ordinal)) for x in rows}
+
+
+def declared_semantic_versions(conn: Connection, uuids: Collection[str]) -> dict[str, int | None]:
+    """``program version uuid -> the semantic_version its @incremental declared``
+    (None where it declared none, or was not incremental)."""
+    if not uuids:
+        return {}
+    pv = s.program_versions
+    out: dict[str, int | None] = {}
+    for batch in chunks(sorted(uuids)):
+        for row in conn.execute(sa.select(pv.c.uuid, pv.c.declaration).where(pv.c.uuid.in_(batch))):
+            inc = dict(row.declaration or {}).get("incremental") or {}
+            out[str(row.uuid)] = inc.get("semantic_version")
+    return out
+
+
+def dataset_uuids(conn: Connection, namespace: str, names: Collection[str]) -> dict[str, str]:
+    """``name -> uuid`` of the lake datasets of ``namespace`` among ``names``."""
+    out: dict[str, str] = {}
+    for batch in chunks(sorted(names)):
+        out.update(
+            conn.execute(
+                sa.select(_D.c.name, _D.c.uuid).where(
+                    _D.c.namespace == namespace, _D.c.is_lake.is_(True), _D.c.name.in_(batch)
+                )
+            ).all()
+        )
+    return out

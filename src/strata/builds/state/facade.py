@@ -19,6 +19,7 @@ from strata.builds.state.programs import Program, ProgramText
 from strata.builds.state.runs import Running
 from strata.builds.state.triggers import Claim
 from strata.lake import registry
+from strata.lake.registry import Moved
 from strata.lineage.query.provenance import ProvenanceNode, provenance
 from strata.store.engine import read_tx
 
@@ -56,6 +57,26 @@ class BuildState:
         with read_tx(self.engine) as conn:
             found = catalog.ordinals_of(conn, by_uuid)
         return {by_uuid[uuid]: ordinal for uuid, (_, ordinal) in found.items()}
+
+    def semantic_versions(
+        self, programs_: Collection[tuple[str, str]]
+    ) -> dict[tuple[str, str], int | None]:
+        """``(transform, fingerprint) -> the semantic_version`` that program declared."""
+        by_uuid = {programs.program_uuid(self.namespace, j, fp): (j, fp) for j, fp in programs_}
+        with read_tx(self.engine) as conn:
+            found = catalog.declared_semantic_versions(conn, by_uuid)
+        return {by_uuid[uuid]: value for uuid, value in found.items()}
+
+    def moves(self, spans: Collection[tuple[str, int, int]]) -> dict[tuple[str, int, int], Moved]:
+        """For each ``(dataset, after, upto)``: how the dataset moved in between."""
+        if not spans:
+            return {}
+        with read_tx(self.engine) as conn:
+            uuids = catalog.dataset_uuids(conn, self.namespace, {d for d, _, _ in spans})
+            keyed = [(uuids[d], a, b) for d, a, b in spans if d in uuids]
+            found = registry.moves(conn, keyed)
+        names = {u: d for d, u in uuids.items()}
+        return {(names[u], a, b): moved for (u, a, b), moved in found.items()}
 
     def hand_written(self, names: Collection[str]) -> list[str]:
         """Those of ``names`` that only hands (ingest, transactions) ever wrote."""

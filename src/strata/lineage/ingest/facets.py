@@ -162,6 +162,7 @@ def job_fingerprint(
 
 
 PROGRAM_FACET = "strata_program"
+BUILD_FACET = "strata_build"  # run facet: how a transform run read its inputs
 
 
 def declared_fingerprint(job_facets: dict[str, Any]) -> str | None:
