@@ -47,6 +47,7 @@ def test_status_history_trace_and_programs_over_http(project: Project) -> None:
             "run": None,
             "state": None,
             "program": None,
+            "mode": None,
             "inputs": [],
         }
 

@@ -8,6 +8,7 @@ the rows each run reports, and totals equal to a whole rebuild's.
 
 from __future__ import annotations
 
+import dataclasses
 import shutil
 from collections import Counter
 from pathlib import Path
@@ -16,7 +17,9 @@ from typing import Any
 import pyarrow as pa
 import pytest
 from build_support import Project, users
+from fastapi.testclient import TestClient
 
+from strata.api.app import create_app
 from strata.lake.service import Lake
 from strata.settings import Settings
 
@@ -239,3 +242,78 @@ def test_the_previous_output_of_a_first_build_needs_a_schema(inc: Project) -> No
     assert p.scalar("SELECT count(*) FROM dataset_versions WHERE commit_id IS NOT NULL "
                     "AND dataset_uuid IN (SELECT uuid FROM datasets WHERE name = "
                     "'metrics/per_country')") == 0  # fmt: skip
+
+
+def test_trace_and_reproduce_an_incremental_version_after_the_output_moved_on(
+    inc: Project,
+) -> None:
+    p = inc
+    _seed(p)
+    build(p)  # clean/clicks@1 and per_country@1, whole
+    write(p, "APPEND", clicks(("ada", 10)))
+    write(p, "APPEND", clicks(("bob", 20), ("cy", 30)))
+    build(p)  # @2 each: raw/clicks (1, 3] read as added rows
+    write(p, "APPEND", clicks(("cy", 40)))
+    build(p)  # @3 each: the outputs moved on
+
+    tree = p.json("trace", "metrics/per_country@2")
+    assert (tree["version"], tree["mode"], tree["previous"]) == (
+        2,
+        "incremental",
+        {"metrics/per_country": 1},
+    )
+    clean = next(i for i in tree["inputs"] if i["dataset"] == "clean/clicks")
+    assert (clean["version"], clean["read"], clean["mode"]) == (
+        2,
+        {"from": 1, "to": 2},
+        "incremental",
+    )
+    [raw] = clean["inputs"]
+    assert (raw["dataset"], raw["version"], raw["read"]) == ("raw/clicks", 3, {"from": 1, "to": 3})
+    assert [v["version"] for v in raw["also_read"]] == [2]  # the range's earlier version
+    users_node = next(i for i in tree["inputs"] if i["dataset"] == "raw/users")
+    assert "read" not in users_node  # a snapshot input: read whole
+
+    appended = p.json("reproduce", "clean/clicks@2")
+    assert (appended["mode"], appended["compared"], appended["identical"]) == (
+        "incremental",
+        "added",
+        True,
+    )
+    assert appended["read"]["raw/clicks"]["from"] == 1
+    replaced = p.json("reproduce", "metrics/per_country@2")
+    assert (replaced["mode"], replaced["compared"], replaced["identical"]) == (
+        "incremental",
+        "version",
+        True,
+    )
+    _, out, _ = p.cli("trace", "metrics/per_country@2")
+    assert "raw/clicks(1, 3]" in out and "incremental" in out
+
+
+def test_the_api_and_the_lineage_events_show_the_ranges(inc: Project) -> None:
+    p = inc
+    _seed(p)
+    build(p)
+    write(p, "APPEND", clicks(("ada", 1)))
+    write(p, "APPEND", clicks(("bob", 2)))
+    run = build(p)["clean_clicks"]["run"]
+    settings = dataclasses.replace(p.settings, pipelines=(str(p.folder),))
+    with TestClient(create_app(settings, p.lake.engine), raise_server_exceptions=True) as api:
+        history = api.get("/api/v1/strata/history/clean%2Fclicks").json()["versions"]
+        assert history[-1]["read"]["raw/clicks"] == {"from": 1, "to": 3, "rows": 2}
+        marquez = api.get(f"/api/v1/jobs/runs/{run}").json()
+        assert marquez["facets"]["strata_build"]["mode"] == "incremental"
+        [read] = marquez["inputDatasetVersions"]
+        assert read["datasetVersionId"]["version"]  # the version read: raw/clicks@3
+        assert read["facets"]["strata_read"] == {
+            "_producer": read["facets"]["strata_read"]["_producer"],
+            "_schemaURL": read["facets"]["strata_read"]["_schemaURL"],
+            "fromVersion": "2",
+            "toVersion": "3",
+            "afterVersion": "1",
+        }
+        write(p, "APPEND", clicks(("cy", 3)))
+        status = api.get("/api/v1/strata/status/clean%2Fclicks").json()
+        assert [c["kind"] for c in status["causes"]] == ["input_appended"]
+        assert status["causes"][0]["rows"] == 1

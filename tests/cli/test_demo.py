@@ -21,6 +21,7 @@ CHAPTERS = (
     "a new program version",
     "late clicks for the first hour",
     "a broken transform",
+    "an upstream rewrite",
     "history and trace",
     "explore what it built",
 )
@@ -43,26 +44,32 @@ def test_demo_tells_the_story_and_goes_on_where_it_stopped(
     assert "current versions untouched" in out
 
     lake = Lake(settings)
-    # Two hours, the late replay and one more hour: four raw APPENDs.
-    assert [v.type for v in lake.versions("raw/clicks")] == ["APPEND"] * 4
+    # Two hours, the late replay and one more hour: four raw APPENDs; the last withdrawn.
+    assert [v.type for v in lake.versions("raw/clicks")] == ["APPEND"] * 4 + ["DELETE"]
     service = BuildService(settings, [str(settings.home / "demo" / "pipelines")], lake=lake)
     assert [s.name for s in service.status().values() if s.stale] == []
     history = service.history("metrics/experiment_cumulative")["versions"]
-    # daily build, program change, late clicks, the fix: the failed build moved nothing.
-    assert len(history) == 4
-    assert history[-1]["inputs"] == {"metrics/customer_daily": 4, "raw/experiments": 1}
+    # daily build, program change, late clicks, the fix, the rewrite: the failed build
+    # moved nothing.
+    assert len(history) == 5
+    assert history[-1]["inputs"] == {"metrics/customer_daily": 5, "raw/experiments": 1}
     hourly = service.history("metrics/customer_hourly")["versions"]
-    assert [v["program"]["ordinal"] for v in hourly] == [1, 1, 2, 2, 2]
+    assert [v["program"]["ordinal"] for v in hourly] == [1, 1, 2, 2, 2, 2]
+    # Incremental after the first hour, whole after the program change and the DELETE.
+    assert [v["mode"] for v in hourly] == [
+        "full", "incremental", "full", "incremental", "incremental", "full"
+    ]  # fmt: skip
+    assert hourly[1]["read"]["clean/clicks"]["from"] == 1
     tree = service.trace("metrics/experiment_cumulative", 1)
     assert _leaves(tree) == {("raw/clicks", 2), ("raw/experiments", 1)}
 
     again = run_demo(*where, "--home", str(settings.home), "demo", "--hours", "1")
     assert "going on from 2026-11-24T00:00:00+00:00" in again
-    assert len(lake.versions("raw/clicks")) == 7
+    assert len(lake.versions("raw/clicks")) == 9
     # The pipelines were copied afresh: the first hourly build ran program v1 again.
     assert [
         v["program"]["ordinal"] for v in service.history("metrics/customer_hourly")["versions"]
-    ][5:] == [1, 2, 2, 2]
+    ][6:] == [1, 2, 2, 2, 2]
     lake.engine.dispose()
 
 
@@ -72,7 +79,8 @@ def test_fresh_starts_over_on_the_embedded_default(tmp_path: Path, spark: object
     out = run_demo("--home", str(home), "demo", "--fresh", "--hours", "1")
     assert "started over" in out and "going on from" not in out
     lake = Lake(Settings(home=home))
-    assert [v.commit_id for v in lake.versions("raw/clicks")] == [1, 2, 3]
+    # One hour, the late replay, one more hour, its withdrawal: the first run's are gone.
+    assert [v.commit_id for v in lake.versions("raw/clicks")] == [1, 2, 3, 4]
     lake.engine.dispose()
 
 

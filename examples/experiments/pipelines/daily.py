@@ -9,14 +9,15 @@ from strata import Input, Output, transform_df
 
 @transform_df(Output("metrics/customer_daily"), hourly=Input("metrics/customer_hourly"))
 def customer_daily(hourly):
-    """Each bucketed customer's metrics per local day (days end at local midnight)."""
+    """Each bucketed customer's metrics per local day (days end at local midnight), summed
+    over their hourly rows."""
     keys = ("experiment_id", "bucket", "region", "customer_id", "local_day")
     return hourly.groupBy(*keys).agg(
         F.sum("clicks").alias("clicks"),
         F.sum("sessions").alias("sessions"),
         F.sum("latency_ms_total").alias("latency_ms_total"),
         F.sum("timed_clicks").alias("timed_clicks"),
-        F.count("*").alias("active_hours"),
+        F.countDistinct("hour").alias("active_hours"),
     )
 
 

@@ -115,9 +115,9 @@ def _program_changed(c: Cause) -> str:
 def _input_appended(c: Cause) -> str:
     d = c.detail
     commits = f"{d['commits']} commit{'s' if d['commits'] != 1 else ''}"
+    rows = f"{d['rows']:,} row{'s' if d['rows'] != 1 else ''}"
     return (
-        f"input {c.dependency}: {d['rows']:,} rows appended in {commits} "
-        f"({d['built_from']} → {d['current']})"
+        f"input {c.dependency}: {rows} appended in {commits} ({d['built_from']} → {d['current']})"
     )
 
 

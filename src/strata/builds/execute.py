@@ -115,10 +115,10 @@ def run_transform(
     )
     # The transaction first: it makes the outputs lake datasets before an event names them
     # (an event naming an unknown dataset would make it an external one, versioned by runs).
-    txn = lake.transaction(list(item.output_names), _write_type(item, plan), run_uuid=spec.run_id)
+    txn = lake.transaction(list(item.output_names), write_type(item, plan), run_uuid=spec.run_id)
     read = [_at(v, plan) for v in inputs.values()]
     writing = [DatasetAt(name, None) for name in item.output_names]
-    spec = replace(spec, run_facets=build_facets(plan.mode, plan.read_json()))
+    spec = replace(spec, run_facets=build_facets(plan.mode, plan.read_json(), plan.previous))
     ctx.emitter.emit(
         run_event("START", spec, namespace=lake.namespace, inputs=read, outputs=writing)
     )
@@ -162,7 +162,7 @@ def run_transform(
     return result
 
 
-def _write_type(item: Declared, plan: Plan) -> str:
+def write_type(item: Declared, plan: Plan) -> str:
     """How the outputs commit: an incremental run appends, a whole run of an
     incremental transform replaces, any other transform as its outputs declare."""
     if item.transform.incremental is None:

@@ -72,9 +72,12 @@ def _how_read(x: VersionEntry, inputs: dict[str, int | None]) -> dict[str, Any]:
 
 
 def trace(state: BuildState, dataset: str, version: int | None) -> dict[str, Any]:
-    """The provenance tree of ``dataset`` at ``version`` (default: current)."""
+    """The provenance tree of ``dataset`` at ``version`` (default: current). An input an
+    incremental run read as a range ``(from, to]`` is version ``to`` with ``read`` set,
+    and ``also_read`` the range's earlier versions, each with its own tree: the rows the
+    run read were added by all of them."""
     root = state.provenance(dataset, version, TRACE_DEPTH)
-    return _node_json(root, state.ordinals_of(_job_versions(root)))
+    return _Tracer(state).node(root)
 
 
 def _job_versions(node: ProvenanceNode) -> set[str]:
@@ -84,31 +87,68 @@ def _job_versions(node: ProvenanceNode) -> set[str]:
     return found
 
 
-def _node_json(
-    node: ProvenanceNode,
-    ordinals: dict[str, tuple[str, int]],
-    runs: dict[str, ProvenanceNode] | None = None,
-) -> dict[str, Any]:
-    """A trace node; a version met again (a diamond) says ``repeated`` and is not
-    expanded twice, but names its run and program all the same."""
-    runs = _expanded(node, {}) if runs is None else runs
-    made = runs.get(node.version, node)
-    run = made.run
-    program = None
-    if run is not None and run.job_version in ordinals:
-        job, ordinal = ordinals[run.job_version]
-        program = {"transform": job, "ordinal": ordinal, "fingerprint": run.program_version}
-    out: dict[str, Any] = {
-        "dataset": node.name,
-        "version": node.commit_id,
-        "run": run.id if run else None,
-        "state": run.state if run else None,
-        "program": program,
-        "inputs": [_node_json(child, ordinals, runs) for child in node.inputs],
-    }
-    if node.repeated:
-        out["repeated"] = True
-    return out
+def _runs(node: ProvenanceNode) -> set[str]:
+    found = {node.run.id} if node.run else set()
+    for child in node.inputs:
+        found |= _runs(child)
+    return found
+
+
+class _Tracer:
+    """Trace nodes as JSON, with the programs and read ranges of their runs."""
+
+    def __init__(self, state: BuildState) -> None:
+        self.state = state
+        self.ordinals: dict[str, tuple[str, int]] = {}
+        self.builds: dict[str, dict[str, Any]] = {}
+        self.made: dict[str, ProvenanceNode] = {}
+
+    def node(self, root: ProvenanceNode, depth: int = TRACE_DEPTH) -> dict[str, Any]:
+        self.ordinals.update(self.state.ordinals_of(_job_versions(root)))
+        self.builds.update(self.state.build_facets(_runs(root)))
+        self.made.update(_expanded(root, {}))
+        return self._json(root, depth)
+
+    def _json(self, node: ProvenanceNode, depth: int) -> dict[str, Any]:
+        """A trace node; a version met again (a diamond) says ``repeated`` and is not
+        expanded twice, but names its run and program all the same."""
+        run = self.made.get(node.version, node).run
+        program = None
+        if run is not None and run.job_version in self.ordinals:
+            job, ordinal = self.ordinals[run.job_version]
+            program = {"transform": job, "ordinal": ordinal, "fingerprint": run.program_version}
+        build = self.builds.get(run.id, {}) if run else {}
+        out: dict[str, Any] = {
+            "dataset": node.name,
+            "version": node.commit_id,
+            "run": run.id if run else None,
+            "state": run.state if run else None,
+            "program": program,
+            "mode": build.get("mode") if run else None,
+            "inputs": [self._input(child, build, depth - 1) for child in node.inputs],
+        }
+        previous = {k: v for k, v in (build.get("previous") or {}).items() if v is not None}
+        if build.get("mode") == "incremental" and previous:
+            out["previous"] = previous
+        if node.repeated:
+            out["repeated"] = True
+        return out
+
+    def _input(self, child: ProvenanceNode, build: dict[str, Any], depth: int) -> dict[str, Any]:
+        out = self._json(child, depth)
+        read = (build.get("read") or {}).get(child.name)
+        if not read or read.get("from") is None or child.repeated:
+            return out
+        out["read"] = {"from": read["from"], "to": read["to"]}
+        earlier = range(int(read["from"]) + 1, int(read["to"]))
+        if earlier:  # the range's other versions added rows the run read too
+            out["also_read"] = [self._version(child.name, v, depth) for v in earlier]
+        return out
+
+    def _version(self, dataset: str, version: int, depth: int) -> dict[str, Any]:
+        if depth <= 0:
+            return {"dataset": dataset, "version": version, "truncated": True}
+        return self.node(self.state.provenance(dataset, version, depth), depth)
 
 
 def _expanded(node: ProvenanceNode, into: dict[str, ProvenanceNode]) -> dict[str, ProvenanceNode]:

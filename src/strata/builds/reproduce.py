@@ -3,8 +3,9 @@
 The program's stored source files are written to a scratch folder and imported from
 there (not from the pipelines as they are now); the outputs go to a scratch transaction
 that is aborted, never committed, and the data fingerprint of what was written is
-compared with the one recorded for the version. Differences are counted by column and
-by row.
+compared with the one recorded for the version (for an APPEND version, with that of the
+rows it added). An incremental version is run again on its recorded input ranges and
+previous output version. Differences are counted by column and by row.
 """
 
 from __future__ import annotations
@@ -17,11 +18,15 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from strata.builds import incremental
 from strata.builds.discovery import Declared, load_pipelines
-from strata.builds.execute import call_transform
+from strata.builds.execute import call_transform, write_type
 from strata.builds.history import Entry, entry
+from strata.builds.incremental import Plan, ReadRange
 from strata.builds.state import BuildState
-from strata.errors import InvalidArgument, NotFound
+from strata.errors import NotFound
+from strata.lake.registry import Version
+from strata.lake.rowhash import RowHash, fingerprint
 from strata.lake.service import Lake, reads_limited_to
 
 if TYPE_CHECKING:
@@ -38,6 +43,9 @@ class Reproduction:
     program: dict[str, Any]
     inputs: dict[str, int | None]
     differences: dict[str, Any] = field(default_factory=dict)
+    mode: str = "full"  # how the version's run read its inputs
+    read: dict[str, dict[str, int | None]] = field(default_factory=dict)
+    compared: str = "version"  # "version": whole versions; "added": the rows it appended
 
     def to_dict(self) -> dict[str, Any]:
         return dict(self.__dict__)
@@ -48,33 +56,44 @@ def reproduce(
 ) -> Reproduction:
     """Run the program that built ``dataset@version`` again and compare the rows.
 
-    Spark is started only once the version and its stored program are known to be
-    reproducible, so a wrong name or version is refused at once.
+    An incremental run is run again on the same input ranges and the same previous output
+    version. A version that appended (an incremental run's, or an APPEND output's) is
+    compared by the rows it added; any other, whole. Spark is started only once the
+    version and its stored program are known to be reproducible, so a wrong name or
+    version is refused at once.
     """
-    built = entry(BuildState(lake.engine, lake.namespace), dataset, version)
+    state = BuildState(lake.engine, lake.namespace)
+    built = entry(state, dataset, version)
+    target = lake.version(dataset, version=built.version)
+    appended = target.type == "APPEND"
     with _stored_program(built) as item:
-        spark = start_spark()
         inputs = {
             p: lake.version(i.name, version=built.inputs.get(i.name))
             for p, i in item.inputs.items()
         }
-        txn = lake.transaction(list(item.output_names), "SNAPSHOT")
+        plan = _recorded_plan(item, inputs, state.build_facets([built.run]).get(built.run))
+        spark = start_spark()
+        txn = lake.transaction(list(item.output_names), write_type(item, plan))
+        readable = (*item.input_names, *item.output_names)
         try:
-            with reads_limited_to(f"transform {item.fqn} ({item.where})", item.input_names):
-                call_transform(lake, spark, item, inputs, txn)
+            with reads_limited_to(f"transform {item.fqn} ({item.where})", readable):
+                call_transform(lake, spark, item, inputs, txn, plan)
             fingerprint = txn.pending_fingerprint(dataset)
-            diff = _differences(
-                lake.read(dataset, version=built.version, spark=spark),
-                txn.pending_frame(spark, dataset),
+            recorded = (
+                lake.read_added(dataset, built.version - 1, built.version, spark)
+                if (appended)
+                else lake.read(dataset, version=built.version, spark=spark)
             )
+            diff = _differences(recorded, txn.pending_frame(spark, dataset))
         finally:
             txn.abort()
-    identical = fingerprint is not None and fingerprint == built.data_fingerprint
+    expected = _added_fingerprint(lake, target) if appended else built.data_fingerprint
+    identical = fingerprint is not None and fingerprint == expected
     return Reproduction(
         dataset,
         built.version,
         identical,
-        built.data_fingerprint,
+        expected,
         fingerprint,
         {
             "transform": built.program.job_name,
@@ -83,19 +102,44 @@ def reproduce(
         },
         built.inputs,
         {} if identical else diff,
+        plan.mode,
+        plan.read_json(),
+        "added" if appended else "version",
     )
+
+
+def _recorded_plan(
+    item: Declared, inputs: dict[str, Version], facet: dict[str, Any] | None
+) -> Plan:
+    """The plan the version's run followed: its recorded ranges and previous outputs."""
+    if not facet or facet.get("mode") != "incremental":
+        return incremental.whole(item, inputs)
+    read = facet.get("read") or {}
+    reads = {
+        p: ReadRange(v.dataset, read.get(v.dataset, {}).get("from"), v.commit_id)
+        for p, v in inputs.items()
+    }
+    previous = {k: v for k, v in (facet.get("previous") or {}).items() if k in item.output_names}
+    return Plan("incremental", reads, previous)
+
+
+def _added_fingerprint(lake: Lake, version: Version) -> str | None:
+    """The data fingerprint of the rows an APPEND version added (its parent's rows
+    taken from its own); None where either is unknown."""
+    parent = lake.version(version.dataset, version=version.commit_id - 1)
+    if version.row_hash is None or parent.row_hash is None:
+        return None
+    try:
+        added = RowHash.decode(version.row_hash).without(RowHash.decode(parent.row_hash))
+    except ValueError:
+        return None
+    return fingerprint(version.schema_fields, added) if added is not None else None
 
 
 @contextmanager
 def _stored_program(built: Entry) -> Iterator[Declared]:
     """The transform as stored with the program version, imported from a scratch folder."""
     program = built.program
-    if any(o["type"] != "SNAPSHOT" for o in program.declaration.get("outputs", {}).values()):
-        raise InvalidArgument(
-            f"{built.dataset}@{built.version} was appended to; reproduce compares whole "
-            "versions, so only SNAPSHOT outputs can be reproduced",
-            dataset=built.dataset,
-        )
     saved_path, saved_modules = list(sys.path), dict(sys.modules)
     with tempfile.TemporaryDirectory(prefix="strata-reproduce-") as tmp:
         root = Path(tmp)

@@ -64,15 +64,21 @@ class RunSpec:
 READ_FACET = "strata_read"
 
 
-def build_facets(mode: str, read: Mapping[str, Mapping[str, int | None]]) -> dict[str, Any]:
+def build_facets(
+    mode: str,
+    read: Mapping[str, Mapping[str, int | None]],
+    previous: Mapping[str, int | None],
+) -> dict[str, Any]:
     """The run facet saying how a transform run read its inputs: ``incremental`` (each
-    input's ``(from, to]`` range; ``from`` null: read whole) or ``full``."""
+    input's ``(from, to]`` range; ``from`` null: read whole, and the output versions it
+    built on) or ``full``."""
     return {
         BUILD_FACET: {
             "_producer": PRODUCER,
             "_schemaURL": f"{FACET_SCHEMA}/StrataBuildRunFacet.json",
             "mode": mode,
             "read": {name: dict(r) for name, r in read.items()},
+            "previous": dict(previous),
         }
     }
 

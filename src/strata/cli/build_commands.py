@@ -266,14 +266,23 @@ def _label(node: dict[str, Any]) -> str:
     program = node["program"]
     made = f" ← {program['transform']} v{program['ordinal']}" if program else " (raw)"
     state = f" run {node['run'][:13]} {node['state']}" if node["run"] else ""
+    how = " incremental" if node.get("mode") == "incremental" else ""
+    read = node.get("read")
+    # An input read as a range: the rows versions from+1 … to added.
+    ref = f"({read['from']}, {read['to']}]" if read else f"@{node['version']}"
     # A version met again (a diamond): its inputs were shown where it first appeared.
     again = " [dim](repeated, see above)[/]" if node.get("repeated") else ""
-    return f"[bold]{node['dataset']}@{node['version']}[/]{made}{state}{again}"
+    return f"[bold]{node['dataset']}{ref}[/]{made}{how}{state}{again}"
 
 
 def _tree(node: dict[str, Any], into: Any) -> Any:
     for child in node["inputs"]:
-        _tree(child, into.add(_label(child)))
+        branch = into.add(_label(child))
+        for earlier in child.get("also_read", ()):
+            _tree(earlier, branch.add(_label(earlier)))
+        if child.get("also_read"):
+            branch = branch.add(_label({**child, "read": None}))
+        _tree(child, branch)
     return into
 
 

@@ -56,6 +56,18 @@ class RowHash:
             (self.s2 + other.s2) % _MOD,
         )
 
+    def without(self, part: RowHash) -> RowHash | None:
+        """The hash of these rows less ``part`` (rows they hold): what an APPEND added
+        to its parent. None when the algorithms differ."""
+        if self.algo and part.algo and self.algo != part.algo:
+            return None
+        return RowHash(
+            self.algo or part.algo,
+            self.count - part.count,
+            (self.s1 - part.s1) % _MOD,
+            (self.s2 - part.s2) % _MOD,
+        )
+
     def encode(self) -> str:
         """The stored form: ``algo:count:s1s2`` in hex (at most 64 characters)."""
         return f"{self.algo or ''}:{self.count:x}:{self.s1:016x}{self.s2:016x}"

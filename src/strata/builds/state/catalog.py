@@ -275,3 +275,15 @@ def dataset_uuids(conn: Connection, namespace: str, names: Collection[str]) -> d
             ).all()
         )
     return out
+
+
+def build_facets(conn: Connection, runs: Collection[str]) -> dict[str, dict[str, Any]]:
+    """``run -> its build facet`` (how it read its inputs), for the runs that have one."""
+    r = s.runs
+    out: dict[str, dict[str, Any]] = {}
+    for batch in chunks(sorted(runs)):
+        for row in conn.execute(sa.select(r.c.uuid, r.c.facets).where(r.c.uuid.in_(batch))):
+            facet = dict(row.facets or {}).get(BUILD_FACET)
+            if isinstance(facet, dict):
+                out[str(row.uuid)] = facet
+    return out

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 from collections.abc import Collection, Iterable
 from dataclasses import dataclass
+from typing import Any
 
 from sqlalchemy.engine import Engine
 
@@ -90,6 +91,11 @@ class BuildState:
             ds = registry.require_lake_dataset(conn, self.namespace, dataset)
             rows = catalog.version_entries(conn, str(ds["uuid"]))
             return rows, catalog.run_inputs(conn, {x.run for x in rows if x.run})
+
+    def build_facets(self, runs: Collection[str]) -> dict[str, dict[str, Any]]:
+        """``run -> how it read its inputs`` (mode, ranges, previous outputs)."""
+        with read_tx(self.engine) as conn:
+            return catalog.build_facets(conn, runs)
 
     def built_version(self, dataset: str, version: int | None) -> BuiltVersion:
         """``dataset`` at ``version`` (default: current) and the run that made it."""

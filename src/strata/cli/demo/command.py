@@ -28,9 +28,10 @@ def demo(
 ) -> None:
     """Run the experiments pipeline end to end and show each part of Strata on it.
 
-    Hourly and daily pipelines over a synthetic clickstream for three regions: builds,
-    a no-op build, a program change, late data through the worker, a failure and its
-    fix, history, trace and time travel. Run it again to go on where it stopped.
+    Hourly (incremental) and daily pipelines over a synthetic clickstream for three
+    regions: builds, a no-op build, a program change, late data through the worker, a
+    failure and its fix, an upstream rewrite, history, trace and time travel. Run it
+    again to go on where it stopped.
     """
     from strata.builds.service import BuildService
     from strata.cli.demo.example import (
@@ -64,6 +65,7 @@ def demo(
         story.program_change()
         story.late_data()
         story.failure()
+        story.rewrite()
         story.provenance()
         _explore(settings, pipelines, time.perf_counter() - t0)
 

@@ -1,6 +1,7 @@
-"""The demo's steps, in the order a data engineer meets them: hours arrive and are built,
-a day is built, nothing to do, a program changes, late data arrives, a transform breaks
-and is fixed, and every version can be traced and read again."""
+"""The demo's steps, in the order a data engineer meets them: hours arrive and are built
+incrementally, a day is built, nothing to do, a program changes, late data arrives, a
+transform breaks and is fixed, an upstream rewrite makes a build whole, and every version
+can be traced and read again."""
 
 from __future__ import annotations
 
@@ -71,8 +72,12 @@ class Story:
                 progress.advance(task)
         emit_table(
             "each hour: a raw APPEND, then `strata build metrics/experiment_hourly`",
-            ["hour (UTC)", "events", "late", "raw/clicks", "transforms run", "build"],
+            ["hour (UTC)", "events", "late", "raw/clicks", "clean_clicks read", "ran", "build"],
             rows,
+        )
+        self.say(
+            "The hourly transforms are @incremental: after the first build, each reads only "
+            "the clicks appended since the last one."
         )
 
     def day(self) -> None:
@@ -213,7 +218,33 @@ class Story:
         self.say("the typo fixed:")
         outcomes(self.build())
 
-    # -- 7: history, trace, time travel ---------------------------------------------
+    # -- 7: an upstream rewrite -----------------------------------------------------
+
+    def rewrite(self) -> None:
+        """A DELETE upstream: incremental transforms cannot add it up, so they run whole,
+        and status says why before the build."""
+        self.chapter("an upstream rewrite: a bad batch withdrawn, the next build runs whole")
+        last = self.lake.version("raw/clicks")
+        before = {f.path for f in self.lake.files("raw/clicks", version=last.commit_id - 1)}
+        added = [f.path for f in self.lake.files("raw/clicks") if f.path not in before]
+        with self.lake.transaction("raw/clicks", type="DELETE") as txn:
+            txn.remove(*added)
+        version = txn.versions["raw/clicks"]
+        self.say(
+            f"DELETE of raw/clicks@{last.commit_id}'s {len(added)} file(s) → "
+            f"raw/clicks@{version.commit_id} ({version.row_count:,} rows)"
+        )
+        self.stale()
+        report = self.build()
+        outcomes(report)
+        clean = next(s for s in report.steps if s.transform == "hourly.clean_clicks")
+        if clean.mode != "full":
+            raise StrataError(f"hourly.clean_clicks should run whole after a DELETE: {clean.mode}")
+        self.say(
+            "[green]✓[/] the rewrite made the incremental transforms run whole, as status said."
+        )
+
+    # -- 8: history, trace, time travel ---------------------------------------------
 
     def provenance(self) -> None:
         """The result's versions, one traced down to raw clicks, and a past version read."""
@@ -233,7 +264,13 @@ class Story:
                 for v in history["versions"]
             ],
         )
-        print_trace(self.service.trace(RESULT))
+        # The version built before the rewrite: the hourly versions under it read ranges.
+        traced = history["versions"][-2 if len(history["versions"]) > 1 else -1]["version"]
+        self.say(
+            f"`strata trace {RESULT}@{traced}` (before the rewrite: an incremental version "
+            "shows the range it read, `(from, to]`):"
+        )
+        print_trace(self.service.trace(RESULT, traced))
         first = history["versions"][0]
         self.say(f"as of {first['committed_at']} (version {first['version']}) it read:")
         self.show_result(first["version"])
@@ -275,7 +312,10 @@ def outcomes(report: BuildReport) -> None:
             why = step.reason.splitlines()[0][:160]
         else:
             why = "; ".join(c.describe() for cs in step.causes.values() for c in cs)
-        rows.append((step.transform, _MARKS.get(step.outcome, step.outcome.value), outputs, why))
+        mark = _MARKS.get(step.outcome, step.outcome.value)
+        if step.mode == "incremental":
+            mark = f"{mark} (incremental)"
+        rows.append((step.transform, mark, outputs, why))
     fresh = sum(1 for s in report.steps if s.outcome is Outcome.FRESH)
     title = f"build {report.state.lower()}: {len(rows)} ran or stopped, {fresh} fresh"
     emit_table(title, ["transform", "outcome", "output", "why"], rows)
@@ -297,9 +337,21 @@ def _hour_row(hour: datetime, batch: pa.Table, version: int, report: BuildReport
         f"{batch.num_rows:,}",
         f"{late:,}",
         f"@{version}",
+        _read(report, "hourly.clean_clicks", "raw/clicks"),
         f"{len(built)} of {len(report.steps)}",
         f"{seconds:.1f} s",
     ]
+
+
+def _read(report: BuildReport, transform: str, dataset: str) -> str:
+    """What one transform of a build read of one input: ``(from, to]`` or ``whole``."""
+    step = next((s for s in report.steps if s.transform == transform), None)
+    read = step.read.get(dataset) if step is not None else None
+    if not read:
+        return "-"
+    rows = f"{read['rows']:,} rows" if read.get("rows") is not None else ""
+    span = f"whole @{read['to']}" if read["from"] is None else f"({read['from']}, {read['to']}]"
+    return f"{span} {rows}".strip()
 
 
 @contextmanager
