@@ -116,7 +116,12 @@ def _recorded_plan(
         return incremental.whole(item, inputs)
     read = facet.get("read") or {}
     reads = {
-        p: ReadRange(v.dataset, read.get(v.dataset, {}).get("from"), v.commit_id)
+        p: ReadRange(
+            v.dataset,
+            read.get(v.dataset, {}).get("from"),
+            v.commit_id,
+            read.get(v.dataset, {}).get("rows"),
+        )
         for p, v in inputs.items()
     }
     previous = {k: v for k, v in (facet.get("previous") or {}).items() if k in item.output_names}

@@ -229,7 +229,7 @@ def print_history(dataset: str, result: dict[str, Any]) -> None:
             v["rows"],
             (v["run"] or "")[:13] + (f" {v['state']}" if v["state"] else ""),
             program_label(v["program"]) if v["program"] else "written by hand",
-            ", ".join(f"{k}@{n}" for k, n in v["inputs"].items()),
+            _inputs_read(v),
         )
         for v in result["versions"]
     ]
@@ -238,6 +238,17 @@ def print_history(dataset: str, result: dict[str, Any]) -> None:
         ["version", "committed at", "type", "rows", "run", "program", "inputs"],
         rows,
     )
+
+
+def _inputs_read(version: dict[str, Any]) -> str:
+    """``raw/clicks@3``, or ``raw/clicks(1, 3]`` for an input an incremental run read as
+    the rows appended after version 1 up to version 3."""
+    read = version.get("read") or {}
+    out = []
+    for name, n in version["inputs"].items():
+        r = read.get(name) or {}
+        out.append(f"{name}({r['from']}, {n}]" if r.get("from") is not None else f"{name}@{n}")
+    return ", ".join(out)
 
 
 def trace(ctx: typer.Context, ref: Ref, json: JsonOpt = False) -> None:

@@ -218,49 +218,50 @@ def resolve_version(
 
 def version_files(conn: Connection, dataset_uuid: str, commit_id: int) -> list[FileEntry]:
     """The containers of one version: one indexed range query, no replay of history."""
-    f = dataset_files.c
-    rows = conn.execute(
-        sa.select(f.path, f.bytes, f.rows, f.purged_at)
-        .where(
-            f.dataset_uuid == dataset_uuid,
-            f.added_commit_id <= commit_id,
-            sa.or_(f.removed_commit_id.is_(None), f.removed_commit_id > commit_id),
-        )
-        .order_by(f.added_commit_id, f.path)
-    ).all()
-    purged = [r.path for r in rows if r.purged_at is not None]
-    if purged:
-        raise PurgedVersion(
-            f"version {commit_id} can no longer be read: {len(purged)} of its containers were "
-            "purged by retention; read a newer version",
-            commit_id=commit_id,
-        )
-    return [FileEntry(r.path, int(r.bytes), int(r.rows)) for r in rows]
+    return _live_files(
+        conn,
+        dataset_uuid,
+        commit_id,
+        dataset_files.c.added_commit_id <= commit_id,
+        f"version {commit_id} can no longer be read",
+    )
 
 
 def added_files(conn: Connection, dataset_uuid: str, after: int, upto: int) -> list[FileEntry]:
     """The containers versions ``after + 1`` to ``upto`` added and ``upto`` still holds:
     the rows appended in between, when every one of those versions is an APPEND. One
     range query on the added-commit index, whatever the number of earlier versions."""
+    added = dataset_files.c.added_commit_id
+    return _live_files(
+        conn,
+        dataset_uuid,
+        upto,
+        sa.and_(added > after, added <= upto),
+        f"the rows versions {after + 1} to {upto} added can no longer be read",
+    )
+
+
+def _live_files(
+    conn: Connection, dataset_uuid: str, at: int, added: sa.ColumnElement[bool], what: str
+) -> list[FileEntry]:
+    """The containers ``added`` selects that version ``at`` holds; PurgedVersion (saying
+    ``what``) if retention purged any of them."""
     f = dataset_files.c
     rows = conn.execute(
         sa.select(f.path, f.bytes, f.rows, f.purged_at)
         .where(
             f.dataset_uuid == dataset_uuid,
-            f.added_commit_id > after,
-            f.added_commit_id <= upto,
-            sa.or_(f.removed_commit_id.is_(None), f.removed_commit_id > upto),
+            added,
+            sa.or_(f.removed_commit_id.is_(None), f.removed_commit_id > at),
         )
         .order_by(f.added_commit_id, f.path)
     ).all()
     purged = [r.path for r in rows if r.purged_at is not None]
     if purged:
         raise PurgedVersion(
-            f"the rows versions {after + 1} to {upto} added can no longer be read: "
-            f"{len(purged)} of their containers were purged by retention; build it whole "
-            "(strata build --full)",
-            after=after,
-            upto=upto,
+            f"{what}: {len(purged)} of the containers were purged by retention; read a "
+            "newer version",
+            commit_id=at,
         )
     return [FileEntry(r.path, int(r.bytes), int(r.rows)) for r in rows]
 
