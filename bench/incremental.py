@@ -85,16 +85,18 @@ def measure(backend: str, args: Any) -> dict[str, Any]:
             print(f"hour {h + 1}: build {seconds:.2f} s ({rows:,} raw rows)", flush=True)
 
         ours, whole = [], []
+        appended = args.hours
         for r in range(args.rounds):
-            next_hour(args.hours + r)
-            runs = [
-                lambda: ours.append(timed(lambda: _built(service.build(target)))),
-                lambda: whole.append(
-                    timed(lambda: _built(service.build(everything=True, full=True)))
-                ),
-            ]
-            for run in runs if r % 2 == 0 else reversed(runs):
-                run()
+            # The incremental build always has a new hour to read; a whole build reads
+            # everything whatever came before it. The order alternates round by round.
+            if r % 2:
+                whole.append(timed(lambda: _built(service.build(everything=True, full=True))))
+            next_hour(appended)
+            appended += 1
+            ours.append(timed(lambda: _built(service.build(target))))
+            if not r % 2:
+                whole.append(timed(lambda: _built(service.build(everything=True, full=True))))
+            print(f"round {r + 1}: incremental {ours[-1]:.2f} s, whole {whole[-1]:.2f} s")
 
         spark = get_spark(settings)
         early, late = [], []
