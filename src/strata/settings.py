@@ -38,6 +38,7 @@ class Settings:
     lineage_fold: str = "process"
     pipelines: tuple[str, ...] = ()
     build_lease_seconds: float = 300.0
+    partition_limit: int = 10_000
     verbose: bool = False
     extra: dict[str, Any] = field(default_factory=dict)
 
@@ -57,6 +58,11 @@ class Settings:
             raise ConfigError(
                 f"lineage_fold must be 'process' or 'thread', got {self.lineage_fold!r}; "
                 "set STRATA_LINEAGE_FOLD to one of them"
+            )
+        if self.partition_limit < 1:
+            raise ConfigError(
+                f"partition_limit must be 1 or more, got {self.partition_limit}; set "
+                "STRATA_PARTITION_LIMIT to the most partitions one write or build may touch"
             )
         if self.build_lease_seconds <= 0:
             raise ConfigError(

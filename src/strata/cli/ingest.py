@@ -7,6 +7,7 @@ dataset's schema; only a new dataset (or a SNAPSHOT) infers types.
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -28,6 +29,14 @@ _REPAIR = {
 }
 
 
+@dataclass(frozen=True)
+class Split:
+    """How an ingest partitions: the columns, and the partitions a SNAPSHOT replaces."""
+
+    by: list[str] | None = None
+    replace: list[dict[str, str]] | None = None
+
+
 def load(
     lake: Lake,
     path: str,
@@ -36,6 +45,7 @@ def load(
     type: str,
     permissive: bool,
     spark: bool = False,
+    split: Split = Split(),
 ) -> tuple[Version, SourceCheck]:
     """Commit ``path`` to ``dataset``; malformed rows fail it unless ``permissive``."""
     with phases(err_console, "checking") as enter:
@@ -54,7 +64,9 @@ def load(
         else:
             frame = _read(lake, path, fmt, found, permissive, target)
         enter("writing")
-        with lake.transaction(dataset, type=type) as txn:
+        with lake.transaction(
+            dataset, type=type, partition_by=split.by, partitions=split.replace
+        ) as txn:
             try:
                 txn.write(frame)
             except Exception as exc:

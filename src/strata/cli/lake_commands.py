@@ -8,8 +8,16 @@ from typing import Annotated
 import typer
 
 from strata.cli.common import parse_time, reported, settings_from
-from strata.cli.output import console, emit_json, emit_table, emit_versions, err_console
+from strata.cli.output import (
+    console,
+    emit_json,
+    emit_table,
+    emit_versions,
+    err_console,
+    partition_words,
+)
 from strata.errors import InvalidArgument
+from strata.lake.partitions import parse_filter
 from strata.lake.service import connect
 
 FORMATS = ("csv", "json", "parquet")
@@ -35,6 +43,22 @@ def ingest(
         bool,
         typer.Option("--spark", help="Read with Spark even when the source fits in memory."),
     ] = False,
+    partition_by: Annotated[
+        str | None,
+        typer.Option(
+            "--partition-by",
+            help="Comma-separated columns to partition the dataset by, e.g. region,day "
+            "(a partitioned dataset keeps its own when omitted).",
+        ),
+    ] = None,
+    partitions: Annotated[
+        list[str] | None,
+        typer.Option(
+            "--partitions",
+            help="With --type SNAPSHOT: replace only these partitions (col=value[,col=value]; "
+            "repeatable) and keep the rest.",
+        ),
+    ] = None,
     json_out: Annotated[
         bool, typer.Option("--json", help="Print the new version as JSON.")
     ] = False,
@@ -47,7 +71,7 @@ def ingest(
     header's, a JSON line that is not an object) or a value that does not fit the
     dataset's type fails the ingest, naming file and line, and commits nothing.
     """
-    from strata.cli.ingest import load, repaired
+    from strata.cli.ingest import Split, load, repaired
 
     with reported():
         fmt = (format or Path(path).suffix.lstrip(".")).lower()
@@ -63,8 +87,10 @@ def ingest(
             )
         if "://" not in path and not Path(path).exists():
             raise InvalidArgument(f"no file or folder at {path!r}; check the path", path=path)
+        by = [c.strip() for c in partition_by.split(",")] if partition_by is not None else None
+        replace = [parse_filter(p) for p in partitions] if partitions else None
         lake = connect(settings_from(ctx))
-        version, found = load(lake, path, fmt, dataset, type, permissive, spark)
+        version, found = load(lake, path, fmt, dataset, type, permissive, spark, Split(by, replace))
         if found.count:
             err_console.print(repaired(found, fmt), highlight=False)
         if json_out:
@@ -74,6 +100,8 @@ def ingest(
                 f"{dataset}: version {version.commit_id} ({version.type}), "
                 f"{version.row_count} rows in {version.file_count} file(s)"
             )
+            if version.partitions is not None:
+                console.print(f"  partitions: {partition_words(version.partitions)}")
 
 
 def datasets(
@@ -129,6 +157,14 @@ def read(
         typer.Option("--as-of", help="ISO time; the version current then (UTC if no zone)."),
     ] = None,
     limit: Annotated[int, typer.Option("--limit", "-n", min=0, help="Rows to show.")] = 20,
+    where: Annotated[
+        str | None,
+        typer.Option(
+            "--where",
+            help="Only these partitions: col=value[,col=value], e.g. region=JP (only their "
+            "files are read).",
+        ),
+    ] = None,
     json_out: Annotated[bool, typer.Option("--json", help="Print rows as JSON lines.")] = False,
 ) -> None:
     """Show rows of a version (read with pyarrow: no JVM)."""
@@ -138,14 +174,16 @@ def read(
         when = parse_time(as_of) if as_of is not None else None
         lake = connect(settings_from(ctx))
         v = lake.version(dataset, version=version, as_of=when)
-        table = lake.read_arrow(dataset, version=v.commit_id).slice(0, limit)
+        wanted = parse_filter(where) if where is not None else None
+        table = lake.read_arrow(dataset, version=v.commit_id, partitions=wanted).slice(0, limit)
         rows = table.to_pylist()
         if json_out:
             for row in rows:
                 emit_json(row)
             return
+        scope = f", {where}" if where is not None else ""
         emit_table(
-            f"{dataset} version {v.commit_id} ({v.row_count} rows, showing {len(rows)})",
+            f"{dataset} version {v.commit_id}{scope} ({v.row_count} rows, showing {len(rows)})",
             table.column_names,
             [[row[c] for c in table.column_names] for row in rows],
         )

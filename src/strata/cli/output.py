@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import json
 import sys
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from datetime import datetime
 from typing import TYPE_CHECKING, Any
 
@@ -46,15 +46,33 @@ def make_table(columns: Sequence[str], rows: Sequence[Sequence[Any]]) -> Table:
 
 
 def emit_versions(dataset: str, versions: Sequence[Version]) -> None:
-    """A dataset's version history as a table."""
+    """A dataset's version history as a table (with what each did to which partitions,
+    when partitioned)."""
+    partitioned = any(v.partitions is not None for v in versions)
     emit_table(
         f"versions of {dataset}",
-        ["version", "committed at", "type", "rows", "files", "content hash"],
+        ["version", "committed at", "type", "rows", "files", "content hash"]
+        + (["partitions"] if partitioned else []),
         [
             (v.commit_id, v.committed_at, v.type, v.row_count, v.file_count, v.content_hash[:12])
+            + ((partition_words(v.partitions, shown=0),) if partitioned else ())
             for v in versions
         ],
     )
+
+
+def partition_words(summary: Mapping[str, Sequence[str]] | None, shown: int = 2) -> str:
+    """``2 added (region=JP/day=…, …), 1 replaced (…)``: what a version did to partitions."""
+    if not summary:
+        return ""
+    parts = []
+    for kind in ("added", "appended", "replaced", "removed"):
+        keys = list(summary.get(kind, []))
+        if keys:
+            more = ", …" if len(keys) > shown else ""
+            listed = f" ({', '.join(keys[:shown])}{more})" if shown else ""
+            parts.append(f"{len(keys)} {kind}{listed}")
+    return "; ".join(parts) or "none"
 
 
 def _cell(value: Any) -> str:

@@ -3,10 +3,12 @@
 from __future__ import annotations
 
 import re
+from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING, Any
 
 from strata.errors import InvalidArgument, LakeError
 from strata.ids import new_id
+from strata.lake import partitions
 from strata.lake.rowhash import RowHash, arrow_row_hash, observed, observed_hash
 from strata.lake.storage import FileEntry, Storage
 
@@ -34,9 +36,12 @@ def frame_kind(frame: object) -> str:
 Written = tuple[list["FileEntry"], "pa.Schema", RowHash]
 
 
-def write_frame(storage: Storage, folder: str, frame: Any) -> Written:
+def write_frame(
+    storage: Storage, folder: str, frame: Any, by: Partitioning | None = None
+) -> Written:
     """Write ``frame`` as new containers under ``folder``; return them, their schema and
-    the hash of the rows written (:mod:`strata.lake.rowhash`).
+    the hash of the rows written (:mod:`strata.lake.rowhash`). With ``by``, each
+    container holds one partition's rows and carries its key.
 
     Spark writes the frame with its row hash observed, so Spark hashes exactly what it
     writes in the write's own pass; an Arrow table or pandas frame is hashed as stored.
@@ -44,7 +49,10 @@ def write_frame(storage: Storage, folder: str, frame: Any) -> Written:
     kind = frame_kind(frame)
     if kind == "spark":
         watched, obs = observed(frame)
-        entries, schema = _write_spark(storage, folder, watched)
+        if by is not None:
+            entries, schema = _write_spark_partitioned(storage, folder, watched, by)
+        else:
+            entries, schema = _write_spark(storage, folder, watched)
         return entries, schema, observed_hash(obs)
     import pyarrow as pa
 
@@ -54,8 +62,39 @@ def write_frame(storage: Storage, folder: str, frame: Any) -> Written:
         table = pa.Table.from_batches([frame])
     else:
         table = frame
-    entries, schema = _write_arrow(storage, folder, table)
+    if by is None:
+        entries, schema = _write_arrow(storage, folder, table)
+    else:
+        entries, schema = _write_arrow_partitioned(storage, folder, table, by)
     return entries, schema, arrow_row_hash(table, schema)
+
+
+@dataclass(frozen=True)
+class Partitioning:
+    """How a write is split: the dataset (for errors), its columns, the most keys."""
+
+    dataset: str
+    columns: tuple[str, ...]
+    limit: int
+
+
+def _write_arrow_partitioned(
+    storage: Storage, folder: str, table: pa.Table, by: Partitioning
+) -> tuple[list[FileEntry], pa.Schema]:
+    groups = partitions.split_arrow(by.dataset, by.columns, table)
+    partitions.limit_keys(by.dataset, [k for k, _ in groups], by.limit)
+    entries: list[FileEntry] = []
+    schema = None
+    # One writer folder per write, as Spark's: a refused write is discarded whole.
+    writer = f"{folder}/arrow-{new_id()}"
+    for key, rows in groups:
+        sub = f"{writer}/{partitions.folder_of(by.columns, partitions.parse_text(key))}"
+        storage.make_dir(sub)
+        written, schema = _write_arrow(storage, sub, rows)
+        entries += [replace(e, partition=key) for e in written]
+    if schema is None:  # no rows: nothing to write, but the schema is the table's
+        return [], table.replace_schema_metadata(None).schema
+    return entries, schema
 
 
 def _write_arrow(
@@ -95,6 +134,54 @@ def _write_spark(storage: Storage, folder: str, frame: Any) -> tuple[list[FileEn
             lake_uri=storage.uri,
         ) from exc
     return describe_files(storage, storage.parquet_files(sub))
+
+
+def _write_spark_partitioned(
+    storage: Storage, folder: str, frame: Any, by: Partitioning
+) -> tuple[list[FileEntry], pa.Schema]:
+    """Spark writes one folder per key. Spark's ``partitionBy`` takes its columns out of
+    the files, so it partitions by copies (``_region``) and the files keep every column:
+    any list of containers then reads as the dataset, with no folder parsing."""
+    from pyspark.sql.functions import col
+
+    fields = {f.name: f.dataType.simpleString() for f in frame.schema.fields}
+    partitions.require_columns(by.dataset, by.columns, fields, spark=True)
+    copies = [f"{partitions.FOLDER_PREFIX}{c}" for c in by.columns]
+    clash = sorted(set(copies) & set(fields))
+    if clash:
+        raise InvalidArgument(
+            f"the frame written to {by.dataset!r} has columns {clash}, whose names the "
+            "partition folders use; rename them",
+            dataset=by.dataset,
+        )
+    split = frame.select("*", *[col(c).alias(p) for c, p in zip(by.columns, copies, strict=True)])
+    sub = f"{folder}/spark-{new_id()}"
+    try:
+        split.repartition(*copies).write.partitionBy(*copies).mode("errorifexists").parquet(
+            storage.spark_uri(sub)
+        )
+    except Exception as exc:
+        raise LakeError(
+            f"Spark could not write to {storage.spark_uri(sub)!r}: {spark_failure(exc)}",
+            lake_uri=storage.uri,
+        ) from exc
+    paths = storage.parquet_files(sub)
+    try:
+        keys = [partitions.key_of_path(by.dataset, by.columns, p) for p in paths]
+        partitions.limit_keys(by.dataset, sorted(set(keys)), by.limit)
+    except InvalidArgument:
+        storage.discard(folder, paths)
+        raise
+    entries, schema = describe_files(storage, paths)
+    if not paths:
+        schema = _spark_arrow_schema(frame)
+    return [replace(e, partition=k) for e, k in zip(entries, keys, strict=True)], schema
+
+
+def _spark_arrow_schema(frame: Any) -> pa.Schema:
+    from pyspark.sql.pandas.types import to_arrow_schema
+
+    return to_arrow_schema(frame.schema)
 
 
 _PY_FRAME = re.compile(r'^\s*File "(?P<file>[^"]+)", line (?P<line>\d+), in (?P<func>.+)$')

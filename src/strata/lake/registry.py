@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import Any
@@ -10,7 +11,9 @@ import sqlalchemy as sa
 from sqlalchemy.engine import Connection, RowMapping
 
 from strata.errors import InvalidArgument, NotFound, PurgedVersion
+from strata.lake.partition_index import summary_dicts
 from strata.lake.storage import FileEntry
+from strata.store.bulk import chunks
 from strata.store.schema import dataset_files, dataset_versions, datasets, transactions
 
 
@@ -52,10 +55,16 @@ class Version:
     facets: dict[str, Any]
     data_fingerprint: str | None = None
     row_hash: str | None = None
+    # A partitioned dataset's: the key texts this version added, appended to, replaced
+    # and removed (see :mod:`strata.lake.partition_index`).
+    partitions: dict[str, list[str]] | None = None
 
     def to_dict(self) -> dict[str, Any]:
-        out = {k: v for k, v in self.__dict__.items() if k not in ("facets", "row_hash")}
+        skip = ("facets", "row_hash", "partitions")
+        out = {k: v for k, v in self.__dict__.items() if k not in skip}
         out["committed_at"] = self.committed_at.isoformat()
+        if self.partitions is not None:
+            out["partitions"] = summary_dicts(self.partitions)
         return out
 
 
@@ -138,6 +147,7 @@ def _to_version(name: str, row: RowMapping) -> Version:
         facets=dict(row["facets"] or {}),
         data_fingerprint=row["data_fingerprint"],
         row_hash=row["row_hash"],
+        partitions=row["partitions"],
     )
 
 
@@ -227,6 +237,24 @@ def version_files(conn: Connection, dataset_uuid: str, commit_id: int) -> list[F
     )
 
 
+def partition_files(
+    conn: Connection, dataset_uuid: str, commit_id: int, keys: Sequence[str]
+) -> list[FileEntry]:
+    """The containers of the partitions ``keys`` in one version: only theirs are read,
+    whatever the number of other partitions."""
+    f = dataset_files.c
+    out: list[FileEntry] = []
+    for part in chunks(sorted(keys), 500):
+        out += _live_files(
+            conn,
+            dataset_uuid,
+            commit_id,
+            sa.and_(f.added_commit_id <= commit_id, f.partition_key.in_(part)),
+            f"partitions of version {commit_id} can no longer be read",
+        )
+    return out
+
+
 def added_files(conn: Connection, dataset_uuid: str, after: int, upto: int) -> list[FileEntry]:
     """The containers versions ``after + 1`` to ``upto`` added and ``upto`` still holds:
     the rows appended in between, when every one of those versions is an APPEND. One
@@ -248,7 +276,7 @@ def _live_files(
     ``what``) if retention purged any of them."""
     f = dataset_files.c
     rows = conn.execute(
-        sa.select(f.path, f.bytes, f.rows, f.purged_at)
+        sa.select(f.path, f.bytes, f.rows, f.purged_at, f.partition_key)
         .where(
             f.dataset_uuid == dataset_uuid,
             added,
@@ -263,7 +291,7 @@ def _live_files(
             "newer version",
             commit_id=at,
         )
-    return [FileEntry(r.path, int(r.bytes), int(r.rows)) for r in rows]
+    return [FileEntry(r.path, int(r.bytes), int(r.rows), r.partition_key) for r in rows]
 
 
 @dataclass(frozen=True)

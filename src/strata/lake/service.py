@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Collection, Iterator
+from collections.abc import Collection, Iterator, Mapping
 from contextlib import contextmanager
 from contextvars import ContextVar
 from dataclasses import dataclass
@@ -15,7 +15,8 @@ from sqlalchemy.engine import Engine
 from strata import ids
 from strata.errors import InvalidArgument, UndeclaredInput
 from strata.ids import new_id
-from strata.lake import registry, schemas
+from strata.lake import partition_index, registry, schemas
+from strata.lake import partitions as pkeys
 from strata.lake.names import validate_dataset_name
 from strata.lake.registry import DatasetInfo, Version
 from strata.lake.storage import FileEntry, Storage
@@ -88,15 +89,43 @@ class Lake:
     # -- transactions -------------------------------------------------------------
 
     def transaction(
-        self, dataset: str | list[str], type: str = "APPEND", *, run_uuid: str | None = None
+        self,
+        dataset: str | list[str],
+        type: str = "APPEND",
+        *,
+        run_uuid: str | None = None,
+        partition_by: list[str] | None = None,
+        partitions: list[dict[str, Any]] | None = None,
     ) -> Transaction:
-        """Start a transaction on one dataset, or on several that commit together."""
-        return self.start(dataset, type, run_uuid=run_uuid)
+        """Start a transaction on one dataset, or on several that commit together.
+
+        ``partition_by`` partitions what it writes (a partitioned dataset keeps its own
+        when this is None); ``partitions`` makes a SNAPSHOT replace only those partitions
+        (each a full or partial key) and keep the rest, as Delta's ``replaceWhere``.
+        """
+        return self.start(
+            dataset, type, run_uuid=run_uuid, partition_by=partition_by, partitions=partitions
+        )
+
+    def partitions(self, dataset: str, version: int | None = None) -> dict[str, int]:
+        """The partitions of a version (latest by default): each key's text, with the last
+        version that changed it."""
+        validate_dataset_name(dataset)
+        with read_tx(self.engine) as conn:
+            v = registry.resolve_version(conn, self.namespace, dataset, version=version)
+            return partition_index.changed_at(conn, v.dataset_uuid, v.commit_id)
 
     def start(
-        self, dataset: str | list[str], type: str = "APPEND", *, run_uuid: str | None = None
+        self,
+        dataset: str | list[str],
+        type: str = "APPEND",
+        *,
+        run_uuid: str | None = None,
+        partition_by: list[str] | None = None,
+        partitions: list[dict[str, Any]] | None = None,
     ) -> Transaction:
         kind = parse_type(type)
+        replace = partitions
         names = [dataset] if isinstance(dataset, str) else list(dataset)
         if not names:
             raise InvalidArgument("a transaction needs at least one dataset")
@@ -136,7 +165,13 @@ class Lake:
                         path=folder,
                     )
                 )
-                parts.append(_Part(name, ds_uuid, txn_uuid, base, base_schema, folder, type=kind))
+                part = _Part(name, ds_uuid, txn_uuid, base, base_schema, folder, type=kind)
+                part.partition_limit = self.settings.partition_limit
+                part.dataset_by = partition_index.partition_by(conn, ds_uuid)
+                part.partition_by, part.replace = pkeys.plan(
+                    name, kind, part.dataset_by, head is not None, partition_by, replace
+                )
+                parts.append(part)
         return Transaction(self, kind, parts, group, run_uuid)
 
     def _ensure_dataset(self, conn: sa.Connection, name: str, now: datetime) -> str:
@@ -181,15 +216,15 @@ class Lake:
             )
 
     def files(
-        self, dataset: str, version: int | None = None, as_of: datetime | None = None
+        self,
+        dataset: str,
+        version: int | None = None,
+        as_of: datetime | None = None,
+        partitions: Mapping[str, Any] | None = None,
     ) -> list[FileEntry]:
-        """The containers of a version, relative to the lake root."""
-        validate_dataset_name(dataset)
-        with read_tx(self.engine) as conn:
-            v = registry.resolve_version(
-                conn, self.namespace, dataset, version=version, as_of=as_of
-            )
-            return registry.version_files(conn, v.dataset_uuid, v.commit_id)
+        """The containers of a version (or of its partitions matching a key), relative to
+        the lake root."""
+        return self._resolve(dataset, version, as_of, partitions, declared=False)[1]
 
     def refuse_undeclared_files(
         self, frame: DataFrame, owner: str, versions: Collection[Version]
@@ -223,15 +258,32 @@ class Lake:
         )
 
     def _resolve(
-        self, dataset: str, version: int | None, as_of: datetime | None
+        self,
+        dataset: str,
+        version: int | None,
+        as_of: datetime | None,
+        wanted: Mapping[str, Any] | None = None,
+        declared: bool = True,
     ) -> tuple[Version, list[FileEntry]]:
+        """A version and its containers (with ``wanted``, only that partition's); a read
+        (``declared``) must be of a declared input while a transform runs."""
         validate_dataset_name(dataset)
-        _check_declared(dataset)
+        if declared:
+            _check_declared(dataset)
         with read_tx(self.engine) as conn:
             v = registry.resolve_version(
                 conn, self.namespace, dataset, version=version, as_of=as_of
             )
-            return v, registry.version_files(conn, v.dataset_uuid, v.commit_id)
+            if wanted is None:
+                return v, registry.version_files(conn, v.dataset_uuid, v.commit_id)
+            by = partition_index.partition_by(conn, v.dataset_uuid)
+            key = pkeys.check_filter(dataset, by, wanted)
+            assert by is not None
+            if set(key) == set(by):  # one whole key: no need to list the others
+                keys = [pkeys.key_text(by, key)]
+            else:
+                keys = partition_index.keys_matching(conn, v.dataset_uuid, [key], v.commit_id)
+            return v, registry.partition_files(conn, v.dataset_uuid, v.commit_id, keys)
 
     def schema_of(self, dataset: str) -> pa.Schema | None:
         """The Arrow schema of ``dataset``'s latest version; None when it has none."""
@@ -243,12 +295,17 @@ class Lake:
         return schema if schema else None
 
     def read_arrow(
-        self, dataset: str, version: int | None = None, as_of: datetime | None = None
+        self,
+        dataset: str,
+        version: int | None = None,
+        as_of: datetime | None = None,
+        partitions: Mapping[str, Any] | None = None,
     ) -> pa.Table:
-        """A version as a pyarrow Table, without Spark."""
+        """A version as a pyarrow Table, without Spark (with ``partitions``, only the
+        partitions matching that key, e.g. ``{"region": "JP"}``)."""
         import pyarrow.dataset as pads
 
-        v, files = self._resolve(dataset, version, as_of)
+        v, files = self._resolve(dataset, version, as_of, partitions)
         schema = self._arrow_schema(v)
         if not files:
             return schema.empty_table()
@@ -266,11 +323,13 @@ class Lake:
         version: int | None = None,
         as_of: datetime | None = None,
         spark: SparkSession | None = None,
+        partitions: Mapping[str, Any] | None = None,
     ) -> DataFrame:
-        """A version as a Spark DataFrame."""
+        """A version as a Spark DataFrame (with ``partitions``, only the partitions
+        matching that key, e.g. ``{"region": "JP"}``: only their containers are read)."""
         from strata.lake.spark import get_spark
 
-        v, files = self._resolve(dataset, version, as_of)
+        v, files = self._resolve(dataset, version, as_of, partitions)
         return self._frame(spark or get_spark(self.settings), v, files)
 
     def read_added(

@@ -22,6 +22,7 @@ class FileEntry:
     path: str
     bytes: int
     rows: int
+    partition: str | None = None  # the key text, where the dataset is partitioned
 
 
 class Storage:
@@ -105,7 +106,8 @@ class Storage:
     def parquet_files(self, rel: str) -> list[str]:
         """Data files below ``rel`` (recursively), relative to the root, sorted.
 
-        Writers' markers (``_SUCCESS``, ``.crc`` and other hidden files) are skipped.
+        Writers' markers (``_SUCCESS``, ``.crc`` and other hidden files) are skipped;
+        partition folders (``_region=JP``) are not.
         """
         import pyarrow.fs as pafs
 
@@ -116,7 +118,9 @@ class Storage:
             if info.type != pafs.FileType.File:
                 continue
             parts = info.path[len(prefix) :].split("/")
-            if any(p.startswith(("_", ".")) for p in parts) or not parts[-1].endswith(".parquet"):
+            # Spark's rule: hidden unless a partition folder (`_region=JP` holds "=").
+            hidden = any(p.startswith(".") or (p[:1] == "_" and "=" not in p) for p in parts)
+            if hidden or not parts[-1].endswith(".parquet"):
                 continue
             out.append("/".join(parts))
         return sorted(out)

@@ -10,6 +10,7 @@ datasets of one transaction commit together or not at all.
 from __future__ import annotations
 
 import hashlib
+from collections import Counter
 from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
 from types import TracebackType
@@ -26,8 +27,8 @@ from strata.errors import (
     TransactionClosed,
 )
 from strata.ids import new_id
-from strata.lake import schemas
-from strata.lake.frames import write_frame
+from strata.lake import partition_index, partitions, schemas
+from strata.lake.frames import Partitioning, write_frame
 from strata.lake.registry import Version, latest_version
 from strata.lake.rowhash import EMPTY, RowHash, fingerprint
 from strata.lake.storage import FileEntry
@@ -142,6 +143,7 @@ _VERSION_COLUMNS = (
     "byte_count",
     "file_count",
     "lifecycle_state",
+    "partitions",
 )
 _CLOSE, _INSERT_VERSION, _MOVE_CURRENT, _TRIGGER, _LOG_DELTA, _CLOSE_ALL = _closing_statements()
 
@@ -190,7 +192,13 @@ def _version_row(v: Version, fields: list[dict[str, Any]]) -> dict[str, Any]:
         "byte_count": v.byte_count,
         "file_count": v.file_count,
         "lifecycle_state": "COMMITTED",
+        "partitions": v.partitions,
     }
+
+
+def _replaces_all(part: _Part) -> bool:
+    """A SNAPSHOT of the whole dataset (not of some partitions)."""
+    return part.type == "SNAPSHOT" and part.replace is None
 
 
 @dataclass
@@ -211,6 +219,10 @@ class _Part:
     type: str = "APPEND"
     # An APPEND that must start from its base too (an incremental build's output).
     exclusive: bool = False
+    partition_by: list[str] | None = None  # the partitioning this transaction writes
+    dataset_by: list[str] | None = None  # the dataset's, when the transaction started
+    replace: list[partitions.Key] | None = None  # a SNAPSHOT of only these partitions
+    partition_limit: int = partitions.DEFAULT_LIMIT
 
 
 class Transaction:
@@ -320,13 +332,17 @@ class Transaction:
                 "transaction to add data",
                 type=part.type,
             )
+        by = None
+        if part.partition_by:
+            by = Partitioning(part.dataset, tuple(part.partition_by), part.partition_limit)
         try:
-            entries, schema, rows = write_frame(self._lake.storage, part.folder, frame)
+            entries, schema, rows = write_frame(self._lake.storage, part.folder, frame, by)
         except LakeError as exc:
             self._refuse_if_closed_elsewhere(part, exc)
             raise
         fields = schemas.fields_of(schema)
         try:
+            self._require_within_replaced(part, entries)
             if part.schema_fields is not None and not schemas.compatible(
                 part.schema_fields, fields
             ):
@@ -339,7 +355,7 @@ class Transaction:
                 )
             if part.type in ("APPEND", "UPDATE"):
                 schemas.require_compatible(part.dataset, part.base_schema, fields, part.type)
-        except SchemaMismatch:
+        except (SchemaMismatch, InvalidArgument):
             # The transaction may still commit: refused containers must not stay in its folder.
             self._lake.storage.discard(part.folder, [e.path for e in entries])
             raise
@@ -348,6 +364,23 @@ class Transaction:
         part.arrow_schema = schemas.encode(schema)
         part.rows = part.rows.combine(rows) if part.rows is not None else None
         return entries
+
+    @staticmethod
+    def _require_within_replaced(part: _Part, entries: list[FileEntry]) -> None:
+        """A SNAPSHOT of some partitions writes only into them (as Delta's replaceWhere)."""
+        if part.replace is None:
+            return
+        for e in entries:
+            key = partitions.parse_text(e.partition or "")
+            if not partitions.matches(key, part.replace):
+                raise InvalidArgument(
+                    f"this SNAPSHOT of {part.dataset!r} replaces partitions "
+                    f"{[partitions.key_text(list(r), r) for r in part.replace]}, but the frame "
+                    f"has rows in partition {e.partition}; filter the frame to those "
+                    "partitions or widen partitions=",
+                    dataset=part.dataset,
+                    partition=e.partition,
+                )
 
     def _refuse_if_closed_elsewhere(self, part: _Part, exc: LakeError) -> None:
         """A write that failed because gc aborted the transaction (and removed its
@@ -431,7 +464,9 @@ class Transaction:
             # Keep commit times increasing so as-of reads agree with commit order.
             now = previous.committed_at + timedelta(microseconds=1)
 
+        self._check_partitioning(conn, part)
         removed = self._removals(conn, part, commit_id)
+        touched = self._partitions_touched(conn, part, removed)
         rows, size, count, digest = self._totals(part, previous, removed)
         rows_hash = self._rows_after(part, previous, removed)
         if part.adds:
@@ -444,6 +479,7 @@ class Transaction:
                         "bytes": e.bytes,
                         "rows": e.rows,
                         "added_commit_id": commit_id,
+                        "partition_key": e.partition,
                     }
                     for e in part.adds
                 ],
@@ -465,6 +501,7 @@ class Transaction:
             transaction_uuid=part.txn_uuid,
             run_uuid=self.run_uuid,
             facets={schemas.ARROW_SCHEMA_FACET: arrow} if arrow else {},
+            partitions=touched.summary() if touched is not None else None,
         )
         if not _record_commit(conn, part, _version_row(version, fields)):
             state = conn.execute(
@@ -480,6 +517,38 @@ class Transaction:
             )
         # Everything a read of the new row would return is known here: no query needed.
         return version
+
+    @staticmethod
+    def _check_partitioning(conn: Connection, part: _Part) -> None:
+        """The dataset's partitioning must be what this transaction started from; a
+        change of it (a whole SNAPSHOT's) is recorded with the commit."""
+        now = partition_index.partition_by(conn, part.dataset_uuid)
+        if now != part.dataset_by:
+            raise CommitConflict(
+                f"{part.dataset!r} was partitioned by {now} while this transaction, started "
+                f"when it was partitioned by {part.dataset_by}, wrote; start a new transaction",
+                dataset=part.dataset,
+            )
+        if part.partition_by != now:
+            conn.execute(
+                datasets.update()
+                .where(datasets.c.uuid == part.dataset_uuid)
+                .values(partition_by=part.partition_by)
+            )
+
+    @staticmethod
+    def _partitions_touched(
+        conn: Connection, part: _Part, removed: list[Any]
+    ) -> partition_index.Touched | None:
+        """What the commit does to each partition (before its containers are added)."""
+        if not part.partition_by:
+            return None
+        added = Counter(e.partition for e in part.adds if e.partition is not None)
+        gone = Counter(r.partition_key for r in removed if r.partition_key is not None)
+        keys = sorted(set(added) | set(gone))
+        left = partition_index.live_counts(conn, part.dataset_uuid, keys)
+        before = {k: left.get(k, 0) + gone.get(k, 0) for k in keys}
+        return partition_index.Touched(before, added, gone)
 
     def _check_base(self, part: _Part, previous: Version | None) -> None:
         """SNAPSHOT, UPDATE and DELETE fail when a commit landed after their base."""
@@ -522,7 +591,7 @@ class Transaction:
         count = len(part.adds)
         # Additive set hash: a version's hash follows from its parent's and the delta alone.
         digest = sum(_file_digest(e.path, e.bytes, e.rows) for e in part.adds)
-        if previous is not None and part.type != "SNAPSHOT":
+        if previous is not None and not _replaces_all(part):
             rows += previous.row_count - sum(r.rows for r in removed)
             size += previous.byte_count - sum(r.bytes for r in removed)
             count += previous.file_count - len(removed)
@@ -540,7 +609,7 @@ class Transaction:
         None when unknown: files were removed (their rows' hashes are not kept per file),
         the parent's is unknown, or engines were mixed. The version's data fingerprint is
         then None too, and a comparison with it must count as "different"."""
-        if part.type == "SNAPSHOT" or part.rows is None:
+        if _replaces_all(part) or part.rows is None:
             return part.rows
         if removed or previous is None:
             return None if removed else part.rows
@@ -569,7 +638,10 @@ class Transaction:
         """Mark removed files in the interval index; returns their rows."""
         f = dataset_files.c
         live = sa.and_(f.dataset_uuid == part.dataset_uuid, f.removed_commit_id.is_(None))
-        if part.type == "SNAPSHOT":
+        if part.type == "SNAPSHOT" and part.replace is not None:
+            keys = partition_index.keys_matching(conn, part.dataset_uuid, part.replace)
+            where = sa.and_(live, f.partition_key.in_(keys or [""]))
+        elif part.type == "SNAPSHOT":
             where = live
         elif part.removes:
             where = sa.and_(live, f.path.in_(part.removes))
@@ -581,7 +653,7 @@ class Transaction:
                     dataset=part.dataset,
                 )
             return []
-        rows = conn.execute(sa.select(f.path, f.bytes, f.rows).where(where)).all()
+        rows = conn.execute(sa.select(f.path, f.bytes, f.rows, f.partition_key).where(where)).all()
         missing = sorted(set(part.removes) - {r.path for r in rows})
         if missing:
             raise InvalidArgument(

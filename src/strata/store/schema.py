@@ -76,6 +76,8 @@ datasets = sa.Table(
     sa.Column("fold_state", JSONType, nullable=True),
     # Soft-deleted by the API (Marquez's DELETE); a later event naming it clears the flag.
     sa.Column("is_hidden", sa.Boolean(), nullable=False, server_default=sa.false()),
+    # Lake datasets: the columns that partition it, in key order (null: not partitioned).
+    sa.Column("partition_by", JSONType, nullable=True),
     sa.UniqueConstraint("namespace", "name"),
     sa.Index("ix_datasets_hidden", "is_hidden", sqlite_where=HIDDEN, postgresql_where=HIDDEN),
 )
@@ -106,6 +108,9 @@ dataset_versions = sa.Table(
     # Made by a DatasetEvent or a dataset PUT (no run, no commit): a candidate for the
     # dataset's current version, never dropped as an unbound stand-in is.
     sa.Column("declared", sa.Boolean(), nullable=False, server_default=sa.false()),
+    # Lake commits of a partitioned dataset: the key texts it added, appended to,
+    # replaced and removed ({"added": [...], ...}).
+    sa.Column("partitions", JSONType, nullable=True),
     sa.UniqueConstraint("dataset_uuid", "commit_id"),
     sa.Index(
         "ix_dataset_versions_external",
@@ -164,7 +169,10 @@ dataset_files = sa.Table(
     sa.Column("added_commit_id", sa.BigInteger(), nullable=False),
     sa.Column("removed_commit_id", sa.BigInteger(), nullable=True),
     ts_col("purged_at", nullable=True),
+    # The container's partition key text (`region=JP/day=2026-11-01`); null: unpartitioned.
+    sa.Column("partition_key", sa.Text(), nullable=True),
     sa.Index("ix_dataset_files_added", "dataset_uuid", "added_commit_id"),
+    sa.Index("ix_dataset_files_partition", "dataset_uuid", "partition_key"),
     sa.Index("ix_dataset_files_removed", "dataset_uuid", "removed_commit_id"),
 )
 

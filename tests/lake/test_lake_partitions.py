@@ -1,0 +1,277 @@
+"""Partitioned datasets: containers laid out and indexed by key, SNAPSHOTs of some
+partitions (as Delta's replaceWhere), what each version did to which partition, reads
+of some partitions, and every refusal leaving the dataset as it was."""
+
+from __future__ import annotations
+
+from datetime import date
+from pathlib import Path
+from typing import Any
+
+import pyarrow as pa
+import pytest
+
+from strata.errors import CommitConflict, InvalidArgument
+from strata.lake.service import Lake, connect
+from strata.settings import Settings
+
+DS = "metrics/daily"
+
+
+def _table(rows: list[tuple[str, str, int]]) -> pa.Table:
+    return pa.table(
+        {
+            "region": [r[0] for r in rows],
+            "day": pa.array([date.fromisoformat(r[1]) for r in rows], pa.date32()),
+            "n": pa.array([r[2] for r in rows], pa.int64()),
+        }
+    )
+
+
+def _rows(lake: Lake, **kw: Any) -> list[tuple[str, str, int]]:
+    table = lake.read_arrow(DS, **kw)
+    return sorted((r["region"], r["day"].isoformat(), r["n"]) for r in table.to_pylist())
+
+
+FIRST = [("JP", "2026-11-01", 1), ("UK", "2026-11-01", 2), ("JP", "2026-11-02", 3)]
+
+
+def _seed(lake: Lake) -> None:
+    with lake.transaction(DS, "SNAPSHOT", partition_by=["region", "day"]) as txn:
+        txn.write(_table(FIRST))
+
+
+def test_containers_are_laid_out_and_indexed_by_key(lake: Lake) -> None:
+    _seed(lake)
+    v1 = lake.version(DS)
+    assert v1.to_dict()["partitions"] == {
+        "added": [
+            {"region": "JP", "day": "2026-11-01"},
+            {"region": "JP", "day": "2026-11-02"},
+            {"region": "UK", "day": "2026-11-01"},
+        ],
+        "appended": [],
+        "replaced": [],
+        "removed": [],
+    }
+    files = lake.files(DS)
+    assert len(files) == 3
+    for f in files:
+        assert f.partition is not None
+        # The folders say the key; the file keeps the column itself.
+        assert all(f"_{part}" in f.path for part in f.partition.split("/"))
+    assert lake.partitions(DS) == {
+        "region=JP/day=2026-11-01": 1,
+        "region=JP/day=2026-11-02": 1,
+        "region=UK/day=2026-11-01": 1,
+    }
+    jp = lake.files(DS, partitions={"region": "JP"})
+    assert sorted(f.partition for f in jp) == [
+        "region=JP/day=2026-11-01",
+        "region=JP/day=2026-11-02",
+    ]
+    assert _rows(lake, partitions={"region": "JP"}) == [FIRST[0], FIRST[2]]
+    one = lake.files(DS, partitions={"region": "UK", "day": date(2026, 11, 1)})
+    assert [f.partition for f in one] == ["region=UK/day=2026-11-01"]
+    assert lake.files(DS, partitions={"region": "FR"}) == []
+
+
+def test_a_snapshot_of_some_partitions_keeps_the_rest(lake: Lake) -> None:
+    _seed(lake)
+    uk_before = lake.files(DS, partitions={"region": "UK"})
+    with lake.transaction(DS, "SNAPSHOT", partitions=[{"region": "JP"}]) as txn:
+        txn.write(_table([("JP", "2026-11-01", 10)]))
+    v2 = txn.versions[DS]
+    assert v2.partitions == {
+        "added": [],
+        "appended": [],
+        "replaced": ["region=JP/day=2026-11-01"],
+        "removed": ["region=JP/day=2026-11-02"],
+    }
+    assert (v2.row_count, v2.file_count) == (2, 2)
+    # UK's container is the same file: not rewritten.
+    assert lake.files(DS, partitions={"region": "UK"}) == uk_before
+    assert _rows(lake) == [("JP", "2026-11-01", 10), ("UK", "2026-11-01", 2)]
+    assert _rows(lake, version=1) == sorted(FIRST)  # version 1 reads as it was
+    assert lake.partitions(DS) == {"region=JP/day=2026-11-01": 2, "region=UK/day=2026-11-01": 1}
+
+    with lake.transaction(DS, "APPEND") as txn:
+        txn.write(_table([("UK", "2026-11-01", 5), ("FR", "2026-11-01", 6)]))
+    assert txn.versions[DS].partitions == {
+        "added": ["region=FR/day=2026-11-01"],
+        "appended": ["region=UK/day=2026-11-01"],
+        "replaced": [],
+        "removed": [],
+    }
+    assert lake.partitions(DS)["region=UK/day=2026-11-01"] == 3
+    assert lake.partitions(DS)["region=JP/day=2026-11-01"] == 2  # untouched by version 3
+
+
+def test_update_and_delete_report_the_partitions_they_changed(lake: Lake) -> None:
+    _seed(lake)
+    jp_day1 = lake.files(DS, partitions={"region": "JP", "day": "2026-11-01"})[0].path
+    with lake.transaction(DS, "DELETE") as txn:
+        txn.remove(jp_day1)
+    assert txn.versions[DS].partitions == {
+        "added": [],
+        "appended": [],
+        "replaced": [],
+        "removed": ["region=JP/day=2026-11-01"],
+    }
+    uk = lake.files(DS, partitions={"region": "UK"})[0].path
+    with lake.transaction(DS, "UPDATE") as txn:
+        txn.remove(uk)
+        txn.write(_table([("UK", "2026-11-01", 20)]))
+    assert txn.versions[DS].partitions is not None
+    assert txn.versions[DS].partitions["replaced"] == ["region=UK/day=2026-11-01"]
+    assert _rows(lake) == [("JP", "2026-11-02", 3), ("UK", "2026-11-01", 20)]
+
+
+def test_a_whole_snapshot_repartitions(lake: Lake) -> None:
+    _seed(lake)
+    with lake.transaction(DS, "SNAPSHOT", partition_by=["region"]) as txn:
+        txn.write(_table(FIRST))
+    assert sorted(lake.partitions(DS)) == ["region=JP", "region=UK"]
+    assert _rows(lake, partitions={"region": "JP"}) == [FIRST[0], FIRST[2]]
+    with pytest.raises(InvalidArgument, match="not by"):
+        lake.read_arrow(DS, partitions={"day": "2026-11-01"})
+
+
+def _refused(lake: Lake, match: str, **start: Any) -> None:
+    frame = start.pop("frame")
+    kind = start.pop("type", "APPEND")
+    before = lake.version(DS).commit_id
+    with (
+        pytest.raises(InvalidArgument, match=match),
+        lake.transaction(DS, kind, **start) as txn,
+    ):
+        txn.write(frame)
+    assert lake.version(DS).commit_id == before
+    assert _rows(lake) == sorted(FIRST)
+
+
+@pytest.mark.parametrize(
+    ("match", "start"),
+    [
+        (
+            r"null or empty partition value in column 'region'",
+            {"frame": _table([("", "2026-11-01", 1)])},
+        ),
+        (
+            r"partition value 'a/b' of column 'region'.*contains '/'",
+            {"frame": _table([("a/b", "2026-11-01", 1)])},
+        ),
+        (r"contains '='", {"frame": _table([("a=b", "2026-11-01", 1)])}),
+        (r"contains '\\x00'", {"frame": _table([("a\x00b", "2026-11-01", 1)])}),
+        (
+            r"has no column 'day', which partitions it",
+            {"frame": pa.table({"region": ["JP"], "n": [1]})},
+        ),
+        (
+            r"replaces partitions \['region=JP'\], but the frame has rows in partition "
+            r"region=UK/day=2026-11-01",
+            {
+                "type": "SNAPSHOT",
+                "partitions": [{"region": "JP"}],
+                "frame": _table([("UK", "2026-11-01", 1)]),
+            },
+        ),
+        (
+            r"only a SNAPSHOT replaces partitions",
+            {"partitions": [{"region": "JP"}], "frame": _table(FIRST)},
+        ),
+        (
+            r"partitioned by \['region', 'day'\], not by \['day'\]",
+            {"partition_by": ["day"], "frame": _table(FIRST)},
+        ),
+        (
+            r"not by \['country'\]",
+            {"type": "SNAPSHOT", "partitions": [{"country": "JP"}], "frame": _table(FIRST)},
+        ),
+    ],
+)
+def test_bad_partitions_are_refused_and_nothing_is_committed(
+    lake: Lake, match: str, start: dict[str, Any]
+) -> None:
+    _seed(lake)
+    _refused(lake, match, **dict(start))
+
+
+def test_null_partition_values_and_types_without_one_text_are_refused(lake: Lake) -> None:
+    _seed(lake)
+    nulls = pa.table(
+        {
+            "region": pa.array(["JP", None], pa.string()),
+            "day": pa.array([date(2026, 11, 1)] * 2, pa.date32()),
+            "n": pa.array([1, 2], pa.int64()),
+        }
+    )
+    _refused(lake, "null or empty partition value in column 'region'", frame=nulls)
+    with (
+        pytest.raises(InvalidArgument, match="'at' of 'times' is timestamp"),
+        lake.transaction("times", "SNAPSHOT", partition_by=["at"]) as txn,
+    ):
+        txn.write(pa.table({"at": pa.array([0], pa.timestamp("us"))}))
+
+
+def test_the_partition_limit_is_a_setting(settings: Settings, tmp_path: Path) -> None:
+    from dataclasses import replace
+
+    lake = connect(replace(settings, partition_limit=2))
+    with (
+        pytest.raises(InvalidArgument, match="makes 3 partitions, more than the limit of 2"),
+        lake.transaction(DS, "SNAPSHOT", partition_by=["region", "day"]) as txn,
+    ):
+        txn.write(_table(FIRST))
+    assert lake.datasets() == [] or lake.datasets()[0].latest_commit_id is None
+
+
+def test_appends_racing_a_repartition_conflict(lake: Lake) -> None:
+    _seed(lake)
+    append = lake.transaction(DS, "APPEND")
+    append.write(_table([("JP", "2026-11-03", 9)]))
+    with lake.transaction(DS, "SNAPSHOT", partition_by=["region"]) as txn:
+        txn.write(_table(FIRST))
+    with pytest.raises(CommitConflict, match="was partitioned by \\['region'\\]"):
+        append.commit()
+    # The append's container never joined the dataset.
+    assert all(f.partition and f.partition.startswith("region=") for f in lake.files(DS))
+    assert lake.version(DS).commit_id == 2
+
+
+@pytest.mark.spark
+def test_spark_writes_one_folder_per_key_and_reads_only_the_wanted(  # type: ignore[no-untyped-def]
+    lake: Lake, spark
+) -> None:
+    frame = spark.createDataFrame(
+        [("JP", "2026-11-23T14", 1), ("UK", "2026-11-23 14:00", 2), ("JP", "2026-11-23T15", 3)],
+        "region string, hour string, n long",
+    )
+    with lake.transaction("raw/hourly", "SNAPSHOT", partition_by=["region", "hour"]) as txn:
+        txn.write(frame)
+    # Spark escapes ':' in folder names; the catalog keeps the value itself.
+    assert sorted(lake.partitions("raw/hourly")) == [
+        "region=JP/hour=2026-11-23T14",
+        "region=JP/hour=2026-11-23T15",
+        "region=UK/hour=2026-11-23 14:00",
+    ]
+    uk = lake.read("raw/hourly", partitions={"region": "UK"}, spark=spark)
+    assert [tuple(r) for r in uk.collect()] == [("UK", "2026-11-23 14:00", 2)]
+    assert len(uk.inputFiles()) == 1
+    # The files keep every column, so Arrow reads them alike.
+    assert lake.read_arrow("raw/hourly").num_rows == 3
+
+    before = lake.version("raw/hourly").commit_id
+    bad = spark.createDataFrame([(None, "h", 1)], "region string, hour string, n long")
+    with (
+        pytest.raises(InvalidArgument, match="null or empty partition value in column 'region'"),
+        lake.transaction("raw/hourly", "APPEND") as txn,
+    ):
+        txn.write(bad)
+    assert lake.version("raw/hourly").commit_id == before
+    stamp = spark.createDataFrame([(1,)], "n long").selectExpr("current_timestamp() as at", "n")
+    with (
+        pytest.raises(InvalidArgument, match="'at' of 'raw/t' is timestamp"),
+        lake.transaction("raw/t", "SNAPSHOT", partition_by=["at"]) as txn,
+    ):
+        txn.write(stamp)
