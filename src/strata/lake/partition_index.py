@@ -47,13 +47,13 @@ def live_counts(
     out: Counter[str] = Counter()
     if keys is None or len(keys) > 2_000:
         wanted = None if keys is None else set(keys)
-        for key, n in conn.execute(base).all():
-            if wanted is None or key in wanted:
-                out[str(key)] = int(n)
+        for row in conn.execute(base).all():
+            if wanted is None or row[0] in wanted:
+                out[str(row[0])] = int(row[1])
         return out
     for part in chunks(keys, 500):
-        for key, n in conn.execute(base.where(f.partition_key.in_(part))).all():
-            out[str(key)] = int(n)
+        for row in conn.execute(base.where(f.partition_key.in_(part))).all():
+            out[str(row[0])] = int(row[1])
     return out
 
 
@@ -83,7 +83,7 @@ def changed_at(conn: Connection, dataset_uuid: str, at: int) -> dict[str, int]:
         .where(f.partition_key.is_not(None))
         .group_by(f.partition_key)
     ).all()
-    return {str(k): max(int(a), int(r or 0)) for k, a, r, n in rows if n}
+    return {str(r[0]): max(int(r[1]), int(r[2] or 0)) for r in rows if r[3]}
 
 
 @dataclass(frozen=True)
