@@ -11,16 +11,17 @@ transform at once; a builder that waited re-checks before running.
 from __future__ import annotations
 
 import threading
-from collections.abc import Callable, Collection, Sequence
+from collections.abc import Callable, Collection, Mapping, Sequence
 from concurrent.futures import FIRST_COMPLETED, Future, ThreadPoolExecutor, wait
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Protocol
 
-from strata.builds import incremental
+from strata.builds import incremental, partition_plan
 from strata.builds.causes import Cause, Outcome
 from strata.builds.discovery import Declared, Pipelines
 from strata.builds.execute import RunContext, RunResult, resolve_inputs, run_transform
 from strata.builds.leasing import held
+from strata.builds.partition_runs import PartitionRun, run_partitions
 from strata.builds.orphans import abort_orphaned_runs
 from strata.builds.run_events import Emitter, JobRef, RunSpec, run_event
 from strata.builds.state import BuildState
@@ -50,6 +51,11 @@ class Step:
     retryable: bool = False  # failed for a reason that can pass; a worker tries again
     mode: str | None = None  # "incremental" or "full" when it ran
     read: dict[str, dict[str, int | None]] = field(default_factory=dict)  # input -> range
+    partitions: list[PartitionRun] | None = None  # a partitioned transform's runs
+
+    @property
+    def partly_failed(self) -> bool:
+        return any(p.outcome is Outcome.FAILED for p in self.partitions or ())
 
     def to_dict(self) -> dict[str, Any]:
         out = dict(self.__dict__)
@@ -57,6 +63,10 @@ class Step:
         out["causes"] = {d: [c.to_dict() for c in cs] for d, cs in self.causes.items()}
         if not self.retryable:
             del out["retryable"]
+        if self.partitions is None:
+            del out["partitions"]
+        else:
+            out["partitions"] = [p.to_dict() for p in self.partitions]
         return out
 
 
@@ -141,7 +151,9 @@ class Builder:
         ordinals = self.state.ordinals(programs_to_name(self.pipelines, current))
         items = self.pipelines.transforms.values()
         facts = incremental.gather(self.state, items, current)
-        status = assess(self.pipelines, current, ordinals, facts=facts)
+        declared = partition_plan.declared_partitioning(items)
+        parts = partition_plan.gather(self.state, items, current, declared)
+        status = assess(self.pipelines, current, ordinals, facts=facts, parts=parts)
         steps = []
         for key in order:
             item = self.pipelines.transforms[key]
@@ -167,10 +179,16 @@ class Builder:
         full: Collection[str] = (),
         jobs: int = 1,
         reporter: Reporter | None = None,
+        partitions: Sequence[Mapping[str, str]] | None = None,
+        backfill: Collection[str] = (),
     ) -> BuildReport:
         """Visit ``order`` (a post-order plan); run what is out of date. The transforms in
-        ``full`` run, and run whole (incremental ones too)."""
+        ``full`` run, and run whole (incremental ones too). ``partitions`` limits the
+        partitioned transforms partitioned by its columns to those partitions (values
+        may be ranges ``a..b``); those of ``backfill`` run every such partition, out of
+        date or not."""
         run = _BuildRun(self, force, reporter or Silent(), set(full))
+        run.wanted, run.backfill = partitions, set(backfill)
         run.reporter.planned(order)
         try:
             _visit_all(order, self.pipelines, run.visit, jobs)
@@ -191,10 +209,13 @@ class _BuildRun:
         self.current = builder.current()
         self.parents = _Parents(builder, self.id)
         self.committed: list[tuple[str, int]] = []  # (dataset, commit id) this build made
+        self.wanted: Sequence[Mapping[str, str]] | None = None
+        self.backfill: set[str] = set()
 
     def visit(self, key: str) -> None:
         item = self.builder.pipelines.transforms[key]
-        step = self._blocked(item) or self._run_if_out_of_date(item)
+        run = self._run_partitions if item.transform.partition_by else self._run_if_out_of_date
+        step = self._blocked(item) or run(item)
         with self.lock:
             self.steps[key] = step
         self.reporter.finished(step)
@@ -204,6 +225,8 @@ class _BuildRun:
         for up in self.builder.pipelines.graph.upstream(item.fqn):
             with self.lock:
                 prior = self.steps.get(up)
+            if prior is not None and prior.partitions and item.transform.partition_by:
+                continue  # only the partitions fed by failed ones wait: _held_back
             if prior is not None and prior.outcome in (Outcome.FAILED, Outcome.SKIPPED):
                 failed = prior.outcome is Outcome.FAILED
                 reason = f"upstream {up} failed" if failed else (prior.reason or up)
@@ -241,6 +264,96 @@ class _BuildRun:
             result = self._execute(item, now)
             self._remember(b.current(set(item.output_names)))
         return _step(result, causes, self._versions(item))
+
+    def _partitions_due(self, item: Declared, now: dict[str, Current]) -> tuple[Any, list[str]]:
+        """A partitioned transform's map and the partitions this build runs."""
+        facts = partition_plan.gather(
+            self.builder.state,
+            [item],
+            now,
+            partition_plan.declared_partitioning(self.builder.pipelines.transforms.values()),
+        )
+        layout, views = partition_plan.assess_item(item, now, facts)
+        found = next(iter(views.values()))
+        by = item.transform.partition_by or ()
+        wanted = [w for w in self.wanted or () if set(w) <= set(by)]
+        forced = self.force or item.fqn in self.full or (item.fqn in self.backfill and wanted)
+        keys = [p.key for p in found if forced or p.stale]
+        return layout, partition_plan.select(keys, wanted if wanted else None)
+
+    def _run_partitions(self, item: Declared) -> Step:
+        """Run the partitions of ``item`` that are out of date (or wanted), each its own
+        run, under the transform's lease."""
+        b = self.builder
+        waiting = lambda holder: self.reporter.waiting(item.fqn, holder)  # noqa: E731
+        try:
+            with self.lock:
+                snapshot = dict(self.current)
+            _, keys = self._partitions_due(item, snapshot)
+            if not keys:
+                return Step(item.fqn, Outcome.FRESH, self._versions(item))
+            with held(b.state, item.fqn, b.holder, b.lease_seconds, waiting):
+                abort_orphaned_runs(b.state, b.emitter, [item.fqn])
+                now = b.current(set(item.output_names) | set(item.input_names))
+                layout, keys = self._partitions_due(item, now)
+                if not keys:
+                    self._remember(now)
+                    return Step(item.fqn, Outcome.FRESH, self._versions(item))
+                held_back = self._held_back(item, layout, keys)
+                keys = [k for k in keys if k not in held_back]
+                if not keys:
+                    return _skipped_partitions(item, self._versions(item), held_back)
+                self.reporter.started(item.fqn)
+                done = self._execute_partitions(item, layout, keys)
+                done.partitions += held_back.values()
+                self._remember(b.current(set(item.output_names)))
+        except StrataError as exc:
+            return Step(
+                item.fqn,
+                Outcome.FAILED,
+                self._versions(item),
+                reason=exc.message,
+                retryable=can_pass(exc),
+            )
+        step = _step(done.result, {}, self._versions(item))
+        step.partitions = done.partitions
+        return step
+
+    def _held_back(self, item: Declared, layout: Any, keys: list[str]) -> dict[str, PartitionRun]:
+        """The output partitions fed by an upstream partition that failed in this build:
+        skipped, while the others run."""
+        failed: dict[str, set[str]] = {}
+        graph = self.builder.pipelines.graph
+        for up in graph.upstream(item.fqn):
+            with self.lock:
+                prior = self.steps.get(up)
+            for p in (prior.partitions or ()) if prior is not None else ():
+                if p.outcome in (Outcome.FAILED, Outcome.SKIPPED):
+                    for name in self.builder.pipelines.transforms[up].output_names:
+                        failed.setdefault(name, set()).add(p.key)
+        out = {}
+        for key in keys:
+            for name, feeding in layout.sources.get(key, {}).items():
+                bad = sorted(failed.get(name, set()).intersection(feeding))
+                if bad:
+                    reason = f"upstream partition {name}[{bad[0]}] failed"
+                    out[key] = PartitionRun(key, Outcome.SKIPPED, None, reason)
+                    break
+        return out
+
+    def _execute_partitions(self, item: Declared, layout: Any, keys: list[str]) -> Any:
+        b = self.builder
+        inputs = resolve_inputs(b.lake, item)
+        parent = self.parents.start(item.pipeline)
+        ctx = RunContext(b.lake, b.state, b.spark(), b.emitter, parent)
+        done = run_partitions(ctx, item, inputs, layout, keys)
+        ok = done.result.outcome is Outcome.BUILT and not any(
+            p.outcome is Outcome.FAILED for p in done.partitions
+        )
+        self.parents.record(item.pipeline, ok)
+        with self.lock:
+            self.committed += [(d, c) for d, c in done.result.outputs.items() if c is not None]
+        return done
 
     def _execute(self, item: Declared, now: dict[str, Current]) -> RunResult:
         b = self.builder
@@ -281,7 +394,7 @@ class _BuildRun:
             }
 
     def report(self) -> BuildReport:
-        failed = any(s.outcome is Outcome.FAILED for s in self.steps.values())
+        failed = any(s.outcome is Outcome.FAILED or s.partly_failed for s in self.steps.values())
         state = "FAILED" if failed else "COMPLETED"
         runs = self.parents.finish()
         ordered = list(self.steps.values())
@@ -302,6 +415,15 @@ class _BuildRun:
             for dataset, commit_id in self.committed
             if all(k in self.steps for k in readers.get(dataset, ()))
         ]
+
+
+def _skipped_partitions(
+    item: Declared, versions: dict[str, int | None], held_back: Mapping[str, PartitionRun]
+) -> Step:
+    first = next(iter(held_back.values()))
+    step = Step(item.fqn, Outcome.SKIPPED, versions, reason=first.reason)
+    step.partitions = list(held_back.values())
+    return step
 
 
 def _step(result: RunResult, causes: dict[str, list[Cause]], after: dict[str, int | None]) -> Step:

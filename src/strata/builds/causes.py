@@ -38,6 +38,7 @@ class CauseKind(StrEnum):
     RENAMED = "renamed"
     PROGRAM_CHANGED = "program_changed"
     INPUT_NEWER = "input_newer"
+    INPUT_PARTITION_NEWER = "input_partition_newer"  # a partition feeding this one changed
     INPUT_APPENDED = "input_appended"  # incremental: the next build reads the new rows
     INPUT_REWRITTEN = "input_rewritten"  # incremental: the next build runs whole
     INPUT_ADDED = "input_added"
@@ -137,11 +138,20 @@ def _input_newer(c: Cause) -> str:
     )
 
 
+def _input_partition_newer(c: Cause) -> str:
+    key = ", ".join(f"{k}={v}" for k, v in c.detail["partition"].items())
+    return (
+        f"input partition {c.dependency}[{key}] newer: built from {c.detail['built_from']}, "
+        f"changed in {c.detail['current']}"
+    )
+
+
 _WORDS: dict[CauseKind, Callable[[Cause], str]] = {
     CauseKind.NEVER_BUILT: lambda c: "never built",
     CauseKind.RENAMED: lambda c: f"renamed from {c.detail['from']}",
     CauseKind.PROGRAM_CHANGED: _program_changed,
     CauseKind.INPUT_NEWER: _input_newer,
+    CauseKind.INPUT_PARTITION_NEWER: _input_partition_newer,
     CauseKind.INPUT_APPENDED: _input_appended,
     CauseKind.INPUT_REWRITTEN: _input_rewritten,
     CauseKind.INPUT_ADDED: lambda c: f"input added: {c.dependency}",

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import time
 import traceback
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING
 
@@ -82,6 +82,15 @@ def resolve_inputs(lake: Lake, item: Declared) -> dict[str, Version]:
 
 
 @dataclass(frozen=True)
+class Partition:
+    """One output partition's run: its key, and the input partitions feeding it (an input
+    not named is read whole)."""
+
+    key: Mapping[str, str]
+    sources: Mapping[str, Sequence[str]]
+
+
+@dataclass(frozen=True)
 class RunContext:
     """What every transform run of a build shares."""
 
@@ -143,12 +152,12 @@ def run_transform(
             inputs=read,
             outputs=writing,
             error=exc,
-            trace=_trace(exc),
+            trace=stack_trace(exc),
         )
         ctx.emitter.emit(event)
         if not isinstance(exc, Exception):
             raise
-        result.reason = f"{type(exc).__name__}: {exc}{_raised_at(exc, item)}"
+        result.reason = failure_reason(exc, item)
         result.retryable = can_pass(exc)
         result.seconds = time.monotonic() - started
         return result
@@ -194,21 +203,29 @@ def call_transform(
     inputs: Mapping[str, Version],
     txn: Transaction,
     plan: Plan | None = None,
+    partition: Partition | None = None,
 ) -> None:
-    """Call the function on ``inputs`` and write what it makes into ``txn`` (uncommitted)."""
+    """Call the function on ``inputs`` and write what it makes into ``txn`` (uncommitted);
+    for one ``partition``, on the input partitions feeding it, writing only into it."""
     pickle_by_value(item.root)
     plan = plan or incremental.whole(item, inputs)
     t = item.transform
-    handles = {p: InputHandle(lake, spark, v, plan.reads[p], item) for p, v in inputs.items()}
+    sources = partition.sources if partition is not None else {}
+    within = partition.key if partition is not None else None
+    handles = {
+        p: InputHandle(lake, spark, v, plan.reads[p], item, sources.get(v.dataset))
+        for p, v in inputs.items()
+    }
     allowed = {**{v.dataset: v for v in inputs.values()}, **_previous_outputs(lake, plan)}
     if t.kind == "df":
         df = t.func(**{p: h.dataframe() for p, h in handles.items()})
         require_dataframe(item, df, "its return value")
         require_declared_files(lake, item, allowed, df)
-        txn.write(df, dataset=t.outputs[DF_OUTPUT].name)
+        txn.write(df, dataset=t.outputs[DF_OUTPUT].name, within=within)
         return
     outs = {
-        p: OutputHandle(lake, spark, item, txn, o.name, allowed, plan) for p, o in t.outputs.items()
+        p: OutputHandle(lake, spark, item, txn, o.name, allowed, plan, within)
+        for p, o in t.outputs.items()
     }
     t.func(**handles, **outs)
     missing = sorted(h.name for h in outs.values() if not h.written)
@@ -239,6 +256,11 @@ def _at(v: Version, plan: Plan | None = None, output: bool = False) -> DatasetAt
     )
 
 
+def failure_reason(exc: BaseException, item: Declared) -> str:
+    """What went wrong, in one line, with where it was raised."""
+    return f"{type(exc).__name__}: {exc}{_raised_at(exc, item)}"
+
+
 def _raised_at(exc: BaseException, item: Declared) -> str:
     """`` (raised at FILE:LINE)``: the last frame of the pipeline's own code, for an
     exception Strata did not raise on purpose (those name the transform already)."""
@@ -251,5 +273,5 @@ def _raised_at(exc: BaseException, item: Declared) -> str:
     return f" (in transform {item.fqn}, {item.where})"
 
 
-def _trace(exc: BaseException) -> str:
+def stack_trace(exc: BaseException) -> str:
     return "".join(traceback.format_exception(exc))

@@ -11,7 +11,7 @@ replace the output instead of appending to it.
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
 from strata.builds.discovery import Declared
@@ -32,10 +32,17 @@ class InputHandle:
     """A declared input of a ``@transform``: its exact version (and range), read on demand."""
 
     def __init__(
-        self, lake: Lake, spark: SparkSession, version: Version, read: ReadRange, item: Declared
+        self,
+        lake: Lake,
+        spark: SparkSession,
+        version: Version,
+        read: ReadRange,
+        item: Declared,
+        keys: Sequence[str] | None = None,
     ) -> None:
         self._lake, self._spark, self.version = lake, spark, version
         self._read, self._item = read, item
+        self._keys = keys  # a partition's run reads only the input partitions feeding it
         self.name = version.dataset
 
     def dataframe(self, mode: str = "added") -> DataFrame:
@@ -47,6 +54,8 @@ class InputHandle:
                 transform=self._item.fqn,
             )
         after, upto = self._read.after, self._read.upto
+        if self._keys is not None:
+            return self._lake.read_keys(self.name, upto, self._keys, spark=self._spark)
         if after is None or mode == "current":
             return self._lake.read(self.name, version=upto, spark=self._spark)
         if mode == "previous":
@@ -66,9 +75,10 @@ class OutputHandle:
         name: str,
         allowed: Mapping[str, Version],
         plan: Plan,
+        within: Mapping[str, str] | None = None,
     ) -> None:
         self._lake, self._spark, self._item, self._txn, self.name = lake, spark, item, txn, name
-        self._allowed, self._plan = allowed, plan
+        self._allowed, self._plan, self._within = allowed, plan, within
         self.written = False
 
     def set_mode(self, mode: str) -> None:
@@ -115,7 +125,7 @@ class OutputHandle:
         require_declared_files(self._lake, self._item, self._allowed, df)
         if self.written:
             raise self._error(f"wrote {self.name!r} twice; union the frames and write once")
-        self._txn.write(df, dataset=self.name)
+        self._txn.write(df, dataset=self.name, within=self._within)
         self.written = True
 
     def _error(self, what: str) -> TransformError:

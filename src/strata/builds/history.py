@@ -8,6 +8,7 @@ as for current ones; ``program_of`` is the stored program version that built one
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
@@ -15,6 +16,8 @@ from strata.builds.state import BuildState
 from strata.builds.state.catalog import VersionEntry
 from strata.builds.state.programs import Program
 from strata.errors import InvalidArgument, NotFound
+from strata.lake import partitions as pkeys
+from strata.lake.partition_index import summary_dicts, touched_keys
 from strata.lineage.query.provenance import ProvenanceNode
 
 TRACE_DEPTH = 100
@@ -40,9 +43,17 @@ def _program_json(job: str | None, ordinal: int | None, fp: str | None) -> dict[
     return {"transform": job, "ordinal": ordinal, "fingerprint": fp}
 
 
-def history(state: BuildState, dataset: str) -> dict[str, Any]:
-    """Every version of a lake dataset with its catalog entry, oldest first."""
+def history(
+    state: BuildState, dataset: str, partition: Mapping[str, str] | None = None
+) -> dict[str, Any]:
+    """Every version of a lake dataset with its catalog entry, oldest first; a partitioned
+    dataset's say what each did to which partition. With ``partition`` (a full or partial
+    key), only the versions that touched it, each with the runs that built it there."""
     rows, inputs = state.history(dataset)
+    if partition is not None:
+        by = state.partition_by([dataset]).get(dataset)
+        wanted = pkeys.Filters(by or [], [pkeys.check_filter(dataset, by, partition)])
+        rows = [x for x in rows if any(map(wanted.holds, touched_keys(x.partitions)))]
     versions = [
         {
             "version": x.version,
@@ -55,10 +66,27 @@ def history(state: BuildState, dataset: str) -> dict[str, Any]:
             "program": _program_json(x.job, x.ordinal, x.fingerprint),
             "inputs": inputs.get(x.run, {}) if x.run else {},
             **_how_read(x, inputs.get(x.run, {}) if x.run else {}),
+            **_partitions(x, wanted if partition is not None else None),
         }
         for x in rows
     ]
     return {"dataset": dataset, "versions": versions}
+
+
+def _partitions(x: VersionEntry, wanted: pkeys.Filters | None) -> dict[str, Any]:
+    """A partitioned version's ``partitions`` (and, asked for some, ``partition_runs``:
+    each matching key with the run that built it in this version)."""
+    if x.partitions is None:
+        return {}
+    out: dict[str, Any] = {"partitions": summary_dicts(x.partitions)}
+    if wanted is not None:
+        runs = x.partitions.get("runs", {})
+        out["partition_runs"] = [
+            {"key": pkeys.parse_text(k), "run": runs.get(k)}
+            for k in touched_keys(x.partitions)
+            if wanted.holds(k)
+        ]
+    return out
 
 
 def _how_read(x: VersionEntry, inputs: dict[str, int | None]) -> dict[str, Any]:

@@ -5,17 +5,17 @@ from __future__ import annotations
 
 import gc
 import threading
-from collections.abc import Collection, Iterator, Sequence
+from collections.abc import Collection, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from typing import TYPE_CHECKING, Any
 
-from strata.builds import history, incremental
+from strata.builds import history, incremental, partition_plan
 from strata.builds.builder import Builder, BuildReport, Reporter
 from strata.builds.discovery import Pipelines, load_pipelines, source_stamp
 from strata.builds.history import Entry
 from strata.builds.state import BuildState
 from strata.builds.status import DatasetStatus, assess, programs_to_name
-from strata.errors import NotFound, PipelineError
+from strata.errors import InvalidArgument, NotFound, PipelineError
 from strata.lake.service import Lake, connect
 from strata.settings import Settings
 
@@ -68,8 +68,11 @@ class BuildService:
         with _collections_paused():
             current = self.state.current()
             ordinals = self.state.ordinals(programs_to_name(pipelines, current))
-            facts = incremental.gather(self.state, pipelines.transforms.values(), current)
-            return assess(pipelines, current, ordinals, facts=facts)
+            items = pipelines.transforms.values()
+            facts = incremental.gather(self.state, items, current)
+            declared = partition_plan.declared_partitioning(items)
+            parts = partition_plan.gather(self.state, items, current, declared)
+            return assess(pipelines, current, ordinals, facts=facts, parts=parts)
 
     def dataset_status(self, name: str) -> DatasetStatus:
         """One dataset's status, reading only it and what is upstream of it."""
@@ -81,7 +84,9 @@ class BuildService:
         ordinals = self.state.ordinals(programs_to_name(pipelines, current, keys))
         items = [pipelines.transforms[k] for k in keys]
         facts = incremental.gather(self.state, items, current)
-        found = assess(pipelines, current, ordinals, keys, facts).get(name)
+        declared = partition_plan.declared_partitioning(pipelines.transforms.values())
+        parts = partition_plan.gather(self.state, items, current, declared)
+        found = assess(pipelines, current, ordinals, keys, facts, parts).get(name)
         if found is None and any(name in t.input_names for t in pipelines.transforms.values()):
             found = self.status().get(name)  # declared as an input and missing: rare
         if found is None:
@@ -111,22 +116,53 @@ class BuildService:
         dry_run: bool = False,
         jobs: int = 1,
         reporter: Reporter | None = None,
+        partitions: Sequence[Mapping[str, str]] | None = None,
     ) -> BuildReport:
         """Bring ``datasets`` (or every root) up to date; see :mod:`strata.builds.builder`.
         ``full`` runs the transforms writing ``datasets`` (every transform, with
-        ``everything``) whole, incremental ones included."""
+        ``everything``) whole, incremental ones included. ``partitions`` (keys whose
+        values may be ranges ``a..b``) limits the named datasets' partitioned transforms
+        to those partitions."""
         builder = self.builder()
         order = builder.plan(datasets, everything)
+        if partitions is not None:
+            self._check_partition_names(datasets, partitions)
         if dry_run:
             return builder.dry_run(order, force or full)
         # --full: the named datasets' transforms; with --all, every transform visited.
         named = order if everything else [builder.producer_key(d) for d in datasets]
         return builder.build(
-            order, force=force, full=named if full else (), jobs=jobs, reporter=reporter
+            order,
+            force=force,
+            full=named if full else (),
+            jobs=jobs,
+            reporter=reporter,
+            partitions=partitions,
+            backfill=named if partitions is not None else (),
         )
 
-    def history(self, dataset: str) -> dict[str, Any]:
-        return history.history(self.state, dataset)
+    def _check_partition_names(
+        self, datasets: Sequence[str], partitions: Sequence[Mapping[str, str]]
+    ) -> None:
+        """``--partitions`` names only columns that partition every dataset named."""
+        if not datasets:
+            raise InvalidArgument("--partitions needs the datasets to build named, not --all")
+        for name in datasets:
+            item = self.pipelines.producer(name)
+            by = item.transform.partition_by if item is not None else None
+            for wanted in partitions:
+                unknown = sorted(set(wanted) - set(by or ()))
+                if unknown:
+                    what = f"partitioned by {list(by)}" if by else "not partitioned"
+                    raise InvalidArgument(
+                        f"--partitions names {unknown}, but {name!r} is {what}; name only "
+                        "its partition columns",
+                        dataset=name,
+                        columns=unknown,
+                    )
+
+    def history(self, dataset: str, partition: Mapping[str, str] | None = None) -> dict[str, Any]:
+        return history.history(self.state, dataset, partition)
 
     def trace(self, dataset: str, version: int | None = None) -> dict[str, Any]:
         return history.trace(self.state, dataset, version)

@@ -19,10 +19,11 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from strata.builds import incremental
+from strata.builds import incremental, partition_plan
 from strata.builds.causes import Cause, CauseKind, Role, Status
 from strata.builds.discovery import Declared, Pipelines
 from strata.builds.incremental import Facts
+from strata.builds.partition_plan import PartitionFacts, PartitionStatus
 from strata.builds.state.catalog import Current
 
 
@@ -36,6 +37,21 @@ class DatasetStatus:
     version: int | None
     causes: list[Cause] = field(default_factory=list)
     notes: list[Cause] = field(default_factory=list)
+    partitions: list[PartitionStatus] | None = None  # a partitioned output's, by key
+
+    def partition_counts(self) -> dict[str, int] | None:
+        """Partitions fresh, out of date, and (of those) never built."""
+        if self.partitions is None:
+            return None
+        never = sum(
+            1 for p in self.partitions if any(c.kind is CauseKind.NEVER_BUILT for c in p.causes)
+        )
+        stale = sum(1 for p in self.partitions if p.stale)
+        return {
+            "fresh": len(self.partitions) - stale,
+            "out_of_date": stale,
+            "never_built": never,
+        }
 
     @property
     def stale(self) -> bool:
@@ -59,7 +75,14 @@ class DatasetStatus:
             "stale": self.stale,
             "causes": [c.to_dict() for c in self.causes],
             "notes": [c.to_dict() for c in self.notes],
-        }
+        } | (
+            {
+                "partition_counts": self.partition_counts(),
+                "partitions": [p.to_dict() for p in self.partitions],
+            }
+            if self.partitions is not None
+            else {}
+        )
 
 
 def _program(fingerprint: str | None, ordinal: int | None) -> dict[str, Any] | None:
@@ -140,12 +163,43 @@ def programs_to_name(
     }
 
 
+def _partitioned_status(
+    item: Declared,
+    current: Mapping[str, Current],
+    parts: PartitionFacts,
+    upstream: Mapping[str, DatasetStatus],
+    missing: set[str],
+) -> dict[str, DatasetStatus]:
+    """A partitioned transform's outputs: out of date where any partition is."""
+    stale: dict[str, set[str] | bool] = {}
+    for name in item.input_names:
+        up = upstream.get(name)
+        if up is not None and up.partitions is not None:
+            stale[name] = {p.key for p in up.partitions if p.stale}
+        elif up is not None and up.causes:
+            stale[name] = True
+    _, views = partition_plan.assess_item(item, current, parts, stale)
+    out = {}
+    for dataset, found in views.items():
+        causes = [c for p in found for c in p.causes]
+        causes += [
+            Cause(dataset, CauseKind.INPUT_MISSING, i) for i in item.input_names if i in missing
+        ]
+        cur = current.get(dataset)
+        version = cur.commit_id if cur else None
+        out[dataset] = DatasetStatus(
+            dataset, Role.DERIVED, item.fqn, version, causes, partitions=found
+        )
+    return out
+
+
 def assess(
     pipelines: Pipelines,
     current: Mapping[str, Current],
     ordinals: Mapping[tuple[str, str], int],
     keys: Sequence[str] | None = None,
     facts: Facts | None = None,
+    parts: PartitionFacts | None = None,
 ) -> dict[str, DatasetStatus]:
     """Every dataset the pipelines name or ``current`` holds, with its causes, by name.
 
@@ -163,6 +217,9 @@ def assess(
         if name not in current and name not in graph.producer
     }
     for item in items:
+        if item.transform.partition_by is not None:
+            out.update(_partitioned_status(item, current, parts or PartitionFacts(), out, missing))
+            continue
         out_of_date = [i for i in item.input_names if i in out and out[i].causes]
         for dataset in item.output_names:
             causes, notes = own_causes(item, dataset, current, ordinals, facts)

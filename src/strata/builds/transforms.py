@@ -25,21 +25,35 @@ OUTPUT_TYPES = ("SNAPSHOT", "APPEND")
 DF_OUTPUT = "output"  # the one output of a @transform_df, as the handles' key
 
 
+PartitionMap = Callable[[dict[str, str]], Mapping[str, Any]]
+
+
 @dataclass(frozen=True)
 class Input:
-    """A dataset a transform reads: its latest version, or ``version=N`` pinned."""
+    """A dataset a transform reads: its latest version, or ``version=N`` pinned.
+
+    For a transform with partitioned outputs, ``partition_map`` maps each of this
+    input's partition keys to the output partition it feeds (by default, the output's
+    columns taken from the input's key: the shared keys)."""
 
     name: str
     version: int | None = None
+    partition_map: PartitionMap | None = None
 
 
 @dataclass(frozen=True)
 class Output:
     """A dataset a transform writes, replaced on each build (or appended to); an
-    ``@incremental`` transform's outputs take each build's mode (``type`` unset)."""
+    ``@incremental`` transform's outputs take each build's mode (``type`` unset). With
+    ``partition_by``, the transform builds it partition by partition."""
 
     name: str
     type: str | None = None
+    partition_by: Sequence[str] | None = None
+
+    def __post_init__(self) -> None:
+        if self.partition_by is not None and not isinstance(self.partition_by, str):
+            object.__setattr__(self, "partition_by", tuple(self.partition_by))
 
     @property
     def write_type(self) -> str:
@@ -106,20 +120,38 @@ class Transform:
     def output_type(self) -> str:
         return next(iter(self.outputs.values())).write_type
 
+    @property
+    def partition_by(self) -> tuple[str, ...] | None:
+        """The columns partitioning its outputs (all share them), or None."""
+        by = next(iter(self.outputs.values())).partition_by
+        return tuple(by) if by is not None else None
+
     def declaration(self) -> dict[str, Any]:
         """What the program fingerprint covers besides the code."""
         out: dict[str, Any] = {
             "kind": self.kind,
-            "inputs": {
-                k: {"dataset": i.name, "version": i.version} for k, i in self.inputs.items()
-            },
+            "inputs": {k: _input_declaration(i) for k, i in self.inputs.items()},
             "outputs": {
-                k: {"dataset": o.name, "type": o.write_type} for k, o in self.outputs.items()
+                k: {"dataset": o.name, "type": o.write_type}
+                | ({"partition_by": list(o.partition_by)} if o.partition_by else {})
+                for k, o in self.outputs.items()
             },
         }
         if self.incremental is not None:
             out["incremental"] = self.incremental.declaration()
         return out
+
+
+def _input_declaration(i: Input) -> dict[str, Any]:
+    out: dict[str, Any] = {"dataset": i.name, "version": i.version}
+    if i.partition_map is not None:
+        # The mapping decides what each partition reads: a change to it is a new program.
+        try:
+            text = inspect.getsource(i.partition_map)
+        except (OSError, TypeError):
+            text = getattr(i.partition_map, "__qualname__", repr(i.partition_map))
+        out["partition_map"] = text
+    return out
 
 
 def transform_df(
@@ -194,6 +226,12 @@ def incremental(
                 f"@incremental on {at}: snapshot_inputs names {unknown}, not among its "
                 f"inputs {sorted(t.inputs)}; list input parameter names"
             )
+        if t.partition_by is not None:
+            raise PipelineError(
+                f"@incremental on {at}: its outputs are partitioned, and a partitioned "
+                "transform already rebuilds only the partitions whose inputs changed; drop "
+                "@incremental"
+            )
         fixed = sorted(o.name for o in t.outputs.values() if o.type == "SNAPSHOT")
         if fixed:
             raise PipelineError(
@@ -233,9 +271,44 @@ def _check_declaration(t: Transform) -> None:
             f"transform {at}: its outputs commit in one transaction, so they must share one "
             "type; make them all SNAPSHOT or all APPEND"
         )
+    _check_partitioning(t, at)
     if t.version is not None and (not isinstance(t.version, str) or not t.version):
         raise PipelineError(f"transform {at}: version= must be a non-empty string")
     _check_parameters(t, at)
+
+
+def _check_partitioning(t: Transform, at: str) -> None:
+    bys = {o.partition_by for o in t.outputs.values()}
+    if len(bys) > 1:
+        raise PipelineError(
+            f"transform {at}: its outputs are built partition by partition together, so "
+            f"they must share one partition_by; got {sorted(map(str, bys))}"
+        )
+    by = next(iter(bys))
+    if by is not None:
+        if isinstance(by, str) or not by or not all(isinstance(c, str) and c for c in by):
+            raise PipelineError(
+                f"transform {at}: partition_by={by!r} must be a list of column names, such "
+                "as ['region', 'day']"
+            )
+        if t.output_type != "SNAPSHOT":
+            raise PipelineError(
+                f"transform {at}: a partitioned output is replaced partition by partition; "
+                "drop type='APPEND'"
+            )
+    for inp in t.inputs.values():
+        if inp.partition_map is None:
+            continue
+        if by is None:
+            raise PipelineError(
+                f"transform {at}: Input({inp.name!r}, partition_map=...) maps partitions, "
+                "but no output is partitioned; add partition_by to the Output"
+            )
+        if not callable(inp.partition_map):
+            raise PipelineError(
+                f"transform {at}: Input({inp.name!r}) partition_map must be a function of "
+                "the input's partition key (a dict) returning the output's key"
+            )
 
 
 def _check_parameters(t: Transform, at: str) -> None:

@@ -12,6 +12,7 @@ import typer
 from rich.console import Console
 
 from strata.builds.causes import Outcome, Status, program_label
+from strata.builds.status import DatasetStatus
 from strata.cli.common import point_to_spark_log, reported, settings_from
 from strata.cli.output import emit_json, emit_table, err_console
 from strata.cli.progress import BuildProgress, first_line
@@ -39,10 +40,19 @@ def service_from(ctx: typer.Context, pipeline: list[Path] | None) -> BuildServic
     return BuildService(settings_from(ctx), paths)
 
 
-def status(ctx: typer.Context, pipeline: PipelineOpt = None, json: JsonOpt = False) -> None:
-    """Every dataset: fresh or out of date, with every cause. Starts no JVM."""
+def status(
+    ctx: typer.Context,
+    dataset: Annotated[
+        str | None, typer.Argument(help="One dataset (and what is upstream of it) only.")
+    ] = None,
+    pipeline: PipelineOpt = None,
+    json: JsonOpt = False,
+) -> None:
+    """Every dataset (or DATASET): fresh or out of date, with every cause; a partitioned
+    dataset's partitions too. Starts no JVM."""
     with reported():
-        result = service_from(ctx, pipeline).status()
+        service = service_from(ctx, pipeline)
+        result = service.status() if dataset is None else {dataset: service.dataset_status(dataset)}
         if json:
             emit_json({"datasets": [s.to_dict() for s in result.values()]})
             return
@@ -53,11 +63,38 @@ def status(ctx: typer.Context, pipeline: PipelineOpt = None, json: JsonOpt = Fal
                 s.transform or "",
                 s.version,
                 _STATUS_LABELS[s.status],
-                "; ".join(c.describe() for c in s.causes + s.notes),
+                _why(s),
             )
             for s in result.values()
         ]
         emit_table("status", ["dataset", "kind", "transform", "version", "state", "why"], rows)
+        if dataset is not None:
+            _print_partitions(result[dataset])
+
+
+_PARTITIONS_SHOWN = 50
+
+
+def _why(s: DatasetStatus) -> str:
+    counts = s.partition_counts()
+    if counts is None:
+        return "; ".join(c.describe() for c in s.causes + s.notes)
+    total = counts["fresh"] + counts["out_of_date"]
+    never = f" ({counts['never_built']:,} never built)" if counts["never_built"] else ""
+    return f"{counts['out_of_date']:,} of {total:,} partitions out of date{never}"
+
+
+def _print_partitions(s: DatasetStatus) -> None:
+    """A partitioned dataset's out-of-date partitions, each with its causes."""
+    stale = [p for p in s.partitions or () if p.stale]
+    if not stale:
+        return
+    rows = [(p.key, "; ".join(c.describe() for c in p.causes)) for p in stale[:_PARTITIONS_SHOWN]]
+    more = len(stale) - _PARTITIONS_SHOWN
+    title = f"out-of-date partitions of {s.name}" + (
+        f" (first {_PARTITIONS_SHOWN}; {more:,} more with --json)" if more > 0 else ""
+    )
+    emit_table(title, ["partition", "why"], rows)
 
 
 _STATUS_LABELS = {
@@ -95,11 +132,21 @@ def build(
     ] = False,
     dry_run: Annotated[bool, typer.Option(help="Print the plan with causes; run nothing.")] = False,
     jobs: Annotated[int, typer.Option(min=1, help="Independent transforms run at once.")] = 1,
+    partitions: Annotated[
+        list[str] | None,
+        typer.Option(
+            "--partitions",
+            help="Only these partitions of the named datasets: col=value[,col=value], a value "
+            "may be a range a..b (e.g. 'region=JP,day=2026-11-01..2026-11-20'); repeatable. "
+            "With --force, all of them run.",
+        ),
+    ] = None,
     pipeline: PipelineOpt = None,
     json: JsonOpt = False,
 ) -> None:
     """Build what DATASETS need, post-order, running only what is out of date."""
     from strata.errors import InvalidArgument
+    from strata.lake.partitions import parse_filter
 
     with reported():
         if not datasets and not all_:
@@ -115,6 +162,7 @@ def build(
                 dry_run=dry_run,
                 jobs=jobs,
                 reporter=progress,
+                partitions=[parse_filter(p) for p in partitions] if partitions else None,
             )
         if json:
             emit_json(report.to_dict())
@@ -137,11 +185,14 @@ def print_report(report: BuildReport, dry_run: bool) -> None:
         )
         took = f"{s.seconds:.1f}s" if s.outcome.ran else ""
         outcome = f"{s.outcome.value} ({s.mode})" if s.mode == "incremental" else s.outcome.value
+        if s.partitions is not None:
+            built = sum(1 for p in s.partitions if p.outcome is Outcome.BUILT)
+            outcome = f"{outcome} ({built} of {len(s.partitions)} partitions)"
         rows.append((s.transform, outcome, outputs, s.rows or "", took, why))
     title = "build plan" if dry_run else f"build {report.run} — {report.state}"
     emit_table(title, ["transform", "outcome", "outputs", "rows", "time", "why"], rows)
     if report.failed:
-        failed = [s for s in report.steps if s.outcome is Outcome.FAILED]
+        failed = [s for s in report.steps if s.outcome is Outcome.FAILED or s.partly_failed]
         _print_failure_details(failed)
         names = ", ".join(s.transform for s in failed)
         err_console.print(f"[bold red]error:[/] build failed: {names}")
@@ -209,10 +260,26 @@ def worker(
 Ref = Annotated[str, typer.Argument(help="DATASET or DATASET@VERSION.")]
 
 
-def history(ctx: typer.Context, dataset: str, json: JsonOpt = False) -> None:
-    """Each version: commit time, type, rows, the run and program that built it, its inputs."""
+def history(
+    ctx: typer.Context,
+    dataset: str,
+    partition: Annotated[
+        str | None,
+        typer.Option(
+            "--partition",
+            help="Only the versions that touched this partition (col=value[,col=value]), "
+            "with the run that built it in each.",
+        ),
+    ] = None,
+    json: JsonOpt = False,
+) -> None:
+    """Each version: commit time, type, rows, the run and program that built it, its inputs
+    (and, partitioned, what it did to which partitions)."""
+    from strata.lake.partitions import parse_filter
+
     with reported():
-        result = service_from(ctx, []).history(dataset)
+        wanted = parse_filter(partition) if partition is not None else None
+        result = service_from(ctx, []).history(dataset, wanted)
         if json:
             emit_json(result)
             return
@@ -221,23 +288,38 @@ def history(ctx: typer.Context, dataset: str, json: JsonOpt = False) -> None:
 
 def print_history(dataset: str, result: dict[str, Any]) -> None:
     """A dataset's versions with the run, program and exact inputs of each."""
+    partitioned = any("partitions" in v for v in result["versions"])
     rows = [
         (
             v["version"],
             v["committed_at"],
             v["type"],
             v["rows"],
-            (v["run"] or "")[:13] + (f" {v['state']}" if v["state"] else ""),
+            _run_label(v),
             program_label(v["program"]) if v["program"] else "written by hand",
             _inputs_read(v),
         )
+        + ((_partitions_label(v),) if partitioned else ())
         for v in result["versions"]
     ]
     emit_table(
         f"history of {dataset}",
-        ["version", "committed at", "type", "rows", "run", "program", "inputs"],
+        ["version", "committed at", "type", "rows", "run", "program", "inputs"]
+        + (["partitions"] if partitioned else []),
         rows,
     )
+
+
+def _run_label(v: dict[str, Any]) -> str:
+    runs = v.get("partition_runs")
+    if runs:  # asked for one partition: the run that built it in this version
+        return ", ".join((r["run"] or "by hand")[:13] for r in runs)
+    return (v["run"] or "")[:13] + (f" {v['state']}" if v["state"] else "")
+
+
+def _partitions_label(v: dict[str, Any]) -> str:
+    counts = {k: len(keys) for k, keys in (v.get("partitions") or {}).items() if keys}
+    return ", ".join(f"{n} {kind}" for kind, n in counts.items())
 
 
 def _inputs_read(version: dict[str, Any]) -> str:

@@ -69,9 +69,12 @@ def keys_matching(
     )
 
 
-def changed_at(conn: Connection, dataset_uuid: str, at: int) -> dict[str, int]:
-    """Each key version ``at`` holds, with the last version up to ``at`` that changed it
-    (added or removed one of its containers): a partition's own version."""
+def changed_at(
+    conn: Connection, dataset_uuid: str, at: int, removed_too: bool = False
+) -> dict[str, int]:
+    """Each key version ``at`` holds (``removed_too``: and each it held before), with the
+    last version up to ``at`` that changed it (added or removed one of its containers):
+    a partition's own version."""
     f = dataset_files.c
     removed = sa.case((f.removed_commit_id <= at, f.removed_commit_id), else_=0)
     live = sa.func.sum(
@@ -83,7 +86,7 @@ def changed_at(conn: Connection, dataset_uuid: str, at: int) -> dict[str, int]:
         .where(f.partition_key.is_not(None))
         .group_by(f.partition_key)
     ).all()
-    return {str(r[0]): max(int(r[1]), int(r[2] or 0)) for r in rows if r[3]}
+    return {str(r[0]): max(int(r[1]), int(r[2] or 0)) for r in rows if r[3] or removed_too}
 
 
 @dataclass(frozen=True)
@@ -94,8 +97,9 @@ class Touched:
     added: Mapping[str, int]  # containers the commit adds, per key
     removed: Mapping[str, int]  # containers the commit removes, per key
 
-    def summary(self) -> dict[str, list[str]]:
-        out: dict[str, list[str]] = {k: [] for k in SUMMARY_KINDS}
+    def summary(self, runs: Mapping[str, str] | None = None) -> dict[str, Any]:
+        """The keys by what happened to them (and, for a build, each one's run)."""
+        out: dict[str, Any] = {k: [] for k in SUMMARY_KINDS}
         for key in sorted(set(self.added) | set(self.removed)):
             before = self.before.get(key, 0)
             after = before - self.removed.get(key, 0) + self.added.get(key, 0)
@@ -103,6 +107,8 @@ class Touched:
                 out["appended" if before else "added"].append(key)
             else:
                 out["replaced" if after else "removed"].append(key)
+        if runs:
+            out["runs"] = {k: r for k, r in sorted(runs.items())}
         return out
 
 
@@ -111,3 +117,8 @@ def summary_dicts(stored: Mapping[str, Any] | None) -> dict[str, list[dict[str, 
     if stored is None:
         return None
     return {k: [partitions.parse_text(t) for t in stored.get(k, [])] for k in SUMMARY_KINDS}
+
+
+def touched_keys(stored: Mapping[str, Any] | None) -> list[str]:
+    """Every key a version's summary names."""
+    return [k for kind in SUMMARY_KINDS for k in (stored or {}).get(kind, [])]

@@ -57,7 +57,7 @@ class Version:
     row_hash: str | None = None
     # A partitioned dataset's: the key texts this version added, appended to, replaced
     # and removed (see :mod:`strata.lake.partition_index`).
-    partitions: dict[str, list[str]] | None = None
+    partitions: dict[str, Any] | None = None
 
     def to_dict(self) -> dict[str, Any]:
         skip = ("facets", "row_hash", "partitions")

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Collection, Iterator, Mapping
+from collections.abc import Collection, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from contextvars import ContextVar
 from dataclasses import dataclass
@@ -330,6 +330,20 @@ class Lake:
         from strata.lake.spark import get_spark
 
         v, files = self._resolve(dataset, version, as_of, partitions)
+        return self._frame(spark or get_spark(self.settings), v, files)
+
+    def read_keys(
+        self, dataset: str, version: int, keys: Sequence[str], spark: SparkSession | None = None
+    ) -> DataFrame:
+        """The partitions ``keys`` (key texts) of a version, as a Spark DataFrame: only their
+        containers are read."""
+        from strata.lake.spark import get_spark
+
+        validate_dataset_name(dataset)
+        _check_declared(dataset)
+        with read_tx(self.engine) as conn:
+            v = registry.resolve_version(conn, self.namespace, dataset, version=version)
+            files = registry.partition_files(conn, v.dataset_uuid, v.commit_id, keys)
         return self._frame(spark or get_spark(self.settings), v, files)
 
     def read_added(

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import hashlib
 from collections import Counter
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
 from types import TracebackType
@@ -196,6 +197,19 @@ def _version_row(v: Version, fields: list[dict[str, Any]]) -> dict[str, Any]:
     }
 
 
+def _require_within(part: _Part, entries: list[FileEntry], within: Mapping[str, str]) -> None:
+    want = partitions.key_text(part.partition_by or [], within)
+    stray = next((e.partition for e in entries if e.partition != want), None)
+    if stray is not None:
+        raise InvalidArgument(
+            f"the run building partition {want} of {part.dataset!r} wrote rows of partition "
+            f"{stray}; a partition's run writes only its own partition: filter the frame, or "
+            "check the partition_map",
+            dataset=part.dataset,
+            partition=stray,
+        )
+
+
 def _replaces_all(part: _Part) -> bool:
     """A SNAPSHOT of the whole dataset (not of some partitions)."""
     return part.type == "SNAPSHOT" and part.replace is None
@@ -223,6 +237,7 @@ class _Part:
     dataset_by: list[str] | None = None  # the dataset's, when the transaction started
     replace: list[partitions.Key] | None = None  # a SNAPSHOT of only these partitions
     partition_limit: int = partitions.DEFAULT_LIMIT
+    runs: dict[str, str] | None = None  # partition key -> the run that wrote it
 
 
 class Transaction:
@@ -294,9 +309,10 @@ class Transaction:
             )
         return self._parts[dataset]
 
-    def rows_written(self, dataset: str) -> int:
-        """The rows written to ``dataset`` in this transaction so far."""
-        return sum(e.rows for e in self._part(dataset).adds)
+    def rows_written(self, dataset: str, since: int = 0) -> int:
+        """The rows written to ``dataset`` in this transaction so far (since its
+        ``since``-th container: see :meth:`mark`)."""
+        return sum(e.rows for e in self._part(dataset).adds[since:])
 
     def base_of(self, dataset: str) -> int:
         """The version ``dataset``'s part started from (0: none)."""
@@ -323,8 +339,11 @@ class Transaction:
                 )
         part.type, part.exclusive = kind, exclusive
 
-    def write(self, frame: Any, dataset: str | None = None) -> list[FileEntry]:
-        """Write a Spark DataFrame, pyarrow Table or pandas DataFrame as new containers."""
+    def write(
+        self, frame: Any, dataset: str | None = None, within: Mapping[str, str] | None = None
+    ) -> list[FileEntry]:
+        """Write a Spark DataFrame, pyarrow Table or pandas DataFrame as new containers
+        (``within``: all of them in that one partition, else refused)."""
         part = self._part(dataset)
         if part.type == "DELETE":
             raise InvalidArgument(
@@ -343,6 +362,8 @@ class Transaction:
         fields = schemas.fields_of(schema)
         try:
             self._require_within_replaced(part, entries)
+            if within is not None:
+                _require_within(part, entries, within)
             if part.schema_fields is not None and not schemas.compatible(
                 part.schema_fields, fields
             ):
@@ -365,14 +386,47 @@ class Transaction:
         part.rows = part.rows.combine(rows) if part.rows is not None else None
         return entries
 
+    def note_runs(self, runs: Mapping[str, str]) -> None:
+        """Record which run wrote each partition (key text -> run id) with the version:
+        a partition's history then names its own runs."""
+        for part in self._parts.values():
+            part.runs = dict(runs)
+
+    def mark(self) -> dict[str, int]:
+        """Where each dataset's writes stand, for :meth:`rollback`."""
+        self._require_open()
+        return {p.dataset: len(p.adds) for p in self._parts.values()}
+
+    def rollback(self, mark: Mapping[str, int]) -> None:
+        """Forget (and delete) what was written since ``mark``; the rows' hash becomes
+        unknown, since a sum of hashes cannot tell which rows to take back."""
+        for part in self._parts.values():
+            dropped = part.adds[mark[part.dataset] :]
+            if dropped:
+                del part.adds[mark[part.dataset] :]
+                self._lake.storage.discard(part.folder, [e.path for e in dropped])
+                part.rows = None
+
+    def narrow(self, keys: list[partitions.Key]) -> None:
+        """Replace only ``keys`` of every dataset's partition SNAPSHOT (the others keep
+        their data); written containers must already lie within them."""
+        for part in self._parts.values():
+            if part.replace is None:
+                raise InvalidArgument(
+                    f"{part.dataset!r} is not written as a SNAPSHOT of some partitions",
+                    dataset=part.dataset,
+                )
+            part.replace = list(keys)
+            self._require_within_replaced(part, part.adds)
+
     @staticmethod
     def _require_within_replaced(part: _Part, entries: list[FileEntry]) -> None:
         """A SNAPSHOT of some partitions writes only into them (as Delta's replaceWhere)."""
         if part.replace is None:
             return
+        inside = partitions.Filters(part.partition_by or [], part.replace)
         for e in entries:
-            key = partitions.parse_text(e.partition or "")
-            if not partitions.matches(key, part.replace):
+            if not inside.holds(e.partition or ""):
                 raise InvalidArgument(
                     f"this SNAPSHOT of {part.dataset!r} replaces partitions "
                     f"{[partitions.key_text(list(r), r) for r in part.replace]}, but the frame "
@@ -501,7 +555,7 @@ class Transaction:
             transaction_uuid=part.txn_uuid,
             run_uuid=self.run_uuid,
             facets={schemas.ARROW_SCHEMA_FACET: arrow} if arrow else {},
-            partitions=touched.summary() if touched is not None else None,
+            partitions=touched.summary(part.runs) if touched is not None else None,
         )
         if not _record_commit(conn, part, _version_row(version, fields)):
             state = conn.execute(
@@ -639,7 +693,9 @@ class Transaction:
         f = dataset_files.c
         live = sa.and_(f.dataset_uuid == part.dataset_uuid, f.removed_commit_id.is_(None))
         if part.type == "SNAPSHOT" and part.replace is not None:
-            keys = partition_index.keys_matching(conn, part.dataset_uuid, part.replace)
+            inside = partitions.Filters(part.partition_by or [], part.replace)
+            held = partition_index.live_counts(conn, part.dataset_uuid)
+            keys = sorted(k for k in held if inside.holds(k))
             where = sa.and_(live, f.partition_key.in_(keys or [""]))
         elif part.type == "SNAPSHOT":
             where = live

@@ -260,7 +260,16 @@ runs = sa.Table(
     # {"inputs": [[namespace, name, facets], ...], "outputs": [...]}.
     sa.Column("io_facets", JSONType, nullable=True),
     sa.CheckConstraint("state IN ('NEW','RUNNING','COMPLETED','FAILED','ABORTED')", name="state"),
+    # A partitioned transform's run: the key its ``strata_partition`` facet names.
+    sa.Column("partition_key", sa.Text(), nullable=True),
     sa.Index("ix_runs_job_created", "job_uuid", "created_at", "uuid"),
+    sa.Index(
+        "ix_runs_job_partition",
+        "job_uuid",
+        "partition_key",
+        sqlite_where=sa.text("partition_key IS NOT NULL"),
+        postgresql_where=sa.text("partition_key IS NOT NULL"),
+    ),
     sa.Index("ix_runs_created", "created_at"),
     sa.Index(
         "ix_runs_parent",
@@ -431,6 +440,20 @@ build_leases = sa.Table(
     sa.Column("name", Name(), primary_key=True),
     sa.Column("holder", Name(), nullable=False),
     ts_col("expires_at", nullable=False),
+)
+
+# The build catalog of a partitioned output, one row per partition: the version and run
+# that last built it, the program, and the version of each input that run read.
+partition_builds = sa.Table(
+    "partition_builds",
+    metadata,
+    uuid_col("dataset_uuid", sa.ForeignKey("datasets.uuid"), primary_key=True),
+    sa.Column("partition_key", sa.Text(), primary_key=True),
+    sa.Column("commit_id", sa.BigInteger(), nullable=False),
+    uuid_col("run_uuid", nullable=False),
+    sa.Column("program", sa.String(64), nullable=False),
+    sa.Column("inputs", JSONType, nullable=False),
+    ts_col("built_at", nullable=False),
 )
 
 # Soft delete (``is_hidden`` on datasets, jobs, namespaces) is undone the way Marquez undoes

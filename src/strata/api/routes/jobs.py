@@ -16,6 +16,7 @@ from strata.api.deps import Eng, Limit, Offset, reading
 from strata.api.models import JobIn, RunIn
 from strata.api.redirects import job_uuid
 from strata.errors import InvalidArgument, NotFound, StoreConflict
+from strata.lake.partitions import parse_filter
 from strata.lineage.ingest import marquez_writes as w
 from strata.lineage.query import queries as q
 from strata.store.engine import read_tx
@@ -114,8 +115,18 @@ def get_job_version(request: Request, namespace: str, job: str, version: str) ->
 
 @router.get(JOB + "/runs", response_model=views.Json, responses=JOB_MOVED)
 def list_runs(
-    request: Request, namespace: str, job: str, limit: Limit = 100, offset: Offset = 0
+    request: Request,
+    namespace: str,
+    job: str,
+    limit: Limit = 100,
+    offset: Offset = 0,
+    partition: str | None = None,
 ) -> Response:
+    if partition is not None:  # Strata's: one partition's runs, e.g. ?partition=region=JP
+        key = parse_filter(partition)
+        with reading(request) as conn:
+            runs = q.list_partition_runs(conn, job_uuid(conn, namespace, job), key, limit, offset)
+        return views.page("runs", runs, views.run)
     with reading(request) as conn:
         # A job named by its FQN, the usual case, costs one statement; any other name is
         # resolved (redirect, candidates or 404) only when that finds nothing.

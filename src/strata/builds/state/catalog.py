@@ -138,6 +138,7 @@ class VersionEntry:
     ordinal: int | None
     fingerprint: str | None
     build: dict[str, Any] | None = None  # the run's build facet: mode and read ranges
+    partitions: dict[str, Any] | None = None  # what it did to which partition (and by which run)
 
 
 def version_entries(conn: Connection, dataset_uuid: str) -> list[VersionEntry]:
@@ -156,6 +157,7 @@ def version_entries(conn: Connection, dataset_uuid: str) -> list[VersionEntry]:
             pv.c.ordinal,
             pv.c.fingerprint,
             r.c.facets.label("run_facets"),
+            dv.c.partitions,
         )
         .select_from(dv)
         .outerjoin(t, t.c.uuid == dv.c.transaction_uuid)
@@ -177,6 +179,7 @@ def version_entries(conn: Connection, dataset_uuid: str) -> list[VersionEntry]:
             int(x.ordinal) if x.ordinal is not None else None,
             x.fingerprint,
             dict(x.run_facets or {}).get(BUILD_FACET),
+            x.partitions,
         )
         for x in rows
     ]

@@ -8,21 +8,23 @@ SQL transaction of its own, so callers never hold a connection.
 
 from __future__ import annotations
 
-from collections.abc import Collection, Iterable
+from collections.abc import Collection, Iterable, Mapping, Sequence
 from dataclasses import dataclass
+from datetime import UTC, datetime
 from typing import Any
 
 from sqlalchemy.engine import Engine
 
-from strata.builds.state import catalog, leases, programs, runs, triggers
+from strata.builds.state import catalog, leases, partitions, programs, runs, triggers
 from strata.builds.state.catalog import Current, VersionEntry
+from strata.builds.state.partitions import PartitionBuild
 from strata.builds.state.programs import Program, ProgramText
 from strata.builds.state.runs import Running
 from strata.builds.state.triggers import Claim
-from strata.lake import registry
+from strata.lake import partition_index, registry
 from strata.lake.registry import Moved
 from strata.lineage.query.provenance import ProvenanceNode, provenance
-from strata.store.engine import read_tx
+from strata.store.engine import read_tx, write_tx
 
 
 @dataclass(frozen=True)
@@ -113,6 +115,42 @@ class BuildState:
             return provenance(
                 conn, self.namespace, dataset, str(version) if version else None, depth
             )
+
+    # -- partitions -------------------------------------------------------------------
+
+    def partition_by(self, names: Collection[str]) -> dict[str, list[str]]:
+        """The partition columns of those of ``names`` that are partitioned."""
+        with read_tx(self.engine) as conn:
+            uuids = catalog.dataset_uuids(conn, self.namespace, set(names))
+            found = {n: partition_index.partition_by(conn, u) for n, u in uuids.items()}
+        return {n: by for n, by in found.items() if by}
+
+    def partition_changes(self, versions: Mapping[str, int]) -> dict[str, dict[str, int]]:
+        """For each ``dataset -> version``: every partition key it holds or held up to that
+        version, with the last version that changed it (removal included)."""
+        with read_tx(self.engine) as conn:
+            uuids = catalog.dataset_uuids(conn, self.namespace, set(versions))
+            return {
+                n: partition_index.changed_at(conn, u, versions[n], removed_too=True)
+                for n, u in uuids.items()
+            }
+
+    def live_partitions(self, dataset: str, version: int) -> list[str]:
+        """The partition keys ``dataset`` holds at ``version``."""
+        with read_tx(self.engine) as conn:
+            uuid = catalog.dataset_uuids(conn, self.namespace, {dataset})[dataset]
+            return sorted(partition_index.live_counts(conn, uuid, at=version))
+
+    def partition_records(self, dataset: str) -> dict[str, PartitionBuild]:
+        """What last built each partition of ``dataset`` (none: never built by partition)."""
+        with read_tx(self.engine) as conn:
+            uuids = catalog.dataset_uuids(conn, self.namespace, {dataset})
+            return partitions.records(conn, uuids[dataset]) if dataset in uuids else {}
+
+    def record_partitions(self, dataset: str, built: Sequence[PartitionBuild]) -> None:
+        with write_tx(self.engine) as conn:
+            uuid = catalog.dataset_uuids(conn, self.namespace, {dataset})[dataset]
+            partitions.record(conn, uuid, built, datetime.now(UTC))
 
     def ordinals_of(self, program_uuids: Collection[str]) -> dict[str, tuple[str, int]]:
         with read_tx(self.engine) as conn:

@@ -16,6 +16,25 @@ def get(facets: dict[str, Any], name: str) -> dict[str, Any]:
     return value if isinstance(value, dict) else {}
 
 
+PARTITION_FACET = "strata_partition"
+
+
+def partition_key(facets: dict[str, Any]) -> str | None:
+    """``region=JP/day=2026-11-01``: the key a Strata partition run's facet names, kept as
+    the lake keeps keys (values without ``/``, ``=`` or NUL); None for any other run."""
+    key = get(facets, PARTITION_FACET).get("key")
+    if not isinstance(key, dict) or not key:
+        return None
+    parts = []
+    for col, value in key.items():
+        if not isinstance(value, str) or not value or not col:
+            return None
+        if any(c in s for s in (col, value) for c in ("/", "=", "\x00")):
+            return None
+        parts.append(f"{col}={value}")
+    return "/".join(parts)
+
+
 def text(value: Any) -> str | None:
     return value if isinstance(value, str) else None
 

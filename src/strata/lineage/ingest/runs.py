@@ -557,6 +557,7 @@ def write_runs(conn: Connection, steps: Sequence[_Step]) -> None:
                 "facets": run.facets,
                 "error": fx.get(run.facets, "errorMessage") or None,
                 "io_facets": _io_facets(run),
+                "partition_key": fx.partition_key(run.facets),
             }
         )
         if old is not None and old.transitions == run.transitions:

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import functools
 from collections import defaultdict
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any, Generic, Literal, TypeVar
@@ -790,6 +790,32 @@ def list_runs(conn: Connection, job_uuid: str, limit: int, offset: int) -> Page[
     params = {"job": job_uuid, "limit": limit, "offset": offset}
     page = _runs_page(conn.execute(_LIST_RUNS[_lateral(conn)], params).all())
     return page if page is not None else Page([], 0)
+
+
+def list_partition_runs(
+    conn: Connection, job_uuid: str, key: Mapping[str, str], limit: int, offset: int
+) -> Page[Run]:
+    """The runs of a partitioned transform's job for the partitions matching ``key`` (a
+    full or partial key), newest first."""
+    r = s.runs
+    # Keys are `col=value` joined by `/`, and no value holds `/` or `=`: a component
+    # found between slashes is that column's value, compared exactly on both backends.
+    find = sa.func.strpos if conn.dialect.name == "postgresql" else sa.func.instr
+    padded = sa.literal("/") + r.c.partition_key + sa.literal("/")
+    where = [r.c.job_uuid == job_uuid, r.c.partition_key.is_not(None)]
+    where += [find(padded, f"/{col}={value}/") > 0 for col, value in key.items()]
+    total = conn.execute(sa.select(sa.func.count()).select_from(r).where(*where)).scalar_one()
+    ordered: list[str] = list(
+        conn.execute(
+            sa.select(r.c.uuid)
+            .where(*where)
+            .order_by(r.c.created_at.desc(), r.c.uuid.desc())
+            .limit(limit)
+            .offset(offset)
+        ).scalars()
+    )
+    found = runs_by_uuid(conn, ordered)
+    return Page([found[u] for u in ordered if u in found], int(total))
 
 
 def list_job_runs(

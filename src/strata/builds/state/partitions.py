@@ -1,0 +1,59 @@
+"""The build catalog of partitioned outputs: per partition, what last built it."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+from datetime import datetime
+from typing import Any
+
+import sqlalchemy as sa
+from sqlalchemy.engine import Connection
+
+from strata.store.bulk import execute_many, upsert
+from strata.store.schema import partition_builds
+
+
+@dataclass(frozen=True)
+class PartitionBuild:
+    """One output partition's catalog entry: the version and run that last built it, the
+    program, and each input's version that run read."""
+
+    key: str
+    commit_id: int
+    run: str
+    program: str
+    inputs: dict[str, int]
+
+
+def records(conn: Connection, dataset_uuid: str) -> dict[str, PartitionBuild]:
+    p = partition_builds.c
+    rows = conn.execute(
+        sa.select(p.partition_key, p.commit_id, p.run_uuid, p.program, p.inputs).where(
+            p.dataset_uuid == dataset_uuid
+        )
+    ).all()
+    return {
+        str(r[0]): PartitionBuild(str(r[0]), int(r[1]), str(r[2]), str(r[3]), dict(r[4] or {}))
+        for r in rows
+    }
+
+
+def record(
+    conn: Connection, dataset_uuid: str, built: Sequence[PartitionBuild], now: datetime
+) -> None:
+    rows: list[dict[str, Any]] = [
+        {
+            "dataset_uuid": dataset_uuid,
+            "partition_key": b.key,
+            "commit_id": b.commit_id,
+            "run_uuid": b.run,
+            "program": b.program,
+            "inputs": b.inputs,
+            "built_at": now,
+        }
+        for b in built
+    ]
+    if rows:
+        stmt = upsert(conn, partition_builds, list(rows[0]), ["dataset_uuid", "partition_key"])
+        execute_many(conn, stmt, rows)

@@ -1,0 +1,187 @@
+"""Partitioned transforms end to end, through the CLI and the API, on SQLite and
+PostgreSQL: a partitioned ingest, a first build (one run per partition, one job), late
+data for one partition (only the partitions it maps to rebuilt), a failed partition (the
+others commit, it keeps its data), a backfill range, per-partition status and history,
+the run list filtered by partition and the lineage graph with one node per job."""
+
+from __future__ import annotations
+
+import dataclasses
+import shutil
+from pathlib import Path
+from typing import Any
+
+import pyarrow as pa
+import pyarrow.parquet as pq
+import pytest
+from build_support import Project
+from fastapi.testclient import TestClient
+
+from strata.api.app import create_app
+from strata.builds.causes import Cause, CauseKind
+from strata.lake.service import Lake
+from strata.settings import Settings
+
+pytestmark = pytest.mark.spark
+
+PIPELINE = Path(__file__).with_name("partition_pipeline.py")
+HOURLY, DAILY = "metrics/customer_hourly", "metrics/customer_daily"
+
+
+@pytest.fixture
+def part(settings: Settings, tmp_path: Path) -> Any:
+    folder = tmp_path / "pipelines"
+    folder.mkdir()
+    shutil.copy(PIPELINE, folder / "shop.py")
+    lake = Lake(settings)
+    yield Project(settings, folder, lake)
+    lake.engine.dispose()
+
+
+def clicks(*rows: tuple[str, str, str]) -> pa.Table:
+    return pa.table(
+        {
+            "region": [r[0] for r in rows],
+            "hour": [f"2026-11-23T{r[1]}" for r in rows],
+            "customer": [r[2] for r in rows],
+        }
+    )
+
+
+def build(p: Project, *args: str, code: int = 0) -> dict[str, dict[str, Any]]:
+    report = p.json("build", DAILY, *args, "--pipeline", str(p.folder), code=code)
+    return {t["transform"].split(".")[-1]: t for t in report["transforms"]}
+
+
+def ran(step: dict[str, Any]) -> dict[str, str]:
+    """``key text -> outcome`` of a step's partition runs."""
+    return {
+        "/".join(f"{k}={v}" for k, v in p["key"].items()): p["outcome"]
+        for p in step.get("partitions", [])
+    }
+
+
+def status(p: Project, name: str) -> dict[str, Any]:
+    [found] = p.json("status", name, "--pipeline", str(p.folder))["datasets"]
+    return found
+
+
+def stale(found: dict[str, Any]) -> dict[str, list[str]]:
+    return {
+        "/".join(f"{k}={v}" for k, v in x["key"].items()): [c["kind"] for c in x["causes"]]
+        for x in found["partitions"]
+        if x["stale"]
+    }
+
+
+def test_partitions_build_alone_fail_alone_and_backfill(part: Project, tmp_path: Path) -> None:
+    p = part
+    source = tmp_path / "clicks.parquet"
+    pq.write_table(
+        clicks(("JP", "14", "a"), ("JP", "15", "b"), ("UK", "14", "a"), ("UK", "15", "c")), source
+    )
+    code, out, err = p.cli("ingest", str(source), "raw/clicks", "--partition-by", "region,hour")
+    assert code == 0, err
+    assert "4 added" in out
+    # JP's day ends at midnight JST: 14:00 UTC is the 23rd there, 15:00 UTC the 24th.
+    before = status(p, DAILY)
+    assert before["stale"] and before["partition_counts"]["never_built"] >= 1
+
+    first = build(p)
+    assert set(ran(first["customer_hourly"]).values()) == {"built"}
+    assert len(ran(first["customer_hourly"])) == 4
+    assert ran(first["customer_daily"]) == {
+        "region=JP/local_day=2026-11-23": "built",
+        "region=JP/local_day=2026-11-24": "built",
+        "region=UK/local_day=2026-11-23": "built",
+    }
+    daily_runs = {x["run"] for x in first["customer_daily"]["partitions"]}
+    assert len(daily_runs) == 3  # one run per partition
+    assert status(p, DAILY)["partition_counts"] == {"fresh": 3, "out_of_date": 0, "never_built": 0}
+    uk_files = p.lake.files(DAILY, partitions={"region": "UK"})
+
+    # Late JP clicks for 15:00 UTC: only JP's hour and the JP day holding it are out of date.
+    p.append("raw/clicks", clicks(("JP", "15", "d")))
+    hourly = status(p, HOURLY)
+    assert stale(hourly) == {"region=JP/hour=2026-11-23T15": ["input_partition_newer"]}
+    [cause] = hourly["partitions"][1]["causes"]
+    assert cause["input"] == "raw/clicks"
+    assert cause["partition"] == {"region": "JP", "hour": "2026-11-23T15"}
+    assert stale(status(p, DAILY)) == {"region=JP/local_day=2026-11-24": ["upstream_stale"]}
+    code, out, _ = p.cli("status", HOURLY, "--pipeline", str(p.folder))
+    assert "out-of-date partitions of metrics/customer_hourly" in out
+    words = Cause(
+        HOURLY,
+        CauseKind(cause["kind"]),
+        cause["input"],
+        {k: cause[k] for k in ("partition", "built_from", "current")},
+    ).describe()
+    assert (
+        words
+        == "input partition raw/clicks[region=JP, hour=2026-11-23T15] newer: built from 1, changed in 2"
+    )
+    late = build(p)
+    assert ran(late["customer_hourly"]) == {"region=JP/hour=2026-11-23T15": "built"}
+    assert ran(late["customer_daily"]) == {"region=JP/local_day=2026-11-24": "built"}
+    assert p.lake.files(DAILY, partitions={"region": "UK"}) == uk_files  # not rewritten
+    jp = p.lake.read_arrow(DAILY, partitions={"region": "JP", "local_day": "2026-11-24"})
+    assert sorted(jp.column("customer").to_pylist()) == ["b", "d"]
+
+    # A UK click from 'boom' fails UK's hour; JP's hour commits, UK's keeps its data.
+    uk_before = p.lake.read_arrow(HOURLY, partitions={"region": "UK"}).num_rows
+    p.append("raw/clicks", clicks(("UK", "14", "boom"), ("JP", "14", "e")))
+    failed = build(p, code=1)
+    assert ran(failed["customer_hourly"]) == {
+        "region=JP/hour=2026-11-23T14": "built",
+        "region=UK/hour=2026-11-23T14": "failed",
+    }
+    [bad] = [x for x in failed["customer_hourly"]["partitions"] if x["outcome"] == "failed"]
+    assert "a click from customer 'boom'" in bad["reason"]
+    assert ran(failed["customer_daily"]) == {"region=JP/local_day=2026-11-23": "built"}
+    assert p.lake.read_arrow(HOURLY, partitions={"region": "UK"}).num_rows == uk_before
+    assert list(stale(status(p, HOURLY))) == ["region=UK/hour=2026-11-23T14"]
+
+    # A backfill runs the partitions named, out of date or not.
+    back = build(p, "--partitions", "region=JP,local_day=2026-11-23..2026-11-24", code=1)
+    assert ran(back["customer_daily"]) == {
+        "region=JP/local_day=2026-11-23": "built",
+        "region=JP/local_day=2026-11-24": "built",
+    }
+
+    history = p.json("history", DAILY, "--partition", "region=UK")["versions"]
+    assert [v["version"] for v in history] == [1]  # only the first build touched UK
+    [uk_run] = history[0]["partition_runs"]
+    assert uk_run["key"] == {"region": "UK", "local_day": "2026-11-23"}
+    assert uk_run["run"] in daily_runs
+
+    settings = dataclasses.replace(p.settings, pipelines=(str(p.folder),))
+    with TestClient(create_app(settings, p.lake.engine)) as api:
+        job = "shop.customer_daily"
+        runs = api.get(f"/api/v1/namespaces/strata/jobs/{job}/runs").json()["runs"]
+        assert len(runs) == 3 + 1 + 1 + 2
+        jp = api.get(f"/api/v1/namespaces/strata/jobs/{job}/runs?partition=region=JP").json()
+        assert len(jp["runs"]) == 2 + 1 + 1 + 2 and all(
+            r["facets"]["strata_partition"]["key"]["region"] == "JP" for r in jp["runs"]
+        )
+        graph = api.get(f"/api/v1/lineage?nodeId=dataset:strata:{DAILY}&depth=5").json()
+        jobs = [n["id"] for n in graph["graph"] if n["type"] == "JOB"]
+        assert sorted(jobs) == ["job:strata:shop.customer_daily", "job:strata:shop.customer_hourly"]
+
+
+def test_partition_mistakes_are_refused_by_name(part: Project) -> None:
+    p = part
+    with p.lake.transaction("raw/clicks", "SNAPSHOT", partition_by=["region", "hour"]) as txn:
+        txn.write(clicks(("JP", "14", "a")))
+    code, _, err = p.cli("build", DAILY, "--partitions", "country=JP", "--pipeline", str(p.folder))
+    assert code == 1
+    assert "--partitions names ['country'], but 'metrics/customer_daily' is partitioned by" in err
+    p.edit(
+        'return {"region": key["region"], "local_day": local.date().isoformat()}',
+        'return {"local_day": local.date().isoformat()}',
+    )
+    report = build(p, code=1)
+    assert report["customer_hourly"]["outcome"] == "built"
+    reason = report["customer_daily"]["reason"]
+    assert "partition_map of 'metrics/customer_hourly' returned ['local_day']" in reason
+    assert "exactly the output's partition columns ['region', 'local_day']" in reason
+    assert p.lake.versions(DAILY) == [] if DAILY in {d.name for d in p.lake.datasets()} else True
