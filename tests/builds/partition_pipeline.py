@@ -3,7 +3,7 @@ region's day in its own time zone."""
 
 from datetime import UTC, datetime, timedelta
 
-from pyspark.sql import functions as F
+from pyspark.sql import functions as F  # noqa: N812
 
 from strata import Input, Output, transform_df
 

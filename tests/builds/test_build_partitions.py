@@ -116,9 +116,9 @@ def test_partitions_build_alone_fail_alone_and_backfill(part: Project, tmp_path:
         cause["input"],
         {k: cause[k] for k in ("partition", "built_from", "current")},
     ).describe()
-    assert (
-        words
-        == "input partition raw/clicks[region=JP, hour=2026-11-23T15] newer: built from 1, changed in 2"
+    assert words == (
+        "input partition raw/clicks[region=JP, hour=2026-11-23T15] newer: "
+        "built from 1, changed in 2"
     )
     late = build(p)
     assert ran(late["customer_hourly"]) == {"region=JP/hour=2026-11-23T15": "built"}

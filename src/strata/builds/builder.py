@@ -21,8 +21,8 @@ from strata.builds.causes import Cause, Outcome
 from strata.builds.discovery import Declared, Pipelines
 from strata.builds.execute import RunContext, RunResult, resolve_inputs, run_transform
 from strata.builds.leasing import held
-from strata.builds.partition_runs import PartitionRun, run_partitions
 from strata.builds.orphans import abort_orphaned_runs
+from strata.builds.partition_runs import PartitionRun, run_partitions
 from strata.builds.run_events import Emitter, JobRef, RunSpec, run_event
 from strata.builds.state import BuildState
 from strata.builds.state.catalog import Current
