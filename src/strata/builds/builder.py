@@ -265,8 +265,11 @@ class _BuildRun:
             self._remember(b.current(set(item.output_names)))
         return _step(result, causes, self._versions(item))
 
-    def _partitions_due(self, item: Declared, now: dict[str, Current]) -> tuple[Any, list[str]]:
-        """A partitioned transform's map and the partitions this build runs."""
+    def _partitions_due(
+        self, item: Declared, now: dict[str, Current]
+    ) -> tuple[Any, list[str], dict[str, list[Cause]]]:
+        """A partitioned transform's map, the partitions this build runs, and the causes
+        of those out of date, by output."""
         facts = partition_plan.gather(
             self.builder.state,
             [item],
@@ -278,8 +281,15 @@ class _BuildRun:
         by = item.transform.partition_by or ()
         wanted = [w for w in self.wanted or () if set(w) <= set(by)]
         forced = self.force or item.fqn in self.full or (item.fqn in self.backfill and wanted)
-        keys = [p.key for p in found if forced or p.stale]
-        return layout, partition_plan.select(keys, wanted if wanted else None)
+        keys = partition_plan.select(
+            [p.key for p in found if forced or p.stale], wanted if wanted else None
+        )
+        chosen = set(keys)
+        causes = {
+            name: [c for p in parts if p.key in chosen for c in p.causes]
+            for name, parts in views.items()
+        }
+        return layout, keys, {n: cs for n, cs in causes.items() if cs}
 
     def _run_partitions(self, item: Declared) -> Step:
         """Run the partitions of ``item`` that are out of date (or wanted), each its own
@@ -289,13 +299,13 @@ class _BuildRun:
         try:
             with self.lock:
                 snapshot = dict(self.current)
-            _, keys = self._partitions_due(item, snapshot)
+            _, keys, _ = self._partitions_due(item, snapshot)
             if not keys:
                 return Step(item.fqn, Outcome.FRESH, self._versions(item))
             with held(b.state, item.fqn, b.holder, b.lease_seconds, waiting):
                 abort_orphaned_runs(b.state, b.emitter, [item.fqn])
                 now = b.current(set(item.output_names) | set(item.input_names))
-                layout, keys = self._partitions_due(item, now)
+                layout, keys, causes = self._partitions_due(item, now)
                 if not keys:
                     self._remember(now)
                     return Step(item.fqn, Outcome.FRESH, self._versions(item))
@@ -315,7 +325,7 @@ class _BuildRun:
                 reason=exc.message,
                 retryable=can_pass(exc),
             )
-        step = _step(done.result, {}, self._versions(item))
+        step = _step(done.result, causes, self._versions(item))
         step.partitions = done.partitions
         return step
 

@@ -10,6 +10,7 @@ from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
 from rich.console import Console
+from rich.markup import escape
 
 from strata.builds.causes import Outcome, Status, program_label
 from strata.builds.status import DatasetStatus
@@ -63,7 +64,7 @@ def status(
                 s.transform or "",
                 s.version,
                 _STATUS_LABELS[s.status],
-                _why(s),
+                escape(_why(s)),  # causes name partitions in brackets: not markup
             )
             for s in result.values()
         ]
@@ -89,7 +90,10 @@ def _print_partitions(s: DatasetStatus) -> None:
     stale = [p for p in s.partitions or () if p.stale]
     if not stale:
         return
-    rows = [(p.key, "; ".join(c.describe() for c in p.causes)) for p in stale[:_PARTITIONS_SHOWN]]
+    rows = [
+        (p.key, escape("; ".join(c.describe() for c in p.causes)))
+        for p in stale[:_PARTITIONS_SHOWN]
+    ]
     more = len(stale) - _PARTITIONS_SHOWN
     title = f"out-of-date partitions of {s.name}" + (
         f" (first {_PARTITIONS_SHOWN}; {more:,} more with --json)" if more > 0 else ""
@@ -176,13 +180,7 @@ def print_report(report: BuildReport, dry_run: bool) -> None:
     rows = []
     for s in report.steps:
         outputs = ", ".join(f"{k}@{v}" if v is not None else k for k, v in s.outputs.items())
-        why = (
-            first_line(s.reason)
-            if s.reason
-            else "; ".join(
-                f"{d}: " + ", ".join(c.describe() for c in cs) for d, cs in s.causes.items()
-            )
-        )
+        why = escape(first_line(s.reason) if s.reason else _causes_line(s))
         took = f"{s.seconds:.1f}s" if s.outcome.ran else ""
         outcome = f"{s.outcome.value} ({s.mode})" if s.mode == "incremental" else s.outcome.value
         if s.partitions is not None:
@@ -197,6 +195,19 @@ def print_report(report: BuildReport, dry_run: bool) -> None:
         names = ", ".join(s.transform for s in failed)
         err_console.print(f"[bold red]error:[/] build failed: {names}")
         point_to_spark_log()
+
+
+def _causes_line(step: Any) -> str:
+    """Each output's causes; a partitioned output's, the first and how many more."""
+    out = []
+    for dataset, causes in step.causes.items():
+        shown = causes[: 1 if step.partitions is not None else None]
+        where = shown[0].partition if shown and shown[0].partition else None
+        head = dataset + (f"[{', '.join(f'{k}={v}' for k, v in where.items())}]" if where else "")
+        more = len(causes) - len(shown)
+        words = ", ".join(c.describe() for c in shown)
+        out.append(f"{head}: {words}" + (f" (+{more} more)" if more else ""))
+    return "; ".join(out)
 
 
 _DETAIL_LINES = 6
