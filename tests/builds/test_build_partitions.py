@@ -126,6 +126,16 @@ def test_partitions_build_alone_fail_alone_and_backfill(part: Project, tmp_path:
     assert p.lake.files(DAILY, partitions={"region": "UK"}) == uk_files  # not rewritten
     jp = p.lake.read_arrow(DAILY, partitions={"region": "JP", "local_day": "2026-11-24"})
     assert sorted(jp.column("customer").to_pylist()) == ["b", "d"]
+    # The JP day's own provenance: the one hourly partition feeding it, and the raw one.
+    tree = p.json("trace", DAILY, "--partition", "region=JP,local_day=2026-11-24")
+    assert (tree["version"], tree["partition"]) == (2, {"region": "JP", "local_day": "2026-11-24"})
+    assert tree["run"] in {x["run"] for x in late["customer_daily"]["partitions"]}
+    [hour] = tree["inputs"]
+    assert (hour["dataset"], hour["version"]) == (HOURLY, 2)
+    assert hour["partition"] == {"region": "JP", "hour": "2026-11-23T15"}
+    [raw] = hour["inputs"]
+    assert (raw["dataset"], raw["version"], raw["run"]) == ("raw/clicks", 2, None)
+    assert raw["partition"] == {"region": "JP", "hour": "2026-11-23T15"}
 
     # A UK click from 'boom' fails UK's hour; JP's hour commits, UK's keeps its data.
     uk_before = p.lake.read_arrow(HOURLY, partitions={"region": "UK"}).num_rows
@@ -163,6 +173,14 @@ def test_partitions_build_alone_fail_alone_and_backfill(part: Project, tmp_path:
         assert len(jp["runs"]) == 2 + 1 + 1 + 2 and all(
             r["facets"]["strata_partition"]["key"]["region"] == "JP" for r in jp["runs"]
         )
+        tree = api.get(
+            f"/api/v1/strata/trace/{DAILY.replace('/', '%2F')}",
+            params={"partition": "region=UK,local_day=2026-11-23", "version": 1},
+        ).json()
+        assert [i["partition"]["hour"] for i in tree["inputs"]] == [
+            "2026-11-23T14",
+            "2026-11-23T15",
+        ]
         graph = api.get(f"/api/v1/lineage?nodeId=dataset:strata:{DAILY}&depth=5").json()
         jobs = [n["id"] for n in graph["graph"] if n["type"] == "JOB"]
         assert sorted(jobs) == ["job:strata:shop.customer_daily", "job:strata:shop.customer_hourly"]

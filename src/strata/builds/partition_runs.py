@@ -78,12 +78,15 @@ class PartitionedResult:
     partitions: list[PartitionRun] = field(default_factory=list)
 
 
-def partition_facet(key: str) -> dict[str, Any]:
+def partition_facet(key: str, read: Mapping[str, Sequence[str]]) -> dict[str, Any]:
+    """The run facet of one partition's run: its key, and the input partitions it read
+    (an input read whole is not named)."""
     return {
         PARTITION_FACET: {
             "_producer": PRODUCER,
             "_schemaURL": f"{FACET_SCHEMA}/StrataPartitionRunFacet.json",
             "key": pkeys.parse_text(key),
+            "read": {name: sorted(keys) for name, keys in read.items()},
         }
     }
 
@@ -134,8 +137,9 @@ def run_partitions(
     try:
         for key in keys:
             spec = RunSpec(new_id(), JobRef(lake.namespace, item.fqn), ctx.parent, facets)
+            read_keys = layout.sources.get(key, {})
             specs[key] = spec = RunSpec(
-                spec.run_id, spec.job, spec.parent, facets, partition_facet(key)
+                spec.run_id, spec.job, spec.parent, facets, partition_facet(key, read_keys)
             )
             out.partitions.append(
                 _run_one(ctx, item, inputs, txn, layout, key, spec, (read, writing))

@@ -164,8 +164,21 @@ class BuildService:
     def history(self, dataset: str, partition: Mapping[str, str] | None = None) -> dict[str, Any]:
         return history.history(self.state, dataset, partition)
 
-    def trace(self, dataset: str, version: int | None = None) -> dict[str, Any]:
-        return history.trace(self.state, dataset, version)
+    def trace(
+        self,
+        dataset: str,
+        version: int | None = None,
+        partition: Mapping[str, str] | None = None,
+    ) -> dict[str, Any]:
+        """The provenance tree of a version (of one partition of it, with ``partition``)."""
+        if partition is None:
+            return history.trace(self.state, dataset, version)
+        from strata.builds.partition_trace import partition_trace
+
+        def whole(name: str, at: int | None) -> dict[str, Any]:
+            return history.trace(self.state, name, at)
+
+        return partition_trace(self.state, dataset, version, partition, history.TRACE_DEPTH, whole)
 
     def program(self, dataset: str, version: int | None = None) -> Entry:
         return history.entry(self.state, dataset, version)

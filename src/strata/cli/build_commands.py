@@ -344,13 +344,27 @@ def _inputs_read(version: dict[str, Any]) -> str:
     return ", ".join(out)
 
 
-def trace(ctx: typer.Context, ref: Ref, json: JsonOpt = False) -> None:
+def trace(
+    ctx: typer.Context,
+    ref: Ref,
+    partition: Annotated[
+        str | None,
+        typer.Option(
+            "--partition",
+            help="One partition (every partition column, col=value,…): its own provenance "
+            "down to the raw partitions it read.",
+        ),
+    ] = None,
+    json: JsonOpt = False,
+) -> None:
     """The provenance tree of a version down to raw datasets, with exact versions."""
     from strata.builds.history import parse_ref
+    from strata.lake.partitions import parse_filter
 
     with reported():
         name, version = parse_ref(ref)
-        tree = service_from(ctx, []).trace(name, version)
+        wanted = parse_filter(partition) if partition is not None else None
+        tree = service_from(ctx, []).trace(name, version, wanted)
         if json:
             emit_json(tree)
             return
@@ -376,7 +390,9 @@ def _label(node: dict[str, Any]) -> str:
     ref = f"({read['from']}, {read['to']}]" if read else f"@{node['version']}"
     # A version met again (a diamond): its inputs were shown where it first appeared.
     again = " [dim](repeated, see above)[/]" if node.get("repeated") else ""
-    return f"[bold]{node['dataset']}{ref}[/]{made}{how}{state}{again}"
+    where = node.get("partition")
+    part = escape(f"[{', '.join(f'{k}={v}' for k, v in where.items())}]") if where else ""
+    return f"[bold]{escape(node['dataset'])}{part}{ref}[/]{made}{how}{state}{again}"
 
 
 def _tree(node: dict[str, Any], into: Any) -> Any:

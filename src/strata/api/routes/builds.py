@@ -15,6 +15,7 @@ from fastapi import APIRouter, Query, Request, Response
 from strata.api import views
 from strata.api.contract import errors
 from strata.builds.service import BuildService
+from strata.lake.partitions import parse_filter
 
 router = APIRouter(prefix="/strata", tags=["Strata builds"])
 
@@ -41,15 +42,21 @@ def get_dataset_status(request: Request, dataset: str) -> Response:
 
 
 @router.get("/history/{dataset:seg}", response_model=views.Json)
-def get_history(request: Request, dataset: str) -> Response:
-    """Each version with the run and program version that built it and its input versions."""
-    return views.json_response(_service(request).history(dataset))
+def get_history(request: Request, dataset: str, partition: str | None = None) -> Response:
+    """Each version with the run and program version that built it and its input versions
+    (``partition=region=JP``: only the versions that touched that partition)."""
+    wanted = parse_filter(partition) if partition is not None else None
+    return views.json_response(_service(request).history(dataset, wanted))
 
 
 @router.get("/trace/{dataset:seg}", response_model=views.Json)
-def get_trace(request: Request, dataset: str, version: Version = None) -> Response:
-    """The provenance tree of a version down to raw datasets, exact versions at each level."""
-    return views.json_response(_service(request).trace(dataset, version))
+def get_trace(
+    request: Request, dataset: str, version: Version = None, partition: str | None = None
+) -> Response:
+    """The provenance tree of a version down to raw datasets, exact versions at each level
+    (``partition=col=value,…``: of that one partition, down to the partitions it read)."""
+    wanted = parse_filter(partition) if partition is not None else None
+    return views.json_response(_service(request).trace(dataset, version, wanted))
 
 
 @router.get("/programs/{dataset:seg}", response_model=views.Json)

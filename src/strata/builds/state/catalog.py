@@ -280,6 +280,28 @@ def dataset_uuids(conn: Connection, namespace: str, names: Collection[str]) -> d
     return out
 
 
+@dataclass(frozen=True)
+class RunDetail:
+    state: str | None
+    job_version: str | None
+    facets: dict[str, Any]
+
+
+def run_details(conn: Connection, runs: Collection[str]) -> dict[str, RunDetail]:
+    """Each run's state, job version (its program version's uuid) and facets."""
+    r = s.runs
+    out: dict[str, RunDetail] = {}
+    for batch in chunks(sorted(runs)):
+        rows = conn.execute(
+            sa.select(r.c.uuid, r.c.state, r.c.job_version_uuid, r.c.facets).where(
+                r.c.uuid.in_(batch)
+            )
+        )
+        for row in rows:
+            out[str(row.uuid)] = RunDetail(row.state, row.job_version_uuid, dict(row.facets or {}))
+    return out
+
+
 def build_facets(conn: Connection, runs: Collection[str]) -> dict[str, dict[str, Any]]:
     """``run -> its build facet`` (how it read its inputs), for the runs that have one."""
     r = s.runs

@@ -16,7 +16,7 @@ from typing import Any
 from sqlalchemy.engine import Engine
 
 from strata.builds.state import catalog, leases, partitions, programs, runs, triggers
-from strata.builds.state.catalog import Current, VersionEntry
+from strata.builds.state.catalog import Current, RunDetail, VersionEntry
 from strata.builds.state.partitions import PartitionBuild
 from strata.builds.state.programs import Program, ProgramText
 from strata.builds.state.runs import Running
@@ -93,6 +93,16 @@ class BuildState:
             ds = registry.require_lake_dataset(conn, self.namespace, dataset)
             rows = catalog.version_entries(conn, str(ds["uuid"]))
             return rows, catalog.run_inputs(conn, {x.run for x in rows if x.run})
+
+    def run_details(self, runs: Collection[str]) -> dict[str, RunDetail]:
+        """Each run's state, program version uuid and facets."""
+        with read_tx(self.engine) as conn:
+            return catalog.run_details(conn, runs)
+
+    def run_inputs(self, runs: Collection[str]) -> dict[str, dict[str, int | None]]:
+        """Each run's exact input versions."""
+        with read_tx(self.engine) as conn:
+            return catalog.run_inputs(conn, runs)
 
     def build_facets(self, runs: Collection[str]) -> dict[str, dict[str, Any]]:
         """``run -> how it read its inputs`` (mode, ranges, previous outputs)."""
