@@ -353,7 +353,12 @@ class Transaction:
             )
         by = None
         if part.partition_by:
-            by = Partitioning(part.dataset, tuple(part.partition_by), part.partition_limit)
+            by = Partitioning(
+                part.dataset,
+                tuple(part.partition_by),
+                part.partition_limit,
+                single=within is not None,
+            )
         try:
             entries, schema, rows = write_frame(self._lake.storage, part.folder, frame, by)
         except LakeError as exc:
