@@ -181,6 +181,17 @@ def test_partitions_build_alone_fail_alone_and_backfill(part: Project, tmp_path:
             "2026-11-23T14",
             "2026-11-23T15",
         ]
+        view = api.get(f"/api/v1/namespaces/strata/jobs/{job}").json()
+        latest = {tuple(x["partition"].values()): x["state"] for x in view["latestRunsByPartition"]}
+        assert latest == {
+            ("JP", "2026-11-23"): "COMPLETED",
+            ("JP", "2026-11-24"): "COMPLETED",
+            ("UK", "2026-11-23"): "COMPLETED",
+        }
+        hourly = api.get("/api/v1/namespaces/strata/jobs/shop.customer_hourly").json()
+        assert {
+            tuple(x["partition"].values()): x["state"] for x in hourly["latestRunsByPartition"]
+        }[("UK", "2026-11-23T14")] == "FAILED"  # the last UK 14:00 run: one request away
         graph = api.get(f"/api/v1/lineage?nodeId=dataset:strata:{DAILY}&depth=5").json()
         jobs = [n["id"] for n in graph["graph"] if n["type"] == "JOB"]
         assert sorted(jobs) == ["job:strata:shop.customer_daily", "job:strata:shop.customer_hourly"]

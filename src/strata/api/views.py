@@ -235,6 +235,17 @@ def job(j: q.Job, latest_runs: bool = True) -> Json:
     return out
 
 
+def partition_run(x: q.PartitionRun) -> Json:
+    key = dict(part.split("=", 1) for part in x.partition.split("/"))
+    return {
+        "partition": key,
+        "runId": x.run_uuid,
+        "state": x.state,
+        "startedAt": ts(x.started_at),
+        "endedAt": ts(x.ended_at),
+    }
+
+
 def job_version(v: q.JobVersion) -> Json:
     return {
         "id": {"namespace": v.job_namespace, "name": v.job_name, "version": v.uuid},

@@ -58,8 +58,13 @@ def list_all_jobs(
 @router.get(JOB, response_model=views.Json, responses=JOB_MOVED)
 def get_job(request: Request, namespace: str, job: str) -> Response:
     with reading(request) as conn:
-        found = q.get_job(conn, job_uuid(conn, namespace, job))
-    return views.json_response(views.job(found))
+        uuid = job_uuid(conn, namespace, job)
+        found = q.get_job(conn, uuid)
+        by_partition = q.latest_partition_runs(conn, uuid)
+    out = views.job(found)
+    if by_partition:  # Strata's: a partitioned transform's last run of each partition
+        out["latestRunsByPartition"] = [views.partition_run(x) for x in by_partition]
+    return views.json_response(out)
 
 
 @router.put(JOB)

@@ -818,6 +818,41 @@ def list_partition_runs(
     return Page([found[u] for u in ordered if u in found], int(total))
 
 
+@dataclass(frozen=True)
+class PartitionRun:
+    """A partitioned transform's latest run of one partition."""
+
+    partition: str
+    run_uuid: str
+    state: str | None
+    started_at: datetime | None
+    ended_at: datetime | None
+
+
+def latest_partition_runs(conn: Connection, job_uuid: str) -> list[PartitionRun]:
+    """The latest run of each partition of a partitioned transform's job (none for any
+    other job), by key."""
+    r = s.runs
+    ranked = (
+        sa.select(
+            r.c.partition_key,
+            r.c.uuid,
+            r.c.state,
+            r.c.started_at,
+            r.c.ended_at,
+            sa.func.row_number()
+            .over(partition_by=r.c.partition_key, order_by=(r.c.created_at.desc(), r.c.uuid.desc()))
+            .label("n"),
+        )
+        .where(r.c.job_uuid == job_uuid, r.c.partition_key.is_not(None))
+        .subquery()
+    )
+    rows = conn.execute(
+        sa.select(ranked).where(ranked.c.n == 1).order_by(ranked.c.partition_key)
+    ).all()
+    return [PartitionRun(x[0], x[1], x[2], x[3], x[4]) for x in rows]
+
+
 def list_job_runs(
     conn: Connection, namespace: str, name: str, limit: int, offset: int
 ) -> Page[Run] | None:
