@@ -4,8 +4,11 @@ from __future__ import annotations
 
 import json
 import os
+import shutil
 import subprocess
 import sys
+from collections.abc import Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -86,6 +89,18 @@ class Project:
     def rows(self, sql: str, **params: Any) -> list[Any]:
         with self.lake.engine.connect() as conn:
             return list(conn.execute(sa.text(sql), params).all())
+
+
+@contextmanager
+def project_of(settings: Settings, tmp_path: Path, pipeline: Path) -> Iterator[Project]:
+    """A project whose pipelines folder holds ``pipeline`` as ``shop.py`` (the file
+    ``Project.edit`` edits)."""
+    folder = tmp_path / "pipelines"
+    folder.mkdir()
+    shutil.copy(pipeline, folder / "shop.py")
+    lake = Lake(settings)
+    yield Project(settings, folder, lake)
+    lake.engine.dispose()
 
 
 def clicks(*rows: tuple[str, int]) -> pa.Table:

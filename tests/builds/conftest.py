@@ -4,7 +4,6 @@ server collecting what is sent to it as an OpenLineage server."""
 from __future__ import annotations
 
 import json
-import shutil
 import threading
 from collections.abc import Iterator
 from http.server import BaseHTTPRequestHandler, HTTPServer
@@ -12,20 +11,15 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from build_support import SHOP, Project
+from build_support import SHOP, Project, project_of
 
-from strata.lake.service import Lake
 from strata.settings import Settings
 
 
 @pytest.fixture
 def project(settings: Settings, tmp_path: Path) -> Iterator[Project]:
-    folder = tmp_path / "pipelines"
-    folder.mkdir()
-    shutil.copy(SHOP, folder / "shop.py")
-    lake = Lake(settings)
-    yield Project(settings, folder, lake)
-    lake.engine.dispose()
+    with project_of(settings, tmp_path, SHOP) as p:
+        yield p
 
 
 class _Collector(BaseHTTPRequestHandler):

@@ -9,18 +9,16 @@ the rows each run reports, and totals equal to a whole rebuild's.
 from __future__ import annotations
 
 import dataclasses
-import shutil
 from collections import Counter
 from pathlib import Path
 from typing import Any
 
 import pyarrow as pa
 import pytest
-from build_support import Project, users
+from build_support import Project, project_of, users
 from fastapi.testclient import TestClient
 
 from strata.api.app import create_app
-from strata.lake.service import Lake
 from strata.settings import Settings
 
 pytestmark = pytest.mark.spark
@@ -32,12 +30,8 @@ USERS = {"ada": "UK", "bob": "US", "cy": "JP"}
 
 @pytest.fixture
 def inc(settings: Settings, tmp_path: Path) -> Any:
-    folder = tmp_path / "pipelines"
-    folder.mkdir()
-    shutil.copy(PIPELINE, folder / "shop.py")  # Project.edit edits shop.py
-    lake = Lake(settings)
-    yield Project(settings, folder, lake)
-    lake.engine.dispose()
+    with project_of(settings, tmp_path, PIPELINE) as p:
+        yield p
 
 
 def clicks(*rows: tuple[str, int]) -> pa.Table:

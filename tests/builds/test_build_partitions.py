@@ -7,19 +7,17 @@ the run list filtered by partition and the lineage graph with one node per job."
 from __future__ import annotations
 
 import dataclasses
-import shutil
 from pathlib import Path
 from typing import Any
 
 import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
-from build_support import Project
+from build_support import Project, project_of
 from fastapi.testclient import TestClient
 
 from strata.api.app import create_app
 from strata.builds.causes import Cause, CauseKind
-from strata.lake.service import Lake
 from strata.settings import Settings
 
 pytestmark = pytest.mark.spark
@@ -30,12 +28,8 @@ HOURLY, DAILY = "metrics/customer_hourly", "metrics/customer_daily"
 
 @pytest.fixture
 def part(settings: Settings, tmp_path: Path) -> Any:
-    folder = tmp_path / "pipelines"
-    folder.mkdir()
-    shutil.copy(PIPELINE, folder / "shop.py")
-    lake = Lake(settings)
-    yield Project(settings, folder, lake)
-    lake.engine.dispose()
+    with project_of(settings, tmp_path, PIPELINE) as p:
+        yield p
 
 
 def clicks(*rows: tuple[str, str, str]) -> pa.Table:

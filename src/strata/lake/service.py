@@ -88,25 +88,6 @@ class Lake:
 
     # -- transactions -------------------------------------------------------------
 
-    def transaction(
-        self,
-        dataset: str | list[str],
-        type: str = "APPEND",
-        *,
-        run_uuid: str | None = None,
-        partition_by: list[str] | None = None,
-        partitions: list[dict[str, Any]] | None = None,
-    ) -> Transaction:
-        """Start a transaction on one dataset, or on several that commit together.
-
-        ``partition_by`` partitions what it writes (a partitioned dataset keeps its own
-        when this is None); ``partitions`` makes a SNAPSHOT replace only those partitions
-        (each a full or partial key) and keep the rest, as Delta's ``replaceWhere``.
-        """
-        return self.start(
-            dataset, type, run_uuid=run_uuid, partition_by=partition_by, partitions=partitions
-        )
-
     def partitions(self, dataset: str, version: int | None = None) -> dict[str, int]:
         """The partitions of a version (latest by default): each key's text, with the last
         version that changed it."""
@@ -124,6 +105,12 @@ class Lake:
         partition_by: list[str] | None = None,
         partitions: list[dict[str, Any]] | None = None,
     ) -> Transaction:
+        """Start a transaction on one dataset, or on several that commit together.
+
+        ``partition_by`` partitions what it writes (a partitioned dataset keeps its own
+        when this is None); ``partitions`` makes a SNAPSHOT replace only those partitions
+        (each a full or partial key) and keep the rest, as Delta's ``replaceWhere``.
+        """
         kind = parse_type(type)
         replace = partitions
         names = [dataset] if isinstance(dataset, str) else list(dataset)
@@ -173,6 +160,8 @@ class Lake:
                 )
                 parts.append(part)
         return Transaction(self, kind, parts, group, run_uuid)
+
+    transaction = start
 
     def _ensure_dataset(self, conn: sa.Connection, name: str, now: datetime) -> str:
         existing = registry.find_dataset(conn, self.namespace, name)
