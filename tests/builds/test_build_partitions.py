@@ -13,7 +13,8 @@ from typing import Any
 import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
-from build_support import Project, project_of
+from build_support import Project, project_of, users
+from build_support import clicks as clicks_of
 from fastapi.testclient import TestClient
 
 from strata.api.app import create_app
@@ -208,3 +209,58 @@ def test_partition_mistakes_are_refused_by_name(part: Project) -> None:
     assert "partition_map of 'metrics/customer_hourly' returned ['local_day']" in reason
     assert "exactly the output's partition columns ['region', 'local_day']" in reason
     assert p.lake.versions(DAILY) == [] if DAILY in {d.name for d in p.lake.datasets()} else True
+
+
+BY_COUNTRY = """
+
+@transform_df(
+    Output("metrics/users_by_country", partition_by=["country"]),
+    users=Input("clean/users"),
+    clicks=Input("clean/clicks"),
+)
+def users_by_country(users, clicks):
+    return users.join(clicks, "user").groupBy("country").agg(F.count("*").alias("clicks"))
+"""
+
+
+def country_totals(p: Project) -> dict[str, int]:
+    rows = p.lake.read_arrow("metrics/users_by_country").to_pylist()
+    return {r["country"]: r["clicks"] for r in rows}
+
+
+def test_a_transform_repartitions_its_output_and_feeds_partition_runs(project: Project) -> None:
+    """``clean/users`` gains ``partition_by`` (its input is not partitioned: one run
+    writes it, laid out by country); a new transform then runs once per country, reading
+    ``clean/clicks`` (not partitioned, without the column) whole."""
+    p = project
+    p.append("raw/clicks", clicks_of(("ada", 40), ("bob", 120), ("cy", 7)))
+    p.append("raw/users", users(("ada", "UK"), ("bob", "US"), ("cy", "JP")))
+    assert p.json("build", "clean/users", "--pipeline", str(p.folder))["state"] == "COMPLETED"
+    p.edit('Output("clean/users")', 'Output("clean/users", partition_by=["country"])')
+    p.pipeline.write_text(p.pipeline.read_text() + BY_COUNTRY)
+    report = p.json("build", "metrics/users_by_country", "--pipeline", str(p.folder))
+    steps = {t["transform"].split(".")[-1]: t for t in report["transforms"]}
+    assert "partitions" not in steps["clean_users"]  # one run, the whole output
+    assert sorted(p.lake.partitions("clean/users")) == ["country=JP", "country=UK", "country=US"]
+    assert p.lake.versions("clean/users")[-1].partitions is not None
+    runs = steps["users_by_country"]["partitions"]
+    assert sorted(r["key"]["country"] for r in runs) == ["JP", "UK", "US"]
+    assert len({r["run"] for r in runs}) == 3
+    totals = {
+        r["country"]: r["clicks"] for r in p.lake.read_arrow("metrics/users_by_country").to_pylist()
+    }
+    assert totals == {"UK": 1, "US": 1, "JP": 1}
+
+    p.append("raw/users", users(("dee", "UK")))
+    p.append("raw/clicks", clicks_of(("dee", 5)))
+    # clean/users is rewritten whole, so every country's partition changed; clean/clicks
+    # moved too: each partition names both.
+    again = p.json("build", "metrics/users_by_country", "--pipeline", str(p.folder))
+    steps = {t["transform"].split(".")[-1]: t for t in again["transforms"]}
+    assert len(steps["users_by_country"]["partitions"]) == 3
+    kinds = {c["kind"] for c in steps["users_by_country"]["causes"]["metrics/users_by_country"]}
+    assert kinds == {"input_partition_newer", "input_newer"}
+    totals = {
+        r["country"]: r["clicks"] for r in p.lake.read_arrow("metrics/users_by_country").to_pylist()
+    }
+    assert totals == {"UK": 2, "US": 1, "JP": 1}

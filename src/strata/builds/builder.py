@@ -214,18 +214,31 @@ class _BuildRun:
 
     def visit(self, key: str) -> None:
         item = self.builder.pipelines.transforms[key]
-        run = self._run_partitions if item.transform.partition_by else self._run_if_out_of_date
+        run = self._run_partitions if self._by_partition(item) else self._run_if_out_of_date
         step = self._blocked(item) or run(item)
         with self.lock:
             self.steps[key] = step
         self.reporter.finished(step)
+
+    def _by_partition(self, item: Declared) -> bool:
+        if item.transform.partition_by is None:
+            return False
+        with self.lock:
+            snapshot = dict(self.current)
+        return partition_plan.by_partition(item, self._partition_facts(item, snapshot))
+
+    def _partition_facts(
+        self, item: Declared, now: dict[str, Current]
+    ) -> partition_plan.PartitionFacts:
+        declared = partition_plan.declared_partitioning(self.builder.pipelines.transforms.values())
+        return partition_plan.gather(self.builder.state, [item], now, declared)
 
     def _blocked(self, item: Declared) -> Step | None:
         """Skipped: an upstream transform of this build failed or was skipped."""
         for up in self.builder.pipelines.graph.upstream(item.fqn):
             with self.lock:
                 prior = self.steps.get(up)
-            if prior is not None and prior.partitions and item.transform.partition_by:
+            if prior is not None and prior.partitions and self._by_partition(item):
                 continue  # only the partitions fed by failed ones wait: _held_back
             if prior is not None and prior.outcome in (Outcome.FAILED, Outcome.SKIPPED):
                 failed = prior.outcome is Outcome.FAILED
@@ -270,12 +283,7 @@ class _BuildRun:
     ) -> tuple[Any, list[str], dict[str, list[Cause]]]:
         """A partitioned transform's map, the partitions this build runs, and the causes
         of those out of date, by output."""
-        facts = partition_plan.gather(
-            self.builder.state,
-            [item],
-            now,
-            partition_plan.declared_partitioning(self.builder.pipelines.transforms.values()),
-        )
+        facts = self._partition_facts(item, now)
         layout, views = partition_plan.assess_item(item, now, facts)
         found = next(iter(views.values()))
         by = item.transform.partition_by or ()

@@ -83,11 +83,13 @@ def resolve_inputs(lake: Lake, item: Declared) -> dict[str, Version]:
 
 @dataclass(frozen=True)
 class Partition:
-    """One output partition's run: its key, and the input partitions feeding it (an input
-    not named is read whole)."""
+    """One output partition's run: its key, the input partitions feeding it, and the rows
+    feeding it of inputs that are not partitioned but have the key's columns (those
+    whose columns equal the key); any other input is read whole."""
 
     key: Mapping[str, str]
     sources: Mapping[str, Sequence[str]]
+    rows: Mapping[str, Mapping[str, str]] = field(default_factory=dict)
 
 
 @dataclass(frozen=True)
@@ -124,7 +126,15 @@ def run_transform(
     )
     # The transaction first: it makes the outputs lake datasets before an event names them
     # (an event naming an unknown dataset would make it an external one, versioned by runs).
-    txn = lake.transaction(list(item.output_names), write_type(item, plan), run_uuid=spec.run_id)
+    # A partitioned output none of whose inputs is partitioned is written in one run,
+    # laid out by its partitions.
+    by = item.transform.partition_by
+    txn = lake.transaction(
+        list(item.output_names),
+        write_type(item, plan),
+        run_uuid=spec.run_id,
+        partition_by=list(by) if by else None,
+    )
     read = [_at(v, plan) for v in inputs.values()]
     writing = [DatasetAt(name, None) for name in item.output_names]
     spec = replace(spec, run_facets=build_facets(plan.mode, plan.read_json(), plan.previous))
@@ -211,9 +221,12 @@ def call_transform(
     plan = plan or incremental.whole(item, inputs)
     t = item.transform
     sources = partition.sources if partition is not None else {}
+    rows = partition.rows if partition is not None else {}
     within = partition.key if partition is not None else None
     handles = {
-        p: InputHandle(lake, spark, v, plan.reads[p], item, sources.get(v.dataset))
+        p: InputHandle(
+            lake, spark, v, plan.reads[p], item, sources.get(v.dataset), rows.get(v.dataset)
+        )
         for p, v in inputs.items()
     }
     allowed = {**{v.dataset: v for v in inputs.values()}, **_previous_outputs(lake, plan)}

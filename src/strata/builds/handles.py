@@ -39,10 +39,12 @@ class InputHandle:
         read: ReadRange,
         item: Declared,
         keys: Sequence[str] | None = None,
+        rows: Mapping[str, str] | None = None,
     ) -> None:
         self._lake, self._spark, self.version = lake, spark, version
         self._read, self._item = read, item
-        self._keys = keys  # a partition's run reads only the input partitions feeding it
+        # A partition's run reads only the input partitions feeding it, or the rows.
+        self._keys, self._rows = keys, rows
         self.name = version.dataset
 
     def dataframe(self, mode: str = "added") -> DataFrame:
@@ -56,6 +58,13 @@ class InputHandle:
         after, upto = self._read.after, self._read.upto
         if self._keys is not None:
             return self._lake.read_keys(self.name, upto, self._keys, spark=self._spark)
+        if self._rows is not None:
+            from pyspark.sql.functions import col
+
+            whole = self._lake.read(self.name, version=upto, spark=self._spark)
+            for name, value in self._rows.items():  # as a partition folder spells values
+                whole = whole.where(col(name).cast("string") == value)
+            return whole
         if after is None or mode == "current":
             return self._lake.read(self.name, version=upto, spark=self._spark)
         if mode == "previous":

@@ -32,7 +32,9 @@ class Layout:
     by: tuple[str, ...]
     # output key -> input dataset -> the input keys that feed it
     sources: dict[str, dict[str, list[str]]] = field(default_factory=dict)
-    whole: tuple[str, ...] = ()  # inputs read whole by every partition
+    # inputs that are not partitioned: read whole, or (those with the key's columns) their
+    # rows of the partition
+    whole: tuple[str, ...] = ()
 
 
 def _map_key(item: Declared, param: str, by: Sequence[str], key: str) -> str:
@@ -219,6 +221,12 @@ class PartitionFacts:
 
 def partitioned(items: Iterable[Declared]) -> list[Declared]:
     return [i for i in items if i.transform.partition_by is not None]
+
+
+def by_partition(item: Declared, facts: PartitionFacts) -> bool:
+    """Whether ``item`` builds partition by partition: its outputs are partitioned and
+    some input is (else one run writes the whole output, laid out by partition)."""
+    return item.transform.partition_by is not None and any(n in facts.by for n in item.input_names)
 
 
 def declared_partitioning(items: Iterable[Declared]) -> dict[str, Sequence[str]]:

@@ -121,11 +121,14 @@ def run_partitions(
         item.code.source,
         (item.root / item.code.module_path).as_uri(),
     )
+    # An output partitioned otherwise (or not at all) is replaced whole: a repartition.
+    held = ctx.state.partition_by(item.output_names)
+    repartition = any(held.get(n) != list(layout.by) for n in ctx.state.existing(item.output_names))
     txn = lake.transaction(
         list(item.output_names),
         "SNAPSHOT",
         partition_by=list(layout.by),
-        partitions=[pkeys.parse_text(k) for k in keys],
+        partitions=None if repartition else [pkeys.parse_text(k) for k in keys],
     )
     result = RunResult(item.fqn, None, Outcome.FAILED, dict.fromkeys(item.output_names))
     result.program = program
@@ -149,7 +152,7 @@ def run_partitions(
             txn.abort()
         _finish_all(ctx, out, specs, (read, writing), exc)
         raise
-    _commit(ctx, item, txn, out, specs, (read, writing))
+    _commit(ctx, item, txn, out, specs, (read, writing), repartition)
     result.seconds = time.monotonic() - started
     return out
 
@@ -174,7 +177,13 @@ def _run_one(
     for name in item.input_names:
         if name not in layout.whole:
             sources.setdefault(name, [])  # no partition feeds this one: reads no rows
-    partition = Partition(pkeys.parse_text(key), sources)
+    where = pkeys.parse_text(key)
+    filtered = {
+        v.dataset: where
+        for v in inputs.values()
+        if v.dataset in layout.whole and set(where) <= {f["name"] for f in v.schema_fields}
+    }
+    partition = Partition(where, sources, filtered)
     readable = (*item.input_names, *item.output_names)
     try:
         with reads_limited_to(f"transform {item.fqn} ({item.where})", readable):
@@ -205,9 +214,11 @@ def _commit(
     out: PartitionedResult,
     specs: Mapping[str, RunSpec],
     io: tuple[list[DatasetAt], list[DatasetAt]],
+    repartition: bool = False,
 ) -> None:
-    """Commit the partitions that succeeded; COMPLETE their runs (FAIL them all if the
-    commit fails) and record what built each partition."""
+    """Commit the partitions that succeeded (with ``repartition``, as the whole output);
+    COMPLETE their runs (FAIL them all if the commit fails) and record what built each
+    partition."""
     ns = ctx.lake.namespace
     read, writing = io
     done = [p for p in out.partitions if p.outcome is Outcome.BUILT]
@@ -218,7 +229,8 @@ def _commit(
         result.reason = _summary(out)
         return
     try:
-        txn.narrow([pkeys.parse_text(p.key) for p in done])
+        if not repartition:
+            txn.narrow([pkeys.parse_text(p.key) for p in done])
         txn.note_runs(runs)
         txn.commit()
     except Exception as exc:
@@ -256,6 +268,7 @@ def _commit(
                 PartitionBuild(key, commit_id, run, item.fingerprint, result.inputs)
                 for key, run in runs.items()
             ],
+            replace_all=repartition,
         )
     result.outcome = Outcome.BUILT
     result.run = done[0].run

@@ -217,7 +217,7 @@ def assess(
         if name not in current and name not in graph.producer
     }
     for item in items:
-        if item.transform.partition_by is not None:
+        if partition_plan.by_partition(item, parts or PartitionFacts()):
             out.update(_partitioned_status(item, current, parts or PartitionFacts(), out, missing))
             continue
         out_of_date = [i for i in item.input_names if i in out and out[i].causes]

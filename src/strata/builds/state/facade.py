@@ -157,10 +157,20 @@ class BuildState:
             uuids = catalog.dataset_uuids(conn, self.namespace, {dataset})
             return partitions.records(conn, uuids[dataset]) if dataset in uuids else {}
 
-    def record_partitions(self, dataset: str, built: Sequence[PartitionBuild]) -> None:
+    def record_partitions(
+        self, dataset: str, built: Sequence[PartitionBuild], replace_all: bool = False
+    ) -> None:
+        """Record what built each of ``built``'s partitions (``replace_all``: and forget
+        every other partition's entry, after a repartition)."""
         with write_tx(self.engine) as conn:
             uuid = catalog.dataset_uuids(conn, self.namespace, {dataset})[dataset]
+            if replace_all:
+                partitions.forget(conn, uuid)
             partitions.record(conn, uuid, built, datetime.now(UTC))
+
+    def existing(self, names: Collection[str]) -> list[str]:
+        """Those of ``names`` that are lake datasets with a version."""
+        return sorted(n for n in self.current(set(names)) if n in names)
 
     def ordinals_of(self, program_uuids: Collection[str]) -> dict[str, tuple[str, int]]:
         with read_tx(self.engine) as conn:

@@ -39,6 +39,10 @@ def records(conn: Connection, dataset_uuid: str) -> dict[str, PartitionBuild]:
     }
 
 
+def forget(conn: Connection, dataset_uuid: str) -> None:
+    conn.execute(partition_builds.delete().where(partition_builds.c.dataset_uuid == dataset_uuid))
+
+
 def record(
     conn: Connection, dataset_uuid: str, built: Sequence[PartitionBuild], now: datetime
 ) -> None:
