@@ -18,6 +18,7 @@ from pydantic import BeforeValidator
 from sqlalchemy.engine import Connection, Engine
 
 from strata.api.inputs import MAX_OFFSET, TIME_EXAMPLE, TIME_PATTERN, iso_text
+from strata.lake.partitions import FILTER_PATTERN
 from strata.settings import Settings
 from strata.store.engine import read_tx
 from strata.store.errors import mapped
@@ -83,6 +84,14 @@ Conn = Annotated[Connection, Depends(read_conn)]
 Limit = Annotated[int, Query(ge=0, le=MAX_LIMIT, description="results to return")]
 Offset = Annotated[int, Query(ge=0, le=MAX_OFFSET, description="results to skip")]
 Depth = Annotated[int, Query(ge=0, le=100, description="how many job hops to walk")]
+Partition = Annotated[
+    str | None,
+    Query(
+        pattern=FILTER_PATTERN,
+        description="partitions: col=value pairs, comma-separated (a column named twice "
+        "takes either value), e.g. region=JP,local_day=2026-11-01",
+    ),
+]
 
 
 def time_param(description: str, alias: str | None = None) -> Any:

@@ -8,7 +8,6 @@ as for current ones; ``program_of`` is the stored program version that built one
 
 from __future__ import annotations
 
-from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
@@ -44,15 +43,16 @@ def _program_json(job: str | None, ordinal: int | None, fp: str | None) -> dict[
 
 
 def history(
-    state: BuildState, dataset: str, partition: Mapping[str, str] | None = None
+    state: BuildState, dataset: str, partition: pkeys.Alternatives | None = None
 ) -> dict[str, Any]:
     """Every version of a lake dataset with its catalog entry, oldest first; a partitioned
-    dataset's say what each did to which partition. With ``partition`` (a full or partial
-    key), only the versions that touched it, each with the runs that built it there."""
+    dataset's say what each did to which partition. With ``partition`` (each column's
+    wanted values), only the versions that touched it, each with the runs that built it
+    there."""
     rows, inputs = state.history(dataset)
     if partition is not None:
         by = state.partition_by([dataset]).get(dataset)
-        wanted = pkeys.Filters(by or [], [pkeys.check_filter(dataset, by, partition)])
+        wanted = pkeys.Chosen(dataset, by, partition)
         rows = [x for x in rows if any(map(wanted.holds, touched_keys(x.partitions)))]
     versions = [
         {
@@ -73,7 +73,7 @@ def history(
     return {"dataset": dataset, "versions": versions}
 
 
-def _partitions(x: VersionEntry, wanted: pkeys.Filters | None) -> dict[str, Any]:
+def _partitions(x: VersionEntry, wanted: pkeys.Chosen | None) -> dict[str, Any]:
     """A partitioned version's ``partitions`` (and, asked for some, ``partition_runs``:
     each matching key with the run that built it in this version)."""
     if x.partitions is None:

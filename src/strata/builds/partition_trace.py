@@ -24,24 +24,26 @@ def partition_trace(
     state: BuildState,
     dataset: str,
     version: int | None,
-    key: Mapping[str, str],
+    key: Mapping[str, list[str]],
     depth: int,
     whole: Any,
 ) -> dict[str, Any]:
-    """The trace tree of partition ``key`` (every column named) of ``dataset`` at
+    """The trace tree of partition ``key`` (one value for every column) of ``dataset`` at
     ``version`` (default: current); ``whole(dataset, version)`` traces an input read
     whole."""
+    walk = _Walk(state, whole)
+    walk.history(dataset)  # an unknown dataset is NotFound before its key is judged
     by = state.partition_by([dataset]).get(dataset)
-    wanted = pkeys.check_filter(dataset, by, key)
+    wanted = pkeys.check_filter(dataset, by, {c: vs[0] for c, vs in key.items()})
     assert by is not None
-    if set(wanted) != set(by):
+    if set(wanted) != set(by) or any(len(vs) > 1 for vs in key.values()):
         raise InvalidArgument(
             f"a trace follows one partition: name every partition column of {dataset!r} "
-            f"({', '.join(by)}), e.g. --partition "
+            f"({', '.join(by)}) once, e.g. --partition "
             + ",".join(f"{c}={wanted.get(c, '…')}" for c in by),
             dataset=dataset,
         )
-    return _Walk(state, whole).node(dataset, version, pkeys.key_text(by, wanted), depth)
+    return walk.node(dataset, version, pkeys.key_text(by, wanted), depth)
 
 
 class _Walk:
@@ -49,13 +51,13 @@ class _Walk:
         self.state, self.whole = state, whole
         self.histories: dict[str, list[VersionEntry]] = {}
 
-    def _entries(self, dataset: str) -> list[VersionEntry]:
+    def history(self, dataset: str) -> list[VersionEntry]:
         if dataset not in self.histories:
             self.histories[dataset] = self.state.history(dataset)[0]
         return self.histories[dataset]
 
     def node(self, dataset: str, version: int | None, key: str, depth: int) -> dict[str, Any]:
-        entries = self._entries(dataset)
+        entries = self.history(dataset)
         at = version if version is not None else (entries[-1].version if entries else 0)
         made = next(
             (x for x in reversed(entries) if x.version <= at and key in touched_keys(x.partitions)),

@@ -161,16 +161,19 @@ class BuildService:
                         columns=unknown,
                     )
 
-    def history(self, dataset: str, partition: Mapping[str, str] | None = None) -> dict[str, Any]:
-        return history.history(self.state, dataset, partition)
+    def history(
+        self, dataset: str, partition: Mapping[str, list[str]] | None = None
+    ) -> dict[str, Any]:
+        return history.history(self.state, dataset, dict(partition) if partition else None)
 
     def trace(
         self,
         dataset: str,
         version: int | None = None,
-        partition: Mapping[str, str] | None = None,
+        partition: Mapping[str, list[str]] | None = None,
     ) -> dict[str, Any]:
-        """The provenance tree of a version (of one partition of it, with ``partition``)."""
+        """The provenance tree of a version (of one partition of it, with ``partition``:
+        one value for each partition column)."""
         if partition is None:
             return history.trace(self.state, dataset, version)
         from strata.builds.partition_trace import partition_trace

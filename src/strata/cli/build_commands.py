@@ -286,10 +286,10 @@ def history(
 ) -> None:
     """Each version: commit time, type, rows, the run and program that built it, its inputs
     (and, partitioned, what it did to which partitions)."""
-    from strata.lake.partitions import parse_filter
+    from strata.lake.partitions import parse_alternatives
 
     with reported():
-        wanted = parse_filter(partition) if partition is not None else None
+        wanted = parse_alternatives(partition) if partition is not None else None
         result = service_from(ctx, []).history(dataset, wanted)
         if json:
             emit_json(result)
@@ -359,11 +359,11 @@ def trace(
 ) -> None:
     """The provenance tree of a version down to raw datasets, with exact versions."""
     from strata.builds.history import parse_ref
-    from strata.lake.partitions import parse_filter
+    from strata.lake.partitions import parse_alternatives
 
     with reported():
         name, version = parse_ref(ref)
-        wanted = parse_filter(partition) if partition is not None else None
+        wanted = parse_alternatives(partition) if partition is not None else None
         tree = service_from(ctx, []).trace(name, version, wanted)
         if json:
             emit_json(tree)

@@ -129,9 +129,15 @@ def check_value(dataset: str, column: str, value: str | None) -> str:
     return value
 
 
-def parse_filter(text: str) -> Key:
-    """``region=JP,local_day=2026-11-01`` (a comma-separated list of col=value) as a key."""
-    out: Key = {}
+# What the API takes for a partition filter: col=value pairs, comma-separated.
+FILTER_PATTERN = "^[^,=/\\x00]+=[^,=/\\x00]+(,[^,=/\\x00]+=[^,=/\\x00]+)*$"
+Alternatives = dict[str, list[str]]
+
+
+def parse_alternatives(text: str) -> Alternatives:
+    """``region=JP,region=UK,day=2026-11-01``: each column's wanted values (a column named
+    twice takes either value; different columns must all match)."""
+    out: Alternatives = {}
     for pair in text.split(","):
         col, sep, value = pair.strip().partition("=")
         if not sep or not col or not value:
@@ -140,10 +146,30 @@ def parse_filter(text: str) -> Key:
                 "region=JP,local_day=2026-11-01",
                 partition=text,
             )
-        if col in out:
-            raise InvalidArgument(f"partition {text!r} names {col!r} twice", partition=text)
-        out[col] = value
+        out.setdefault(col, []).append(value)
     return out
+
+
+def parse_filter(text: str) -> Key:
+    """``region=JP,local_day=2026-11-01`` (a comma-separated list of col=value) as a key."""
+    out: Key = {}
+    for col, values in parse_alternatives(text).items():
+        if len(values) > 1:
+            raise InvalidArgument(f"partition {text!r} names {col!r} twice", partition=text)
+        out[col] = values[0]
+    return out
+
+
+class Chosen:
+    """Keys whose every named column has one of the wanted values."""
+
+    def __init__(self, dataset: str, by: Sequence[str] | None, wanted: Alternatives) -> None:
+        check_filter(dataset, by, dict.fromkeys(wanted, ""))
+        self.wanted = {c: set(vs) for c, vs in wanted.items()}
+
+    def holds(self, text: str) -> bool:
+        key = parse_text(text)
+        return all(key.get(c) in vs for c, vs in self.wanted.items())
 
 
 def check_filter(dataset: str, by: Sequence[str] | None, wanted: Mapping[str, Any]) -> Key:

@@ -14,8 +14,9 @@ from fastapi import APIRouter, Query, Request, Response
 
 from strata.api import views
 from strata.api.contract import errors
+from strata.api.deps import Partition
 from strata.builds.service import BuildService
-from strata.lake.partitions import parse_filter
+from strata.lake.partitions import parse_alternatives
 
 router = APIRouter(prefix="/strata", tags=["Strata builds"])
 
@@ -42,20 +43,20 @@ def get_dataset_status(request: Request, dataset: str) -> Response:
 
 
 @router.get("/history/{dataset:seg}", response_model=views.Json)
-def get_history(request: Request, dataset: str, partition: str | None = None) -> Response:
+def get_history(request: Request, dataset: str, partition: Partition = None) -> Response:
     """Each version with the run and program version that built it and its input versions
     (``partition=region=JP``: only the versions that touched that partition)."""
-    wanted = parse_filter(partition) if partition is not None else None
+    wanted = parse_alternatives(partition) if partition is not None else None
     return views.json_response(_service(request).history(dataset, wanted))
 
 
 @router.get("/trace/{dataset:seg}", response_model=views.Json)
 def get_trace(
-    request: Request, dataset: str, version: Version = None, partition: str | None = None
+    request: Request, dataset: str, version: Version = None, partition: Partition = None
 ) -> Response:
     """The provenance tree of a version down to raw datasets, exact versions at each level
     (``partition=col=value,…``: of that one partition, down to the partitions it read)."""
-    wanted = parse_filter(partition) if partition is not None else None
+    wanted = parse_alternatives(partition) if partition is not None else None
     return views.json_response(_service(request).trace(dataset, version, wanted))
 
 

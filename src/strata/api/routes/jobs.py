@@ -12,11 +12,11 @@ from fastapi.responses import JSONResponse
 from strata import ids
 from strata.api import views
 from strata.api.contract import JOB_MOVED, errors
-from strata.api.deps import Eng, Limit, Offset, reading
+from strata.api.deps import Eng, Limit, Offset, Partition, reading
 from strata.api.models import JobIn, RunIn
 from strata.api.redirects import job_uuid
 from strata.errors import InvalidArgument, NotFound, StoreConflict
-from strata.lake.partitions import parse_filter
+from strata.lake.partitions import parse_alternatives
 from strata.lineage.ingest import marquez_writes as w
 from strata.lineage.query import queries as q
 from strata.store.engine import read_tx
@@ -125,10 +125,10 @@ def list_runs(
     job: str,
     limit: Limit = 100,
     offset: Offset = 0,
-    partition: str | None = None,
+    partition: Partition = None,
 ) -> Response:
     if partition is not None:  # Strata's: one partition's runs, e.g. ?partition=region=JP
-        key = parse_filter(partition)
+        key = parse_alternatives(partition)
         with reading(request) as conn:
             runs = q.list_partition_runs(conn, job_uuid(conn, namespace, job), key, limit, offset)
         return views.page("runs", runs, views.run)

@@ -793,17 +793,20 @@ def list_runs(conn: Connection, job_uuid: str, limit: int, offset: int) -> Page[
 
 
 def list_partition_runs(
-    conn: Connection, job_uuid: str, key: Mapping[str, str], limit: int, offset: int
+    conn: Connection, job_uuid: str, key: Mapping[str, Sequence[str]], limit: int, offset: int
 ) -> Page[Run]:
-    """The runs of a partitioned transform's job for the partitions matching ``key`` (a
-    full or partial key), newest first."""
+    """The runs of a partitioned transform's job for the partitions matching ``key`` (each
+    column named has one of its values), newest first."""
     r = s.runs
     # Keys are `col=value` joined by `/`, and no value holds `/` or `=`: a component
     # found between slashes is that column's value, compared exactly on both backends.
     find = sa.func.strpos if conn.dialect.name == "postgresql" else sa.func.instr
     padded = sa.literal("/") + r.c.partition_key + sa.literal("/")
     where = [r.c.job_uuid == job_uuid, r.c.partition_key.is_not(None)]
-    where += [find(padded, f"/{col}={value}/") > 0 for col, value in key.items()]
+    where += [
+        sa.or_(*[find(padded, f"/{col}={value}/") > 0 for value in values])
+        for col, values in key.items()
+    ]
     total = conn.execute(sa.select(sa.func.count()).select_from(r).where(*where)).scalar_one()
     ordered: list[str] = list(
         conn.execute(
