@@ -23,6 +23,7 @@ CHAPTERS = (
     "a broken transform",
     "an upstream rewrite",
     "history and trace",
+    "partitions: one job, a run per region and hour",
     "explore what it built",
 )
 
@@ -44,32 +45,37 @@ def test_demo_tells_the_story_and_goes_on_where_it_stopped(
     assert "current versions untouched" in out
 
     lake = Lake(settings)
-    # Two hours, the late replay and one more hour: four raw APPENDs; the last withdrawn.
-    assert [v.type for v in lake.versions("raw/clicks")] == ["APPEND"] * 4 + ["DELETE"]
+    # Two hours, the late replay and one more hour: four raw APPENDs; the last withdrawn;
+    # then late JP clicks.
+    assert [v.type for v in lake.versions("raw/clicks")] == ["APPEND"] * 4 + [
+        "DELETE",
+        "APPEND",
+    ]
     service = BuildService(settings, [str(settings.home / "demo" / "pipelines")], lake=lake)
     assert [s.name for s in service.status().values() if s.stale] == []
     history = service.history("metrics/experiment_cumulative")["versions"]
-    # daily build, program change, late clicks, the fix, the rewrite: the failed build
-    # moved nothing.
-    assert len(history) == 5
-    assert history[-1]["inputs"] == {"metrics/customer_daily": 5, "raw/experiments": 1}
+    # daily build, program change, late clicks, the fix, the rewrite, the JP clicks: the
+    # failed build moved nothing.
+    assert len(history) == 6
+    assert history[-1]["inputs"] == {"metrics/customer_daily": 6, "raw/experiments": 1}
     hourly = service.history("metrics/customer_hourly")["versions"]
-    assert [v["program"]["ordinal"] for v in hourly] == [1, 1, 2, 2, 2, 2]
+    assert [v["program"]["ordinal"] for v in hourly] == [1, 1, 2, 2, 2, 2, 2]
     # Incremental after the first hour, whole after the program change and the DELETE.
     assert [v["mode"] for v in hourly] == [
-        "full", "incremental", "full", "incremental", "incremental", "full"
+        "full", "incremental", "full", "incremental", "incremental", "full", "incremental"
     ]  # fmt: skip
+    _partition_chapter(out, service, lake)
     assert hourly[1]["read"]["clean/clicks"]["from"] == 1
     tree = service.trace("metrics/experiment_cumulative", 1)
     assert _leaves(tree) == {("raw/clicks", 2), ("raw/experiments", 1)}
 
     again = run_demo(*where, "--home", str(settings.home), "demo", "--hours", "1")
     assert "going on from 2026-11-24T00:00:00+00:00" in again
-    assert len(lake.versions("raw/clicks")) == 9
+    assert len(lake.versions("raw/clicks")) == 11
     # The pipelines were copied afresh: the first hourly build ran program v1 again.
     assert [
         v["program"]["ordinal"] for v in service.history("metrics/customer_hourly")["versions"]
-    ][6:] == [1, 2, 2, 2, 2]
+    ][7:] == [1, 2, 2, 2, 2, 2]
     lake.engine.dispose()
 
 
@@ -79,8 +85,9 @@ def test_fresh_starts_over_on_the_embedded_default(tmp_path: Path, spark: object
     out = run_demo("--home", str(home), "demo", "--fresh", "--hours", "1")
     assert "started over" in out and "going on from" not in out
     lake = Lake(Settings(home=home))
-    # One hour, the late replay, one more hour, its withdrawal: the first run's are gone.
-    assert [v.commit_id for v in lake.versions("raw/clicks")] == [1, 2, 3, 4]
+    # One hour, the late replay, one more hour, its withdrawal, late JP clicks: the first
+    # run's are gone.
+    assert [v.commit_id for v in lake.versions("raw/clicks")] == [1, 2, 3, 4, 5]
     lake.engine.dispose()
 
 
@@ -104,6 +111,21 @@ def test_a_first_run_refuses_raw_datasets_it_did_not_write(settings: Settings) -
     assert "raw/clicks already exist" in result.stderr and "--fresh" in result.stderr
     assert len(lake.versions("raw/clicks")) == 1
     lake.engine.dispose()
+
+
+def _partition_chapter(out: str, service: BuildService, lake: Lake) -> None:
+    """The late JP clicks rebuilt one JP hour and one JP day; every region has runs."""
+    assert "rebuilt region=JP/hour=2026-11-23T22 and region=JP/local_day=2026-11-24 only" in out
+    daily = service.history("regions/daily", {"region": ["JP"]})["versions"]
+    assert [v["version"] for v in daily] == [1, 2]  # UK and US: version 1 only
+    assert service.history("regions/daily", {"region": ["UK"]})["versions"][0]["version"] == 1
+    status = service.dataset_status("regions/hourly")
+    assert status.partition_counts() == {"fresh": 9, "out_of_date": 0, "never_built": 0}
+    assert {k.split("/")[0] for k in lake.partitions("raw/clicks")} == {
+        "region=JP",
+        "region=UK",
+        "region=US",
+    }
 
 
 def _leaves(node: dict[str, object]) -> set[tuple[object, object]]:

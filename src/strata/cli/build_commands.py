@@ -180,12 +180,9 @@ def print_report(report: BuildReport, dry_run: bool) -> None:
     rows = []
     for s in report.steps:
         outputs = ", ".join(f"{k}@{v}" if v is not None else k for k, v in s.outputs.items())
-        why = escape(first_line(s.reason) if s.reason else _causes_line(s))
+        why = escape(first_line(s.reason) if s.reason else causes_line(s))
         took = f"{s.seconds:.1f}s" if s.outcome.ran else ""
-        outcome = f"{s.outcome.value} ({s.mode})" if s.mode == "incremental" else s.outcome.value
-        if s.partitions is not None:
-            built = sum(1 for p in s.partitions if p.outcome is Outcome.BUILT)
-            outcome = f"{outcome} ({built} of {len(s.partitions)} partitions)"
+        outcome = s.outcome.value + how_it_ran(s)
         rows.append((s.transform, outcome, outputs, s.rows or "", took, why))
     title = "build plan" if dry_run else f"build {report.run} — {report.state}"
     emit_table(title, ["transform", "outcome", "outputs", "rows", "time", "why"], rows)
@@ -197,7 +194,15 @@ def print_report(report: BuildReport, dry_run: bool) -> None:
         point_to_spark_log()
 
 
-def _causes_line(step: Any) -> str:
+def how_it_ran(step: Any) -> str:
+    """`` (incremental)`` or `` (3 of 4 partitions)``: what the outcome alone leaves out."""
+    if step.partitions is not None:
+        built = sum(1 for p in step.partitions if p.outcome is Outcome.BUILT)
+        return f" ({built} of {len(step.partitions)} partitions)"
+    return f" ({step.mode})" if step.mode == "incremental" else ""
+
+
+def causes_line(step: Any) -> str:
     """Each output's causes; a partitioned output's, the first and how many more."""
     out = []
     for dataset, causes in step.causes.items():

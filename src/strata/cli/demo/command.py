@@ -30,8 +30,9 @@ def demo(
 
     Hourly (incremental) and daily pipelines over a synthetic clickstream for three
     regions: builds, a no-op build, a program change, late data through the worker, a
-    failure and its fix, an upstream rewrite, history, trace and time travel. Run it
-    again to go on where it stopped.
+    failure and its fix, an upstream rewrite, history, trace and time travel, and a
+    partitioned pipeline where late JP clicks rebuild only JP's partitions. Run it again
+    to go on where it stopped.
     """
     from strata.builds.service import BuildService
     from strata.cli.demo.example import (
@@ -67,6 +68,7 @@ def demo(
         story.failure()
         story.rewrite()
         story.provenance()
+        story.partitions()
         _explore(settings, pipelines, time.perf_counter() - t0)
 
 
@@ -110,10 +112,12 @@ def _explore(settings: Settings, pipelines: Path, seconds: float) -> None:
     console.print(
         f"export STRATA_PIPELINES={pipelines}\n"
         "strata status · strata history metrics/experiment_daily · "
-        "strata trace metrics/experiment_cumulative@1\n\n"
+        "strata trace metrics/experiment_cumulative@1\n"
+        "strata status regions/daily · strata history regions/daily --partition region=JP\n\n"
         "strata serve            # the Marquez API and OpenLineage ingest, then:\n"
         f"curl '{base}/lineage?nodeId=dataset:{ns}:metrics/experiment_cumulative&depth=20'\n"
         f"curl '{base}/namespaces/{ns}/jobs/daily.experiment_metrics/runs'\n"
+        f"curl '{base}/namespaces/{ns}/jobs/regions.daily/runs?partition=region=JP'\n"
         f"curl '{base}/namespaces/{ns}/datasets/metrics%2Fexperiment_daily/versions'",
         highlight=False,
         soft_wrap=True,

@@ -6,21 +6,24 @@ can be traced and read again."""
 from __future__ import annotations
 
 import time
+from collections import Counter
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass
-from datetime import datetime
+from datetime import datetime, timedelta
 from pathlib import Path
 from types import ModuleType
 from typing import TYPE_CHECKING, Any
 
+from rich.markup import escape
 from rich.progress import BarColumn, Progress, SpinnerColumn, TextColumn, TimeElapsedColumn
 
+from strata import ids
 from strata.builds.causes import Outcome
-from strata.cli.build_commands import print_trace
+from strata.cli.build_commands import causes_line, how_it_ran, print_trace
 from strata.cli.demo.example import DAILY, HOURLY, DemoState
 from strata.cli.output import console, emit_table
-from strata.errors import StrataError
+from strata.errors import InvalidArgument, StrataError
 
 if TYPE_CHECKING:
     import pyarrow as pa
@@ -30,6 +33,7 @@ if TYPE_CHECKING:
     from strata.lake.service import Lake
 
 RESULT = "metrics/experiment_cumulative"
+REGIONAL = "regions/daily"
 
 
 @dataclass
@@ -275,11 +279,95 @@ class Story:
         self.say(f"as of {first['committed_at']} (version {first['version']}) it read:")
         self.show_result(first["version"])
 
+    # -- 9: partitions ---------------------------------------------------------------
+
+    def partitions(self) -> None:
+        """The regional pipeline builds partition by partition; late JP clicks rebuild
+        JP's hour and JP's day, and nothing of the UK's or the US's."""
+        self.chapter("partitions: one job, a run per region and hour; late JP clicks")
+        source = Path(str(self.data.__file__)).parent / "regional" / "regions.py"
+        (self.pipelines / "regions.py").write_text(source.read_text())
+        self.say(
+            "regions.py joins the pipelines: regions/hourly (by region and hour, from "
+            "raw/clicks, itself partitioned by region and hour) and regions/daily (by region "
+            "and local day: each UTC hour mapped to its region's day)."
+        )
+        outcomes(self.build([REGIONAL]))
+        hour = self.state.hour("first_hour") + timedelta(hours=1)
+        import pyarrow as pa
+        import pyarrow.compute as pc
+
+        # A tenth of the hour's JP clicks, replayed from a JP collector.
+        replay = self.data.late_events(hour, self.state.seed, f"jp{self.state.runs}", share=1.0)
+        jp = replay.filter(pc.equal(replay.column("region"), pa.scalar("JP")))
+        late = jp.slice(0, max(1, jp.num_rows // 10))
+        version = self.append_clicks(late)
+        self.say(
+            f"APPEND of {late.num_rows:,} late JP clicks for {hour:%H:%M}Z → raw/clicks@{version}"
+        )
+        for name in ("regions/hourly", REGIONAL):
+            found = self.service.dataset_status(name)
+            stale = [p for p in found.partitions or () if p.stale]
+            emit_table(
+                f"`strata status {name}`: {len(stale)} of {len(found.partitions or ())} "
+                "partitions out of date",
+                ["partition", "why"],
+                [(p.key, escape("; ".join(c.describe() for c in p.causes))) for p in stale],
+            )
+        self.say(
+            "`strata build --all`: the hourly pipeline reads the new rows (incremental), the "
+            "regional one rebuilds the JP partitions they fall in:"
+        )
+        report = self.build()
+        ran = {
+            s.transform: sorted(p.key for p in s.partitions or () if p.outcome is Outcome.BUILT)
+            for s in report.steps
+            if s.partitions is not None
+        }
+        outcomes(report)
+        others = [k for keys in ran.values() for k in keys if not k.startswith("region=JP/")]
+        one_each = all(len(ran.get(t, [])) == 1 for t in ("regions.hourly", "regions.daily"))
+        if not one_each or others:
+            raise StrataError(f"late JP clicks should rebuild one JP hour and day: {ran}")
+        self.say(
+            f"[green]✓[/] rebuilt {ran['regions.hourly'][0]} and {ran['regions.daily'][0]} "
+            "only; the UK's and the US's partitions stayed fresh."
+        )
+        self.partition_runs()
+
+    def partition_runs(self) -> None:
+        """One job per transform in the lineage graph, with every region's runs."""
+        from strata.lineage.query.queries import latest_partition_runs
+        from strata.store.engine import read_tx
+
+        rows = []
+        with read_tx(self.lake.engine) as conn:
+            for job in ("regions.hourly", "regions.daily"):
+                latest = latest_partition_runs(conn, ids.job_uuid(self.lake.namespace, job))
+                per = Counter(x.partition.split("/")[0].removeprefix("region=") for x in latest)
+                rows.append((job, ", ".join(f"{r} {n}" for r, n in sorted(per.items()))))
+        emit_table(
+            "one job each in the lineage graph; partitions by region (each with its latest run)",
+            ["job", "partitions"],
+            rows,
+        )
+
     # -- helpers -------------------------------------------------------------------
 
     def append_clicks(self, batch: pa.Table) -> int:
-        with self.lake.transaction("raw/clicks", type="APPEND") as txn:
-            txn.write(batch)
+        """APPEND clicks to raw/clicks, partitioned by region and event hour (UTC)."""
+        import pyarrow.compute as pc
+
+        hours = pc.strftime(batch.column("event_time"), format="%Y-%m-%dT%H")
+        try:
+            txn = self.lake.transaction("raw/clicks", "APPEND", partition_by=["region", "hour"])
+        except InvalidArgument as exc:
+            raise StrataError(
+                "this store's raw/clicks was written by an earlier demo, before it was "
+                "partitioned; run `strata demo --fresh`"
+            ) from exc
+        with txn:
+            txn.write(batch.append_column("hour", hours))
         return txn.versions["raw/clicks"].commit_id
 
     def build(self, datasets: Sequence[str] = (), *, check: bool = True) -> BuildReport:
@@ -308,14 +396,9 @@ def outcomes(report: BuildReport) -> None:
         if step.outcome is Outcome.FRESH:
             continue
         outputs = ", ".join(f"{k}@{v}" if v is not None else k for k, v in step.outputs.items())
-        if step.reason:
-            why = step.reason.splitlines()[0][:160]
-        else:
-            why = "; ".join(c.describe() for cs in step.causes.values() for c in cs)
-        mark = _MARKS.get(step.outcome, step.outcome.value)
-        if step.mode == "incremental":
-            mark = f"{mark} (incremental)"
-        rows.append((step.transform, mark, outputs, why))
+        why = step.reason.splitlines()[0][:160] if step.reason else causes_line(step)
+        mark = _MARKS.get(step.outcome, step.outcome.value) + how_it_ran(step)
+        rows.append((step.transform, mark, outputs, escape(why)))
     fresh = sum(1 for s in report.steps if s.outcome is Outcome.FRESH)
     title = f"build {report.state.lower()}: {len(rows)} ran or stopped, {fresh} fresh"
     emit_table(title, ["transform", "outcome", "output", "why"], rows)
