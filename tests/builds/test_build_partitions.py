@@ -19,6 +19,8 @@ from fastapi.testclient import TestClient
 
 from strata.api.app import create_app
 from strata.builds.causes import Cause, CauseKind
+from strata.builds.service import BuildService
+from strata.lake.service import Lake
 from strata.settings import Settings
 
 pytestmark = pytest.mark.spark
@@ -187,6 +189,12 @@ def test_partitions_build_alone_fail_alone_and_backfill(part: Project, tmp_path:
         assert {
             tuple(x["partition"].values()): x["state"] for x in hourly["latestRunsByPartition"]
         }[("UK", "2026-11-23T14")] == "FAILED"  # the last UK 14:00 run: one request away
+        versions = api.get(
+            f"/api/v1/namespaces/strata/datasets/{DAILY.replace('/', '%2F')}/versions"
+        ).json()["versions"]
+        by_commit = {v["commitId"]: v["partitions"] for v in versions}
+        assert by_commit[2]["replaced"] == [{"region": "JP", "local_day": "2026-11-24"}]
+        assert by_commit[1]["added"][-1] == {"region": "UK", "local_day": "2026-11-23"}
         graph = api.get(f"/api/v1/lineage?nodeId=dataset:strata:{DAILY}&depth=5").json()
         jobs = [n["id"] for n in graph["graph"] if n["type"] == "JOB"]
         assert sorted(jobs) == ["job:strata:shop.customer_daily", "job:strata:shop.customer_hourly"]
@@ -195,7 +203,13 @@ def test_partitions_build_alone_fail_alone_and_backfill(part: Project, tmp_path:
 def test_partition_mistakes_are_refused_by_name(part: Project) -> None:
     p = part
     with p.lake.transaction("raw/clicks", "SNAPSHOT", partition_by=["region", "hour"]) as txn:
-        txn.write(clicks(("JP", "14", "a")))
+        txn.write(clicks(("JP", "14", "a"), ("UK", "14", "b"), ("US", "14", "c")))
+    limited = dataclasses.replace(p.settings, partition_limit=2)
+    too_many = BuildService(limited, [str(p.folder)], lake=Lake(limited, p.lake.engine))
+    report = too_many.build([HOURLY])
+    assert report.failed and report.steps[0].outcome.value == "failed"
+    assert "would run 3 partitions, more than the limit of 2" in (report.steps[0].reason or "")
+    assert HOURLY not in {d.name for d in p.lake.datasets() if d.latest_commit_id}
     code, _, err = p.cli("build", DAILY, "--partitions", "country=JP", "--pipeline", str(p.folder))
     assert code == 1
     assert "--partitions names ['country'], but 'metrics/customer_daily' is partitioned by" in err

@@ -11,6 +11,7 @@ import orjson
 from fastapi.encoders import jsonable_encoder
 from starlette.responses import Response
 
+from strata.lake.partition_index import summary_dicts
 from strata.lineage.query import column_lineage as cl
 from strata.lineage.query import graph as g
 from strata.lineage.query import provenance as p
@@ -168,6 +169,8 @@ def dataset_version(v: q.DatasetVersion) -> Json:
         "rowCount": v.row_count,
         "contentHash": v.content_hash,
         **_stream(d.type, v.facets),
+        # Strata's: what a partitioned lake version did to which partitions.
+        **({"partitions": summary_dicts(v.partitions)} if v.partitions is not None else {}),
     }
 
 

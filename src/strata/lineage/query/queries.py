@@ -376,6 +376,7 @@ class DatasetVersion:
     row_count: int | None
     content_hash: str | None
     created_by_run: Run | None = None
+    partitions: dict[str, Any] | None = None  # a partitioned lake version's changes
 
 
 def _versions_from_rows(
@@ -409,6 +410,7 @@ def _versions_from_rows(
                 row_count=r.row_count,
                 content_hash=r.content_hash,
                 created_by_run=run,
+                partitions=r.partitions,
             )
         )
     return out
