@@ -14,6 +14,7 @@ import threading
 from collections.abc import Callable, Collection, Mapping, Sequence
 from concurrent.futures import FIRST_COMPLETED, Future, ThreadPoolExecutor, wait
 from dataclasses import dataclass, field
+from functools import cached_property
 from typing import TYPE_CHECKING, Any, Protocol
 
 from strata.builds import incremental, partition_plan
@@ -220,18 +221,23 @@ class _BuildRun:
             self.steps[key] = step
         self.reporter.finished(step)
 
+    @cached_property
+    def _declared(self) -> dict[str, Sequence[str]]:
+        """Each partitioned output the loaded pipelines declare, with its columns."""
+        return partition_plan.declared_partitioning(self.builder.pipelines.transforms.values())
+
     def _by_partition(self, item: Declared) -> bool:
+        """Whether ``item`` builds partition by partition (one of its inputs is
+        partitioned): one small query, not the partitions' facts."""
         if item.transform.partition_by is None:
             return False
-        with self.lock:
-            snapshot = dict(self.current)
-        return partition_plan.by_partition(item, self._partition_facts(item, snapshot))
+        stored = self.builder.state.partition_by(item.input_names)
+        return any(n in stored or n in self._declared for n in item.input_names)
 
     def _partition_facts(
         self, item: Declared, now: dict[str, Current]
     ) -> partition_plan.PartitionFacts:
-        declared = partition_plan.declared_partitioning(self.builder.pipelines.transforms.values())
-        return partition_plan.gather(self.builder.state, [item], now, declared)
+        return partition_plan.gather(self.builder.state, [item], now, self._declared)
 
     def _blocked(self, item: Declared) -> Step | None:
         """Skipped: an upstream transform of this build failed or was skipped."""
