@@ -46,8 +46,7 @@ from strata.lake import partitions as pkeys
 from strata.lake.registry import Version
 from strata.lake.service import reads_limited_to
 from strata.lake.transaction import Transaction
-
-PARTITION_FACET = "strata_partition"
+from strata.lineage.ingest.facets import PARTITION_FACET
 
 
 @dataclass
@@ -139,11 +138,9 @@ def run_partitions(
     writing = [DatasetAt(name, None) for name in item.output_names]
     try:
         for key in keys:
-            spec = RunSpec(new_id(), JobRef(lake.namespace, item.fqn), ctx.parent, facets)
-            read_keys = layout.sources.get(key, {})
-            specs[key] = spec = RunSpec(
-                spec.run_id, spec.job, spec.parent, facets, partition_facet(key, read_keys)
-            )
+            run_facets = partition_facet(key, layout.sources.get(key, {}))
+            job = JobRef(lake.namespace, item.fqn)
+            specs[key] = spec = RunSpec(new_id(), job, ctx.parent, facets, run_facets)
             out.partitions.append(
                 _run_one(ctx, item, inputs, txn, layout, key, spec, (read, writing))
             )
