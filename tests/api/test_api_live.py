@@ -9,8 +9,8 @@ from datetime import UTC, datetime
 
 import pytest
 import sqlalchemy as sa
-from live_server import serving
 
+from live_server import serving
 from strata.api import create_app
 from strata.settings import Settings
 

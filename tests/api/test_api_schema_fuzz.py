@@ -15,8 +15,8 @@ from pathlib import Path
 
 import sqlalchemy as sa
 from api_seed import Seeder, chain
-from live_server import serving
 
+from live_server import serving
 from strata.api import create_app
 from strata.settings import Settings
 

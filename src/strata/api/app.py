@@ -11,6 +11,7 @@ from fastapi import Depends, FastAPI
 from sqlalchemy.engine import Engine
 
 from strata.api import contract, errors, paths, redirects
+from strata.api.build_tasks import BuildTasks
 from strata.api.deps import authorize
 from strata.api.direct import StrataApp
 from strata.api.guard import GuardMiddleware
@@ -35,6 +36,7 @@ from strata.lineage.ingest import marquez_writes
 from strata.lineage.ingest.writer import GroupWriter
 from strata.settings import Settings
 from strata.store.engine import engine_for
+from strata.web import pages as web
 
 API_PREFIX = "/api/v1"
 
@@ -57,6 +59,7 @@ async def _lifespan(app: FastAPI) -> AsyncIterator[None]:
     # Answers what is queued before the server exits; what the fold has not folded by
     # then stays queued in the store, for the next server.
     await asyncio.to_thread(writer.close, _CLOSE_S)
+    app.state.build_tasks.close()
 
 
 _FOLD_READY_S = 60.0
@@ -77,6 +80,7 @@ def create_app(settings: Settings, engine: Engine | None = None) -> FastAPI:
     app.state.lineage_writer = GroupWriter(app.state.engine, fold_in=settings.lineage_fold)
     # One build service per app: its pipelines are imported once, not per request.
     app.state.builds = BuildService(settings, lake=Lake(settings, app.state.engine))
+    app.state.build_tasks = BuildTasks(app.state.builds)
     # Each module's router straight under the app: every level of router nesting is
     # matched again on every request.
     checks = [Depends(authorize), Depends(check_request)]
@@ -84,6 +88,7 @@ def create_app(settings: Settings, engine: Engine | None = None) -> FastAPI:
         app.include_router(module.router, prefix=API_PREFIX, dependencies=checks)
     include_extra_routes(app, API_PREFIX, checks)
     app.include_router(health.router, prefix=API_PREFIX)  # no token, no wait for the fold
+    web.mount(app)
     contract.declare(app)
     errors.install(app)
     app.add_exception_handler(redirects.JobMoved, redirects.handle)

@@ -90,6 +90,7 @@ class Cause:
         out.update(self.detail)
         if self.partition is not None:
             out["partition"] = dict(self.partition)
+        out["text"] = self.describe()  # the CLI's words, so every reader says the same
         return out
 
     def describe(self) -> str:

@@ -33,6 +33,7 @@ NO_ROW_MARGIN = timedelta(seconds=60)
 
 if TYPE_CHECKING:
     import pyarrow as pa
+    import pyarrow.dataset as pads
     from pyspark.sql import DataFrame, SparkSession
 
 
@@ -292,19 +293,27 @@ class Lake:
     ) -> pa.Table:
         """A version as a pyarrow Table, without Spark (with ``partitions``, only the
         partitions matching that key, e.g. ``{"region": "JP"}``)."""
+        v, files = self._resolve(dataset, version, as_of, partitions)
+        return self._arrow_dataset(v, files).to_table()
+
+    def head(self, dataset: str, rows: int, version: int | None = None) -> tuple[Version, pa.Table]:
+        """The first ``rows`` rows of a version, without Spark: reading stops once enough
+        rows are in, so a preview costs a few files, not the whole version."""
+        v, files = self._resolve(dataset, version, None, None, declared=False)
+        return v, self._arrow_dataset(v, files).head(rows)
+
+    def _arrow_dataset(self, v: Version, files: list[FileEntry]) -> pads.Dataset:
         import pyarrow.dataset as pads
 
-        v, files = self._resolve(dataset, version, as_of, partitions)
         schema = self._arrow_schema(v)
         if not files:
-            return schema.empty_table()
-        data = pads.dataset(
+            return pads.dataset(schema.empty_table())
+        return pads.dataset(
             [self.storage.local(f.path) for f in files],
             schema=schema,
             format="parquet",
             filesystem=self.storage.fs,
         )
-        return data.to_table()
 
     def read(
         self,

@@ -11,8 +11,10 @@ from __future__ import annotations
 from typing import Annotated
 
 from fastapi import APIRouter, Query, Request, Response
+from pydantic import BaseModel, Field
 
-from strata.api import views
+from strata.api import previews, views
+from strata.api.build_tasks import BuildTasks
 from strata.api.contract import errors
 from strata.api.deps import Partition
 from strata.builds.service import BuildService
@@ -28,12 +30,19 @@ def _service(request: Request) -> BuildService:
     return service
 
 
+def _tasks(request: Request) -> BuildTasks:
+    tasks: BuildTasks = request.app.state.build_tasks
+    return tasks
+
+
 # The server's pipelines setting may name pipelines that cannot be loaded (400).
 @router.get("/status", response_model=views.Json, responses=errors(400))
 def get_status(request: Request) -> Response:
     """Every dataset, fresh or out of date with every cause (as `strata status --json`)."""
-    result = _service(request).status()
-    return views.json_response({"datasets": [s.to_dict() for s in result.values()]})
+    service = _service(request)
+    result = service.status()
+    datasets = [s.to_dict() for s in result.values()]
+    return views.json_response({"namespace": service.lake.namespace, "datasets": datasets})
 
 
 @router.get("/status/{dataset:seg}", response_model=views.Json)
@@ -76,3 +85,42 @@ def post_reproduce(request: Request, dataset: str, version: Version = None) -> R
     # An unknown dataset or version is a 404 before Spark starts (BuildService.reproduce).
     result = _service(request).reproduce(dataset, version)
     return views.json_response(result.to_dict())
+
+
+class BuildRequest(BaseModel):
+    """A build of one dataset and what it needs, as ``strata build DATASET``."""
+
+    dataset: str = Field(min_length=1, max_length=1024, description="e.g. metrics/daily")
+    force: bool = Field(default=False, description="run its transform even if fresh")
+
+
+@router.post("/builds", status_code=202, response_model=views.Json, responses=errors(404))
+def post_build(request: Request, body: BuildRequest) -> Response:
+    """Start a build (a write token where tokens are set). It runs in the server, one at a
+    time, Spark started on first use; poll ``GET /strata/builds/{id}`` for its progress."""
+    task = _tasks(request).start(body.dataset, body.force)
+    return views.json_response(_tasks(request).get(task.id), status_code=202)
+
+
+@router.get("/builds", response_model=views.Json)
+def get_builds(request: Request) -> Response:
+    """The builds this server started lately, newest first."""
+    return views.json_response({"builds": _tasks(request).recent()})
+
+
+@router.get("/builds/{id}", response_model=views.Json)
+def get_build(request: Request, id: str) -> Response:
+    """One build: planned, running and finished transforms, its state and error."""
+    return views.json_response(_tasks(request).get(id))
+
+
+Rows = Annotated[int, Query(ge=0, le=previews.MAX_ROWS, description="rows to return")]
+
+
+@router.get("/preview/{dataset:seg}", response_model=views.Json)
+def get_preview(
+    request: Request, dataset: str, version: Version = None, rows: Rows = 100
+) -> Response:
+    """The first rows of a version (default: current), read without Spark."""
+    lake = _service(request).lake
+    return views.json_response(previews.preview(lake, dataset, version, rows))

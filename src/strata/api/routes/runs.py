@@ -81,3 +81,30 @@ def run_lineage_upstream(
 @router.get("/runs/{id}/lineage/upstream", tags=["Lineage"], response_model=views.Json)
 def run_upstream(request: Request, id: UUID, depth: Depth = 20) -> Response:
     return _upstream(request, id, depth)
+
+
+@router.get("/strata/runs/{id}", tags=["Strata"], response_model=views.Json)
+def get_run_detail(request: Request, id: UUID) -> Response:
+    """A run as ``GET /jobs/runs/{id}`` has it, with its job, its state history (every
+    transition with its time, oldest first) and the lake commit id of each dataset version
+    it read or wrote that has one (``commitIds``: version → commit id)."""
+    with reading(request) as conn:
+        run = q.get_run(conn, str(id))
+        states = q.run_states(conn, run.uuid)
+        touched = [v.version for v in (*run.input_versions, *run.output_versions)]
+        commits = q.commit_ids(conn, touched)
+    history = [{"state": x.state, "transitionedAt": views.ts(x.at)} for x in states]
+    job = {"namespace": run.job_namespace, "name": run.job_name}
+    extra = {"job": job, "states": history, "commitIds": commits}
+    return views.json_response({**views.run(run), **extra})
+
+
+@router.get("/strata/runs", tags=["Strata"], response_model=views.Json)
+def get_recent_runs(request: Request, limit: Annotated[int, Query(ge=1, le=1000)] = 20) -> Response:
+    """The latest runs of every job, newest first, each with its job."""
+    with reading(request) as conn:
+        runs = q.recent_runs(conn, limit)
+    body = [
+        {**views.run(r), "job": {"namespace": r.job_namespace, "name": r.job_name}} for r in runs
+    ]
+    return views.json_response({"runs": body})

@@ -623,6 +623,46 @@ def get_run(conn: Connection, run_id: str) -> Run:
     return run
 
 
+def recent_runs(conn: Connection, limit: int) -> list[Run]:
+    """The last ``limit`` runs created, of any job, newest first."""
+    r = s.runs
+    newest = sa.select(r.c.uuid).order_by(r.c.created_at.desc(), r.c.uuid.desc()).limit(limit)
+    order: list[str] = [str(row.uuid) for row in conn.execute(newest)]
+    found = runs_by_uuid(conn, order)
+    return [found[u] for u in order if u in found]
+
+
+def commit_ids(conn: Connection, version_uuids: Iterable[str]) -> dict[str, int]:
+    """The lake commit id of each of these dataset versions that has one."""
+    v = s.dataset_versions
+    found: dict[str, int] = {}
+    for batch in chunks(set(version_uuids)):
+        rows = conn.execute(
+            sa.select(v.c.uuid, v.c.commit_id).where(
+                v.c.uuid.in_(batch), v.c.commit_id.is_not(None)
+            )
+        )
+        found.update({str(row.uuid): int(row.commit_id) for row in rows})
+    return found
+
+
+@dataclass(frozen=True)
+class RunState:
+    state: str
+    at: datetime
+
+
+def run_states(conn: Connection, run_id: str) -> list[RunState]:
+    """A run's state history, oldest first."""
+    t = s.run_states
+    rows = conn.execute(
+        sa.select(t.c.state, t.c.transitioned_at)
+        .where(t.c.run_uuid == run_id.lower())
+        .order_by(t.c.transitioned_at, t.c.uuid)
+    )
+    return [RunState(str(row.state), row.transitioned_at) for row in rows]
+
+
 def _job_by_fqn(namespace: Any, name: Any) -> sa.Select[Any]:
     """The job a URL names by its FQN; soft-deleted jobs are not found, as in Marquez."""
     j = s.jobs

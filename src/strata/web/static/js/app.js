@@ -1,0 +1,75 @@
+// The page's router: the part of the address after '#' names the page, so every view
+// has an address to share and the browser's back button works.
+import { ApiError } from "./api.js";
+import { errorBox, h } from "./dom.js";
+import { browse, search } from "./pages/browse.js";
+import { dataset } from "./pages/dataset.js";
+import { job } from "./pages/job.js";
+import { columns, lineage } from "./pages/lineage.js";
+import { run } from "./pages/run.js";
+import { status } from "./pages/status.js";
+import { tokenForm } from "./pages/token.js";
+
+const ROUTES = [
+  [/^\/?$/, browse],
+  [/^\/search$/, search],
+  [/^\/datasets\/([^/]+)\/([^/]+)$/, dataset],
+  [/^\/jobs\/([^/]+)\/([^/]+)$/, job],
+  [/^\/runs\/([^/]+)$/, run],
+  [/^\/lineage\/(dataset|job)\/([^/]+)\/([^/]+)$/, lineage],
+  [/^\/columns\/([^/]+)\/([^/]+)$/, columns],
+  [/^\/status$/, status],
+  [/^\/token$/, tokenForm],
+];
+
+const main = document.getElementById("main");
+let shown = 0; // a slower, older page must not replace a newer one
+
+function parse() {
+  const raw = location.hash.replace(/^#/, "") || "/";
+  const [path, q = ""] = raw.split("?");
+  return { path, params: new URLSearchParams(q) };
+}
+
+async function render() {
+  const ticket = ++shown;
+  const { path, params } = parse();
+  const match = ROUTES.map(([re, page]) => [path.match(re), page]).find(([m]) => m);
+  main.setAttribute("aria-busy", "true");
+  let node;
+  try {
+    if (!match) throw new Error(`no page at ${path}: go back to the start`);
+    const [m, page] = match;
+    node = await page(m.slice(1).map(decodeURIComponent), params, render);
+  } catch (e) {
+    node = failure(e);
+  }
+  if (ticket !== shown) return;
+  main.replaceChildren(node);
+  main.removeAttribute("aria-busy");
+  main.setAttribute("data-shown", location.hash || "#/"); // which page is drawn, for tests
+  const title = main.querySelector("h1");
+  document.title = title ? `${title.textContent} · Strata` : "Strata";
+  main.focus({ preventScroll: true });
+  const asked = main.querySelector("[data-focus]");
+  if (asked) asked.scrollIntoView({ block: "start" });
+  else window.scrollTo(0, 0);
+}
+
+function failure(e) {
+  if (e instanceof ApiError && e.status === 401) return tokenForm([], new URLSearchParams(), render, e.message);
+  const what = e instanceof ApiError ? `${e.message} (HTTP ${e.status})` : e.message;
+  return h("div", null, h("h1", null, "Something went wrong"), errorBox(what));
+}
+
+document.getElementById("search").addEventListener("submit", (event) => {
+  event.preventDefault();
+  const q = document.getElementById("q").value.trim();
+  if (q) location.hash = `#/search?${new URLSearchParams({ q })}`;
+});
+document.getElementById("token-button").addEventListener("click", () => {
+  location.hash = "#/token";
+});
+window.addEventListener("hashchange", render);
+window.strataRender = render; // lets a page ask for a fresh render of itself
+render();

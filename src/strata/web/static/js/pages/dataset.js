@@ -1,0 +1,158 @@
+// A dataset: its state and why, current version, schema, versions with what made each,
+// and on demand a version's preview, its trace, or the schema change between two.
+import { api, enc, maybe } from "../api.js";
+import {
+  a, causeList, count, dataState, errorBox, h, query, runState, section, short, table, to, when,
+} from "../dom.js";
+
+export async function dataset([ns, name], params) {
+  const base = `/namespaces/${enc(ns)}/datasets/${enc(name)}`;
+  const d = await api(base);
+  const lake = Boolean(d.isLake);
+  const [state, history, versions] = await Promise.all([
+    lake ? maybe(`/strata/status/${enc(name)}`) : null,
+    lake ? maybe(`/strata/history/${enc(name)}`) : null,
+    api(`${base}/versions?limit=100`),
+  ]);
+  const here = (extra) => to.dataset(ns, name, extra);
+  return h("div", { class: "page dataset" },
+    h("p", { class: "crumbs" }, a(`#/?ns=${enc(ns)}`, ns), " / dataset"),
+    h("h1", null, name),
+    h("p", { class: "actions" },
+      a(to.lineage("dataset", ns, name, { depth: 2 }), "Lineage graph"),
+      a(to.columns(ns, name), "Column lineage")),
+    state ? stateSection(state) : null,
+    currentSection(d),
+    section("Schema", schemaTable(d.fields)),
+    await detail(ns, name, params, versions.versions),
+    section("Versions", lake && history
+      ? historyTable(ns, history.versions, here)
+      : marquezVersions(versions.versions)));
+}
+
+function stateSection(state) {
+  return section("Status",
+    h("p", { class: "state-line" }, dataState(state.state), state.transform ? [" · built by ", state.transform] : null),
+    causeList(state.causes),
+    state.notes && state.notes.length ? causeList(state.notes) : null);
+}
+
+function currentSection(d) {
+  const rows = [
+    ["Namespace", d.namespace],
+    ["Current version", d.commitId ? `v${d.commitId}` : short(d.currentVersion)],
+    ["Updated", when(d.updatedAt)],
+    ["Location", d.physicalName || "—"],
+  ];
+  return section("Current version", h("dl", { class: "facts" },
+    rows.map(([k, v]) => [h("dt", null, k), h("dd", null, v)])));
+}
+
+function schemaTable(fields) {
+  return table(["Field", "Type", "Description"],
+    (fields || []).map((f) => [h("code", null, f.name), f.type || "—", f.description || ""]),
+    { empty: "No schema recorded." });
+}
+
+function historyTable(ns, versions, here) {
+  const rows = [...versions].reverse().map((v) => [
+    `v${v.version}`,
+    when(v.committed_at),
+    v.type,
+    count(v.rows),
+    v.run ? h("span", null, a(to.run(v.run), short(v.run)), " ", runState(v.state)) : "ingested",
+    v.program ? `v${v.program.ordinal || "?"} (${v.program.fingerprint.slice(0, 10)})` : "—",
+    inputsOf(ns, v.inputs),
+    h("span", { class: "row-actions" },
+      a(here({ preview: v.version }), "Preview"), " ",
+      a(here({ trace: v.version }), "Trace"), " ",
+      v.version > 1 ? a(here({ diff: `${v.version - 1}..${v.version}` }), "Schema change") : null),
+  ]);
+  return table(["Version", "Committed", "Type", "Rows", "Run", "Program", "Inputs", ""], rows);
+}
+
+function inputsOf(ns, inputs) {
+  const names = Object.entries(inputs || {});
+  if (!names.length) return "—";
+  return h("span", { class: "inputs" }, names.map(([n, v], i) => [i ? ", " : "", a(to.dataset(ns, n, { trace: v }), `${n}@${v}`)]));
+}
+
+function marquezVersions(versions) {
+  const rows = versions.map((v) => [
+    short(v.version),
+    when(v.createdAt),
+    v.createdByRun ? h("span", null, a(to.run(v.createdByRun.id), short(v.createdByRun.id)), " ", runState(v.createdByRun.state)) : "—",
+    count((v.fields || []).length),
+  ]);
+  return table(["Version", "Created", "Run", "Fields"], rows);
+}
+
+async function detail(ns, name, params, versions) {
+  let part = null;
+  if (params.has("preview")) part = await preview(name, params.get("preview"));
+  else if (params.has("trace")) part = await trace(ns, name, params.get("trace"));
+  else if (params.has("diff")) part = schemaDiff(ns, name, params.get("diff"), versions);
+  if (part) part.setAttribute("data-focus", "");
+  return part;
+}
+
+async function preview(name, version) {
+  const p = await api(`/strata/preview/${enc(name)}${query({ version, rows: 100 })}`);
+  const head = p.columns.map((c) => h("span", null, c.name, h("small", null, ` ${c.type}`)));
+  const rows = p.rows.map((r) => r.map((x) => (x === null ? h("span", { class: "null" }, "null") : String(x))));
+  return section(`Preview of v${p.version}`,
+    h("p", { class: "hint" }, `First ${count(p.rows.length)} of ${count(p.totalRows)} rows, read straight from the lake files.`),
+    table(head, rows, { cls: "preview", empty: "This version has no rows." }));
+}
+
+async function trace(ns, name, version) {
+  const t = await api(`/strata/trace/${enc(name)}${query({ version })}`);
+  return section(`Trace of v${t.version}`,
+    h("p", { class: "hint" }, "What made this version, down to the raw data: exact versions at each level."),
+    h("ul", { class: "tree" }, traceNode(ns, t)));
+}
+
+function traceNode(ns, n) {
+  const label = h("span", { class: "trace-node" },
+    a(to.dataset(ns, n.dataset, { trace: n.version }), `${n.dataset}@${n.version}`), " ",
+    n.run ? [a(to.run(n.run), short(n.run)), " ", runState(n.state)] : h("span", { class: "quiet" }, "raw"),
+    n.program ? h("span", { class: "quiet" }, ` ${n.program.transform} v${n.program.ordinal || "?"}`) : null,
+    n.mode ? h("span", { class: "quiet" }, ` · ${n.mode}`) : null);
+  const kids = n.inputs && n.inputs.length ? h("ul", null, n.inputs.map((c) => traceNode(ns, c))) : null;
+  return h("li", null, label, kids);
+}
+
+function schemaDiff(ns, name, range, versions) {
+  const [from, to_] = range.split("..");
+  const byId = new Map(versions.map((v) => [String(v.commitId || v.version), v]));
+  const ids = [...byId.keys()];
+  const picker = (id, value) => h("select", { id, name: id },
+    ids.map((v) => h("option", { value: v, selected: v === value }, v.length > 12 ? short(v) : `v${v}`)));
+  const form = h("form", { class: "inline" },
+    h("label", { for: "diff-from" }, "From "), picker("diff-from", from),
+    h("label", { for: "diff-to" }, " to "), picker("diff-to", to_),
+    h("button", { type: "submit" }, "Compare"));
+  form.addEventListener("submit", (event) => {
+    event.preventDefault();
+    location.hash = to.dataset(ns, name, { diff: `${form.elements["diff-from"].value}..${form.elements["diff-to"].value}` });
+  });
+  const before = byId.get(from);
+  const after = byId.get(to_);
+  const body = before && after ? diffTable(before.fields || [], after.fields || [])
+    : errorBox(`version ${before ? to_ : from} is not among the last ${versions.length} versions`);
+  return section("Schema change", form, body);
+}
+
+function diffTable(before, after) {
+  const old = new Map(before.map((f) => [f.name, f.type]));
+  const now = new Map(after.map((f) => [f.name, f.type]));
+  const rows = [];
+  for (const [n, t] of now) {
+    if (!old.has(n)) rows.push([h("code", null, n), "—", t, h("span", { class: "badge ok" }, "+ added")]);
+    else if (old.get(n) !== t) rows.push([h("code", null, n), old.get(n), t, h("span", { class: "badge warn" }, "~ type changed")]);
+  }
+  for (const [n, t] of old) {
+    if (!now.has(n)) rows.push([h("code", null, n), t, "—", h("span", { class: "badge bad" }, "− removed")]);
+  }
+  return table(["Field", "Before", "After", "Change"], rows, { empty: "Same schema: no field added, removed or retyped." });
+}

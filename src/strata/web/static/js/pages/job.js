@@ -1,0 +1,125 @@
+// A job: its runs, its parent and child jobs, and for a Strata transform its program
+// versions with their source and the diff between two.
+import { api, enc, maybe } from "../api.js";
+import { a, count, duration, h, runState, section, short, table, to, when } from "../dom.js";
+
+export async function job([ns, name], params) {
+  const j = await api(`/namespaces/${enc(ns)}/jobs/${enc(name)}`);
+  const [runs, siblings] = await Promise.all([
+    api(`/namespaces/${enc(ns)}/jobs/${enc(name)}/runs?limit=50`),
+    api(`/namespaces/${enc(ns)}/jobs?limit=1000`),
+  ]);
+  const output = j.outputs.length ? j.outputs[0].name : null;
+  const history = output ? await maybe(`/strata/history/${enc(output)}`) : null;
+  return h("div", { class: "page job" },
+    h("p", { class: "crumbs" }, a(`#/?ns=${enc(ns)}`, ns), " / job"),
+    h("h1", null, name),
+    h("p", { class: "actions" }, a(to.lineage("job", ns, name, { depth: 2 }), "Lineage graph")),
+    facts(j),
+    family(j, siblings.jobs),
+    section(`Runs (${count(runs.totalCount)})`, runTable(runs.runs)),
+    history ? await programs(ns, name, output, history.versions, params) : null);
+}
+
+function facts(j) {
+  const io = (list) => (list.length ? list.map((d, i) => [i ? ", " : "", a(to.dataset(d.namespace, d.name), d.name)]) : "—");
+  const rows = [
+    ["Last run", j.latestRun ? h("span", null, runState(j.latestRun.state), " ", a(to.run(j.latestRun.id), short(j.latestRun.id))) : "never run"],
+    ["Type", j.type || "—"],
+    ["Reads", io(j.inputs)],
+    ["Writes", io(j.outputs)],
+    ["Location", j.location || "—"],
+  ];
+  return section("About", h("dl", { class: "facts" }, rows.map(([k, v]) => [h("dt", null, k), h("dd", null, v)])));
+}
+
+function family(j, jobs) {
+  const parent = j.parentJobName ? jobs.find((x) => x.name === j.parentJobName) : null;
+  const children = jobs.filter((x) => x.parentJobName === j.name);
+  if (!parent && !children.length && !j.parentJobName) return null;
+  return section("Parent and child jobs",
+    h("dl", { class: "facts" },
+      h("dt", null, "Parent"),
+      h("dd", null, j.parentJobName ? a(to.job(j.namespace, j.parentJobName), j.parentJobName) : "—"),
+      h("dt", null, "Children"),
+      h("dd", null, children.length ? children.map((c, i) => [i ? ", " : "", a(to.job(c.namespace, c.name), c.name)]) : "—")));
+}
+
+function runTable(runs) {
+  const rows = runs.map((r) => [
+    a(to.run(r.id), short(r.id)),
+    runState(r.state),
+    partitionOf(r),
+    when(r.startedAt || r.createdAt),
+    when(r.endedAt),
+    duration(r.durationMs),
+  ]);
+  return table(["Run", "State", "Partition", "Started", "Ended", "Took"], rows, { empty: "No runs." });
+}
+
+function partitionOf(r) {
+  const p = r.facets && r.facets.strata_partition;
+  return p && p.key ? Object.entries(p.key).map(([k, v]) => `${k}=${v}`).join(", ") : "—";
+}
+
+async function programs(ns, name, output, versions, params) {
+  const seen = new Map(); // ordinal -> first dataset version it built
+  for (const v of versions) {
+    if (v.program && !seen.has(v.program.ordinal)) seen.set(v.program.ordinal, { ...v.program, built: v.version, at: v.committed_at });
+  }
+  const list = [...seen.values()].reverse();
+  if (!list.length) return null;
+  const here = (extra) => to.job(ns, name, extra);
+  const rows = list.map((p, i) => [
+    `v${p.ordinal}`,
+    h("code", null, p.fingerprint.slice(0, 10)),
+    when(p.at),
+    `${output}@${p.built}`,
+    h("span", { class: "row-actions" },
+      a(here({ program: p.ordinal }), "Source"), " ",
+      list[i + 1] ? a(here({ diff: `${list[i + 1].ordinal}..${p.ordinal}` }), "Diff with previous") : null),
+  ]);
+  const byOrdinal = new Map(list.map((p) => [String(p.ordinal), p]));
+  const part = await programDetail(output, byOrdinal, params);
+  if (part) part.setAttribute("data-focus", "");
+  return [section("Program versions", table(["Program", "Fingerprint", "First built", "First output", ""], rows)), part];
+}
+
+async function source(output, p) {
+  return api(`/strata/programs/${enc(output)}?version=${p.built}`);
+}
+
+async function programDetail(output, byOrdinal, params) {
+  if (params.has("program")) {
+    const p = byOrdinal.get(params.get("program"));
+    if (!p) return null;
+    const prog = await source(output, p);
+    return section(`Source of program v${p.ordinal}`,
+      h("p", { class: "hint" }, `${prog.entry.pipeline}.${prog.entry.transform} in ${prog.entry.pipeline_file}, line ${prog.entry.line}`),
+      Object.entries(prog.files).map(([file, text]) => h("details", { open: file === prog.entry.pipeline_file || file === prog.entry.module },
+        h("summary", null, file), h("pre", { class: "code" }, text))));
+  }
+  if (params.has("diff")) {
+    const [from, to_] = params.get("diff").split("..").map((x) => byOrdinal.get(x));
+    if (!from || !to_) return null;
+    const [before, after] = await Promise.all([source(output, from), source(output, to_)]);
+    const files = [...new Set([...Object.keys(before.files), ...Object.keys(after.files)])].sort();
+    return section(`Program v${from.ordinal} → v${to_.ordinal}`,
+      files.map((f) => fileDiff(f, before.files[f] || "", after.files[f] || "")));
+  }
+  return null;
+}
+
+function fileDiff(file, before, after) {
+  if (before === after) return h("p", { class: "hint" }, `${file}: unchanged`);
+  const parts = window.Diff.diffLines(before, after);
+  const lines = [];
+  for (const part of parts) {
+    const mark = part.added ? "+" : part.removed ? "−" : " ";
+    const cls = part.added ? "add" : part.removed ? "del" : "same";
+    for (const line of part.value.replace(/\n$/, "").split("\n")) {
+      lines.push(h("span", { class: `line ${cls}` }, h("span", { class: "mark", "aria-label": part.added ? "added" : part.removed ? "removed" : null }, mark), line));
+    }
+  }
+  return h("details", { open: true }, h("summary", null, file), h("pre", { class: "code diff" }, lines));
+}

@@ -1,0 +1,134 @@
+// The lineage graph around a dataset or job (optionally as of a past time), and the
+// column lineage of a dataset. Datasets carry their out-of-date state and causes.
+import { api, maybe } from "../api.js";
+import { a, causeList, dataState, h, query, runState, short, stateWords, runWords, to, when } from "../dom.js";
+import { drawGraph } from "../graph.js";
+
+const TONES = { fresh: "ok", out_of_date: "warn", missing: "bad", orphaned: "quiet" };
+const RUN_TONES = { COMPLETED: "ok", FAILED: "bad", RUNNING: "busy", ABORTED: "warn" };
+
+export async function lineage([kind, ns, name], params) {
+  const depth = clampDepth(params.get("depth"));
+  const asOf = params.get("asOf") || "";
+  const nodeId = `${kind}:${ns}:${name}`;
+  const [graph, status] = await Promise.all([
+    api(`/lineage${query({ nodeId, depth, asOf: asOf ? new Date(asOf).toISOString() : "" })}`),
+    asOf ? null : maybe("/strata/status"),
+  ]);
+  const states = statesOf(status);
+  const nodes = graph.graph.map((n) => (n.type === "JOB" ? jobNode(n) : datasetNode(n, states)));
+  const edges = graph.graph.flatMap((n) => n.outEdges.map((e) => [e.origin, e.destination]));
+  const panel = h("aside", { class: "panel", id: "node-panel", "aria-live": "polite" },
+    h("p", { class: "hint" }, "Select a node (click, or Tab then Enter) to see it here."));
+  const open = (node) => panel.replaceChildren(nodePanel(node, states, depth, asOf));
+  const stale = nodes.filter((n) => n.state === "out_of_date").length;
+  return h("div", { class: "page lineage" },
+    h("p", { class: "crumbs" }, a(kind === "job" ? to.job(ns, name) : to.dataset(ns, name), name), " / lineage"),
+    h("h1", null, `Lineage of ${name}`),
+    controls(kind, ns, name, depth, asOf),
+    h("p", { class: "summary" },
+      `${nodes.filter((n) => n.kind === "dataset").length} datasets, ${nodes.filter((n) => n.kind === "job").length} jobs, ${edges.length} edges`,
+      asOf ? ` as of ${new Date(asOf).toLocaleString()} (states are not shown for a past time)` : stale ? ` · ⚠ ${stale} out of date` : ""),
+    h("div", { class: "graph-layout" }, drawGraph(nodes, edges, { focus: nodeId, onOpen: open }), panel));
+}
+
+function clampDepth(value) {
+  const n = Number.parseInt(value || "2", 10);
+  return Number.isFinite(n) ? Math.min(20, Math.max(0, n)) : 2;
+}
+
+function statesOf(status) {
+  const out = new Map();
+  if (!status) return out;
+  for (const d of status.datasets) out.set(`dataset:${status.namespace}:${d.name}`, d);
+  return out;
+}
+
+function datasetNode(n, states) {
+  const d = n.data;
+  const st = states.get(n.id);
+  const causes = st ? st.causes.map((c) => c.text || c.kind) : [];
+  return {
+    id: n.id, kind: "dataset", label: d.name, ns: d.namespace, data: d,
+    state: st ? st.state : null,
+    tone: st ? TONES[st.state] || "quiet" : "quiet",
+    sub: st ? `${stateWords(st.state)}${d.commitId ? ` · v${d.commitId}` : ""}` : d.commitId ? `v${d.commitId}` : "dataset",
+    tip: causes.length ? causes : [d.namespace],
+  };
+}
+
+function jobNode(n) {
+  const j = n.data;
+  const last = j.latestRun;
+  return {
+    id: n.id, kind: "job", label: j.name, ns: j.namespace, data: j,
+    state: last ? last.state : null,
+    tone: last ? RUN_TONES[last.state] || "quiet" : "quiet",
+    sub: `job · ${runWords(last && last.state)}`,
+    tip: [j.namespace, last && last.endedAt ? `last run ended ${new Date(last.endedAt).toLocaleString()}` : "no runs"],
+  };
+}
+
+function controls(kind, ns, name, depth, asOf) {
+  const form = h("form", { class: "inline controls" },
+    h("label", { for: "depth" }, "Depth "),
+    h("input", { id: "depth", name: "depth", type: "number", min: 0, max: 20, value: depth }),
+    h("label", { for: "as-of" }, " As of "),
+    h("input", { id: "as-of", name: "asOf", type: "datetime-local", step: 1, value: asOf }),
+    h("button", { type: "submit" }, "Show"),
+    asOf ? a(to.lineage(kind, ns, name, { depth }), "Now") : null);
+  form.addEventListener("submit", (event) => {
+    event.preventDefault();
+    location.hash = to.lineage(kind, ns, name, { depth: form.elements.depth.value, asOf: form.elements.asOf.value });
+  });
+  return form;
+}
+
+function nodePanel(node, states, depth, asOf) {
+  if (node.kind === "job") {
+    const last = node.data.latestRun;
+    return h("div", null,
+      h("h2", null, node.label),
+      h("p", null, "Job in ", node.ns),
+      h("p", null, "Last run: ", runState(last && last.state), last ? [" ", a(to.run(last.id), short(last.id)), " ", when(last.endedAt)] : null),
+      h("p", { class: "actions" },
+        a(to.job(node.ns, node.label), "Open job"),
+        a(to.lineage("job", node.ns, node.label, { depth, asOf }), "Centre the graph here")));
+  }
+  const st = states.get(node.id);
+  return h("div", null,
+    h("h2", null, node.label),
+    h("p", null, "Dataset in ", node.ns, node.data.commitId ? ` · current version v${node.data.commitId}` : ""),
+    st ? h("p", null, dataState(st.state)) : null,
+    st ? causeList(st.causes) : null,
+    h("p", null, `${node.data.fields.length} fields · updated `, when(node.data.updatedAt)),
+    h("p", { class: "actions" },
+      a(to.dataset(node.ns, node.label), "Open dataset"),
+      a(to.lineage("dataset", node.ns, node.label, { depth, asOf }), "Centre the graph here"),
+      a(to.columns(node.ns, node.label), "Column lineage")));
+}
+
+export async function columns([ns, name], params) {
+  const depth = clampDepth(params.get("depth"));
+  const graph = await api(`/column-lineage${query({ nodeId: `dataset:${ns}:${name}`, depth, withDownstream: true })}`);
+  const nodes = graph.graph.map((n) => ({
+    id: n.id, kind: "field", label: n.data.field, ns: n.data.namespace, data: n.data, state: null,
+    tone: n.data.dataset === name ? "focus-set" : "quiet",
+    sub: `${n.data.dataset}${n.data.fieldType ? ` · ${n.data.fieldType}` : ""}`,
+    tip: [n.data.transformationDescription || n.data.transformationType || `${n.data.namespace}`],
+  }));
+  const edges = graph.graph.flatMap((n) => n.outEdges.map((e) => [e.origin, e.destination]));
+  const panel = h("aside", { class: "panel", id: "node-panel" }, h("p", { class: "hint" }, "Select a column to see where it comes from."));
+  const open = (node) => panel.replaceChildren(h("div", null,
+    h("h2", null, node.label),
+    h("p", null, "Column of ", a(to.dataset(node.ns, node.data.dataset), node.data.dataset)),
+    h("p", null, "Type: ", node.data.fieldType || "—"),
+    h("p", null, "Derived from: ", node.data.inputFields.length
+      ? node.data.inputFields.map((f, i) => [i ? ", " : "", `${f.dataset}.${f.field}`]) : "nothing recorded")));
+  return h("div", { class: "page columns-page" },
+    h("p", { class: "crumbs" }, a(to.dataset(ns, name), name), " / columns"),
+    h("h1", null, `Column lineage of ${name}`),
+    h("p", { class: "summary" }, `${nodes.length} columns, ${edges.length} edges (depth ${depth}, with downstream)`),
+    nodes.length ? h("div", { class: "graph-layout" }, drawGraph(nodes, edges, { focus: null, onOpen: open }), panel)
+      : h("p", { class: "empty" }, "No column lineage recorded for this dataset."));
+}

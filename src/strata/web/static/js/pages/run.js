@@ -1,0 +1,53 @@
+// A run: its state history, what it read and wrote (exact versions), its facets, and
+// for a failed run the error and its stack trace.
+import { api, enc } from "../api.js";
+import { a, duration, errorBox, h, json, runState, section, short, table, to, when } from "../dom.js";
+
+export async function run([id]) {
+  const r = await api(`/strata/runs/${enc(id)}`);
+  const error = r.facets && r.facets.errorMessage;
+  return h("div", { class: "page run" },
+    h("p", { class: "crumbs" }, a(to.job(r.job.namespace, r.job.name), r.job.name), " / run"),
+    h("h1", null, `Run ${short(r.id)}`),
+    h("p", { class: "state-line" }, runState(r.state), " ", h("code", null, r.id)),
+    error ? section("Error",
+      errorBox(error.message || "the run failed"),
+      error.stackTrace ? h("details", { open: true }, h("summary", null, "Stack trace"), h("pre", { class: "code trace" }, error.stackTrace)) : null) : null,
+    facts(r),
+    section("State history", table(["State", "At"], r.states.map((x) => [runState(x.state), when(x.transitionedAt)]), { empty: "No state recorded." })),
+    section("Inputs", versions(r.inputDatasetVersions, r.commitIds)),
+    section("Outputs", versions(r.outputDatasetVersions, r.commitIds)),
+    section("Facets", Object.keys(r.facets || {}).length
+      ? Object.entries(r.facets).map(([k, v]) => h("details", null, h("summary", null, k), json(v)))
+      : h("p", { class: "empty" }, "No facets.")));
+}
+
+function facts(r) {
+  const rows = [
+    ["Job", a(to.job(r.job.namespace, r.job.name), `${r.job.namespace} / ${r.job.name}`)],
+    ["Started", when(r.startedAt)],
+    ["Ended", when(r.endedAt)],
+    ["Took", duration(r.durationMs)],
+    ["Parent run", r.parentRunId ? a(to.run(r.parentRunId), short(r.parentRunId)) : "—"],
+    ["Job version", r.jobVersion ? h("code", null, short(r.jobVersion.version)) : "—"],
+  ];
+  return section("About", h("dl", { class: "facts" }, rows.map(([k, v]) => [h("dt", null, k), h("dd", null, v)])));
+}
+
+function versions(list, commits) {
+  const rows = (list || []).map(({ datasetVersionId: v, facets }) => {
+    const commit = commits[v.version];
+    return [
+      a(to.dataset(v.namespace, v.name), v.name),
+      v.namespace,
+      commit ? a(to.dataset(v.namespace, v.name, { trace: commit }), `v${commit}`) : h("code", { title: v.version }, short(v.version)),
+      rowsOf(facets),
+    ];
+  });
+  return table(["Dataset", "Namespace", "Version", "Rows"], rows, { empty: "None." });
+}
+
+function rowsOf(facets) {
+  const stats = facets && (facets.outputStatistics || facets.inputStatistics || facets.dataQualityMetrics);
+  return stats && stats.rowCount !== undefined ? Number(stats.rowCount).toLocaleString() : "—";
+}

@@ -1,0 +1,87 @@
+// Everything the pipelines make, fresh or out of date with every cause, and a button
+// that builds one dataset (a write token where tokens are set) with its progress.
+import { api, ApiError, enc } from "../api.js";
+import { a, causeList, dataState, errorBox, h, section, table, to } from "../dom.js";
+
+const POLL_MS = 700;
+
+export async function status(_parts, params) {
+  const result = await api("/strata/status");
+  const onlyStale = params.get("only") === "stale";
+  const shown = result.datasets.filter((d) => !onlyStale || d.state !== "fresh");
+  const stale = result.datasets.filter((d) => d.state === "out_of_date").length;
+  const progress = h("div", { id: "build-progress", "aria-live": "polite" });
+  const rows = shown.map((d) => [
+    dataState(d.state),
+    a(to.dataset(result.namespace, d.name), d.name),
+    d.kind,
+    d.version ? `v${d.version}` : "—",
+    causeList(d.causes) || (d.state === "fresh" ? "—" : ""),
+    d.kind === "derived" ? buildButton(d.name, progress) : "",
+  ]);
+  const filter = h("a", { href: onlyStale ? "#/status" : "#/status?only=stale" },
+    onlyStale ? "Show every dataset" : "Show only what is not fresh");
+  return h("div", { class: "page status" },
+    h("h1", null, "Status"),
+    h("p", { class: "summary" }, `${stale} of ${result.datasets.length} datasets out of date. `, filter),
+    progress,
+    section("Datasets", table(["State", "Dataset", "Kind", "Version", "Why", ""], rows, {
+      cls: "status-table", empty: onlyStale ? "✓ Everything is fresh." : "No datasets: the pipelines declare none.",
+    })));
+}
+
+function buildButton(name, progress) {
+  return h("button", {
+    type: "button", class: "build", "data-dataset": name,
+    onclick: (event) => startBuild(name, progress, event.currentTarget),
+  }, "Build");
+}
+
+async function startBuild(name, progress, button) {
+  button.disabled = true;
+  progress.replaceChildren(h("p", null, `Starting a build of ${name}…`));
+  let task;
+  try {
+    task = await api("/strata/builds", { method: "POST", body: { dataset: name } });
+  } catch (e) {
+    button.disabled = false;
+    const tokenHint = e instanceof ApiError && (e.status === 401 || e.status === 403)
+      ? h("p", null, "Building needs a write token: ", a("#/token", "enter one"), ".") : null;
+    progress.replaceChildren(errorBox(`The build of ${name} was refused: ${e.message}`), tokenHint);
+    return;
+  }
+  await follow(task, progress);
+  button.disabled = false;
+}
+
+async function follow(task, progress) {
+  while (true) {
+    progress.replaceChildren(drawTask(task));
+    if (task.state === "COMPLETED" || task.state === "FAILED") break;
+    await new Promise((resolve) => setTimeout(resolve, POLL_MS));
+    task = await api(`/strata/builds/${enc(task.id)}`);
+  }
+  // The statuses changed: show them, and the outcome stays on the page.
+  const outcome = drawTask(task);
+  await window.strataRender();
+  const again = document.getElementById("build-progress");
+  if (again) again.replaceChildren(outcome);
+}
+
+const MARKS = { built: "✓ built", fresh: "= fresh", failed: "✗ failed", skipped: "- skipped" };
+
+function drawTask(task) {
+  const planned = task.planned.length || 1;
+  const steps = task.transforms.map((s) => [s.transform, MARKS[s.outcome] || s.outcome, s.reason || "", s.run ? a(to.run(s.run), s.run.slice(0, 8)) : "—"]);
+  const words = {
+    QUEUED: "queued", RUNNING: "running", COMPLETED: "✓ done", FAILED: "✗ failed",
+  }[task.state];
+  return section(`Build of ${task.dataset}: ${words}`,
+    h("progress", { max: planned, value: task.done, "aria-label": "transforms done" }),
+    h("p", { class: "build-state", "data-state": task.state },
+      `${task.done} of ${task.planned.length} transforms done`,
+      task.running.length ? ` · running ${task.running.join(", ")}` : "",
+      task.waitingFor ? ` · waiting for ${task.waitingFor}` : ""),
+    task.error ? errorBox(task.error) : null,
+    table(["Transform", "Outcome", "Why", "Run"], steps, { empty: "Nothing finished yet." }));
+}

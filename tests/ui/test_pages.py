@@ -1,0 +1,311 @@
+"""Click through the demo's store in Chromium, on each backend: what the pages show is
+checked against the store and the build service, not against fixed strings."""
+
+from __future__ import annotations
+
+import difflib
+from datetime import timedelta
+from typing import Any
+from urllib.parse import quote
+
+import httpx
+import pytest
+import sqlalchemy as sa
+from selenium.webdriver.common.action_chains import ActionChains
+from selenium.webdriver.common.by import By
+from selenium.webdriver.common.keys import Keys
+from selenium.webdriver.remote.webelement import WebElement
+from ui_site import NARROW, READ, WIDE, WRITE, Site, set_viewport
+
+from strata.store.schema import jobs, runs
+
+pytestmark = pytest.mark.spark
+
+STALE = "metrics/experiment_cumulative"  # reads raw/experiments, which has a version 2
+
+
+def css(site: Site, selector: str) -> list[WebElement]:
+    return site.driver.find_elements(By.CSS_SELECTOR, selector)
+
+
+def one(site: Site, selector: str) -> WebElement:
+    return site.driver.find_element(By.CSS_SELECTOR, selector)
+
+
+def section(site: Site, title: str) -> WebElement:
+    heading = site.driver.find_element(By.XPATH, f"//main//h2[starts-with(., '{title}')]")
+    return heading.find_element(By.XPATH, "./ancestor::section[1]")
+
+
+def ds(name: str, query: str = "") -> str:
+    return f"#/datasets/strata/{quote(name, safe='')}{query}"
+
+
+def test_pages_ask_for_a_token_and_show_nothing_without_one(site: Site) -> None:
+    site.go("#/", token=None)
+    assert one(site, "main h1").text == "This server needs a token"
+    assert "metrics/" not in one(site, "main").text
+    one(site, "#token").send_keys("not-a-token", Keys.ENTER)
+    site.wait(lambda d: "not valid" in one(site, "main").text)
+    field = one(site, "#token")
+    field.clear()
+    field.send_keys(READ, Keys.ENTER)
+    site.wait(lambda d: one(site, "main h1").text == "Browse")
+    names = {a.text for a in css(site, "main section a[href^='#/datasets/']")}
+    assert {d.name for d in site.lake().datasets()} <= names
+    site.shot("browse")
+    assert site.errors() == [] or all("401" in e for e in site.errors())
+
+
+def test_search_finds_a_dataset_and_opens_its_page(site: Site) -> None:
+    site.go("#/")
+    box = one(site, "#q")
+    box.send_keys("experiment_daily", Keys.ENTER)
+    site.wait_shown("#/search?q=experiment_daily")
+    hits = [a.text for a in css(site, "main a[href^='#/datasets/']")]
+    assert "metrics/experiment_daily" in hits
+    site.shot("search")
+    site.driver.find_element(By.LINK_TEXT, "metrics/experiment_daily").click()
+    site.wait_shown(ds("metrics/experiment_daily"))
+    assert one(site, "main h1").text == "metrics/experiment_daily"
+    history = site.service.history("metrics/experiment_daily")["versions"]
+    rows = section(site, "Versions").find_elements(By.CSS_SELECTOR, "tbody tr")
+    assert [r.find_element(By.CSS_SELECTOR, "td").text for r in rows] == [
+        f"v{v['version']}" for v in reversed(history)
+    ]
+    fields = section(site, "Schema").find_elements(By.CSS_SELECTOR, "tbody tr code")
+    schema = site.lake().read_arrow("metrics/experiment_daily").schema
+    assert [f.text for f in fields] == schema.names
+    status = site.service.dataset_status("metrics/experiment_daily")
+    shown = section(site, "Status")
+    assert shown.find_element(By.CSS_SELECTOR, ".badge").get_attribute("data-state") == (
+        status.status.value
+    )
+    assert [li.text for li in shown.find_elements(By.CSS_SELECTOR, ".causes li")] == [
+        c.describe() for c in status.causes
+    ]
+    site.shot("dataset")
+
+
+def test_preview_shows_the_first_rows_read_from_the_lake(site: Site) -> None:
+    site.go(ds("clean/clicks"))
+    first = section(site, "Versions").find_element(By.LINK_TEXT, "Preview")
+    first.click()
+    current = site.lake().version("clean/clicks").commit_id
+    site.wait_shown(ds("clean/clicks", f"?preview={current}"))
+    preview = section(site, "Preview of")
+    header = [th.text.split(" ")[0] for th in preview.find_elements(By.CSS_SELECTOR, "th")]
+    _, expected = site.lake().head("clean/clicks", 100, current)
+    assert header == expected.schema.names
+    cells = preview.find_elements(By.CSS_SELECTOR, "tbody tr")
+    assert len(cells) == min(100, site.lake().version("clean/clicks").row_count)
+    first_row = [td.text for td in cells[0].find_elements(By.CSS_SELECTOR, "td")]
+    assert first_row[0] == str(expected.column(0)[0].as_py())
+    site.shot("preview")
+
+
+def test_trace_of_a_version_links_down_to_the_raw_versions(site: Site) -> None:
+    site.go(ds(STALE, "?trace=1"))
+    tree = section(site, "Trace of v1")
+    labels = [a.text for a in tree.find_elements(By.CSS_SELECTOR, ".trace-node > a:first-child")]
+
+    def walk(node: dict[str, object]) -> list[str]:
+        kids = node.get("inputs") or []
+        assert isinstance(kids, list)
+        return [f"{node['dataset']}@{node['version']}", *(x for k in kids for x in walk(k))]
+
+    assert labels == walk(site.service.trace(STALE, 1))
+    assert any(label.startswith("raw/clicks@") for label in labels)
+    site.shot("trace")
+    tree.find_element(By.LINK_TEXT, "raw/experiments@1").click()
+    site.wait_shown(ds("raw/experiments", "?trace=1"))
+    assert one(site, "main h1").text == "raw/experiments"
+
+
+def api(site: Site, path: str, **params: Any) -> Any:
+    """What a client reads from the API: the reference the pages are checked against."""
+    headers = {"Authorization": f"Bearer {READ}"}
+    response = httpx.get(f"{site.url}/api/v1{path}", params=params, headers=headers)
+    response.raise_for_status()
+    return response.json()
+
+
+def _graph_counts(site: Site, name: str, depth: int) -> tuple[int, int]:
+    """Nodes and edges of the graph the API answers."""
+    graph = api(site, "/lineage", nodeId=f"dataset:strata:{name}", depth=depth)["graph"]
+    return len(graph), sum(len(n["outEdges"]) for n in graph)
+
+
+def test_lineage_graph_draws_every_node_and_edge_with_causes_on_hover(site: Site) -> None:
+    site.go(f"#/lineage/dataset/strata/{quote(STALE, safe='')}?depth=3")
+    nodes, edges = _graph_counts(site, STALE, 3)
+    assert len(css(site, "svg.graph g.node")) == nodes
+    assert len(css(site, "svg.graph path.edge")) == edges
+    stale = one(site, f"g.node[data-id='dataset:strata:{STALE}']")
+    assert stale.get_attribute("data-state") == "out_of_date"
+    assert "out of date" in stale.find_element(By.CSS_SELECTOR, "text.sub").text
+    ActionChains(site.driver).move_to_element(stale).perform()
+    tip = one(site, "#tooltip")
+    site.wait(lambda d: tip.is_displayed())
+    causes = site.service.dataset_status(STALE).causes
+    assert causes, "the fixture made this dataset out of date"
+    for cause in causes:
+        assert cause.describe() in tip.text
+    assert "raw/experiments" in tip.text
+    graph = api(site, "/lineage", nodeId=f"dataset:strata:{STALE}", depth=3)["graph"]
+    last_runs = {n["id"]: n["data"]["latestRun"]["state"] for n in graph if n["type"] == "JOB"}
+    drawn = {j.get_attribute("data-id"): j for j in css(site, "g.node.job")}
+    assert last_runs and drawn.keys() == last_runs.keys()
+    for job_id, state in last_runs.items():
+        assert drawn[job_id].get_attribute("data-state") == state
+        assert state.lower() in drawn[job_id].get_attribute("textContent")
+    site.shot("lineage")
+    stale.click()
+    panel = one(site, "#node-panel")
+    site.wait(lambda d: "Open dataset" in panel.text)
+    assert causes[0].describe() in panel.text
+
+
+def test_the_graph_is_keyboard_navigable(site: Site) -> None:
+    site.go(f"#/lineage/dataset/strata/{quote(STALE, safe='')}?depth=1")
+    one(site, "svg.graph").send_keys(Keys.TAB)
+    focused = site.driver.switch_to.active_element
+    assert focused.get_attribute("data-id") is not None
+    label = focused.get_attribute("aria-label")
+    focused.send_keys(Keys.ENTER)
+    panel = one(site, "#node-panel")
+    site.wait(lambda d: panel.find_elements(By.CSS_SELECTOR, "h2"))
+    assert panel.find_element(By.CSS_SELECTOR, "h2").text in label
+
+
+def test_time_travel_shows_the_graph_as_it_was(site: Site) -> None:
+    route = f"#/lineage/dataset/strata/{quote('raw/clicks', safe='')}?depth=20"
+    site.go(route)
+    now = {n.get_attribute("data-id") for n in css(site, "svg.graph g.node")}
+    # Just after the first daily build: the regional pipeline came chapters later.
+    daily = site.lake().versions("metrics/experiment_cumulative")[0].committed_at
+    when = (daily + timedelta(seconds=1)).astimezone().strftime("%Y-%m-%dT%H:%M:%S")
+    site.go(f"{route}&asOf={quote(when)}")
+    then = {n.get_attribute("data-id") for n in css(site, "svg.graph g.node")}
+    assert "dataset:strata:metrics/experiment_cumulative" in then
+    assert "job:strata:regions.hourly" in now - then
+    assert then < now
+    assert "as of" in one(site, "main p.summary").text
+    site.shot("time-travel")
+
+
+def test_a_failed_run_shows_its_error_and_stack_trace(site: Site) -> None:
+    site.go("#/jobs/strata/daily.customer_daily")
+    failed = section(site, "Runs").find_element(
+        By.XPATH, ".//tr[.//span[@data-state='FAILED']]//a[starts-with(@href, '#/runs/')]"
+    )
+    run_id = failed.get_attribute("href").rsplit("/", 1)[1]
+    failed.click()
+    site.wait_shown(f"#/runs/{run_id}")
+    with site.service.lake.engine.connect() as conn:
+        facets = conn.execute(sa.select(runs.c.facets).where(runs.c.uuid == run_id)).scalar_one()
+    error = facets["errorMessage"]
+    box = section(site, "Error")
+    assert error["message"][:80] in box.text
+    assert "Traceback" in box.find_element(By.CSS_SELECTOR, "pre.trace").text
+    history = section(site, "State history").find_elements(By.CSS_SELECTOR, ".badge")
+    states = [b.get_attribute("data-state") for b in history]
+    assert states[-1] == "FAILED" and "RUNNING" in states
+    site.shot("failed-run")
+
+
+def test_program_versions_show_their_source_and_diff(site: Site) -> None:
+    site.go("#/jobs/strata/hourly.customer_hourly")
+    programs = section(site, "Program versions")
+    assert [
+        r.find_element(By.CSS_SELECTOR, "td").text
+        for r in programs.find_elements(By.CSS_SELECTOR, "tbody tr")
+    ] == ["v2", "v1"]
+    programs.find_element(By.LINK_TEXT, "Diff with previous").click()
+    site.wait_shown("#/jobs/strata/hourly.customer_hourly?diff=1..2")
+    history = site.service.history("metrics/customer_hourly")["versions"]
+    built = {v["program"]["ordinal"]: v["version"] for v in reversed(history)}
+    old, new = (
+        api(site, f"/strata/programs/{quote('metrics/customer_hourly', safe='')}", version=v)
+        for v in (built[1], built[2])
+    )
+    added = {
+        line[1:]
+        for f in new["files"]
+        for line in difflib.ndiff(
+            old["files"].get(f, "").splitlines(), new["files"][f].splitlines()
+        )
+        if line.startswith("+ ") and line[2:].strip()
+    }
+    shown = {e.text.lstrip("+").strip() for e in css(site, "pre.diff .add")}
+    assert added and {a.strip() for a in added} <= shown
+    assert css(site, "pre.diff .del")
+    site.shot("program-diff")
+
+
+def test_schema_change_between_two_versions(site: Site) -> None:
+    site.go(ds("raw/experiments", "?diff=1..2"))
+    change = section(site, "Schema change")
+    assert "Same schema" in change.text  # the fixture's second version kept the columns
+
+
+def test_build_button_needs_a_write_token_then_builds_with_progress(site: Site) -> None:
+    def run_count() -> int:
+        with site.service.lake.engine.connect() as conn:
+            return int(conn.execute(sa.select(sa.func.count()).select_from(runs)).scalar_one())
+
+    before = run_count()
+    site.go("#/status?only=stale")
+    assert STALE in one(site, "main").text
+    one(site, f"button.build[data-dataset='{STALE}']").click()
+    progress = one(site, "#build-progress")
+    site.wait(lambda d: "refused" in progress.text)
+    assert "write token" in progress.text
+    assert run_count() == before  # refused: nothing ran, nothing was recorded
+    site.shot("build-refused")
+
+    site.go("#/status?only=stale", token=WRITE)
+    one(site, f"button.build[data-dataset='{STALE}']").click()
+    site.wait(lambda d: "Build of" in one(site, "#build-progress").text)
+    site.wait(lambda d: "✓ done" in one(site, "#build-progress").text, timeout=240)
+    assert not site.service.dataset_status(STALE).stale
+    assert run_count() > before
+    site.shot("build-done")
+    with site.service.lake.engine.connect() as conn:
+        job_names = set(conn.execute(sa.select(jobs.c.name)).scalars())
+    assert "daily.experiment_cumulative" in job_names
+
+
+def test_status_page_lists_every_dataset_with_causes(site: Site) -> None:
+    site.go("#/status")
+    rows = css(site, "table.status-table tbody tr")
+    status = site.service.status()
+    assert len(rows) == len(status)
+    for row in rows:
+        name = row.find_elements(By.CSS_SELECTOR, "td")[1].text
+        state = row.find_element(By.CSS_SELECTOR, ".badge").get_attribute("data-state")
+        assert state == status[name].status.value
+    site.shot("status")
+
+
+def test_column_lineage_page_draws_the_columns(site: Site) -> None:
+    site.go(f"#/columns/strata/{quote('metrics/experiment_daily', safe='')}")
+    columns = css(site, "svg.graph g.node")
+    schema = site.lake().read_arrow("metrics/experiment_daily").schema.names
+    drawn = {c.find_element(By.CSS_SELECTOR, "text.label").text for c in columns}
+    assert set(schema) <= drawn
+
+
+@pytest.mark.parametrize("route", ["#/", ds("metrics/customer_hourly"), "#/status"])
+def test_pages_fit_a_narrow_window(site: Site, route: str) -> None:
+    set_viewport(site.driver, NARROW)
+    try:
+        site.go(route)
+        overflow = site.driver.execute_script(
+            "return document.documentElement.scrollWidth - document.documentElement.clientWidth"
+        )
+        assert overflow <= 1, f"{route} scrolls sideways on a narrow window by {overflow}px"
+        if route == "#/":
+            site.shot("narrow-browse")
+    finally:
+        set_viewport(site.driver, WIDE)
