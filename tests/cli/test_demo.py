@@ -43,6 +43,7 @@ def test_demo_tells_the_story_and_goes_on_where_it_stopped(
         assert chapter in out, chapter
     assert "rebuilt exactly the 5 datasets `strata status` named" in out
     assert "current versions untouched" in out
+    assert "open http://127.0.0.1:5000/" in out  # the pages, served by `strata serve`
 
     lake = Lake(settings)
     # Two hours, the late replay and one more hour: four raw APPENDs; the last withdrawn;

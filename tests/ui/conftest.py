@@ -91,3 +91,11 @@ def site(
     with serving(application) as url:
         yield Site(url, settings, application.state.builds, browser, shots)
     application.state.engine.dispose()
+
+
+@pytest.fixture(autouse=True)
+def no_script_errors(site: Site) -> Iterator[None]:
+    """Every page a test opened ran without a script error or a failed request."""
+    site.errors()  # what an earlier test left
+    yield
+    assert site.errors() == []

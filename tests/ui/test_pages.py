@@ -54,7 +54,6 @@ def test_pages_ask_for_a_token_and_show_nothing_without_one(site: Site) -> None:
     names = {a.text for a in css(site, "main section a[href^='#/datasets/']")}
     assert {d.name for d in site.lake().datasets()} <= names
     site.shot("browse")
-    assert site.errors() == [] or all("401" in e for e in site.errors())
 
 
 def test_search_finds_a_dataset_and_opens_its_page(site: Site) -> None:

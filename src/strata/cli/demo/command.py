@@ -106,7 +106,8 @@ def _introduce(settings: Settings, state: DemoState, story: Story) -> None:
 def _explore(settings: Settings, pipelines: Path, seconds: float) -> None:
     """What to run next, against what the demo built."""
     ns = settings.namespace
-    base = f"http://{settings.api_host}:{settings.api_port}/api/v1"
+    site = f"http://{settings.api_host}:{settings.api_port}"
+    base = f"{site}/api/v1"
     console.print()
     console.rule(f"[bold]done in {seconds:.0f} s: explore what it built", align="left")
     console.print(
@@ -114,11 +115,12 @@ def _explore(settings: Settings, pipelines: Path, seconds: float) -> None:
         "strata status · strata history metrics/experiment_daily · "
         "strata trace metrics/experiment_cumulative@1\n"
         "strata status regions/daily · strata history regions/daily --partition region=JP\n\n"
-        "strata serve            # the Marquez API and OpenLineage ingest, then:\n"
+        "strata serve            # the web UI, the Marquez API and OpenLineage ingest, then:\n"
         f"curl '{base}/lineage?nodeId=dataset:{ns}:metrics/experiment_cumulative&depth=20'\n"
         f"curl '{base}/namespaces/{ns}/jobs/daily.experiment_metrics/runs'\n"
         f"curl '{base}/namespaces/{ns}/jobs/regions.daily/runs?partition=region=JP'\n"
-        f"curl '{base}/namespaces/{ns}/datasets/metrics%2Fexperiment_daily/versions'",
+        f"curl '{base}/namespaces/{ns}/datasets/metrics%2Fexperiment_daily/versions'\n"
+        f"open {site}/             # lineage, versions and what is out of date, in a browser",
         highlight=False,
         soft_wrap=True,
     )

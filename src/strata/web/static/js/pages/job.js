@@ -110,15 +110,18 @@ async function programDetail(output, byOrdinal, params) {
   return null;
 }
 
+// A unified diff with three lines of context, as `git diff` shows it.
 function fileDiff(file, before, after) {
   if (before === after) return h("p", { class: "hint" }, `${file}: unchanged`);
-  const parts = window.Diff.diffLines(before, after);
+  const patch = window.Diff.structuredPatch(file, file, before, after, "", "", { context: 3 });
   const lines = [];
-  for (const part of parts) {
-    const mark = part.added ? "+" : part.removed ? "−" : " ";
-    const cls = part.added ? "add" : part.removed ? "del" : "same";
-    for (const line of part.value.replace(/\n$/, "").split("\n")) {
-      lines.push(h("span", { class: `line ${cls}` }, h("span", { class: "mark", "aria-label": part.added ? "added" : part.removed ? "removed" : null }, mark), line));
+  for (const hunk of patch.hunks) {
+    lines.push(h("span", { class: "line hunk" }, `@@ -${hunk.oldStart},${hunk.oldLines} +${hunk.newStart},${hunk.newLines} @@`));
+    for (const line of hunk.lines) {
+      const [mark, text] = [line[0], line.slice(1)];
+      const kind = { "+": ["add", "added"], "-": ["del", "removed"] }[mark] || ["same", null];
+      lines.push(h("span", { class: `line ${kind[0]}` },
+        h("span", { class: "mark", "aria-label": kind[1] }, mark === "-" ? "−" : mark), text));
     }
   }
   return h("details", { open: true }, h("summary", null, file), h("pre", { class: "code diff" }, lines));
