@@ -130,3 +130,36 @@ def test_the_page_is_served_at_the_root_with_its_vendored_scripts(client: TestCl
     # Nothing is fetched from elsewhere: the page works offline.
     assert "http://" not in page.text and "https://" not in page.text
     assert client.get("/ui/nothing.js").status_code == 404
+
+
+def test_builds_are_kept_in_the_store_for_every_server_and_a_stop_ends_them(
+    settings: Settings, engine: sa.Engine
+) -> None:
+    from datetime import UTC, datetime
+
+    from strata.builds.state.requests import BuildRequest
+
+    first, second = create_app(settings, engine), create_app(settings, engine)
+    tasks = first.state.build_tasks
+    queued = BuildRequest(
+        id=str(uuid.uuid4()),
+        dataset="metrics/daily",
+        force=False,
+        state="QUEUED",
+        holder=tasks.holder,
+        requested_at=datetime.now(UTC),
+        started_at=None,
+        ended_at=None,
+        progress={"planned": ["p.daily"], "running": [], "transforms": []},
+        error=None,
+        run=None,
+    )
+    tasks.state.add_build_request(queued)
+    with TestClient(second) as other:
+        seen = other.get(f"/api/v1/strata/builds/{queued.id}").json()
+        assert (seen["state"], seen["planned"], seen["done"]) == ("QUEUED", ["p.daily"], 0)
+        assert [b["id"] for b in other.get("/api/v1/strata/builds").json()["builds"]] == [queued.id]
+        tasks.close()  # the first server stops: what it had not finished ends ABORTED
+        ended = other.get(f"/api/v1/strata/builds/{queued.id}").json()
+        assert (ended["state"], ended["error"]) == ("ABORTED", "the server stopped")
+        assert ended["endedAt"] is not None

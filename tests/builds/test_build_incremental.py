@@ -88,7 +88,7 @@ def test_first_build_is_whole_then_appends_are_read_alone(inc: Project) -> None:
     [cause] = now["clean/clicks"]["causes"]
     assert cause == {
         "kind": "input_appended", "input": "raw/clicks", "built_from": 1, "current": 2,
-        "rows": 2, "commits": 1,
+        "rows": 2, "commits": 1, "text": "input raw/clicks: 2 rows appended in 1 commit (1 → 2)",
     }  # fmt: skip
     second = build(p)
     clean, per = second["clean_clicks"], second["per_country"]

@@ -22,7 +22,8 @@ def test_a_declared_input_that_does_not_exist_is_missing(project: Project) -> No
     st = _status(p)
     # raw/clicks was never written: missing, not fresh; what reads it says why.
     assert (st["raw/clicks"]["kind"], st["raw/clicks"]["state"]) == ("missing", "missing")
-    assert {"kind": "input_missing", "input": "raw/clicks"} in st["clean/clicks"]["causes"]
+    missing = {"kind": "input_missing", "input": "raw/clicks"}
+    assert {**missing, "text": "input raw/clicks does not exist"} in st["clean/clicks"]["causes"]
     assert st["raw/users"]["state"] == "fresh"
     code, out, _ = p.cli("status", "--pipeline", str(p.folder))
     assert code == 0

@@ -182,6 +182,7 @@ def test_program_change_input_append_and_early_cutoff(project: Project) -> None:
         "input": "clean/users",
         "built_from": 1,
         "current": 2,
+        "text": "input clean/users moved 1 → 2 with identical rows",
     }
     assert not st["report/countries"]["stale"]
 

@@ -261,6 +261,7 @@ def test_build_button_needs_a_write_token_then_builds_with_progress(site: Site) 
     site.wait(lambda d: "refused" in progress.text)
     assert "write token" in progress.text
     assert run_count() == before  # refused: nothing ran, nothing was recorded
+    assert site.service.state.build_requests(10) == []
     site.shot("build-refused")
 
     site.go("#/status?only=stale", token=WRITE)
@@ -268,6 +269,12 @@ def test_build_button_needs_a_write_token_then_builds_with_progress(site: Site) 
     site.wait(lambda d: "Build of" in one(site, "#build-progress").text)
     site.wait(lambda d: "✓ done" in one(site, "#build-progress").text, timeout=240)
     assert not site.service.dataset_status(STALE).stale
+    [request] = site.service.state.build_requests(10)
+    assert (request.dataset, request.state) == (STALE, "COMPLETED")
+    steps = css(site, "#build-progress tbody tr")
+    assert [r.find_element(By.CSS_SELECTOR, "td").text for r in steps] == [
+        t["transform"] for t in request.progress["transforms"]
+    ]
     assert run_count() > before
     site.shot("build-done")
     with site.service.lake.engine.connect() as conn:

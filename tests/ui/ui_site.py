@@ -9,6 +9,7 @@ from pathlib import Path
 
 import pytest
 from selenium import webdriver
+from selenium.common.exceptions import StaleElementReferenceException
 from selenium.webdriver.chrome.service import Service
 from selenium.webdriver.remote.webdriver import WebDriver
 from selenium.webdriver.support.ui import WebDriverWait
@@ -97,7 +98,10 @@ class Site:
         WebDriverWait(self.driver, timeout).until(drawn)
 
     def wait(self, until: Callable[[WebDriver], object], timeout: float = 20) -> object:
-        return WebDriverWait(self.driver, timeout, poll_frequency=0.1).until(until)
+        # A page that redraws itself replaces the elements a check holds: look again.
+        redrawn = [StaleElementReferenceException]
+        wait = WebDriverWait(self.driver, timeout, poll_frequency=0.1, ignored_exceptions=redrawn)
+        return wait.until(until)
 
     def shot(self, name: str) -> Path:
         path = self.shots / f"{name}.png"

@@ -59,7 +59,7 @@ async def _lifespan(app: FastAPI) -> AsyncIterator[None]:
     # Answers what is queued before the server exits; what the fold has not folded by
     # then stays queued in the store, for the next server.
     await asyncio.to_thread(writer.close, _CLOSE_S)
-    app.state.build_tasks.close()
+    await asyncio.to_thread(app.state.build_tasks.close)
 
 
 _FOLD_READY_S = 60.0

@@ -1,29 +1,32 @@
 """Builds started over HTTP: run by the app's one build service on a thread of their own,
-one at a time per server, with their progress kept for pages and scripts to poll.
+one at a time per server, their progress written to the store as they go.
 
 A request answers at once (202) with the build's id; the build runs as ``strata build``
-would, its runs land in the lineage store as they go, and ``GET …/builds/{id}`` tells
-which transforms are planned, running and done. The last ``KEEP`` builds are kept, in
-memory only: the runs themselves are in the store for good.
+would, its runs land in the lineage store, and ``GET …/builds/{id}`` on any server of
+the store tells which transforms are planned, running and done
+(:mod:`strata.builds.state.requests`). A server that stops ends its unfinished requests
+ABORTED; one killed outright leaves them as they were (their runs are reaped as any
+dead builder's are).
 """
 
 from __future__ import annotations
 
+import logging
 import threading
-from collections import OrderedDict
 from collections.abc import Sequence
 from concurrent.futures import ThreadPoolExecutor
-from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import Any
 
-from strata.builds.builder import Step
+from strata.builds.builder import BuildReport, Step
 from strata.builds.causes import Outcome
 from strata.builds.service import BuildService
-from strata.errors import NotFound, StrataError
+from strata.builds.state.requests import BuildRequest
+from strata.errors import NotFound, StoreError, StrataError
 from strata.ids import new_id
 
-KEEP = 100
+log = logging.getLogger(__name__)
+KEEP = 100  # builds listed by GET /strata/builds
 
 
 def _now() -> datetime:
@@ -34,68 +37,68 @@ def _ts(at: datetime | None) -> str | None:
     return None if at is None else at.isoformat().replace("+00:00", "Z")
 
 
-@dataclass
-class BuildTask:
-    """One requested build and what it has done so far."""
-
-    id: str
-    dataset: str
-    force: bool
-    requested_at: datetime
-    state: str = "QUEUED"  # QUEUED, RUNNING, COMPLETED, FAILED
-    planned: list[str] = field(default_factory=list)
-    running: list[str] = field(default_factory=list)
-    steps: list[Step] = field(default_factory=list)
-    waiting_for: str | None = None
-    started_at: datetime | None = None
-    ended_at: datetime | None = None
-    error: str | None = None
-    run: str | None = None  # the build's own parent run, once it has one
-
-    def to_dict(self) -> dict[str, Any]:
-        return {
-            "id": self.id,
-            "dataset": self.dataset,
-            "force": self.force,
-            "state": self.state,
-            "requestedAt": _ts(self.requested_at),
-            "startedAt": _ts(self.started_at),
-            "endedAt": _ts(self.ended_at),
-            "planned": list(self.planned),
-            "running": list(self.running),
-            "done": len(self.steps),
-            "transforms": [s.to_dict() for s in self.steps],
-            "waitingFor": self.waiting_for,
-            "error": self.error,
-            "run": self.run,
-        }
+def as_json(r: BuildRequest) -> dict[str, Any]:
+    """A request as the API answers it."""
+    p = r.progress
+    return {
+        "id": r.id,
+        "dataset": r.dataset,
+        "force": r.force,
+        "state": r.state,
+        "requestedAt": _ts(r.requested_at),
+        "startedAt": _ts(r.started_at),
+        "endedAt": _ts(r.ended_at),
+        "planned": p.get("planned", []),
+        "running": p.get("running", []),
+        "done": len(p.get("transforms", [])),
+        "transforms": p.get("transforms", []),
+        "waitingFor": p.get("waitingFor"),
+        "error": r.error,
+        "run": r.run,
+    }
 
 
 class _Recorder:
-    """The builder's Reporter: writes what it hears into a task, under the tasks' lock."""
+    """The builder's Reporter: keeps the build's progress and writes it to the store at
+    each step, so a poll on any server sees it."""
 
-    def __init__(self, task: BuildTask, lock: threading.Lock) -> None:
-        self.task = task
-        self.lock = lock
+    def __init__(self, tasks: BuildTasks, request_id: str) -> None:
+        self.tasks = tasks
+        self.id = request_id
+        self.planned_keys: list[str] = []
+        self.running: list[str] = []
+        self.steps: list[dict[str, Any]] = []
+        self.waiting_for: str | None = None
+
+    def progress(self) -> dict[str, Any]:
+        return {
+            "planned": self.planned_keys,
+            "running": self.running,
+            "transforms": self.steps,
+            "waitingFor": self.waiting_for,
+        }
+
+    def _save(self) -> None:
+        self.tasks.save(self.id, progress=self.progress())
 
     def planned(self, keys: Sequence[str]) -> None:
-        with self.lock:
-            self.task.planned = list(keys)
+        self.planned_keys = list(keys)
+        self._save()
 
     def started(self, key: str) -> None:
-        with self.lock:
-            self.task.running.append(key)
-            self.task.waiting_for = None
+        self.running.append(key)
+        self.waiting_for = None
+        self._save()
 
     def finished(self, step: Step) -> None:
-        with self.lock:
-            if step.transform in self.task.running:
-                self.task.running.remove(step.transform)
-            self.task.steps.append(step)
+        if step.transform in self.running:
+            self.running.remove(step.transform)
+        self.steps.append(step.to_dict())
+        self._save()
 
     def waiting(self, key: str, holder: str) -> None:
-        with self.lock:
-            self.task.waiting_for = f"{key} (held by {holder})"
+        self.waiting_for = f"{key} (held by {holder})"
+        self._save()
 
 
 class BuildTasks:
@@ -103,58 +106,82 @@ class BuildTasks:
 
     def __init__(self, service: BuildService) -> None:
         self.service = service
-        self._lock = threading.Lock()
-        self._tasks: OrderedDict[str, BuildTask] = OrderedDict()
+        self.state = service.state
+        self.holder = f"server-{new_id()}"
         self._pool = ThreadPoolExecutor(max_workers=1, thread_name_prefix="strata-build")
+        self._closing = threading.Event()
 
-    def start(self, dataset: str, force: bool = False) -> BuildTask:
+    def start(self, dataset: str, force: bool = False) -> dict[str, Any]:
         """Queue a build of ``dataset``; a dataset no pipeline writes is refused here,
         before anything is queued."""
         self.service.builder().plan([dataset])
-        task = BuildTask(id=new_id(), dataset=dataset, force=force, requested_at=_now())
-        with self._lock:
-            self._tasks[task.id] = task
-            while len(self._tasks) > KEEP:
-                self._tasks.popitem(last=False)
-        self._pool.submit(self._run, task)
-        return task
+        request = BuildRequest(
+            id=new_id(),
+            dataset=dataset,
+            force=force,
+            state="QUEUED",
+            holder=self.holder,
+            requested_at=_now(),
+            started_at=None,
+            ended_at=None,
+            progress={"planned": [], "running": [], "transforms": [], "waitingFor": None},
+            error=None,
+            run=None,
+        )
+        self.state.add_build_request(request)
+        self._pool.submit(self._run, request)
+        return as_json(request)
 
-    def get(self, task_id: str) -> dict[str, Any]:
-        with self._lock:
-            task = self._tasks.get(task_id)
-            if task is None:
-                raise NotFound(
-                    f"no build {task_id!r} on this server (it keeps its last {KEEP}); "
-                    "list them with GET /api/v1/strata/builds"
-                )
-            return task.to_dict()
+    def get(self, request_id: str) -> dict[str, Any]:
+        found = self.state.build_request(request_id)
+        if found is None:
+            raise NotFound(
+                f"no build {request_id!r}; list them with GET /api/v1/strata/builds",
+                build=request_id,
+            )
+        return as_json(found)
 
     def recent(self) -> list[dict[str, Any]]:
-        """The kept builds, newest first."""
-        with self._lock:
-            return [t.to_dict() for t in reversed(self._tasks.values())]
+        """The last builds asked for, newest first."""
+        return [as_json(r) for r in self.state.build_requests(KEEP)]
+
+    def save(self, request_id: str, **values: Any) -> None:
+        # A store out of reach must not stop the build: the next save writes it all.
+        try:
+            self.state.update_build_request(request_id, **values)
+        except StoreError as exc:
+            log.warning("could not record the progress of build %s: %s", request_id, exc)
 
     def close(self) -> None:
+        self._closing.set()
         self._pool.shutdown(wait=False, cancel_futures=True)
-
-    def _run(self, task: BuildTask) -> None:
-        with self._lock:
-            task.state, task.started_at = "RUNNING", _now()
-        error: str | None
         try:
-            report = self.service.build(
-                [task.dataset], force=task.force, reporter=_Recorder(task, self._lock)
-            )
+            self.state.abandon_build_requests(self.holder, "the server stopped")
+        except StoreError as exc:
+            log.warning("could not end this server's unfinished builds: %s", exc)
+
+    def _run(self, request: BuildRequest) -> None:
+        if self._closing.is_set():
+            return
+        recorder = _Recorder(self, request.id)
+        self.save(request.id, state="RUNNING", started_at=_now())
+        report: BuildReport | None = None
+        try:
+            report = self.service.build([request.dataset], force=request.force, reporter=recorder)
         except StrataError as exc:
-            state, error, run = "FAILED", str(exc), None
+            error: str | None = str(exc)
         except Exception as exc:  # a server thread must outlive any one build
-            state, error, run = "FAILED", f"{type(exc).__name__}: {exc}", None
+            log.exception("build %s failed", request.id)
+            error = f"{type(exc).__name__}: {exc}"
         else:
             failed = [s.transform for s in report.steps if s.outcome is Outcome.FAILED]
-            state = "FAILED" if report.failed else "COMPLETED"
             error = f"failed: {', '.join(failed)}" if failed else None
-            run = report.run
-        with self._lock:
-            task.state, task.error, task.run = state, error, run
-            task.running.clear()
-            task.ended_at = _now()
+        state = "COMPLETED" if report is not None and not report.failed else "FAILED"
+        self.save(
+            request.id,
+            state=state,
+            error=error,
+            run=report.run if report is not None else None,
+            ended_at=_now(),
+            progress={**recorder.progress(), "running": []},
+        )

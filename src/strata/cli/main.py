@@ -73,7 +73,7 @@ def serve(
     host: Annotated[str | None, typer.Option(help="Interface to listen on.")] = None,
     port: Annotated[int | None, typer.Option(help="Port (default 5000, as Marquez).")] = None,
 ) -> None:
-    """Run the lineage server: OpenLineage ingest and the Marquez REST API."""
+    """Run the server: the web pages at /, OpenLineage ingest and the Marquez REST API."""
     from strata.cli.serve import serve as run
 
     with reported():

@@ -1,4 +1,4 @@
-"""``strata serve``: the lineage server (OpenLineage ingest plus the Marquez REST API)."""
+"""``strata serve``: the web pages, OpenLineage ingest and the Marquez REST API."""
 
 from __future__ import annotations
 

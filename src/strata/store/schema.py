@@ -456,6 +456,29 @@ partition_builds = sa.Table(
     ts_col("built_at", nullable=False),
 )
 
+# Builds asked for over HTTP (``POST /api/v1/strata/builds``) and their progress: the
+# server that took one (``holder``) runs it and writes what it has done into ``progress``
+# (planned, running and finished transforms), so any server of the store can answer.
+build_requests = sa.Table(
+    "build_requests",
+    metadata,
+    uuid_col("uuid", primary_key=True),
+    sa.Column("dataset", sa.Text(), nullable=False),
+    sa.Column("force", sa.Boolean(), nullable=False),
+    sa.Column("state", sa.String(16), nullable=False),
+    sa.Column("holder", sa.Text(), nullable=False),
+    ts_col("requested_at", nullable=False),
+    ts_col("started_at", nullable=True),
+    ts_col("ended_at", nullable=True),
+    sa.Column("progress", JSONType, nullable=False),
+    sa.Column("error", sa.Text(), nullable=True),
+    uuid_col("run_uuid", nullable=True),
+    sa.CheckConstraint(
+        "state IN ('QUEUED','RUNNING','COMPLETED','FAILED','ABORTED')", name="state"
+    ),
+    sa.Index("ix_build_requests_requested", "requested_at"),
+)
+
 # Soft delete (``is_hidden`` on datasets, jobs, namespaces) is undone the way Marquez undoes
 # it: a later event naming the row, a new dataset version (lake commits included), or a PUT
 # of the namespace. Triggers do it so every write path is covered without each knowing.

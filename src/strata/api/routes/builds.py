@@ -98,13 +98,12 @@ class BuildRequest(BaseModel):
 def post_build(request: Request, body: BuildRequest) -> Response:
     """Start a build (a write token where tokens are set). It runs in the server, one at a
     time, Spark started on first use; poll ``GET /strata/builds/{id}`` for its progress."""
-    task = _tasks(request).start(body.dataset, body.force)
-    return views.json_response(_tasks(request).get(task.id), status_code=202)
+    return views.json_response(_tasks(request).start(body.dataset, body.force), status_code=202)
 
 
 @router.get("/builds", response_model=views.Json)
 def get_builds(request: Request) -> Response:
-    """The builds this server started lately, newest first."""
+    """The last 100 builds asked for (of any server of the store), newest first."""
     return views.json_response({"builds": _tasks(request).recent()})
 
 

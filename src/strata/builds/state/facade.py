@@ -15,10 +15,11 @@ from typing import Any
 
 from sqlalchemy.engine import Engine
 
-from strata.builds.state import catalog, leases, partitions, programs, runs, triggers
+from strata.builds.state import catalog, leases, partitions, programs, requests, runs, triggers
 from strata.builds.state.catalog import Current, RunDetail, VersionEntry
 from strata.builds.state.partitions import PartitionBuild
 from strata.builds.state.programs import Program, ProgramText
+from strata.builds.state.requests import BuildRequest
 from strata.builds.state.runs import Running
 from strata.builds.state.triggers import Claim
 from strata.lake import partition_index, registry
@@ -224,3 +225,25 @@ class BuildState:
 
     def mark_handled(self, commits: Iterable[tuple[str, int]], by: str) -> int:
         return triggers.mark_handled(self.engine, self.namespace, commits, by)
+
+    # -- builds asked for over HTTP -------------------------------------------------------
+
+    def add_build_request(self, request: BuildRequest) -> None:
+        with write_tx(self.engine) as conn:
+            requests.add(conn, request)
+
+    def update_build_request(self, request_id: str, **values: Any) -> None:
+        with write_tx(self.engine) as conn:
+            requests.update(conn, request_id, **values)
+
+    def build_request(self, request_id: str) -> BuildRequest | None:
+        with read_tx(self.engine) as conn:
+            return requests.get(conn, request_id)
+
+    def build_requests(self, limit: int) -> list[BuildRequest]:
+        with read_tx(self.engine) as conn:
+            return requests.recent(conn, limit)
+
+    def abandon_build_requests(self, holder: str, why: str) -> int:
+        with write_tx(self.engine) as conn:
+            return requests.abandon(conn, holder, datetime.now(UTC), why)
