@@ -18,6 +18,7 @@ from concurrent.futures import ThreadPoolExecutor
 from datetime import UTC, datetime
 from typing import Any
 
+from strata.api.views import ts
 from strata.builds.builder import BuildReport, Step
 from strata.builds.causes import Outcome
 from strata.builds.service import BuildService
@@ -33,10 +34,6 @@ def _now() -> datetime:
     return datetime.now(UTC)
 
 
-def _ts(at: datetime | None) -> str | None:
-    return None if at is None else at.isoformat().replace("+00:00", "Z")
-
-
 def as_json(r: BuildRequest) -> dict[str, Any]:
     """A request as the API answers it."""
     p = r.progress
@@ -45,9 +42,9 @@ def as_json(r: BuildRequest) -> dict[str, Any]:
         "dataset": r.dataset,
         "force": r.force,
         "state": r.state,
-        "requestedAt": _ts(r.requested_at),
-        "startedAt": _ts(r.started_at),
-        "endedAt": _ts(r.ended_at),
+        "requestedAt": ts(r.requested_at),
+        "startedAt": ts(r.started_at),
+        "endedAt": ts(r.ended_at),
         "planned": p.get("planned", []),
         "running": p.get("running", []),
         "done": len(p.get("transforms", [])),
