@@ -56,10 +56,14 @@ def _run_demo(settings: Settings) -> None:
 
 
 def _new_experiments(lake: Lake) -> None:
-    """raw/experiments@2 without its last experiment: what reads it is out of date."""
+    """raw/experiments@2 without its last experiment: what reads it is out of date; and a
+    late click in one UK hour: that partition of regions/hourly is out of date."""
     rows = lake.read_arrow("raw/experiments")
     with lake.transaction("raw/experiments", type="SNAPSHOT") as txn:
         txn.write(rows.slice(0, rows.num_rows - 1))
+    late = lake.read_arrow("raw/clicks", partitions={"region": "UK"}).slice(0, 1)
+    with lake.transaction("raw/clicks", type="APPEND") as txn:
+        txn.write(late)
 
 
 @pytest.fixture(scope="module", params=["sqlite", "postgresql"])

@@ -315,3 +315,33 @@ def test_pages_fit_a_narrow_window(site: Site, route: str) -> None:
             site.shot("narrow-browse")
     finally:
         set_viewport(site.driver, WIDE)
+
+
+def test_a_partitioned_dataset_shows_its_partitions(site: Site) -> None:
+    site.go(ds("regions/hourly"))
+    status = site.service.dataset_status("regions/hourly")
+    counts = status.partition_counts()
+    assert counts is not None and counts["fresh"] > 0
+    shown = one(site, ".partition-counts").text
+    assert shown.startswith(
+        f"Partitions: {counts['fresh']:,} fresh, {counts['out_of_date']:,} out of date"
+    )
+    stale = [p for p in status.partitions or [] if p.stale]
+    assert len(stale) == 1  # the fixture's late UK click
+    [row] = css(site, "table.partition-table tbody tr")
+    key, why = row.find_elements(By.CSS_SELECTOR, "td")
+    assert "region=UK" in key.text
+    assert why.text == "\n".join(c.describe() for c in stale[0].causes)
+    site.shot("partitions")
+
+
+def test_a_pipeline_job_links_its_children_and_they_link_back(site: Site) -> None:
+    site.go("#/jobs/strata/hourly")
+    family = section(site, "Parent and child jobs")
+    children = [a.text for a in family.find_elements(By.CSS_SELECTOR, "dd.children a")]
+    pipelines = site.service.pipelines.transforms
+    assert children == sorted(k for k in pipelines if k.startswith("hourly."))
+    family.find_element(By.LINK_TEXT, "hourly.clean_clicks").click()
+    site.wait_shown("#/jobs/strata/hourly.clean_clicks")
+    parent = section(site, "Parent and child jobs").find_element(By.CSS_SELECTOR, "dd a")
+    assert parent.text == "hourly"

@@ -61,9 +61,12 @@ def get_job(request: Request, namespace: str, job: str) -> Response:
         uuid = job_uuid(conn, namespace, job)
         found = q.get_job(conn, uuid)
         by_partition = q.latest_partition_runs(conn, uuid)
+        children = q.child_jobs(conn, uuid)
     out = views.job(found)
     if by_partition:  # Strata's: a partitioned transform's last run of each partition
         out["latestRunsByPartition"] = [views.partition_run(x) for x in by_partition]
+    if children:  # Strata's: the jobs that name this one as their parent
+        out["childJobs"] = [{"namespace": ns, "name": name} for ns, name in children]
     return views.json_response(out)
 
 

@@ -1130,6 +1130,18 @@ def get_job(conn: Connection, job_uuid: str) -> Job:
     return job
 
 
+def child_jobs(conn: Connection, job_uuid: str, limit: int = 1000) -> list[tuple[str, str]]:
+    """The visible jobs whose parent is this one, (namespace, name) by name."""
+    j = s.jobs
+    rows = conn.execute(
+        sa.select(j.c.namespace, j.c.name)
+        .where(j.c.parent_job_uuid == job_uuid, j.c.is_hidden.is_(False))
+        .order_by(j.c.namespace, j.c.name)
+        .limit(limit)
+    )
+    return [(str(r.namespace), str(r.name)) for r in rows]
+
+
 def list_jobs(
     conn: Connection,
     namespace: str | None,

@@ -34,7 +34,24 @@ function stateSection(state) {
   return section("Status",
     h("p", { class: "state-line" }, dataState(state.state), state.transform ? [" · built by ", state.transform] : null),
     causeList(state.causes),
-    state.notes && state.notes.length ? causeList(state.notes) : null);
+    state.notes && state.notes.length ? causeList(state.notes) : null,
+    state.partition_counts ? partitionsPart(state) : null);
+}
+
+const SHOWN_PARTITIONS = 100;
+
+// A partitioned output: how many partitions are fresh, and each out-of-date one with why.
+function partitionsPart(state) {
+  const c = state.partition_counts;
+  const stale = state.partitions.filter((p) => p.stale);
+  const keyText = (key) => Object.entries(key).map(([k, v]) => `${k}=${v}`).join(", ");
+  const rows = stale.slice(0, SHOWN_PARTITIONS).map((p) => [h("code", null, keyText(p.key)), causeList(p.causes)]);
+  return h("div", { class: "partitions" },
+    h("p", { class: "partition-counts" },
+      `Partitions: ${count(c.fresh)} fresh, ${count(c.out_of_date)} out of date`,
+      c.never_built ? ` (${count(c.never_built)} never built)` : ""),
+    stale.length ? table(["Partition", "Why"], rows, { cls: "partition-table" }) : null,
+    stale.length > SHOWN_PARTITIONS ? h("p", { class: "hint" }, `and ${count(stale.length - SHOWN_PARTITIONS)} more; \`strata status ${state.name}\` lists them all.`) : null);
 }
 
 function currentSection(d) {

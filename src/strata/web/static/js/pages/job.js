@@ -5,10 +5,7 @@ import { a, count, duration, h, runState, section, short, table, to, when } from
 
 export async function job([ns, name], params) {
   const j = await api(`/namespaces/${enc(ns)}/jobs/${enc(name)}`);
-  const [runs, siblings] = await Promise.all([
-    api(`/namespaces/${enc(ns)}/jobs/${enc(name)}/runs?limit=50`),
-    api(`/namespaces/${enc(ns)}/jobs?limit=1000`),
-  ]);
+  const runs = await api(`/namespaces/${enc(ns)}/jobs/${enc(name)}/runs?limit=50`);
   const output = j.outputs.length ? j.outputs[0].name : null;
   const history = output ? await maybe(`/strata/history/${enc(output)}`) : null;
   return h("div", { class: "page job" },
@@ -16,7 +13,7 @@ export async function job([ns, name], params) {
     h("h1", null, name),
     h("p", { class: "actions" }, a(to.lineage("job", ns, name, { depth: 2 }), "Lineage graph")),
     facts(j),
-    family(j, siblings.jobs),
+    family(j),
     section(`Runs (${count(runs.totalCount)})`, runTable(runs.runs)),
     history ? await programs(ns, name, output, history.versions, params) : null);
 }
@@ -33,16 +30,15 @@ function facts(j) {
   return section("About", h("dl", { class: "facts" }, rows.map(([k, v]) => [h("dt", null, k), h("dd", null, v)])));
 }
 
-function family(j, jobs) {
-  const parent = j.parentJobName ? jobs.find((x) => x.name === j.parentJobName) : null;
-  const children = jobs.filter((x) => x.parentJobName === j.name);
-  if (!parent && !children.length && !j.parentJobName) return null;
+function family(j) {
+  const children = j.childJobs || [];
+  if (!j.parentJobName && !children.length) return null;
   return section("Parent and child jobs",
     h("dl", { class: "facts" },
       h("dt", null, "Parent"),
       h("dd", null, j.parentJobName ? a(to.job(j.namespace, j.parentJobName), j.parentJobName) : "—"),
       h("dt", null, "Children"),
-      h("dd", null, children.length ? children.map((c, i) => [i ? ", " : "", a(to.job(c.namespace, c.name), c.name)]) : "—")));
+      h("dd", { class: "children" }, children.length ? children.map((c, i) => [i ? ", " : "", a(to.job(c.namespace, c.name), c.name)]) : "—")));
 }
 
 function runTable(runs) {
