@@ -208,6 +208,11 @@ def run(r: q.Run) -> Json:
     }
 
 
+def run_with_job(r: q.Run) -> Json:
+    """A run with the job it is a run of (Strata's routes: a Marquez run names no job)."""
+    return {**run(r), "job": {"namespace": r.job_namespace, "name": r.job_name}}
+
+
 def job(j: q.Job, latest_runs: bool = True) -> Json:
     """A Marquez job; without ``latest_runs`` (a graph node's data), no "latestRuns"."""
     latest = run(j.latest_run) if j.latest_run else None

@@ -87,7 +87,7 @@ def post_reproduce(request: Request, dataset: str, version: Version = None) -> R
     return views.json_response(result.to_dict())
 
 
-class BuildRequest(BaseModel):
+class NewBuild(BaseModel):
     """A build of one dataset and what it needs, as ``strata build DATASET``."""
 
     dataset: str = Field(min_length=1, max_length=1024, description="e.g. metrics/daily")
@@ -95,7 +95,7 @@ class BuildRequest(BaseModel):
 
 
 @router.post("/builds", status_code=202, response_model=views.Json, responses=errors(404))
-def post_build(request: Request, body: BuildRequest) -> Response:
+def post_build(request: Request, body: NewBuild) -> Response:
     """Start a build (a write token where tokens are set). It runs in the server, one at a
     time, Spark started on first use; poll ``GET /strata/builds/{id}`` for its progress."""
     return views.json_response(_tasks(request).start(body.dataset, body.force), status_code=202)

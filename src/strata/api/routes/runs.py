@@ -94,9 +94,8 @@ def get_run_detail(request: Request, id: UUID) -> Response:
         touched = [v.version for v in (*run.input_versions, *run.output_versions)]
         commits = q.commit_ids(conn, touched)
     history = [{"state": x.state, "transitionedAt": views.ts(x.at)} for x in states]
-    job = {"namespace": run.job_namespace, "name": run.job_name}
-    extra = {"job": job, "states": history, "commitIds": commits}
-    return views.json_response({**views.run(run), **extra})
+    extra = {"states": history, "commitIds": commits}
+    return views.json_response({**views.run_with_job(run), **extra})
 
 
 @router.get("/strata/runs", tags=["Strata"], response_model=views.Json)
@@ -104,7 +103,4 @@ def get_recent_runs(request: Request, limit: Annotated[int, Query(ge=1, le=1000)
     """The latest runs of every job, newest first, each with its job."""
     with reading(request) as conn:
         runs = q.recent_runs(conn, limit)
-    body = [
-        {**views.run(r), "job": {"namespace": r.job_namespace, "name": r.job_name}} for r in runs
-    ]
-    return views.json_response({"runs": body})
+    return views.json_response({"runs": [views.run_with_job(r) for r in runs]})

@@ -81,20 +81,7 @@ def abandon(conn: Connection, holder: str, at: datetime, why: str) -> int:
 
 
 def _select() -> sa.Select[Any]:
-    t = s.build_requests
-    return sa.select(
-        t.c.uuid,
-        t.c.dataset,
-        t.c.force,
-        t.c.state,
-        t.c.holder,
-        t.c.requested_at,
-        t.c.started_at,
-        t.c.ended_at,
-        t.c.progress,
-        t.c.error,
-        t.c.run_uuid,
-    )
+    return sa.select(s.build_requests)
 
 
 def _request(row: sa.Row[Any]) -> BuildRequest:

@@ -71,5 +71,4 @@ document.getElementById("token-button").addEventListener("click", () => {
   location.hash = "#/token";
 });
 window.addEventListener("hashchange", render);
-window.strataRender = render; // lets a page ask for a fresh render of itself
 render();

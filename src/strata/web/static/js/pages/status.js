@@ -5,7 +5,7 @@ import { a, causeList, dataState, errorBox, h, section, table, to } from "../dom
 
 const POLL_MS = 700;
 
-export async function status(_parts, params) {
+export async function status(_parts, params, rerender) {
   const result = await api("/strata/status");
   const onlyStale = params.get("only") === "stale";
   const shown = result.datasets.filter((d) => !onlyStale || d.state !== "fresh");
@@ -17,7 +17,7 @@ export async function status(_parts, params) {
     d.kind,
     d.version ? `v${d.version}` : "—",
     causeList(d.causes) || (d.state === "fresh" ? "—" : ""),
-    d.kind === "derived" ? buildButton(d.name, progress) : "",
+    d.kind === "derived" ? buildButton(d.name, progress, rerender) : "",
   ]);
   const filter = h("a", { href: onlyStale ? "#/status" : "#/status?only=stale" },
     onlyStale ? "Show every dataset" : "Show only what is not fresh");
@@ -30,14 +30,14 @@ export async function status(_parts, params) {
     })));
 }
 
-function buildButton(name, progress) {
+function buildButton(name, progress, rerender) {
   return h("button", {
     type: "button", class: "build", "data-dataset": name,
-    onclick: (event) => startBuild(name, progress, event.currentTarget),
+    onclick: (event) => startBuild(name, progress, event.currentTarget, rerender),
   }, "Build");
 }
 
-async function startBuild(name, progress, button) {
+async function startBuild(name, progress, button, rerender) {
   button.disabled = true;
   progress.replaceChildren(h("p", null, `Starting a build of ${name}…`));
   let task;
@@ -50,11 +50,11 @@ async function startBuild(name, progress, button) {
     progress.replaceChildren(errorBox(`The build of ${name} was refused: ${e.message}`), tokenHint);
     return;
   }
-  await follow(task, progress);
+  await follow(task, progress, rerender);
   button.disabled = false;
 }
 
-async function follow(task, progress) {
+async function follow(task, progress, rerender) {
   while (true) {
     progress.replaceChildren(drawTask(task));
     if (task.state === "COMPLETED" || task.state === "FAILED") break;
@@ -63,7 +63,7 @@ async function follow(task, progress) {
   }
   // The statuses changed: show them, and the outcome stays on the page.
   const outcome = drawTask(task);
-  await window.strataRender();
+  await rerender();
   const again = document.getElementById("build-progress");
   if (again) again.replaceChildren(outcome);
 }
