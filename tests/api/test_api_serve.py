@@ -14,6 +14,7 @@ import threading
 import time
 import uuid
 from collections.abc import Iterator
+from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
@@ -274,3 +275,35 @@ def test_a_signal_during_ingest_loses_nothing_acknowledged(
         ]
         assert not missing, f"{len(missing)} of {len(acknowledged)} acknowledged events lost"
         again.stop()
+
+
+# --- builds a killed server left ------------------------------------------------------------
+
+
+def test_serve_ends_the_builds_a_killed_server_left_on_its_sqlite_store(tmp_path: Path) -> None:
+    from strata.builds.state import BuildState
+    from strata.builds.state.requests import BuildRequest
+
+    url = f"sqlite:///{tmp_path / 'meta.db'}"
+    engine = create_engine(url)
+    migrate.upgrade(engine)
+    left = BuildRequest(
+        id=str(uuid.uuid4()),
+        dataset="metrics/daily",
+        force=False,
+        state="RUNNING",
+        holder="server-that-was-killed",
+        requested_at=datetime.now(UTC),
+        started_at=datetime.now(UTC),
+        ended_at=None,
+        progress={"planned": ["p.daily"], "running": ["p.daily"], "transforms": []},
+        error=None,
+        run=None,
+    )
+    BuildState(engine, "strata").add_build_request(left)
+    engine.dispose()
+    with Served(tmp_path, _store_env(url, tmp_path)) as server:
+        build = httpx.get(f"{server.url}/strata/builds/{left.id}").json()
+        assert (build["state"], build["error"]) == ("ABORTED", "the server running it died")
+        assert build["planned"] == ["p.daily"] and build["endedAt"] is not None
+        server.stop()

@@ -5,8 +5,9 @@ A request answers at once (202) with the build's id; the build runs as ``strata 
 would, its runs land in the lineage store, and ``GET …/builds/{id}`` on any server of
 the store tells which transforms are planned, running and done
 (:mod:`strata.builds.state.requests`). A server that stops ends its unfinished requests
-ABORTED; one killed outright leaves them as they were (their runs are reaped as any
-dead builder's are).
+ABORTED. One killed outright leaves them as they were (their runs are reaped as any
+dead builder's are) until the next ``strata serve`` of a SQLite store, the store's only
+server, ends them; on PostgreSQL, where servers run side by side, they stay.
 """
 
 from __future__ import annotations
@@ -148,6 +149,12 @@ class BuildTasks:
             self.state.update_build_request(request_id, **values)
         except StoreError as exc:
             log.warning("could not record the progress of build %s: %s", request_id, exc)
+
+    def end_orphans(self) -> int:
+        """End every server's unfinished requests ABORTED: for a server that knows it is
+        the store's only one (a SQLite store's, :mod:`strata.store.sole_server`), what
+        is unfinished was left by a server that died."""
+        return self.state.abandon_build_requests(None, "the server running it died")
 
     def close(self) -> None:
         self._closing.set()

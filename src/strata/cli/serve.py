@@ -42,6 +42,10 @@ def _serve(settings: Settings, engine: Engine, host: str | None, port: int | Non
         except SchemaVersionError as exc:
             raise SchemaVersionError(f"refusing to serve: {exc.message}", **exc.details) from exc
     app = create_app(settings, engine)
+    if engine.dialect.name == "sqlite":
+        # This process holds the store's one-server lock: no other server runs the builds
+        # a killed server left unfinished.
+        app.state.build_tasks.end_orphans()
     freeze_startup_objects()
     uvicorn.run(
         app,

@@ -244,6 +244,6 @@ class BuildState:
         with read_tx(self.engine) as conn:
             return requests.recent(conn, limit)
 
-    def abandon_build_requests(self, holder: str, why: str) -> int:
+    def abandon_build_requests(self, holder: str | None, why: str) -> int:
         with write_tx(self.engine) as conn:
             return requests.abandon(conn, holder, datetime.now(UTC), why)

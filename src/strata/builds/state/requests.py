@@ -69,14 +69,13 @@ def recent(conn: Connection, limit: int) -> list[BuildRequest]:
     return [_request(r) for r in rows]
 
 
-def abandon(conn: Connection, holder: str, at: datetime, why: str) -> int:
-    """End ``holder``'s unfinished requests ABORTED (its server is stopping)."""
+def abandon(conn: Connection, holder: str | None, at: datetime, why: str) -> int:
+    """End ``holder``'s unfinished requests ABORTED (its server is stopping); with no
+    holder, every server's (none of them runs any more)."""
     t = s.build_requests
-    done = conn.execute(
-        t.update()
-        .where(t.c.holder == holder, t.c.state.in_(UNFINISHED))
-        .values(state="ABORTED", ended_at=at, error=why)
-    )
+    unfinished = t.c.state.in_(UNFINISHED)
+    which = unfinished if holder is None else sa.and_(t.c.holder == holder, unfinished)
+    done = conn.execute(t.update().where(which).values(state="ABORTED", ended_at=at, error=why))
     return int(done.rowcount or 0)
 
 
