@@ -13,6 +13,7 @@ say what to do about it.
     │   └── SchemaVersionError  database newer (or older) than this code
     ├── StoreConflict           a write broke a uniqueness rule: another won (409)
     ├── InvalidArgument         a value the caller passed is malformed (400)
+    │   ├── UnsupportedMediaType  a request body not declared JSON (415)
     │   ├── InvalidName         dataset name rules
     │   ├── InvalidEvent        OpenLineage event fails validation (422)
     │   └── StoreRefused        a value the store cannot hold
@@ -74,6 +75,11 @@ class SchemaVersionError(StoreError):
 class InvalidArgument(StrataError):
     code = "invalid_argument"
     http_status = 400
+
+
+class UnsupportedMediaType(InvalidArgument):
+    code = "unsupported_media_type"
+    http_status = 415
 
 
 class InvalidName(InvalidArgument):

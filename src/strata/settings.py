@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import dataclasses
 import os
+import re
 import tomllib
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -35,6 +36,7 @@ class Settings:
     api_port: int = 5000
     read_tokens: tuple[str, ...] = ()
     write_tokens: tuple[str, ...] = ()
+    allowed_origins: tuple[str, ...] = ()
     lineage_fold: str = "process"
     pipelines: tuple[str, ...] = ()
     build_lease_seconds: float = 300.0
@@ -54,6 +56,13 @@ class Settings:
             # default file system (often HDFS) to Spark: say which one, once, here.
             local = Path(self.lake_uri).expanduser().resolve()
             object.__setattr__(self, "lake_uri", local.as_uri())
+        for origin in self.allowed_origins:
+            if not _is_origin(origin):
+                raise ConfigError(
+                    f"allowed_origins holds {origin!r}, which is not an origin; give each as "
+                    "scheme://host[:port] with no path (http://localhost:3000) in "
+                    "STRATA_ALLOWED_ORIGINS, separated by commas"
+                )
         if self.lineage_fold not in ("process", "thread"):
             raise ConfigError(
                 f"lineage_fold must be 'process' or 'thread', got {self.lineage_fold!r}; "
@@ -132,6 +141,13 @@ def _from_env(names: set[str]) -> dict[str, Any]:
         if value is not None and value != "":
             out[name] = value
     return out
+
+
+_ORIGIN = re.compile(r"https?://[^/\s?#@]+")
+
+
+def _is_origin(value: str) -> bool:
+    return _ORIGIN.fullmatch(value) is not None
 
 
 _HINTS = get_type_hints(Settings)

@@ -115,7 +115,11 @@ def test_bad_event_names_the_field(client: TestClient) -> None:
 
 
 def test_bad_gzip(client: TestClient, engine: sa.Engine) -> None:
-    r = client.post("/api/v1/lineage", content=b"not gzip", headers={"Content-Encoding": "gzip"})
+    r = client.post(
+        "/api/v1/lineage",
+        content=b"not gzip",
+        headers={"Content-Encoding": "gzip", "Content-Type": "application/json"},
+    )
     assert r.status_code == 400
     r = client.post("/api/v1/lineage", content=b"{}", headers={"Content-Encoding": "br"})
     assert r.status_code == 415

@@ -11,7 +11,7 @@ from pathlib import Path
 import marquez_client
 import pytest
 import sqlalchemy as sa
-from marquez_api import Marquez
+from marquez_api import MARQUEZ_WEB_ORIGIN, Marquez
 
 from serve_process import Served
 from strata.store import migrate
@@ -39,6 +39,8 @@ def marquez(
         "STRATA_DATABASE_URL": _store_url(request.param, home, request),
         "STRATA_HOME": str(home / ".strata"),
         "STRATA_LAKE_URI": (home / "lake").as_uri(),
+        # Marquez's web UI, served by its own proxy, sends its page's origin on writes.
+        "STRATA_ALLOWED_ORIGINS": MARQUEZ_WEB_ORIGIN,
     }
     with Served(home, env) as served:
         root = served.url.removesuffix("/api/v1")

@@ -8,6 +8,9 @@ from typing import Any
 import httpx
 import marquez_client
 
+# The origin of Marquez's web UI, served by its own proxy, which the server allows.
+MARQUEZ_WEB_ORIGIN = "http://localhost:3000"
+
 
 @dataclass
 class Marquez:

@@ -12,7 +12,7 @@ from typing import Any
 
 import httpx
 import pytest
-from marquez_api import Marquez
+from marquez_api import MARQUEZ_WEB_ORIGIN, Marquez
 from test_openlineage_hierarchy import airflow_event
 
 
@@ -37,7 +37,14 @@ def seeded(marquez: Marquez, ns: str) -> dict[str, str]:
 
 
 def _get(marquez: Marquez, path: str, method: str = "GET", **body: Any) -> Any:
-    answer = httpx.request(method, f"{marquez.root}{path}", json=body or None, timeout=30)
+    # As the UI's proxy forwards them: with the page's Origin, allowed by the server.
+    answer = httpx.request(
+        method,
+        f"{marquez.root}{path}",
+        json=body or None,
+        headers={"Origin": MARQUEZ_WEB_ORIGIN},
+        timeout=30,
+    )
     assert 200 <= answer.status_code < 300, f"{method} {path}: {answer.status_code} {answer.text}"
     return answer.json() if answer.content else None
 
@@ -53,6 +60,14 @@ def test_the_web_uis_requests_answer(marquez: Marquez, seeded: dict[str, str]) -
     assert _get(marquez, f"{api}/namespaces/{ns}/datasets/{ds}")["fields"][0]["name"] == "id"
     versions = _get(marquez, f"{api}/namespaces/{ns}/datasets/{ds}/versions?limit=10&offset=0")
     assert len(versions["versions"]) == 1
+    # A page of a site not allowed cannot tag: the write is refused before it is made.
+    refused = httpx.post(
+        f"{marquez.root}{api}/namespaces/{ns}/datasets/{ds}/tags/PII",
+        headers={"Origin": "http://elsewhere.example"},
+        timeout=30,
+    )
+    assert refused.status_code == 403, refused.text
+    assert _get(marquez, f"{api}/namespaces/{ns}/datasets/{ds}")["tags"] == []
     _get(marquez, f"{api}/namespaces/{ns}/datasets/{ds}/tags/PII", "POST")
     _get(marquez, f"{api}/namespaces/{ns}/datasets/{ds}/fields/id/tags/PII", "POST")
     _get(marquez, f"{api}/namespaces/{ns}/datasets/{ds}/fields/id/tags/PII", "DELETE")

@@ -12,6 +12,7 @@ from sqlalchemy.engine import Engine
 
 from strata.api import contract, errors, paths, redirects
 from strata.api.build_tasks import BuildTasks
+from strata.api.crosssite import CrossSiteMiddleware
 from strata.api.deps import authorize
 from strata.api.direct import StrataApp
 from strata.api.guard import GuardMiddleware
@@ -93,5 +94,6 @@ def create_app(settings: Settings, engine: Engine | None = None) -> FastAPI:
     errors.install(app)
     app.add_exception_handler(redirects.JobMoved, redirects.handle)
     app.add_middleware(GuardMiddleware)
+    app.add_middleware(CrossSiteMiddleware)  # outside the guard: preflights carry no token
     app.add_middleware(paths.RawSegmentsMiddleware)
     return app

@@ -16,7 +16,7 @@ from __future__ import annotations
 from collections.abc import Awaitable, Callable
 
 from fastapi import FastAPI
-from starlette.types import Receive, Scope, Send
+from starlette.types import Message, Receive, Scope, Send
 
 from strata.api import ingest, job_runs
 
@@ -25,14 +25,34 @@ Handler = Callable[[FastAPI, Scope, Receive, Send], Awaitable[bool]]
 
 
 class StrataApp(FastAPI):
-    """The FastAPI app, but for the requests of :func:`direct_handler`."""
+    """The FastAPI app, but for the requests of :func:`direct_handler`, and ``HEAD``
+    answered wherever ``GET`` is (FastAPI's routes take only the methods they name)."""
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
-        if scope["type"] == "http" and not scope.get("root_path"):
+        if scope["type"] == "http" and scope["method"] == "HEAD":
+            scope, send = {**scope, "method": "GET"}, _without_body(send)
+        # A browser's request (it names its Origin) goes through the middleware, which
+        # judges cross-site requests and adds the headers that let a page read answers.
+        if scope["type"] == "http" and not scope.get("root_path") and not _has_origin(scope):
             handler = direct_handler(scope["method"], scope["path"])
             if handler is not None and await handler(self, scope, receive, send):
                 return
         await super().__call__(scope, receive, send)
+
+
+def _has_origin(scope: Scope) -> bool:
+    return any(name == b"origin" for name, _ in scope["headers"])
+
+
+def _without_body(send: Send) -> Send:
+    """``send`` for a ``HEAD`` request: the ``GET`` answer's status and headers, no body."""
+
+    async def send_head(message: Message) -> None:
+        if message["type"] == "http.response.body":
+            message = {**message, "body": b""}
+        await send(message)
+
+    return send_head
 
 
 def direct_handler(method: str, path: str) -> Handler | None:

@@ -9,7 +9,7 @@ from __future__ import annotations
 from fastapi import FastAPI
 from starlette.types import Receive, Scope, Send
 
-from strata.api import auth, body
+from strata.api import auth, body, crosssite
 from strata.api.asgi import answer_error, headers
 from strata.api.routes.lineage import accept_event
 
@@ -22,6 +22,7 @@ async def post_lineage(app: FastAPI, scope: Scope, receive: Receive, send: Send)
     try:
         found = headers(scope, b"authorization", b"content-encoding", b"content-length")
         auth.check_header(app.state.settings, "POST", found.get("authorization", ""))
+        crosssite.check_write(app.state.settings, scope)
         body.check_length(found.get("content-length"))
         raw = bytearray()
         while True:
