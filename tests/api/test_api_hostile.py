@@ -188,3 +188,30 @@ def test_generated_hostile_events_are_answered_and_what_is_acknowledged_is_shown
     else:
         assert r.json()["message"]
     assert_alive(client)
+
+
+def test_lists_a_request_can_hold_are_bounded(client: TestClient) -> None:
+    """A batch, a dataset's fields and tags, a job's datasets: each past its bound is one
+    4xx naming it, and nothing is stored."""
+    from strata.api.models import MAX_ITEMS, MAX_TAGS
+    from strata.api.routes.lineage import MAX_BATCH
+
+    tiny = {"eventTime": "2024-05-01T10:00:00Z", "eventType": "START"}  # refused if taken
+    r = client.post("/api/v1/lineage/batch", json=[tiny] * (MAX_BATCH + 1))
+    assert r.status_code == 422 and f"more than the {MAX_BATCH}" in r.json()["message"]
+    assert client.put("/api/v1/namespaces/bounded", json={"ownerName": "me"}).status_code == 200
+    client.put("/api/v1/sources/s", json={"type": "POSTGRESQL", "connectionUrl": "x://y"})
+    body = {"type": "DB_TABLE", "physicalName": "t", "sourceName": "s"}
+    fields = [{"name": f"c{i}"} for i in range(MAX_ITEMS + 1)]
+    for extra in ({"fields": fields}, {"tags": [f"t{i}" for i in range(MAX_TAGS + 1)]}):
+        r = client.put("/api/v1/namespaces/bounded/datasets/t", json={**body, **extra})
+        assert r.status_code == 422, r.text
+        assert str(MAX_ITEMS if "fields" in extra else MAX_TAGS) in r.text
+    many = [{"namespace": "bounded", "name": f"d{i}"} for i in range(MAX_ITEMS + 1)]
+    r = client.put("/api/v1/namespaces/bounded/jobs/j", json={"type": "BATCH", "inputs": many})
+    assert r.status_code == 422 and str(MAX_ITEMS) in r.text
+    assert client.get("/api/v1/namespaces/bounded/datasets").json()["totalCount"] == 0
+    assert client.get("/api/v1/namespaces/bounded/jobs").json()["totalCount"] == 0
+    # A query list: the states repeat, the answer is the same as one of each.
+    states = "&".join(["lastRunStates=FAILED"] * 500)
+    assert client.get(f"/api/v1/jobs?{states}").status_code == 200

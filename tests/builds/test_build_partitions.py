@@ -17,6 +17,7 @@ from build_support import Project, project_of, users
 from build_support import clicks as clicks_of
 from fastapi.testclient import TestClient
 
+from ol_events import run_event
 from strata.api.app import create_app
 from strata.builds.causes import Cause, CauseKind
 from strata.builds.service import BuildService
@@ -170,6 +171,21 @@ def test_partitions_build_alone_fail_alone_and_backfill(part: Project, tmp_path:
         assert len(jp["runs"]) == 2 + 1 + 1 + 2 and all(
             r["facets"]["strata_partition"]["key"]["region"] == "JP" for r in jp["runs"]
         )
+        # Filters are bounded: columns checked against the job, a cap on the pairs.
+        runs_of = f"/api/v1/namespaces/strata/jobs/{job}/runs"
+        r = api.get(runs_of, params={"partition": "colour=red"})
+        assert r.status_code == 400, r.text
+        assert "'colour'" in r.json()["message"] and "'local_day'" in r.json()["message"]
+        many = ",".join(f"region=R{i}" for i in range(999))
+        for path in (runs_of, f"/api/v1/strata/history/{DAILY.replace('/', '%2F')}"):
+            r = api.get(path, params={"partition": many})
+            assert r.status_code == 400, (path, r.text)
+            assert "999 col=value pairs" in r.json()["message"]
+        either = api.get(runs_of, params={"partition": "region=JP,region=UK"}).json()["runs"]
+        assert len(either) == len(runs)  # a column named twice takes either value
+        assert api.post("/api/v1/lineage", json=run_event(job="plain")).status_code == 201
+        r = api.get("/api/v1/namespaces/ns/jobs/plain/runs", params={"partition": "region=JP"})
+        assert r.status_code == 400 and "has no partition runs" in r.json()["message"]
         tree = api.get(
             f"/api/v1/strata/trace/{DAILY.replace('/', '%2F')}",
             params={"partition": "region=UK,local_day=2026-11-23", "version": 1},

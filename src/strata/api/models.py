@@ -47,6 +47,12 @@ Time = Annotated[
 ]
 
 
+# Lists a body may hold: far past any real table's fields or a job's datasets, and small
+# enough that one request cannot make the server write without end.
+MAX_ITEMS = 10_000
+MAX_TAGS = 1_000
+
+
 class _Body(BaseModel):
     model_config = ConfigDict(extra="ignore", populate_by_name=True)
 
@@ -66,15 +72,15 @@ class FieldIn(_Body):
     name: Name
     type: Text | None = None
     description: Text | None = None
-    tags: list[Name] = []
+    tags: list[Name] = Field(default=[], max_length=MAX_TAGS)
 
 
 class DatasetIn(_Body):
     type: Literal["DB_TABLE", "STREAM"]
     physical_name: Name = Field(alias="physicalName")
     source_name: Name = Field(alias="sourceName")
-    fields: list[FieldIn] = []
-    tags: list[Name] = []
+    fields: list[FieldIn] = Field(default=[], max_length=MAX_ITEMS)
+    tags: list[Name] = Field(default=[], max_length=MAX_TAGS)
     description: Text | None = None
     run_id: UUID | None = Field(default=None, alias="runId")
     schema_location: Text | None = Field(default=None, alias="schemaLocation")
@@ -87,11 +93,11 @@ class DatasetIdIn(_Body):
 
 class JobIn(_Body):
     type: Literal["BATCH", "STREAM", "SERVICE"]
-    inputs: list[DatasetIdIn] = []
-    outputs: list[DatasetIdIn] = []
+    inputs: list[DatasetIdIn] = Field(default=[], max_length=MAX_ITEMS)
+    outputs: list[DatasetIdIn] = Field(default=[], max_length=MAX_ITEMS)
     location: Text | None = None
     description: Text | None = None
-    context: dict[str, Any] = {}
+    context: dict[str, Any] = Field(default={}, max_length=MAX_ITEMS)
     run_id: UUID | None = Field(default=None, alias="runId")
 
 
@@ -102,6 +108,7 @@ class RunIn(_Body):
     # Checked as written by routes.jobs.marquez_args; the schema says what it accepts.
     args: dict[str, Any] | None = Field(
         default=None,
+        max_length=MAX_ITEMS,
         json_schema_extra={
             "propertyNames": {"pattern": NO_NUL},
             "additionalProperties": {

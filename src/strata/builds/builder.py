@@ -58,6 +58,13 @@ class Step:
     def partly_failed(self) -> bool:
         return any(p.outcome is Outcome.FAILED for p in self.partitions or ())
 
+    @property
+    def incomplete(self) -> bool:
+        """Failed or skipped, whole or in some partitions: what reads it must wait."""
+        return self.outcome in (Outcome.FAILED, Outcome.SKIPPED) or any(
+            p.outcome in (Outcome.FAILED, Outcome.SKIPPED) for p in self.partitions or ()
+        )
+
     def to_dict(self) -> dict[str, Any]:
         out = dict(self.__dict__)
         out["outcome"] = self.outcome.value
@@ -149,11 +156,11 @@ class Builder:
     def dry_run(self, order: Sequence[str], force: bool = False) -> BuildReport:
         """What a build would run now, with causes; nothing runs."""
         current = self.state.current()
-        ordinals = self.state.ordinals(programs_to_name(self.pipelines, current))
         items = self.pipelines.transforms.values()
         facts = incremental.gather(self.state, items, current)
         declared = partition_plan.declared_partitioning(items)
         parts = partition_plan.gather(self.state, items, current, declared)
+        ordinals = self.state.ordinals(programs_to_name(self.pipelines, current, parts=parts))
         status = assess(self.pipelines, current, ordinals, facts=facts, parts=parts)
         steps = []
         for key in order:
@@ -240,16 +247,27 @@ class _BuildRun:
         return partition_plan.gather(self.builder.state, [item], now, self._declared)
 
     def _blocked(self, item: Declared) -> Step | None:
-        """Skipped: an upstream transform of this build failed or was skipped."""
+        """Skipped: an upstream transform of this build failed or was skipped, whole or
+        in some partitions. A transform built by partition waits only for the partitions
+        fed by failed ones (:meth:`_held_back`) when the upstream committed the rest."""
         for up in self.builder.pipelines.graph.upstream(item.fqn):
             with self.lock:
                 prior = self.steps.get(up)
-            if prior is not None and prior.partitions and self._by_partition(item):
-                continue  # only the partitions fed by failed ones wait: _held_back
-            if prior is not None and prior.outcome in (Outcome.FAILED, Outcome.SKIPPED):
-                failed = prior.outcome is Outcome.FAILED
-                reason = f"upstream {up} failed" if failed else (prior.reason or up)
-                return Step(item.fqn, Outcome.SKIPPED, self._versions(item), reason=reason)
+            if prior is None or not prior.incomplete:
+                continue
+            if prior.outcome is Outcome.BUILT and prior.partitions and self._by_partition(item):
+                continue
+            return Step(item.fqn, Outcome.SKIPPED, self._versions(item), reason=_why(up, prior))
+        return None
+
+    def _upstream_incomplete(self, item: Declared) -> Step | None:
+        """Skipped rather than fresh: nothing is due, but an upstream of this build left
+        partitions unbuilt, so what is here may not be what the inputs will be."""
+        for up in self.builder.pipelines.graph.upstream(item.fqn):
+            with self.lock:
+                prior = self.steps.get(up)
+            if prior is not None and prior.incomplete:
+                return Step(item.fqn, Outcome.SKIPPED, self._versions(item), reason=_why(up, prior))
         return None
 
     def _causes(self, item: Declared, current: dict[str, Current]) -> dict[str, list[Cause]]:
@@ -315,14 +333,18 @@ class _BuildRun:
                 snapshot = dict(self.current)
             _, keys, _ = self._partitions_due(item, snapshot)
             if not keys:
-                return Step(item.fqn, Outcome.FRESH, self._versions(item))
+                return self._upstream_incomplete(item) or Step(
+                    item.fqn, Outcome.FRESH, self._versions(item)
+                )
             with held(b.state, item.fqn, b.holder, b.lease_seconds, waiting):
                 abort_orphaned_runs(b.state, b.emitter, [item.fqn])
                 now = b.current(set(item.output_names) | set(item.input_names))
                 layout, keys, causes = self._partitions_due(item, now)
                 if not keys:
                     self._remember(now)
-                    return Step(item.fqn, Outcome.FRESH, self._versions(item))
+                    return self._upstream_incomplete(item) or Step(
+                        item.fqn, Outcome.FRESH, self._versions(item)
+                    )
                 held_back = self._held_back(item, layout, keys)
                 keys = [k for k in keys if k not in held_back]
                 if not keys:
@@ -439,6 +461,14 @@ class _BuildRun:
             for dataset, commit_id in self.committed
             if all(k in self.steps for k in readers.get(dataset, ()))
         ]
+
+
+def _why(up: str, prior: Step) -> str:
+    """Why what reads ``up`` waits: it failed (whole or in some partitions), or was
+    skipped for a reason of its own upstream."""
+    if prior.outcome is Outcome.FAILED or prior.partly_failed:
+        return f"upstream {up} failed"
+    return prior.reason or f"upstream {up} skipped"
 
 
 def _skipped_partitions(

@@ -98,17 +98,18 @@ class Cause:
         return _WORDS[self.kind](self)
 
 
-def program_label(program: Mapping[str, Any] | None) -> str:
+def program_label(program: Mapping[str, Any] | None, unnumbered: str = "new ") -> str:
+    """``v3 (46aaa10554)``; a program with no ordinal yet is ``unnumbered``."""
     if not program:
         return "?"
     ordinal = program.get("ordinal")
-    head = f"v{ordinal} " if ordinal else "new "
+    head = f"v{ordinal} " if ordinal else unnumbered
     return f"{head}({program['fingerprint'][:10]})"
 
 
 def _program_changed(c: Cause) -> str:
     old = c.detail.get("old")
-    was = program_label(old) if old else "written outside a build"
+    was = program_label(old, unnumbered="") if old else "written outside a build"
     kept = c.detail.get("semantic_version")
     tail = f" (semantic version {kept} kept: applies to new rows)" if kept is not None else ""
     return f"program changed: {was} → {program_label(c.detail.get('new'))}{tail}"

@@ -39,7 +39,7 @@ from strata.builds.shipping import pickle_by_value
 from strata.builds.state import BuildState
 from strata.builds.state.programs import Program
 from strata.builds.transforms import DF_OUTPUT
-from strata.errors import CommitConflict, NotFound, StrataError, TransformError, can_pass
+from strata.errors import CommitConflict, NotFound, TransformError, can_pass
 from strata.ids import new_id
 from strata.lake.registry import Version
 from strata.lake.service import Lake, reads_limited_to
@@ -275,9 +275,10 @@ def failure_reason(exc: BaseException, item: Declared) -> str:
 
 
 def _raised_at(exc: BaseException, item: Declared) -> str:
-    """`` (raised at FILE:LINE)``: the last frame of the pipeline's own code, for an
-    exception Strata did not raise on purpose (those name the transform already)."""
-    if isinstance(exc, StrataError):
+    """`` (raised at FILE:LINE)``: the last frame of the pipeline's own code (for a
+    refused write, the line that wrote), except for a transform's broken declaration,
+    whose message names the transform already."""
+    if isinstance(exc, TransformError):
         return ""
     root = str(item.root.resolve())
     for frame in reversed(traceback.extract_tb(exc.__traceback__)):

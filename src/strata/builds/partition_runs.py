@@ -302,7 +302,8 @@ def _finish_all(
 def _summary(out: PartitionedResult) -> str:
     failed = [p for p in out.partitions if p.outcome is Outcome.FAILED]
     first = failed[0]
-    more = f" (and {len(failed) - 1} more)" if len(failed) > 1 else ""
+    others = len(failed) - 1
+    more = f" (and {others} more failed partition{'s' if others > 1 else ''})" if others else ""
     return (
         f"{len(failed)} of {len(out.partitions)} partitions failed; {first.key}: "
         f"{first.reason}{more}"

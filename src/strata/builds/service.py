@@ -67,11 +67,11 @@ class BuildService:
         pipelines = self.pipelines
         with _collections_paused():
             current = self.state.current()
-            ordinals = self.state.ordinals(programs_to_name(pipelines, current))
             items = pipelines.transforms.values()
             facts = incremental.gather(self.state, items, current)
             declared = partition_plan.declared_partitioning(items)
             parts = partition_plan.gather(self.state, items, current, declared)
+            ordinals = self.state.ordinals(programs_to_name(pipelines, current, parts=parts))
             return assess(pipelines, current, ordinals, facts=facts, parts=parts)
 
     def dataset_status(self, name: str) -> DatasetStatus:
@@ -81,11 +81,11 @@ class BuildService:
         keys = pipelines.graph.post_order([item.fqn]) if item is not None else []
         names = {name} | _datasets_of(pipelines, keys)
         current = self.state.current(names)
-        ordinals = self.state.ordinals(programs_to_name(pipelines, current, keys))
         items = [pipelines.transforms[k] for k in keys]
         facts = incremental.gather(self.state, items, current)
         declared = partition_plan.declared_partitioning(pipelines.transforms.values())
         parts = partition_plan.gather(self.state, items, current, declared)
+        ordinals = self.state.ordinals(programs_to_name(pipelines, current, keys, parts))
         found = assess(pipelines, current, ordinals, keys, facts, parts).get(name)
         if found is None and any(name in t.input_names for t in pipelines.transforms.values()):
             found = self.status().get(name)  # declared as an input and missing: rare

@@ -15,6 +15,7 @@ come from the store alone.
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
@@ -150,17 +151,45 @@ def own_causes(
 
 
 def programs_to_name(
-    pipelines: Pipelines, current: Mapping[str, Current], keys: Sequence[str] | None = None
+    pipelines: Pipelines,
+    current: Mapping[str, Current],
+    keys: Sequence[str] | None = None,
+    parts: PartitionFacts | None = None,
 ) -> set[tuple[str, str]]:
     """The program versions a status of ``keys`` (default: all) names by ordinal: those
-    of transforms whose outputs were built by another program (usually none)."""
-    items = (pipelines.transforms[k] for k in (pipelines.graph.nodes if keys is None else keys))
-    return {
+    of transforms whose outputs, or some partitions of them, were built by another
+    program (usually none), and the programs that built those partitions."""
+    items = [pipelines.transforms[k] for k in (pipelines.graph.nodes if keys is None else keys)]
+    named = {
         (item.fqn, item.fingerprint)
         for item in items
         for name in item.output_names
         if (cur := current.get(name)) is not None and cur.program != item.fingerprint
     }
+    records = parts.records if parts is not None else {}
+    for item in items:
+        for name in item.output_names:
+            older = {r.program for r in records.get(name, {}).values()} - {item.fingerprint}
+            named |= {(item.fqn, p) for p in older}
+            named |= {(item.fqn, item.fingerprint)} if older else set()
+    return named
+
+
+def _with_ordinals(
+    causes: list[Cause], job: str, ordinals: Mapping[tuple[str, str], int]
+) -> list[Cause]:
+    """Partition causes whose program changed, with each program's ordinal."""
+    out = []
+    for cause in causes:
+        if cause.kind is not CauseKind.PROGRAM_CHANGED:
+            out.append(cause)
+            continue
+        detail = dict(cause.detail)
+        for side in ("old", "new"):
+            fingerprint = cause.detail[side]["fingerprint"]
+            detail[side] = _program(fingerprint, ordinals.get((job, fingerprint)))
+        out.append(dataclasses.replace(cause, detail=detail))
+    return out
 
 
 def _partitioned_status(
@@ -169,6 +198,7 @@ def _partitioned_status(
     parts: PartitionFacts,
     upstream: Mapping[str, DatasetStatus],
     missing: set[str],
+    ordinals: Mapping[tuple[str, str], int],
 ) -> dict[str, DatasetStatus]:
     """A partitioned transform's outputs: out of date where any partition is."""
     stale: dict[str, set[str] | bool] = {}
@@ -180,7 +210,10 @@ def _partitioned_status(
             stale[name] = True
     _, views = partition_plan.assess_item(item, current, parts, stale)
     out = {}
-    for dataset, found in views.items():
+    for dataset, assessed in views.items():
+        found = [
+            PartitionStatus(p.key, _with_ordinals(p.causes, item.fqn, ordinals)) for p in assessed
+        ]
         causes = [c for p in found for c in p.causes]
         causes += [
             Cause(dataset, CauseKind.INPUT_MISSING, i) for i in item.input_names if i in missing
@@ -218,7 +251,10 @@ def assess(
     }
     for item in items:
         if partition_plan.by_partition(item, parts or PartitionFacts()):
-            out.update(_partitioned_status(item, current, parts or PartitionFacts(), out, missing))
+            found = _partitioned_status(
+                item, current, parts or PartitionFacts(), out, missing, ordinals
+            )
+            out.update(found)
             continue
         out_of_date = [i for i in item.input_names if i in out and out[i].causes]
         for dataset in item.output_names:

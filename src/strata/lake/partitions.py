@@ -134,11 +134,24 @@ FILTER_PATTERN = "^[^,=/\\x00]+=[^,=/\\x00]+(,[^,=/\\x00]+=[^,=/\\x00]+)*$"
 Alternatives = dict[str, list[str]]
 
 
+# Each term becomes a condition of a query: enough for any real choice of partitions,
+# few enough that no request can make one query the database cannot plan.
+MAX_FILTER_TERMS = 64
+
+
 def parse_alternatives(text: str) -> Alternatives:
     """``region=JP,region=UK,day=2026-11-01``: each column's wanted values (a column named
-    twice takes either value; different columns must all match)."""
+    twice takes either value; different columns must all match), at most
+    :data:`MAX_FILTER_TERMS` pairs."""
     out: Alternatives = {}
-    for pair in text.split(","):
+    pairs = text.split(",")
+    if len(pairs) > MAX_FILTER_TERMS:
+        raise InvalidArgument(
+            f"partition filter has {len(pairs)} col=value pairs, more than the "
+            f"{MAX_FILTER_TERMS} one request may name; ask for fewer partitions at a time",
+            partition=text[:200],
+        )
+    for pair in pairs:
         col, sep, value = pair.strip().partition("=")
         if not sep or not col or not value:
             raise InvalidArgument(

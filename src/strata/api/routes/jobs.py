@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+from collections.abc import Mapping
 from datetime import datetime
 from typing import Annotated, Any, Literal
 
@@ -41,7 +42,7 @@ def list_jobs(
     last_run_states: LastRunStates = None,
 ) -> Response:
     with reading(request) as conn:
-        page = q.list_jobs(conn, namespace, limit, offset, last_run_states or ())
+        page = q.list_jobs(conn, namespace, limit, offset, sorted(set(last_run_states or ())))
     return views.page("jobs", page, views.job)
 
 
@@ -51,7 +52,7 @@ def list_all_jobs(
 ) -> Response:
     """Every namespace's jobs, as Marquez's ``GET /jobs`` (its web UI's job list)."""
     with reading(request) as conn:
-        page = q.list_jobs(conn, None, limit, offset, last_run_states or ())
+        page = q.list_jobs(conn, None, limit, offset, sorted(set(last_run_states or ())))
     return views.page("jobs", page, views.job)
 
 
@@ -133,7 +134,9 @@ def list_runs(
     if partition is not None:  # Strata's: one partition's runs, e.g. ?partition=region=JP
         key = parse_alternatives(partition)
         with reading(request) as conn:
-            runs = q.list_partition_runs(conn, job_uuid(conn, namespace, job), key, limit, offset)
+            uuid = job_uuid(conn, namespace, job)
+            _check_partition_columns(namespace, job, q.job_partition_columns(conn, uuid), key)
+            runs = q.list_partition_runs(conn, uuid, key, limit, offset)
         return views.page("runs", runs, views.run)
     with reading(request) as conn:
         # A job named by its FQN, the usual case, costs one statement; any other name is
@@ -142,6 +145,24 @@ def list_runs(
         if page is None:
             page = q.list_runs(conn, job_uuid(conn, namespace, job), limit, offset)
     return views.page("runs", page, views.run)
+
+
+def _check_partition_columns(
+    namespace: str, job: str, columns: list[str], key: Mapping[str, Any]
+) -> None:
+    if not columns:
+        raise InvalidArgument(
+            f"job {namespace}/{job} has no partition runs; drop ?partition= to list its runs",
+            job=job,
+        )
+    unknown = sorted(set(key) - set(columns))
+    if unknown:
+        raise InvalidArgument(
+            f"job {namespace}/{job} runs by partitions of {columns}, not of {unknown}; "
+            "name only those columns in ?partition=",
+            job=job,
+            columns=unknown,
+        )
 
 
 class _JsonNumber(str):

@@ -85,12 +85,22 @@ async def post_lineage(request: Request) -> Response:
     return Response(status_code=201)
 
 
+# Events one batch may hold (OpenLineage's batching clients send 100 at a time).
+MAX_BATCH = 10_000
+
+
 @router.post("/lineage/batch", openapi_extra=_BATCH_BODY, responses=_BODY_ERRORS)
 async def post_lineage_batch(request: Request) -> Response:
     payload = await read_json(request)
     if not isinstance(payload, list):
         raise InvalidEvent(
             f"a batch must be a JSON array of events, got {type(payload).__name__}", path="$"
+        )
+    if len(payload) > MAX_BATCH:
+        raise InvalidEvent(
+            f"a batch holds {len(payload)} events, more than the {MAX_BATCH} one request "
+            "may send; send them in several batches",
+            path="$",
         )
     results = await _store(request, payload)
     failed = []

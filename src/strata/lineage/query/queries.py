@@ -863,6 +863,19 @@ def list_partition_runs(
     return Page([found[u] for u in ordered if u in found], int(total))
 
 
+def job_partition_columns(conn: Connection, job_uuid: str) -> list[str]:
+    """The partition columns of a partitioned transform's job, from its latest partition
+    run's key (none for any other job)."""
+    r = s.runs
+    key = conn.execute(
+        sa.select(r.c.partition_key)
+        .where(r.c.job_uuid == job_uuid, r.c.partition_key.is_not(None))
+        .order_by(r.c.created_at.desc(), r.c.uuid.desc())
+        .limit(1)
+    ).scalar()
+    return [part.split("=", 1)[0] for part in key.split("/")] if key else []
+
+
 @dataclass(frozen=True)
 class PartitionRun:
     """A partitioned transform's latest run of one partition."""
