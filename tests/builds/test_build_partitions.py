@@ -294,3 +294,89 @@ def test_a_transform_repartitions_its_output_and_feeds_partition_runs(project: P
         r["country"]: r["clicks"] for r in p.lake.read_arrow("metrics/users_by_country").to_pylist()
     }
     assert totals == {"UK": 2, "US": 1, "JP": 1}
+
+
+# A whole reader of both partitioned outputs: it must never see one new and one stale.
+REPORT = """
+from pyspark.sql import functions as F
+
+from strata import Input, Output, transform_df
+
+
+@transform_df(
+    Output("reports/summary"),
+    hourly=Input("metrics/customer_hourly"),
+    daily=Input("metrics/customer_daily"),
+)
+def summary(hourly, daily):
+    h = hourly.agg(F.sum("clicks").alias("hourly"))
+    d = daily.agg(F.sum("clicks").alias("daily"))
+    return h.crossJoin(d)
+"""
+
+
+def _outcomes(p: Project, *args: str, code: int = 0) -> dict[str, tuple[str, str | None]]:
+    report = p.json("build", "--all", *args, "--pipeline", str(p.folder), code=code)
+    return {t["transform"]: (t["outcome"], t.get("reason")) for t in report["transforms"]}
+
+
+def test_a_failed_upstream_never_reads_as_fresh(part: Project, tmp_path: Path) -> None:
+    """None, some and all of an upstream's partitions failing: whatever fails, every
+    transform that reads it, whole or by partition, is skipped, and nothing downstream
+    is built from a mix of new and stale inputs."""
+    p = part
+    (p.folder / "report.py").write_text(REPORT)
+    source = tmp_path / "clicks.parquet"
+    pq.write_table(clicks(("JP", "14", "a"), ("UK", "14", "a")), source)
+    assert p.cli("ingest", str(source), "raw/clicks", "--partition-by", "region,hour")[0] == 0
+
+    def versions(name: str) -> int:
+        return len(p.json("versions", name))
+
+    # None failing: everything builds.
+    none = _outcomes(p)
+    assert {k: v[0] for k, v in none.items()} == {
+        "shop.customer_hourly": "built",
+        "shop.customer_daily": "built",
+        "report.summary": "built",
+    }
+    summaries = versions("reports/summary")
+
+    # Some failing: UK's hour fails, JP's commits; the UK day waits, and so does the
+    # summary, which reads both outputs whole.
+    p.append("raw/clicks", clicks(("UK", "14", "boom"), ("JP", "14", "b")))
+    some = _outcomes(p, code=1)
+    assert some["shop.customer_hourly"][0] == "built"  # JP's partition committed
+    assert some["shop.customer_daily"][0] in ("built", "skipped")
+    assert some["report.summary"] == ("skipped", "upstream shop.customer_hourly failed")
+    assert versions("reports/summary") == summaries
+
+    # All failing: JP's new hour fails too, so the hourly output commits nothing. The
+    # daily transform has nothing new to read, but it is not fresh: it waits.
+    p.append("raw/clicks", clicks(("JP", "15", "boom")))
+    daily_before = versions(DAILY)
+    every = _outcomes(p, code=1)
+    assert every["shop.customer_hourly"][0] == "failed"
+    assert every["shop.customer_daily"] == ("skipped", "upstream shop.customer_hourly failed")
+    assert every["report.summary"][0] == "skipped"
+    assert (versions(DAILY), versions("reports/summary")) == (daily_before, summaries)
+    # Status agrees: nothing downstream of the failed partitions reads as fresh.
+    found = p.json("status", "--pipeline", str(p.folder))["datasets"]
+    state = {d["name"]: d["state"] for d in found}
+    assert state[HOURLY] == state[DAILY] == state["reports/summary"] == "out_of_date"
+
+
+def test_a_partitions_changed_program_names_both_program_versions(part: Project) -> None:
+    p = part
+    with p.lake.transaction("raw/clicks", type="SNAPSHOT", partition_by=["region", "hour"]) as t:
+        t.write(clicks(("JP", "14", "a"), ("UK", "14", "a")))
+    build(p)
+    p.edit('agg(F.count("*").alias("clicks"))', 'agg(F.count(F.lit(1)).alias("clicks"))')
+    # Rebuild only JP's hour with the new program: UK's keeps the first.
+    p.json("build", HOURLY, "--partitions", "region=JP", "--pipeline", str(p.folder))
+    found = status(p, HOURLY)
+    [uk] = [x for x in found["partitions"] if x["key"]["region"] == "UK"]
+    [cause] = uk["causes"]
+    assert cause["kind"] == "program_changed"
+    assert (cause["old"]["ordinal"], cause["new"]["ordinal"]) == (1, 2)
+    assert cause["text"].startswith("program changed: v1 (") and " → v2 (" in cause["text"]

@@ -70,3 +70,35 @@ def test_ingest_phases_show_on_a_terminal_only() -> None:
     with phases(Console(file=pipe), "reading") as enter:
         enter("writing")
     assert pipe.getvalue() == ""
+
+
+def test_a_dead_builders_lease_is_waited_out_aloud(project: Project) -> None:
+    """A killed ``strata build`` leaves its lease: the next build says at once whose it
+    is and until when, on stderr as words, or as a JSON event with ``--json``."""
+    import json
+    from datetime import datetime
+
+    _seed(project)
+    state = BuildService(project.settings, [str(project.folder)], lake=project.lake).state
+    dead = "pid 4242 on host gone (build 01a2)"
+    assert state.try_lease("shop.clean_clicks", dead, 3) is None  # as a killed build left it
+    code, out, err = project.cli("build", "--pipeline", str(project.folder), "clean/clicks")
+    assert code == 0, err
+    [line] = [x for x in err.splitlines() if x.startswith("waiting")]
+    assert line.startswith(f"waiting for the lease of shop.clean_clicks, held by {dead}, until ")
+    assert err.index(line) < err.index("shop.clean_clicks built")
+    # The same wait in --json: one event line on stderr; stdout stays the report.
+    assert state.try_lease("shop.clean_clicks", dead, 3) is None
+    code, out, err = project.cli(
+        "build", "--pipeline", str(project.folder), "clean/clicks", "--force", "--json"
+    )
+    assert code == 0, err
+    [event] = [json.loads(x) for x in err.splitlines()]
+    assert (event["event"], event["transform"], event["lease"]) == (
+        "waiting",
+        "shop.clean_clicks",
+        "shop.clean_clicks",
+    )
+    assert event["holder"] == dead
+    assert datetime.fromisoformat(event["until"]) > datetime.fromisoformat("2026-01-01T00:00+00:00")
+    assert json.loads(out)["transforms"][0]["outcome"] == "built"

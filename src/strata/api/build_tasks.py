@@ -23,6 +23,7 @@ from strata.api.views import ts
 from strata.builds.builder import BuildReport, Step
 from strata.builds.causes import Outcome
 from strata.builds.service import BuildService
+from strata.builds.state.leases import Taken
 from strata.builds.state.requests import BuildRequest
 from strata.errors import NotFound, StoreError, StrataError
 from strata.ids import new_id
@@ -94,8 +95,8 @@ class _Recorder:
         self.steps.append(step.to_dict())
         self._save()
 
-    def waiting(self, key: str, holder: str) -> None:
-        self.waiting_for = f"{key} (held by {holder})"
+    def waiting(self, key: str, taken: Taken) -> None:
+        self.waiting_for = taken.describe()
         self._save()
 
 

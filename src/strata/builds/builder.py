@@ -21,12 +21,13 @@ from strata.builds import incremental, partition_plan
 from strata.builds.causes import Cause, Outcome
 from strata.builds.discovery import Declared, Pipelines
 from strata.builds.execute import RunContext, RunResult, resolve_inputs, run_transform
-from strata.builds.leasing import held
+from strata.builds.leasing import held, lease_holder
 from strata.builds.orphans import abort_orphaned_runs
 from strata.builds.partition_runs import PartitionRun, run_partitions
 from strata.builds.run_events import Emitter, JobRef, RunSpec, run_event
 from strata.builds.state import BuildState
 from strata.builds.state.catalog import Current
+from strata.builds.state.leases import Taken
 from strata.builds.status import assess, own_causes, programs_to_name
 from strata.errors import NotFound, StrataError, can_pass
 from strata.ids import new_id
@@ -104,14 +105,14 @@ class Reporter(Protocol):
     def planned(self, keys: Sequence[str]) -> None: ...
     def started(self, key: str) -> None: ...
     def finished(self, step: Step) -> None: ...
-    def waiting(self, key: str, holder: str) -> None: ...
+    def waiting(self, key: str, taken: Taken) -> None: ...
 
 
 class Silent:
     def planned(self, keys: Sequence[str]) -> None: ...
     def started(self, key: str) -> None: ...
     def finished(self, step: Step) -> None: ...
-    def waiting(self, key: str, holder: str) -> None: ...
+    def waiting(self, key: str, taken: Taken) -> None: ...
 
 
 @dataclass
@@ -122,7 +123,7 @@ class Builder:
     state: BuildState
     pipelines: Pipelines
     spark: Callable[[], SparkSession]
-    holder: str = field(default_factory=lambda: f"build-{new_id()}")
+    holder: str = field(default_factory=lambda: lease_holder("build"))
     lease_seconds: float = 300.0
     _emitter: Emitter | None = None
 
@@ -287,7 +288,7 @@ class _BuildRun:
         if not forced and not self._causes(item, snapshot):
             return Step(item.fqn, Outcome.FRESH, self._versions(item))
         b = self.builder
-        waiting = lambda holder: self.reporter.waiting(item.fqn, holder)  # noqa: E731
+        waiting = lambda taken: self.reporter.waiting(item.fqn, taken)  # noqa: E731
         with held(b.state, item.fqn, b.holder, b.lease_seconds, waiting):
             # Holding the lease alone: a run of this transform still RUNNING is a dead
             # builder's.
@@ -327,7 +328,7 @@ class _BuildRun:
         """Run the partitions of ``item`` that are out of date (or wanted), each its own
         run, under the transform's lease."""
         b = self.builder
-        waiting = lambda holder: self.reporter.waiting(item.fqn, holder)  # noqa: E731
+        waiting = lambda taken: self.reporter.waiting(item.fqn, taken)  # noqa: E731
         try:
             with self.lock:
                 snapshot = dict(self.current)

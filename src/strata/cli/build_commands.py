@@ -3,10 +3,11 @@
 from __future__ import annotations
 
 import signal
+import sys
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
-from typing import TYPE_CHECKING, Annotated, Any
+from typing import TYPE_CHECKING, Annotated, Any, TextIO
 
 import typer
 from rich.console import Console
@@ -31,6 +32,14 @@ PipelineOpt = Annotated[
         help="A pipeline module or folder (repeatable); default: `pipelines` in strata.toml.",
     ),
 ]
+
+
+def _progress_to(json: bool) -> tuple[Console, TextIO | None]:
+    """Where a build's progress goes: the terminal's stderr, or with ``--json`` nothing
+    but JSON event lines on stderr (stdout holds the report)."""
+    return (Console(quiet=True), sys.stderr) if json else (err_console, None)
+
+
 JsonOpt = Annotated[bool, typer.Option("--json", help="Print JSON for scripts.")]
 
 
@@ -156,7 +165,7 @@ def build(
         if not datasets and not all_:
             raise InvalidArgument("name the datasets to build, or pass --all for every root")
         service = service_from(ctx, pipeline)
-        progress = BuildProgress(err_console if not json else Console(quiet=True))
+        progress = BuildProgress(*_progress_to(json))
         with _sigterm_interrupts(), progress:
             report = service.build(
                 datasets or [],
@@ -251,7 +260,7 @@ def worker(
 
     with reported():
         service = service_from(ctx, pipeline)
-        progress = BuildProgress(err_console if not json else Console(quiet=True))
+        progress = BuildProgress(*_progress_to(json))
 
         def told(claimed: Claim, done: Attempt) -> None:
             if json:

@@ -6,12 +6,13 @@ returns or escape codes.
 
 from __future__ import annotations
 
+import json
 import time
 from collections import deque
 from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from types import TracebackType
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, TextIO
 
 from rich.console import Console
 from rich.markup import escape
@@ -21,6 +22,7 @@ from strata.builds.causes import Outcome
 
 if TYPE_CHECKING:
     from strata.builds.builder import Step
+    from strata.builds.state.leases import Taken
 
 MARKS = {
     Outcome.BUILT: "[green]✓[/]",
@@ -51,8 +53,9 @@ class BuildProgress:
     ``events`` keeps what was heard, in order.
     """
 
-    def __init__(self, console: Console) -> None:
+    def __init__(self, console: Console, json_events: TextIO | None = None) -> None:
         self.console = console
+        self.json_events = json_events
         self.live = console.is_terminal
         # Bounded: a worker hears builds for as long as it runs.
         self.events: deque[tuple[str, str]] = deque(maxlen=10_000)
@@ -88,9 +91,15 @@ class BuildProgress:
             self._progress.console.print(f"[dim]▸ {escape(key)} started[/]", highlight=False)
             self._tasks[key] = self._progress.add_task(escape(key))
 
-    def waiting(self, key: str, holder: str) -> None:
+    def waiting(self, key: str, taken: Taken) -> None:
+        """Said at once, on a terminal or not: a build that waits out a dead builder's
+        lease must not look hung. With ``--json``, one JSON line on stderr."""
         self.events.append(("waiting", key))
-        self.console.print(f"{escape(key)} is being built by {escape(holder)}; waiting")
+        if self.json_events is not None:
+            line = {"event": "waiting", "transform": key, **taken.to_dict()}
+            print(json.dumps(line), file=self.json_events, flush=True)
+            return
+        self.console.print(f"{escape(taken.describe())}", highlight=False)
 
     def finished(self, step: Step) -> None:
         self.events.append(("finished", step.transform))

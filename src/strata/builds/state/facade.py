@@ -184,8 +184,8 @@ class BuildState:
 
     # -- leases and the runs they guard ---------------------------------------------------
 
-    def try_lease(self, name: str, holder: str, seconds: float) -> str | None:
-        """Take the lease on ``name``; None when taken, else the current holder."""
+    def try_lease(self, name: str, holder: str, seconds: float) -> leases.Taken | None:
+        """Take the lease on ``name``; None when taken, else who holds it until when."""
         return leases.try_acquire(self.engine, name, holder, seconds)
 
     def renew_lease(self, name: str, holder: str, seconds: float) -> None:

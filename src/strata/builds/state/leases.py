@@ -7,6 +7,7 @@ holder that died frees its lease when the lease runs out.
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 
 import sqlalchemy as sa
@@ -17,8 +18,25 @@ from strata.store.bulk import insert_ignore
 from strata.store.engine import write_tx
 
 
-def try_acquire(engine: Engine, name: str, holder: str, seconds: float) -> str | None:
-    """Take the lease on ``name``; None when taken, else the current holder."""
+@dataclass(frozen=True)
+class Taken:
+    """A lease someone else holds: who, and until when unless renewed."""
+
+    name: str
+    holder: str
+    until: datetime
+
+    def describe(self) -> str:
+        """``waiting for the lease of X, held by pid 4242 on host h (build …), until 12:03:10``."""
+        local = self.until.astimezone().strftime("%H:%M:%S")
+        return f"waiting for the lease of {self.name}, held by {self.holder}, until {local}"
+
+    def to_dict(self) -> dict[str, str]:
+        return {"lease": self.name, "holder": self.holder, "until": self.until.isoformat()}
+
+
+def try_acquire(engine: Engine, name: str, holder: str, seconds: float) -> Taken | None:
+    """Take the lease on ``name``; None when taken, else who holds it until when."""
     bl = s.build_leases
     now = datetime.now(UTC)
     until = now + timedelta(seconds=seconds)
@@ -33,7 +51,10 @@ def try_acquire(engine: Engine, name: str, holder: str, seconds: float) -> str |
         ).rowcount
         if taken:
             return None
-        return str(conn.execute(sa.select(bl.c.holder).where(bl.c.name == name)).scalar())
+        found = conn.execute(sa.select(bl.c.holder, bl.c.expires_at).where(bl.c.name == name))
+        other, expires = found.one()
+        assert isinstance(expires, datetime)
+        return Taken(name, str(other), expires)
 
 
 def release(engine: Engine, name: str, holder: str) -> None:
