@@ -154,6 +154,7 @@ def test_builds_are_kept_in_the_store_for_every_server_and_a_stop_ends_them(
         error=None,
         run=None,
     )
+    tasks.hold_lease()  # as a server taking its first request does
     tasks.state.add_build_request(queued)
     with TestClient(second) as other:
         seen = other.get(f"/api/v1/strata/builds/{queued.id}").json()
@@ -163,3 +164,49 @@ def test_builds_are_kept_in_the_store_for_every_server_and_a_stop_ends_them(
         ended = other.get(f"/api/v1/strata/builds/{queued.id}").json()
         assert (ended["state"], ended["error"]) == ("ABORTED", "the server stopped")
         assert ended["endedAt"] is not None
+
+
+def test_a_killed_servers_builds_end_aborted_once_its_lease_expires(
+    settings: Settings, engine: sa.Engine
+) -> None:
+    """What a server killed outright leaves: its requests unfinished and its lease, no
+    longer renewed. Any server reads them as running until the lease expires, then
+    ABORTED, and the store says so too."""
+    import time
+    from datetime import UTC, datetime
+
+    from strata.builds.state import BuildState
+    from strata.builds.state.requests import BuildRequest, server_lease
+
+    state = BuildState(engine, settings.namespace)
+    killed = "server-killed"
+    left = [
+        BuildRequest(
+            id=str(uuid.uuid4()),
+            dataset="metrics/daily",
+            force=False,
+            state=st,
+            holder=killed,
+            requested_at=datetime.now(UTC),
+            started_at=datetime.now(UTC) if st == "RUNNING" else None,
+            ended_at=None,
+            progress={"planned": ["p.daily"], "running": [], "transforms": []},
+            error=None,
+            run=None,
+        )
+        for st in ("RUNNING", "QUEUED")
+    ]
+    assert state.try_lease(server_lease(killed), killed, 2.0) is None  # its last renewal
+    for request in left:
+        state.add_build_request(request)
+    with TestClient(create_app(settings, engine)) as other:
+        seen = other.get(f"/api/v1/strata/builds/{left[0].id}").json()
+        assert seen["state"] == "RUNNING"  # the lease has not run out: it may yet finish
+        time.sleep(2.5)
+        listed = {b["id"]: b for b in other.get("/api/v1/strata/builds").json()["builds"]}
+        for request in left:
+            build = listed[request.id]
+            assert (build["state"], build["error"]) == ("ABORTED", "the server running it stopped")
+            assert build["endedAt"] is not None
+    stored = {r.id: r.state for r in state.build_requests(10)}
+    assert stored == {left[0].id: "ABORTED", left[1].id: "ABORTED"}

@@ -307,3 +307,68 @@ def test_serve_ends_the_builds_a_killed_server_left_on_its_sqlite_store(tmp_path
         assert (build["state"], build["error"]) == ("ABORTED", "the server running it died")
         assert build["planned"] == ["p.daily"] and build["endedAt"] is not None
         server.stop()
+
+
+_SLOW_PIPELINE = """
+import time
+
+from strata import Input, Output, transform_df
+
+
+@transform_df(Output("slow/out"), src=Input("raw/src"))
+def slow(src):
+    time.sleep(600)
+    return src
+"""
+
+
+def test_a_build_over_http_on_a_killed_postgresql_server_ends_aborted(
+    tmp_path: Path, pg_databases: Any
+) -> None:
+    """``strata serve`` on PostgreSQL, SIGKILLed while it runs a build asked for over
+    HTTP: another server of the store reads the build RUNNING until the killed server's
+    lease runs out, then ABORTED, "the server running it stopped"."""
+    import pyarrow as pa
+
+    from strata.lake.service import Lake
+    from strata.settings import Settings
+
+    url = str(pg_databases.new())
+    engine = create_engine(url)
+    migrate.upgrade(engine)
+    env = {**_store_env(url, tmp_path), "STRATA_BUILD_LEASE_SECONDS": "4"}
+    store = Settings.load(
+        database_url=url, home=tmp_path / ".strata", lake_uri=env["STRATA_LAKE_URI"]
+    )
+    lake = Lake(store, engine)
+    with lake.transaction("raw/src", type="SNAPSHOT") as txn:
+        txn.write(pa.table({"id": [1, 2]}))
+    pipelines = tmp_path / "pipelines"
+    pipelines.mkdir()
+    (pipelines / "p.py").write_text(_SLOW_PIPELINE)
+    env["STRATA_PIPELINES"] = str(pipelines)
+    engine.dispose()
+
+    with Served(tmp_path, env) as first:
+        posted = httpx.post(f"{first.url}/strata/builds", json={"dataset": "slow/out"}, timeout=30)
+        assert posted.status_code == 202, posted.text
+        build_url = f"{first.url}/strata/builds/{posted.json()['id']}"
+        deadline = time.monotonic() + 120
+        while httpx.get(build_url, timeout=30).json()["running"] != ["p.slow"]:
+            assert time.monotonic() < deadline, httpx.get(build_url, timeout=30).text
+            time.sleep(0.5)
+        first.stop(signal.SIGKILL)
+    with Served(tmp_path, env) as second:
+        build_url = f"{second.url}/strata/builds/{posted.json()['id']}"
+        seen = httpx.get(build_url, timeout=30).json()
+        killed_at = time.monotonic()
+        states = [seen["state"]]
+        while seen["state"] == "RUNNING" and time.monotonic() - killed_at < 30:
+            time.sleep(0.5)
+            seen = httpx.get(build_url, timeout=30).json()
+            states.append(seen["state"])
+        assert (seen["state"], seen["error"]) == ("ABORTED", "the server running it stopped")
+        assert set(states) <= {"RUNNING", "ABORTED"}, states
+        listed = httpx.get(f"{second.url}/strata/builds", timeout=30).json()["builds"]
+        assert [b["state"] for b in listed] == ["ABORTED"]
+        second.stop()

@@ -5,9 +5,11 @@ A request answers at once (202) with the build's id; the build runs as ``strata 
 would, its runs land in the lineage store, and ``GET …/builds/{id}`` on any server of
 the store tells which transforms are planned, running and done
 (:mod:`strata.builds.state.requests`). A server that stops ends its unfinished requests
-ABORTED. One killed outright leaves them as they were (their runs are reaped as any
-dead builder's are) until the next ``strata serve`` of a SQLite store, the store's only
-server, ends them; on PostgreSQL, where servers run side by side, they stay.
+ABORTED. While it has taken requests, a server holds a lease renewed on a heartbeat; one
+killed outright (or hung) stops renewing it, and once it expires (``build_lease_seconds``)
+any server reading the requests ends them ABORTED, "the server running it stopped" (its
+runs are reaped as any dead builder's are). The next ``strata serve`` of a SQLite store,
+the store's only server, ends them at once.
 """
 
 from __future__ import annotations
@@ -16,15 +18,17 @@ import logging
 import threading
 from collections.abc import Sequence
 from concurrent.futures import ThreadPoolExecutor
+from contextlib import ExitStack
 from datetime import UTC, datetime
 from typing import Any
 
 from strata.api.views import ts
 from strata.builds.builder import BuildReport, Step
 from strata.builds.causes import Outcome
+from strata.builds.leasing import heartbeat
 from strata.builds.service import BuildService
 from strata.builds.state.leases import Taken
-from strata.builds.state.requests import BuildRequest
+from strata.builds.state.requests import BuildRequest, server_lease
 from strata.errors import NotFound, StoreError, StrataError
 from strata.ids import new_id
 
@@ -109,11 +113,16 @@ class BuildTasks:
         self.holder = f"server-{new_id()}"
         self._pool = ThreadPoolExecutor(max_workers=1, thread_name_prefix="strata-build")
         self._closing = threading.Event()
+        self._lease = server_lease(self.holder)
+        self._seconds = service.settings.build_lease_seconds
+        self._alive: ExitStack | None = None
+        self._lock = threading.Lock()
 
     def start(self, dataset: str, force: bool = False) -> dict[str, Any]:
         """Queue a build of ``dataset``; a dataset no pipeline writes is refused here,
         before anything is queued."""
         self.service.builder().plan([dataset])
+        self.hold_lease()
         request = BuildRequest(
             id=new_id(),
             dataset=dataset,
@@ -157,11 +166,31 @@ class BuildTasks:
         is unfinished was left by a server that died."""
         return self.state.abandon_build_requests(None, "the server running it died")
 
+    def hold_lease(self) -> None:
+        """Hold this server's lease from its first request on, renewed (taken again,
+        should a stall have let it lapse) every third of its length."""
+        with self._lock:
+            if self._alive is not None:
+                return
+            self._renew()
+            stack = ExitStack()
+            stack.enter_context(heartbeat(self._renew, self._seconds / 3))
+            self._alive = stack
+
+    def _renew(self) -> None:
+        self.state.try_lease(self._lease, self.holder, self._seconds)
+
     def close(self) -> None:
         self._closing.set()
         self._pool.shutdown(wait=False, cancel_futures=True)
+        with self._lock:
+            alive, self._alive = self._alive, None
+        if alive is not None:
+            alive.close()
         try:
             self.state.abandon_build_requests(self.holder, "the server stopped")
+            if alive is not None:
+                self.state.release_lease(self._lease, self.holder)
         except StoreError as exc:
             log.warning("could not end this server's unfinished builds: %s", exc)
 

@@ -237,12 +237,25 @@ class BuildState:
             requests.update(conn, request_id, **values)
 
     def build_request(self, request_id: str) -> BuildRequest | None:
+        self._expire_build_requests()
         with read_tx(self.engine) as conn:
             return requests.get(conn, request_id)
 
     def build_requests(self, limit: int) -> list[BuildRequest]:
+        self._expire_build_requests()
         with read_tx(self.engine) as conn:
             return requests.recent(conn, limit)
+
+    def _expire_build_requests(self) -> None:
+        """Requests whose server stopped renewing its lease read as ABORTED, on every
+        server (:func:`requests.expire_abandoned`). Read first: polls take no write
+        lock while every server is alive."""
+        now = datetime.now(UTC)
+        with read_tx(self.engine) as conn:
+            if not requests.any_abandoned(conn, now):
+                return
+        with write_tx(self.engine) as conn:
+            requests.expire_abandoned(conn, now)
 
     def abandon_build_requests(self, holder: str | None, why: str) -> int:
         with write_tx(self.engine) as conn:

@@ -18,6 +18,15 @@ from sqlalchemy.engine import Connection
 from strata.store import schema as s
 
 UNFINISHED = ("QUEUED", "RUNNING")
+# A server that takes requests holds this lease, renewed while it runs: once it expires
+# (the server was killed, or hangs), its unfinished requests are ABORTED by any reader.
+SERVER_LEASE = "build-server:"
+STOPPED = "the server running it stopped"
+
+
+def server_lease(holder: str) -> str:
+    """The name of the lease a server taking requests as ``holder`` holds."""
+    return SERVER_LEASE + holder
 
 
 @dataclass(frozen=True)
@@ -76,6 +85,33 @@ def abandon(conn: Connection, holder: str | None, at: datetime, why: str) -> int
     unfinished = t.c.state.in_(UNFINISHED)
     which = unfinished if holder is None else sa.and_(t.c.holder == holder, unfinished)
     done = conn.execute(t.update().where(which).values(state="ABORTED", ended_at=at, error=why))
+    return int(done.rowcount or 0)
+
+
+def _abandoned(at: datetime) -> sa.ColumnElement[bool]:
+    """Unfinished requests whose server's lease is gone or expired at ``at``."""
+    t, bl = s.build_requests, s.build_leases
+    alive = (
+        sa.select(bl.c.name)
+        .where(bl.c.name == sa.literal(SERVER_LEASE) + t.c.holder, bl.c.expires_at >= at)
+        .exists()
+    )
+    return sa.and_(t.c.state.in_(UNFINISHED), ~alive)
+
+
+def any_abandoned(conn: Connection, at: datetime) -> bool:
+    """Whether some unfinished request has no server running it any more."""
+    t = s.build_requests
+    return conn.execute(sa.select(t.c.uuid).where(_abandoned(at)).limit(1)).first() is not None
+
+
+def expire_abandoned(conn: Connection, at: datetime) -> int:
+    """End ABORTED the unfinished requests no server runs any more (its lease expired:
+    it was killed, or hangs)."""
+    t = s.build_requests
+    done = conn.execute(
+        t.update().where(_abandoned(at)).values(state="ABORTED", ended_at=at, error=STOPPED)
+    )
     return int(done.rowcount or 0)
 
 
