@@ -275,3 +275,67 @@ def test_spark_writes_one_folder_per_key_and_reads_only_the_wanted(  # type: ign
         lake.transaction("raw/t", "SNAPSHOT", partition_by=["at"]) as txn,
     ):
         txn.write(stamp)
+
+
+def _fingerprint_of(lake: Lake, name: str, rows: list[tuple[str, str, int]]) -> str | None:
+    """The fingerprint of ``rows`` written whole, partitioned alike, to dataset ``name``."""
+    with lake.transaction(name, "SNAPSHOT", partition_by=["region", "day"]) as txn:
+        txn.write(_table(rows))
+    return txn.versions[name].data_fingerprint
+
+
+def test_partitioned_versions_have_fingerprints_that_add_up(lake: Lake) -> None:
+    """A version that rewrites some partitions has the fingerprint of its rows: the same
+    as its parent's when the rows are, the same as those rows written whole when not; and
+    each partition keeps the commit whose rows it holds."""
+    from strata.lake import partition_hashes
+
+    _seed(lake)
+    first = lake.version(DS).data_fingerprint
+    assert first is not None and first == _fingerprint_of(lake, "check/a", FIRST)
+    # JP's partitions rewritten with the rows they had: the version's data is the same.
+    jp = [r for r in FIRST if r[0] == "JP"]
+    with lake.transaction(DS, "SNAPSHOT", partitions=[{"region": "JP"}]) as txn:
+        txn.write(_table(jp))
+    assert txn.versions[DS].data_fingerprint == first
+    # One partition changed: the fingerprint is that of the new rows, written whole.
+    changed = [("JP", "2026-11-01", 10), ("JP", "2026-11-02", 3), ("UK", "2026-11-01", 2)]
+    with lake.transaction(DS, "SNAPSHOT", partitions=[{"region": "JP", "day": "2026-11-01"}]) as t:
+        t.write(_table([("JP", "2026-11-01", 10)]))
+    third = t.versions[DS].data_fingerprint
+    assert third is not None and third != first
+    assert third == _fingerprint_of(lake, "check/b", changed)
+    # An APPEND to one partition and a removal of another add up the same way.
+    with lake.transaction(DS, "APPEND") as t:
+        t.write(_table([("UK", "2026-11-01", 7)]))
+    assert t.versions[DS].data_fingerprint == _fingerprint_of(
+        lake, "check/c", [*changed, ("UK", "2026-11-01", 7)]
+    )
+    # Each partition's own rows: rewritten at 2 with the rows of 1, changed at 3.
+    with lake.engine.connect() as conn:
+        uuid = lake.version(DS).dataset_uuid
+        held = partition_hashes.latest(conn, uuid, at=3)
+    assert held["region=JP/day=2026-11-02"].data_commit_id == 1
+    assert held["region=JP/day=2026-11-02"].commit_id == 2
+    assert held["region=JP/day=2026-11-01"].data_commit_id == 3
+    assert held["region=UK/day=2026-11-01"].data_commit_id == 1
+
+
+def test_spark_partition_writes_have_fingerprints(  # type: ignore[no-untyped-def]
+    lake: Lake, spark
+) -> None:
+    """One partition written by Spark (as a partition run writes) adds its own hash; the
+    version's fingerprint stays known and equals the same rows written whole."""
+    schema = "region string, day string, n long"
+    rows = [("JP", "d1", 1), ("UK", "d1", 2)]
+    with lake.transaction("sp/parts", "SNAPSHOT", partition_by=["region", "day"]) as txn:
+        for r in rows:  # one write per partition, each within its key
+            txn.write(spark.createDataFrame([r], schema), within={"region": r[0], "day": r[1]})
+    first = txn.versions["sp/parts"].data_fingerprint
+    with lake.transaction("sp/whole", "SNAPSHOT", partition_by=["region", "day"]) as txn:
+        txn.write(spark.createDataFrame(rows, schema))
+    assert first is not None and first == txn.versions["sp/whole"].data_fingerprint
+    with lake.transaction("sp/parts", "SNAPSHOT", partitions=[{"region": "UK"}]) as txn:
+        uk = spark.createDataFrame([("UK", "d1", 2)], schema)
+        txn.write(uk, within={"region": "UK", "day": "d1"})
+    assert txn.versions["sp/parts"].data_fingerprint == first

@@ -76,4 +76,4 @@ def test_a_lease_has_one_holder_when_two_race_for_it(engine: sa.Engine) -> None:
                 sa.select(s.build_leases.c.holder).where(s.build_leases.c.name == name)
             ).scalar()
         # The loser is told who holds it, and that is who the store says holds it.
-        assert [a for a in answers if a is not None] == [holder]
+        assert [a.holder for a in answers if a is not None] == [holder]

@@ -9,7 +9,14 @@ from typing import TYPE_CHECKING, Any
 from strata.errors import InvalidArgument, LakeError
 from strata.ids import new_id
 from strata.lake import partitions
-from strata.lake.rowhash import RowHash, arrow_row_hash, observed, observed_hash
+from strata.lake.rowhash import (
+    EMPTY,
+    RowHash,
+    arrow_row_hash,
+    observed,
+    observed_hash,
+    sum_hashes,
+)
 from strata.lake.storage import FileEntry, Storage
 
 if TYPE_CHECKING:
@@ -51,8 +58,8 @@ def write_frame(
         watched, obs = observed(frame)
         if by is not None:
             entries, schema = _write_spark_partitioned(storage, folder, watched, by)
-        else:
-            entries, schema = _write_spark(storage, folder, watched)
+            return _one_partition_hashed(entries, observed_hash(obs)), schema, observed_hash(obs)
+        entries, schema = _write_spark(storage, folder, watched)
         return entries, schema, observed_hash(obs)
     import pyarrow as pa
 
@@ -64,9 +71,9 @@ def write_frame(
         table = frame
     if by is None:
         entries, schema = _write_arrow(storage, folder, table)
-    else:
-        entries, schema = _write_arrow_partitioned(storage, folder, table, by)
-    return entries, schema, arrow_row_hash(table, schema)
+        return entries, schema, arrow_row_hash(table, schema)
+    entries, schema = _write_arrow_partitioned(storage, folder, table, by)
+    return entries, schema, sum_hashes(e.row_hash for e in entries) or EMPTY
 
 
 @dataclass(frozen=True)
@@ -92,7 +99,8 @@ def _write_arrow_partitioned(
         sub = f"{writer}/{partitions.folder_of(by.columns, partitions.parse_text(key))}"
         storage.make_dir(sub)
         written, schema = _write_arrow(storage, sub, rows)
-        entries += [replace(e, partition=key) for e in written]
+        rows_hash = arrow_row_hash(rows, schema)  # one container per partition
+        entries += [replace(e, partition=key, row_hash=rows_hash) for e in written]
     if schema is None:  # no rows: nothing to write, but the schema is the table's
         return [], table.replace_schema_metadata(None).schema
     return entries, schema
@@ -177,6 +185,15 @@ def _write_spark_partitioned(
     if not paths:
         schema = _spark_arrow_schema(frame)
     return [replace(e, partition=k) for e, k in zip(entries, keys, strict=True)], schema
+
+
+def _one_partition_hashed(entries: list[FileEntry], rows: RowHash) -> list[FileEntry]:
+    """A Spark write's containers with their partition's row hash where the write held
+    one partition (a partition run's): Spark observes one sum for the whole write, so a
+    write of several partitions leaves theirs unknown."""
+    if len({e.partition for e in entries}) != 1:
+        return entries
+    return [replace(e, row_hash=rows if i == 0 else EMPTY) for i, e in enumerate(entries)]
 
 
 def _spark_arrow_schema(frame: Any) -> pa.Schema:

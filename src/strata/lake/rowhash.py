@@ -19,6 +19,7 @@ from __future__ import annotations
 import contextlib
 import hashlib
 import json
+from collections.abc import Iterable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
@@ -79,6 +80,16 @@ class RowHash:
 
 
 EMPTY = RowHash(None, 0, 0, 0)
+
+
+def sum_hashes(hashes: Iterable[RowHash | None]) -> RowHash | None:
+    """The hash of all those rows together; None when any is unknown or algorithms mix."""
+    total: RowHash | None = EMPTY
+    for h in hashes:
+        if total is None or h is None:
+            return None
+        total = total.combine(h)
+    return total
 
 
 def fingerprint(schema_fields: list[dict[str, Any]], rows: RowHash) -> str:

@@ -14,6 +14,8 @@ from strata.errors import LakeError
 if TYPE_CHECKING:
     import pyarrow.fs as pafs
 
+    from strata.lake.rowhash import RowHash
+
 
 @dataclass(frozen=True)
 class FileEntry:
@@ -23,6 +25,11 @@ class FileEntry:
     bytes: int
     rows: int
     partition: str | None = None  # the key text, where the dataset is partitioned
+    # What this container adds to its partition's row hash, where the write could hash
+    # by partition: a write's first container of a partition carries all that partition's
+    # rows of the write, the others nothing (a write's containers of one partition are
+    # only ever kept or dropped together).
+    row_hash: RowHash | None = None
 
 
 class Storage:

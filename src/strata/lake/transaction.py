@@ -28,10 +28,10 @@ from strata.errors import (
     TransactionClosed,
 )
 from strata.ids import new_id
-from strata.lake import partition_index, partitions, schemas
+from strata.lake import partition_hashes, partition_index, partitions, schemas
 from strata.lake.frames import Partitioning, write_frame
 from strata.lake.registry import Version, latest_version
-from strata.lake.rowhash import EMPTY, RowHash, fingerprint
+from strata.lake.rowhash import EMPTY, RowHash, fingerprint, sum_hashes
 from strata.lake.storage import FileEntry
 from strata.store.engine import read_tx, write_tx
 from strata.store.schema import (
@@ -527,7 +527,12 @@ class Transaction:
         removed = self._removals(conn, part, commit_id)
         touched = self._partitions_touched(conn, part, removed)
         rows, size, count, digest = self._totals(part, previous, removed)
-        rows_hash = self._rows_after(part, previous, removed)
+        if touched is None:
+            rows_hash = self._rows_after(part, previous, removed)
+        else:
+            rows_hash = partition_hashes.record(
+                conn, self._partition_commit(part, previous, commit_id, touched, fields)
+            )
         if part.adds:
             conn.execute(
                 dataset_files.insert(),
@@ -594,6 +599,28 @@ class Transaction:
                 .where(datasets.c.uuid == part.dataset_uuid)
                 .values(partition_by=part.partition_by)
             )
+
+    @staticmethod
+    def _partition_commit(
+        part: _Part,
+        previous: Version | None,
+        commit_id: int,
+        touched: partition_index.Touched,
+        fields: list[dict[str, Any]],
+    ) -> partition_hashes.Commit:
+        """What the partition hashes need of this commit of a partitioned dataset."""
+        parent = EMPTY if previous is None else partition_hashes.decode(previous.row_hash)
+        return partition_hashes.Commit(
+            dataset_uuid=part.dataset_uuid,
+            commit_id=commit_id,
+            touched=touched,
+            adds=part.adds,
+            fields_before=previous.schema_fields if previous is not None else fields,
+            fields_after=fields,
+            parent=parent,
+            replaces_all=_replaces_all(part),
+            total=part.rows if part.rows is not None else sum_hashes(e.row_hash for e in part.adds),
+        )
 
     @staticmethod
     def _partitions_touched(

@@ -456,6 +456,21 @@ partition_builds = sa.Table(
     ts_col("built_at", nullable=False),
 )
 
+# Each partition's rows as of every commit that touched it: their row hash (null when
+# unknown: files of it removed one by one, or a write that could not hash by partition,
+# or the partition removed), and ``data_commit_id``, the commit whose rows it still holds
+# (earlier than ``commit_id`` when a rewrite left its rows as they were). Sums of these
+# are the version's row hash; ``data_commit_id`` is what per-partition early cutoff reads.
+partition_hashes = sa.Table(
+    "partition_hashes",
+    metadata,
+    uuid_col("dataset_uuid", sa.ForeignKey("datasets.uuid"), primary_key=True),
+    sa.Column("partition_key", sa.Text(), primary_key=True),
+    sa.Column("commit_id", sa.BigInteger(), primary_key=True),
+    sa.Column("row_hash", sa.String(64), nullable=True),
+    sa.Column("data_commit_id", sa.BigInteger(), nullable=False),
+)
+
 # Builds asked for over HTTP (``POST /api/v1/strata/builds``) and their progress: the
 # server that took one (``holder``) runs it and writes what it has done into ``progress``
 # (planned, running and finished transforms), so any server of the store can answer.

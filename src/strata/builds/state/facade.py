@@ -22,7 +22,7 @@ from strata.builds.state.programs import Program, ProgramText
 from strata.builds.state.requests import BuildRequest
 from strata.builds.state.runs import Running
 from strata.builds.state.triggers import Claim
-from strata.lake import partition_index, registry
+from strata.lake import partition_hashes, partition_index, registry
 from strata.lake.registry import Moved
 from strata.lineage.query.provenance import ProvenanceNode, provenance
 from strata.store.engine import read_tx, write_tx
@@ -138,11 +138,17 @@ class BuildState:
 
     def partition_changes(self, versions: Mapping[str, int]) -> dict[str, dict[str, int]]:
         """For each ``dataset -> version``: every partition key it holds or held up to that
-        version, with the last version that changed it (removal included)."""
+        version, with the last version that changed its rows (removal included; a rewrite
+        that left its rows as they were does not count: per-partition early cutoff)."""
         with read_tx(self.engine) as conn:
             uuids = catalog.dataset_uuids(conn, self.namespace, set(versions))
             return {
-                n: partition_index.changed_at(conn, u, versions[n], removed_too=True)
+                n: partition_hashes.data_changed_at(
+                    conn,
+                    u,
+                    partition_index.changed_at(conn, u, versions[n], removed_too=True),
+                    versions[n],
+                )
                 for n, u in uuids.items()
             }
 
