@@ -380,3 +380,56 @@ def test_a_partitions_changed_program_names_both_program_versions(part: Project)
     assert cause["kind"] == "program_changed"
     assert (cause["old"]["ordinal"], cause["new"]["ordinal"]) == (1, 2)
     assert cause["text"].startswith("program changed: v1 (") and " → v2 (" in cause["text"]
+
+
+def test_partitioned_versions_reproduce_and_cut_off_by_partition(
+    part: Project, tmp_path: Path
+) -> None:
+    """A version that rebuilt some partitions has a fingerprint, reproduces identical
+    whole and by partition, and a backfill that rewrote a partition's rows unchanged
+    leaves what it feeds fresh."""
+    p = part
+    source = tmp_path / "clicks.parquet"
+    pq.write_table(clicks(("JP", "14", "a"), ("JP", "15", "b"), ("UK", "14", "a")), source)
+    assert p.cli("ingest", str(source), "raw/clicks", "--partition-by", "region,hour")[0] == 0
+    build(p)
+    p.append("raw/clicks", clicks(("JP", "15", "d")))
+    late = build(p)
+    assert ran(late["customer_daily"]) == {"region=JP/local_day=2026-11-24": "built"}
+    v2 = p.lake.version(DAILY)
+    assert v2.commit_id == 2 and v2.data_fingerprint is not None
+
+    whole = p.json("reproduce", f"{DAILY}@2")
+    assert whole["identical"] and whole["recorded"] == v2.data_fingerprint
+    assert whole["partitions"] == 3  # every partition, each by the run that wrote it
+    one = p.json("reproduce", f"{DAILY}@2", "--partition", "region=UK,local_day=2026-11-23")
+    assert one["identical"] and one["compared"] == "partition"
+    assert one["partition"] == {"region": "UK", "local_day": "2026-11-23"}
+    recorded = p.lake.partition_fingerprints(DAILY, 2)["region=UK/local_day=2026-11-23"]
+    assert recorded is not None and one["recorded"] == recorded
+    code, _, err = p.cli("reproduce", f"{DAILY}@2", "--partition", "region=FR,local_day=2026-11-23")
+    assert code == 1 and "holds no partition region=FR/local_day=2026-11-23" in err
+
+    settings = dataclasses.replace(p.settings, pipelines=(str(p.folder),))
+    with TestClient(create_app(settings, p.lake.engine)) as api:
+        r = api.post(
+            f"/api/v1/strata/reproduce/{DAILY.replace('/', '%2F')}",
+            params={"version": 2, "partition": "region=JP,local_day=2026-11-24"},
+        )
+        assert r.status_code == 200, r.text
+        assert r.json()["identical"] and r.json()["partition"]["region"] == "JP"
+
+    # A backfill of UK's hours rewrites their rows as they were: the UK day they feed is
+    # not out of date, and a build of the daily output runs nothing.
+    hourly_before = p.lake.version(HOURLY).commit_id
+    back = p.json("build", HOURLY, "--partitions", "region=UK", "--pipeline", str(p.folder))
+    [step] = back["transforms"]
+    assert ran(step) == {"region=UK/hour=2026-11-23T14": "built"}
+    assert p.lake.version(HOURLY).commit_id == hourly_before + 1
+    assert status(p, DAILY)["partition_counts"]["out_of_date"] == 0
+    again = build(p)
+    assert again["customer_daily"]["outcome"] == "fresh"
+    assert p.lake.version(DAILY).commit_id == 2
+    # A changed UK hour still reaches the UK day.
+    p.append("raw/clicks", clicks(("UK", "14", "z")))
+    assert ran(build(p)["customer_daily"]) == {"region=UK/local_day=2026-11-23": "built"}

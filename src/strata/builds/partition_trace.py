@@ -32,17 +32,33 @@ def partition_trace(
     whole."""
     walk = _Walk(state, whole)
     walk.history(dataset)  # an unknown dataset is NotFound before its key is judged
+    return walk.node(dataset, version, whole_key(state, dataset, key), depth)
+
+
+def partition_runs(state: BuildState, dataset: str, version: int) -> dict[str, str | None]:
+    """Each partition ``dataset`` holds at ``version``, with the run that wrote what it
+    holds (None: written by one run of the whole dataset, or by hand)."""
+    entries = [x for x in state.history(dataset)[0] if x.version <= version]
+    out: dict[str, str | None] = {}
+    for key in state.live_partitions(dataset, version):
+        made = next((x for x in reversed(entries) if key in touched_keys(x.partitions)), None)
+        out[key] = (made.partitions or {}).get("runs", {}).get(key) if made else None
+    return out
+
+
+def whole_key(state: BuildState, dataset: str, key: Mapping[str, list[str]]) -> str:
+    """The key text of one partition named by every partition column of ``dataset``."""
     by = state.partition_by([dataset]).get(dataset)
     wanted = pkeys.check_filter(dataset, by, {c: vs[0] for c, vs in key.items()})
     assert by is not None
     if set(wanted) != set(by) or any(len(vs) > 1 for vs in key.values()):
         raise InvalidArgument(
-            f"a trace follows one partition: name every partition column of {dataset!r} "
+            f"name one partition: every partition column of {dataset!r} "
             f"({', '.join(by)}) once, e.g. --partition "
             + ",".join(f"{c}={wanted.get(c, '…')}" for c in by),
             dataset=dataset,
         )
-    return walk.node(dataset, version, pkeys.key_text(by, wanted), depth)
+    return pkeys.key_text(by, wanted)
 
 
 class _Walk:

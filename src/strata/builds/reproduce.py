@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import sys
 import tempfile
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Mapping
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -20,14 +20,20 @@ from typing import TYPE_CHECKING, Any
 
 from strata.builds import incremental
 from strata.builds.discovery import Declared, load_pipelines
-from strata.builds.execute import call_transform, write_type
+from strata.builds.execute import Partition, call_transform, write_type
 from strata.builds.history import Entry, entry
 from strata.builds.incremental import Plan, ReadRange
+from strata.builds.partition_trace import partition_runs, whole_key
 from strata.builds.state import BuildState
+from strata.builds.state.catalog import RunDetail
+from strata.builds.state.programs import Program
 from strata.errors import NotFound
+from strata.lake import partitions as pkeys
 from strata.lake.registry import Version
 from strata.lake.rowhash import RowHash, fingerprint
 from strata.lake.service import Lake, reads_limited_to
+from strata.lake.transaction import Transaction
+from strata.lineage.ingest.facets import PARTITION_FACET
 
 if TYPE_CHECKING:
     from pyspark.sql import DataFrame, SparkSession
@@ -45,28 +51,38 @@ class Reproduction:
     differences: dict[str, Any] = field(default_factory=dict)
     mode: str = "full"  # how the version's run read its inputs
     read: dict[str, dict[str, int | None]] = field(default_factory=dict)
-    compared: str = "version"  # "version": whole versions; "added": the rows it appended
+    compared: str = "version"  # "version", "added" (the rows it appended) or "partition"
+    partition: dict[str, str] | None = None  # the one partition reproduced
+    partitions: int | None = None  # how many partition runs were run again
 
     def to_dict(self) -> dict[str, Any]:
         return dict(self.__dict__)
 
 
 def reproduce(
-    lake: Lake, start_spark: Callable[[], SparkSession], dataset: str, version: int | None
+    lake: Lake,
+    start_spark: Callable[[], SparkSession],
+    dataset: str,
+    version: int | None,
+    partition: Mapping[str, list[str]] | None = None,
 ) -> Reproduction:
     """Run the program that built ``dataset@version`` again and compare the rows.
 
     An incremental run is run again on the same input ranges and the same previous output
     version. A version that appended (an incremental run's, or an APPEND output's) is
-    compared by the rows it added; any other, whole. Spark is started only once the
-    version and its stored program are known to be reproducible, so a wrong name or
-    version is refused at once.
+    compared by the rows it added; any other, whole. A version built partition by
+    partition is reproduced partition by partition, each by its own run's program and
+    inputs (``partition``: that one only). Spark is started only once the version and
+    its stored program are known to be reproducible, so a wrong name or version is
+    refused at once.
     """
     state = BuildState(lake.engine, lake.namespace)
     built = entry(state, dataset, version)
     target = lake.version(dataset, version=built.version)
+    if partition is not None or (target.partitions or {}).get("runs"):
+        return reproduce_partitions(lake, state, start_spark, built, partition)
     appended = target.type == "APPEND"
-    with _stored_program(built) as item:
+    with _stored_program(built.program) as item:
         inputs = {
             p: lake.version(i.name, version=built.inputs.get(i.name))
             for p, i in item.inputs.items()
@@ -95,17 +111,127 @@ def reproduce(
         identical,
         expected,
         fingerprint,
-        {
-            "transform": built.program.job_name,
-            "ordinal": built.program.ordinal,
-            "fingerprint": built.program.fingerprint,
-        },
+        _program_json(built.program),
         built.inputs,
         {} if identical else diff,
         plan.mode,
         plan.read_json(),
         "added" if appended else "version",
     )
+
+
+def reproduce_partitions(
+    lake: Lake,
+    state: BuildState,
+    start_spark: Callable[[], SparkSession],
+    built: Entry,
+    partition: Mapping[str, list[str]] | None,
+) -> Reproduction:
+    """Run again the partition runs whose rows ``built`` holds (``partition``: the one
+    named), each on its own recorded inputs and input partitions, by its own stored
+    program, into one scratch transaction; compare the fingerprints of the whole version
+    (they add up over partitions) or of the one partition."""
+    dataset, version = built.dataset, built.version
+    runs = partition_runs(state, dataset, version)
+    keys = [whole_key(state, dataset, partition)] if partition is not None else sorted(runs)
+    for key in keys:
+        if runs.get(key) is None:
+            raise NotFound(
+                f"{dataset}@{version} holds no partition {key} written by a partition run "
+                "(it was written whole, by hand, or not at all); reproduce the version "
+                "without --partition",
+                dataset=dataset,
+                partition=key,
+            )
+    chosen = {k: str(runs[k]) for k in keys}
+    details = state.run_details(chosen.values())
+    inputs_of = state.run_inputs(chosen.values())
+    by_program: dict[str, list[str]] = {}
+    for key, run in chosen.items():
+        by_program.setdefault(str(details[run].job_version), []).append(key)
+    spark = start_spark()
+    by = state.partition_by([dataset])[dataset]
+    txn: Transaction | None = None
+    try:
+        for program_uuid, program_keys in by_program.items():
+            program = state.program(program_uuid)
+            assert program is not None
+            with _stored_program(program) as item:
+                if txn is None:  # every output of the transform, as its runs wrote them
+                    scope = [pkeys.parse_text(k) for k in keys]
+                    txn = lake.transaction(
+                        list(item.output_names), "SNAPSHOT", partition_by=by, partitions=scope
+                    )
+                partitioned = set(state.partition_by(item.input_names))
+                for key in program_keys:
+                    run = chosen[key]
+                    fed = (inputs_of[run], details[run], partitioned)
+                    _run_partition(lake, spark, item, txn, key, fed)
+        assert txn is not None
+        where = pkeys.parse_text(keys[0]) if partition is not None else None
+        if where is None:
+            recorded, reproduced = built.data_fingerprint, txn.pending_fingerprint(dataset)
+        else:
+            recorded = lake.partition_fingerprints(dataset, version).get(keys[0])
+            reproduced = txn.pending_partition_fingerprints(dataset).get(keys[0])
+        kept = lake.read(dataset, version=version, partitions=where, spark=spark)
+        diff = _differences(kept, txn.pending_frame(spark, dataset))
+    finally:
+        if txn is not None:
+            txn.abort()
+    identical = reproduced is not None and reproduced == recorded
+    one = chosen[keys[0]] if partition is not None else built.run
+    program = built.program if partition is None else state.program(str(details[one].job_version))
+    assert program is not None
+    return Reproduction(
+        dataset,
+        version,
+        identical,
+        recorded,
+        reproduced,
+        _program_json(program),
+        built.inputs if partition is None else dict(inputs_of[one]),
+        {} if identical else diff,
+        compared="version" if partition is None else "partition",
+        partition=where,
+        partitions=len(keys),
+    )
+
+
+def _program_json(program: Program) -> dict[str, Any]:
+    return {
+        "transform": program.job_name,
+        "ordinal": program.ordinal,
+        "fingerprint": program.fingerprint,
+    }
+
+
+def _run_partition(
+    lake: Lake,
+    spark: SparkSession,
+    item: Declared,
+    txn: Transaction,
+    key: str,
+    fed: tuple[Mapping[str, int | None], RunDetail, set[str]],
+) -> None:
+    """One partition's run again: its input versions, the input partitions its facet
+    names (a partitioned input it was fed nothing of reads no rows), the rest whole
+    (filtered to the key where they have its columns, as the build did)."""
+    versions, detail, partitioned = fed
+    inputs = {p: lake.version(i.name, version=versions.get(i.name)) for p, i in item.inputs.items()}
+    read = dict(detail.facets.get(PARTITION_FACET, {}).get("read") or {})
+    where = pkeys.parse_text(key)
+    names = [v.dataset for v in inputs.values()]
+    sources = {name: list(read.get(name, [])) for name in names if name in partitioned}
+    rows = {
+        v.dataset: where
+        for v in inputs.values()
+        if v.dataset not in partitioned and set(where) <= {f["name"] for f in v.schema_fields}
+    }
+    readable = (*item.input_names, *item.output_names)
+    with reads_limited_to(f"transform {item.fqn} ({item.where})", readable):
+        plan = incremental.whole(item, inputs)
+        call_transform(lake, spark, item, inputs, txn, plan, Partition(where, sources, rows))
 
 
 def _recorded_plan(
@@ -142,9 +268,8 @@ def _added_fingerprint(lake: Lake, version: Version) -> str | None:
 
 
 @contextmanager
-def _stored_program(built: Entry) -> Iterator[Declared]:
+def _stored_program(program: Program) -> Iterator[Declared]:
     """The transform as stored with the program version, imported from a scratch folder."""
-    program = built.program
     saved_path, saved_modules = list(sys.path), dict(sys.modules)
     with tempfile.TemporaryDirectory(prefix="strata-reproduce-") as tmp:
         root = Path(tmp)

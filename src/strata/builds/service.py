@@ -186,10 +186,15 @@ class BuildService:
     def program(self, dataset: str, version: int | None = None) -> Entry:
         return history.entry(self.state, dataset, version)
 
-    def reproduce(self, dataset: str, version: int | None = None) -> Reproduction:
+    def reproduce(
+        self,
+        dataset: str,
+        version: int | None = None,
+        partition: Mapping[str, list[str]] | None = None,
+    ) -> Reproduction:
         from strata.builds.reproduce import reproduce
 
-        return reproduce(self.lake, self._spark, dataset, version)
+        return reproduce(self.lake, self._spark, dataset, version, partition)
 
     def _spark(self) -> SparkSession:
         from strata.lake.spark import get_spark

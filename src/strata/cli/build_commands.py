@@ -474,19 +474,39 @@ def _print_program(
         console.print(Syntax(text, "python", line_numbers=True))
 
 
-def reproduce(ctx: typer.Context, ref: Ref, json: JsonOpt = False) -> None:
-    """Run a version's stored program on its recorded inputs; compare the rows."""
+def reproduce(
+    ctx: typer.Context,
+    ref: Ref,
+    partition: Annotated[
+        str | None,
+        typer.Option(
+            "--partition",
+            help="One partition (every partition column, col=value,…): run again only the "
+            "run that wrote it, and compare its rows.",
+        ),
+    ] = None,
+    json: JsonOpt = False,
+) -> None:
+    """Run a version's stored program on its recorded inputs; compare the rows. A version
+    built partition by partition is run again partition by partition."""
     from strata.builds.history import parse_ref
+    from strata.lake.partitions import parse_alternatives
 
     with reported():
         name, version = parse_ref(ref)
-        result = service_from(ctx, []).reproduce(name, version)
+        wanted = parse_alternatives(partition) if partition is not None else None
+        result = service_from(ctx, []).reproduce(name, version, wanted)
         if json:
             emit_json(result.to_dict())
         else:
             verdict = "[green]identical[/]" if result.identical else "[red]different[/]"
+            what = f"{name}@{result.version}"
+            if result.partition is not None:
+                what += "[" + ", ".join(f"{k}={v}" for k, v in result.partition.items()) + "]"
+            elif result.partitions:
+                what += f" ({result.partitions} partition runs)"
             err_console.print(
-                f"{name}@{result.version}: {verdict} (recorded {str(result.recorded)[:12]}, "
+                f"{escape(what)}: {verdict} (recorded {str(result.recorded)[:12]}, "
                 f"reproduced {str(result.reproduced)[:12]})"
             )
             for k, v in result.differences.items():

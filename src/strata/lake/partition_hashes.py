@@ -170,6 +170,13 @@ def _moved(version: RowHash | None, old: RowHash | None, new: RowHash | None) ->
     return less.combine(new) if less is not None else None
 
 
+def fingerprint_of(fields: list[dict[str, Any]], held: Held | None) -> str | None:
+    """A partition's data fingerprint in a version of schema ``fields``."""
+    if held is None or held.row_hash is None:
+        return None
+    return fingerprint(fields, held.row_hash)
+
+
 def data_changed_at(
     conn: Connection, dataset_uuid: str, changed: Mapping[str, int], at: int
 ) -> dict[str, int]:

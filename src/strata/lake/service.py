@@ -15,7 +15,7 @@ from sqlalchemy.engine import Engine
 from strata import ids
 from strata.errors import InvalidArgument, UndeclaredInput
 from strata.ids import new_id
-from strata.lake import partition_index, registry, schemas
+from strata.lake import partition_hashes, partition_index, registry, schemas
 from strata.lake import partitions as pkeys
 from strata.lake.names import validate_dataset_name
 from strata.lake.registry import DatasetInfo, Version
@@ -96,6 +96,20 @@ class Lake:
         with read_tx(self.engine) as conn:
             v = registry.resolve_version(conn, self.namespace, dataset, version=version)
             return partition_index.changed_at(conn, v.dataset_uuid, v.commit_id)
+
+    def partition_fingerprints(
+        self, dataset: str, version: int | None = None
+    ) -> dict[str, str | None]:
+        """The data fingerprint of each partition a version holds (None where unknown)."""
+        validate_dataset_name(dataset)
+        with read_tx(self.engine) as conn:
+            v = registry.resolve_version(conn, self.namespace, dataset, version=version)
+            live = partition_index.live_counts(conn, v.dataset_uuid, at=v.commit_id)
+            held = partition_hashes.latest(conn, v.dataset_uuid, list(live), at=v.commit_id)
+        return {
+            key: partition_hashes.fingerprint_of(v.schema_fields, held.get(key))
+            for key in sorted(live)
+        }
 
     def start(
         self,

@@ -714,6 +714,15 @@ class Transaction:
             return None
         return fingerprint(part.schema_fields or [], part.rows)
 
+    def pending_partition_fingerprints(self, dataset: str | None = None) -> dict[str, str | None]:
+        """The data fingerprint of each partition written so far (None where unknown)."""
+        part = self._part(dataset)
+        fields = part.schema_fields or []
+        return {
+            key: fingerprint(fields, rows) if rows is not None else None
+            for key, rows in partition_hashes.written(part.adds).items()
+        }
+
     def pending_frame(self, spark: Any, dataset: str | None = None) -> Any:
         """What was written so far, as a Spark DataFrame (uncommitted: for comparisons)."""
         part = self._part(dataset)

@@ -78,12 +78,16 @@ def get_program(request: Request, dataset: str, version: Version = None) -> Resp
 
 
 @router.post("/reproduce/{dataset:seg}", response_model=views.Json, responses=errors(410))
-def post_reproduce(request: Request, dataset: str, version: Version = None) -> Response:
+def post_reproduce(
+    request: Request, dataset: str, version: Version = None, partition: Partition = None
+) -> Response:
     """Run the stored program of a built version again on its recorded inputs, in a
-    scratch transaction never committed, and compare data fingerprints. Starts Spark in
-    the server (the `spark_master` setting) on first use."""
+    scratch transaction never committed, and compare data fingerprints (a version built
+    by partition: partition by partition; ``partition=col=value,…``: that one only).
+    Starts Spark in the server (the `spark_master` setting) on first use."""
     # An unknown dataset or version is a 404 before Spark starts (BuildService.reproduce).
-    result = _service(request).reproduce(dataset, version)
+    wanted = parse_alternatives(partition) if partition is not None else None
+    result = _service(request).reproduce(dataset, version, wanted)
     return views.json_response(result.to_dict())
 
 

@@ -105,6 +105,11 @@ class BuildState:
         with read_tx(self.engine) as conn:
             return catalog.run_inputs(conn, runs)
 
+    def program(self, uuid: str) -> Program | None:
+        """A stored program version by its uuid (a run's ``job_version``)."""
+        with read_tx(self.engine) as conn:
+            return programs.by_uuid(conn, uuid)
+
     def build_facets(self, runs: Collection[str]) -> dict[str, dict[str, Any]]:
         """``run -> how it read its inputs`` (mode, ranges, previous outputs)."""
         with read_tx(self.engine) as conn:
