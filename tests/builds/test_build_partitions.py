@@ -433,3 +433,57 @@ def test_partitioned_versions_reproduce_and_cut_off_by_partition(
     # A changed UK hour still reaches the UK day.
     p.append("raw/clicks", clicks(("UK", "14", "z")))
     assert ran(build(p)["customer_daily"]) == {"region=UK/local_day=2026-11-23": "built"}
+
+
+INCREMENTAL_PARTITIONED = """
+from strata import Input, Output, incremental, transform_df
+
+
+@incremental()
+@transform_df(Output("metrics/by_region", partition_by=["region"]), clicks=Input("raw/clicks"))
+def by_region(clicks):
+    return clicks
+"""
+
+
+def test_a_broken_partitioned_declaration_is_reported_on_its_transform(part: Project) -> None:
+    """A partition_map that raises, or @incremental on a partitioned output: status
+    reports it on that transform and answers every other; a build fails that transform
+    alone, with the same words."""
+    p = part
+    with p.lake.transaction("raw/clicks", "SNAPSHOT", partition_by=["region", "hour"]) as txn:
+        txn.write(clicks(("JP", "14", "a"), ("UK", "14", "b")))
+    (p.folder / "inc.py").write_text(INCREMENTAL_PARTITIONED)
+    p.edit("hour = datetime.strptime(", 'raise KeyError("no zone")\n    hour = datetime.strptime(')
+    found = {d["name"]: d for d in p.json("status", "--pipeline", str(p.folder))["datasets"]}
+    assert found[HOURLY]["state"] == "out_of_date"
+    assert [c["kind"] for c in found[HOURLY]["causes"]] != ["broken"]  # answered as usual
+    [daily] = found[DAILY]["causes"]
+    assert daily["kind"] == "broken"
+    assert "partition_map of 'metrics/customer_hourly' raised KeyError" in daily["text"]
+    [inc] = found["metrics/by_region"]["causes"]
+    assert inc["kind"] == "broken" and "@incremental on" in inc["text"]
+    assert "drop @incremental" in inc["text"]
+    code, out, _ = p.cli("status", "--pipeline", str(p.folder))
+    assert code == 0, out  # the table answers too
+    report = p.json("build", "--all", "--pipeline", str(p.folder), code=1)
+    steps = {s["transform"]: s for s in report["transforms"]}
+    assert steps["shop.customer_hourly"]["outcome"] == "built"
+    assert steps["shop.customer_daily"]["outcome"] == "failed"
+    assert steps["inc.by_region"]["outcome"] == "failed"
+    assert "drop @incremental" in steps["inc.by_region"]["reason"]
+
+
+def test_a_frame_missing_its_partition_column_names_where(part: Project) -> None:
+    p = part
+    with p.lake.transaction("raw/clicks", "SNAPSHOT", partition_by=["region", "hour"]) as txn:
+        txn.write(clicks(("JP", "14", "a"), ("UK", "14", "b"), ("US", "14", "c")))
+    p.edit('groupBy("region", "hour", "customer")', 'groupBy("hour", "customer")')
+    report = p.json("build", HOURLY, "--pipeline", str(p.folder), code=1)
+    [step] = report["transforms"]
+    reason = step["reason"]
+    assert reason.startswith("3 of 3 partitions failed; region=JP/hour=2026-11-23T14: ")
+    assert "has no column 'region', which partitions it" in reason
+    # Where: the transform's file and line, and what "more" counts.
+    assert f"(in transform shop.customer_hourly, {p.folder / 'shop.py'}:" in reason
+    assert reason.endswith("(and 2 more failed partitions)")

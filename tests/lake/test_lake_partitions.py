@@ -339,3 +339,48 @@ def test_spark_partition_writes_have_fingerprints(  # type: ignore[no-untyped-de
         uk = spark.createDataFrame([("UK", "d1", 2)], schema)
         txn.write(uk, within={"region": "UK", "day": "d1"})
     assert txn.versions["sp/parts"].data_fingerprint == first
+
+
+@pytest.mark.parametrize(
+    ("value", "match"),
+    [
+        ("a\x00b", r"contains '\\x00'"),
+        ("a/b", r"partition value 'a/b' of column 'region'.*contains '/'"),
+        ("a=b", r"contains '='"),
+        ("", r"null or empty partition value in column 'region'"),
+        ("x" * 5000, r"is too long: its folder name takes 5,008 bytes.*at most 255"),
+    ],
+    ids=["nul", "slash", "equals", "empty", "long"],
+)
+def test_spark_writes_refuse_bad_values_before_writing_with_arrows_words(  # type: ignore[no-untyped-def]
+    lake: Lake, spark, value: str, match: str
+) -> None:
+    frame = spark.createDataFrame([(value, "2026-11-01", 1)], "region string, day string, n long")
+    with (
+        pytest.raises(InvalidArgument, match=match),
+        lake.transaction("sp/bad", "SNAPSHOT", partition_by=["region", "day"]) as txn,
+    ):
+        txn.write(frame)
+    assert not list(Path(lake.settings.lake_uri.removeprefix("file://")).rglob("*.parquet"))
+    # The Arrow path says the same.
+    with (
+        pytest.raises(InvalidArgument, match=match),
+        lake.transaction("ar/bad", "SNAPSHOT", partition_by=["region", "day"]) as txn,
+    ):
+        txn.write(pa.table({"region": [value], "day": ["2026-11-01"], "n": [1]}))
+
+
+def test_spark_writes_check_the_partition_limit_before_writing(  # type: ignore[no-untyped-def]
+    settings: Settings, spark
+) -> None:
+    from dataclasses import replace
+
+    lake = connect(replace(settings, partition_limit=2))
+    rows = [("JP", "d1", 1), ("UK", "d1", 2), ("US", "d1", 3)]
+    frame = spark.createDataFrame(rows, "region string, day string, n long")
+    with (
+        pytest.raises(InvalidArgument, match="makes more than 2 partitions, the limit"),
+        lake.transaction("sp/many", "SNAPSHOT", partition_by=["region", "day"]) as txn,
+    ):
+        txn.write(frame)
+    assert not list(Path(lake.settings.lake_uri.removeprefix("file://")).rglob("*.parquet"))

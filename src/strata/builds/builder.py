@@ -224,7 +224,7 @@ class _BuildRun:
     def visit(self, key: str) -> None:
         item = self.builder.pipelines.transforms[key]
         run = self._run_partitions if self._by_partition(item) else self._run_if_out_of_date
-        step = self._blocked(item) or run(item)
+        step = self._blocked(item) or self._broken(item) or run(item)
         with self.lock:
             self.steps[key] = step
         self.reporter.finished(step)
@@ -260,6 +260,12 @@ class _BuildRun:
                 continue
             return Step(item.fqn, Outcome.SKIPPED, self._versions(item), reason=_why(up, prior))
         return None
+
+    def _broken(self, item: Declared) -> Step | None:
+        """Failed before it runs: its declaration cannot be built."""
+        if item.transform.broken is None:
+            return None
+        return Step(item.fqn, Outcome.FAILED, self._versions(item), reason=item.transform.broken)
 
     def _upstream_incomplete(self, item: Declared) -> Step | None:
         """Skipped rather than fresh: nothing is due, but an upstream of this build left

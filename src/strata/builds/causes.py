@@ -46,6 +46,7 @@ class CauseKind(StrEnum):
     INPUT_MISSING = "input_missing"
     UPSTREAM_STALE = "upstream_stale"  # an upstream derived dataset is out of date
     INPUT_IDENTICAL = "input_identical"  # a note: the input moved but its rows did not
+    BROKEN = "broken"  # the transform's declaration cannot be built: fix it
 
 
 class Outcome(StrEnum):
@@ -160,6 +161,7 @@ _WORDS: dict[CauseKind, Callable[[Cause], str]] = {
     CauseKind.INPUT_REMOVED: lambda c: f"input removed: {c.dependency}",
     CauseKind.INPUT_MISSING: lambda c: f"input {c.dependency} does not exist",
     CauseKind.UPSTREAM_STALE: lambda c: f"via {c.dependency}",
+    CauseKind.BROKEN: lambda c: f"cannot be built as declared: {c.detail['error']}",
     CauseKind.INPUT_IDENTICAL: lambda c: (
         f"input {c.dependency} moved {c.detail['built_from']} → {c.detail['current']} "
         "with identical rows"

@@ -26,6 +26,7 @@ from strata.builds.discovery import Declared, Pipelines
 from strata.builds.incremental import Facts
 from strata.builds.partition_plan import PartitionFacts, PartitionStatus
 from strata.builds.state.catalog import Current
+from strata.errors import PipelineError, StrataError
 
 
 @dataclass
@@ -226,6 +227,21 @@ def _partitioned_status(
     return out
 
 
+def _broken(item: Declared, current: Mapping[str, Current], error: str) -> dict[str, DatasetStatus]:
+    """The outputs of a transform whose declaration cannot be built: out of date, saying
+    why."""
+    return {
+        name: DatasetStatus(
+            name,
+            Role.DERIVED,
+            item.fqn,
+            current[name].commit_id if name in current else None,
+            [Cause(name, CauseKind.BROKEN, detail={"error": error})],
+        )
+        for name in item.output_names
+    }
+
+
 def assess(
     pipelines: Pipelines,
     current: Mapping[str, Current],
@@ -250,11 +266,17 @@ def assess(
         if name not in current and name not in graph.producer
     }
     for item in items:
-        if partition_plan.by_partition(item, parts or PartitionFacts()):
-            found = _partitioned_status(
-                item, current, parts or PartitionFacts(), out, missing, ordinals
-            )
-            out.update(found)
+        try:
+            if item.transform.broken is not None:
+                raise PipelineError(item.transform.broken)
+            if partition_plan.by_partition(item, parts or PartitionFacts()):
+                found = _partitioned_status(
+                    item, current, parts or PartitionFacts(), out, missing, ordinals
+                )
+                out.update(found)
+                continue
+        except StrataError as exc:  # this transform's declaration; the rest are answered
+            out.update(_broken(item, current, exc.message))
             continue
         out_of_date = [i for i in item.input_names if i in out and out[i].causes]
         for dataset in item.output_names:

@@ -103,6 +103,9 @@ class Transform:
         self.name = name
         self.version = version
         self.incremental: Incremental | None = None
+        # A declaration that loads but cannot be built (reported on this transform by
+        # status and builds, while the rest of its pipeline is answered).
+        self.broken: str | None = None
         _check_declaration(self)
 
     def __call__(self, *args: Any, **kwargs: Any) -> Any:
@@ -227,11 +230,12 @@ def incremental(
                 f"inputs {sorted(t.inputs)}; list input parameter names"
             )
         if t.partition_by is not None:
-            raise PipelineError(
+            t.broken = (
                 f"@incremental on {at}: its outputs are partitioned, and a partitioned "
                 "transform already rebuilds only the partitions whose inputs changed; drop "
                 "@incremental"
             )
+            return t
         fixed = sorted(o.name for o in t.outputs.values() if o.type == "SNAPSHOT")
         if fixed:
             raise PipelineError(

@@ -55,6 +55,8 @@ def write_frame(
     """
     kind = frame_kind(frame)
     if kind == "spark":
+        if by is not None and not by.single:
+            _check_spark_keys(frame, by)
         watched, obs = observed(frame)
         if by is not None:
             entries, schema = _write_spark_partitioned(storage, folder, watched, by)
@@ -185,6 +187,32 @@ def _write_spark_partitioned(
     if not paths:
         schema = _spark_arrow_schema(frame)
     return [replace(e, partition=k) for e, k in zip(entries, keys, strict=True)], schema
+
+
+def _check_spark_keys(frame: Any, by: Partitioning) -> None:
+    """Before Spark writes anything: the frame's partition columns, its keys' values (no
+    null, '/', '=', NUL, nor one too long for a folder name) and how many keys it makes,
+    with the same words as an Arrow write. One pass over the keys alone (a distinct, at
+    most one past the limit), not a write that fails or is thrown away at the end."""
+    fields = {f.name: f.dataType.simpleString() for f in frame.schema.fields}
+    partitions.require_columns(by.dataset, by.columns, fields, spark=True)
+    try:
+        rows = frame.select(*by.columns).distinct().limit(by.limit + 1).collect()
+    except Exception as exc:  # the frame's own computation failed (a UDF, a bad cast)
+        raise LakeError(
+            f"Spark could not compute the rows written to {by.dataset!r}: {spark_failure(exc)}",
+            dataset=by.dataset,
+        ) from exc
+    for row in rows:
+        for column, value in zip(by.columns, row, strict=True):
+            text = None if value is None else partitions.value_text(value)
+            partitions.check_value(by.dataset, column, text)
+    if len(rows) > by.limit:
+        raise InvalidArgument(
+            f"this write to {by.dataset!r} makes more than {by.limit:,} partitions, the "
+            "limit; partition by coarser columns or raise partition_limit",
+            dataset=by.dataset,
+        )
 
 
 def _one_partition_hashed(entries: list[FileEntry], rows: RowHash) -> list[FileEntry]:

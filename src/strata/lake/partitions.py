@@ -126,7 +126,26 @@ def check_value(dataset: str, column: str, value: str | None) -> str:
             column=column,
             value=value,
         )
+    size = len(f"{FOLDER_PREFIX}{_escaped(column)}={_escaped(value)}".encode())
+    if size > MAX_FOLDER_BYTES:
+        raise InvalidArgument(
+            f"partition value {value[:40]!r}… of column {column!r} in {dataset!r} is too "
+            f"long: its folder name takes {size:,} bytes, and a file system takes at most "
+            f"{MAX_FOLDER_BYTES}; partition by a shorter value (a prefix, or a hash of it)",
+            dataset=dataset,
+            column=column,
+        )
     return value
+
+
+# A partition is a folder named `_col=value`, and file systems cap a name at 255 bytes.
+MAX_FOLDER_BYTES = 255
+# What Spark escapes as %XX in a folder name (ExternalCatalogUtils.escapePathName).
+_SPARK_ESCAPED = frozenset("\"#%'*/:=?\\{[]^\x7f" + "".join(chr(c) for c in range(1, 32)))
+
+
+def _escaped(name: str) -> str:
+    return "".join(f"%{ord(c):02X}" if c in _SPARK_ESCAPED else c for c in name)
 
 
 # What the API takes for a partition filter: col=value pairs, comma-separated.
