@@ -40,6 +40,14 @@ def _progress_to(json: bool) -> tuple[Console, TextIO | None]:
     return (Console(quiet=True), sys.stderr) if json else (err_console, None)
 
 
+OnePartition = Annotated[
+    str | None,
+    typer.Option(
+        "--partition",
+        help="One partition (every partition column once, col=value,…): trace its own "
+        "provenance, or reproduce only the run that wrote it.",
+    ),
+]
 JsonOpt = Annotated[bool, typer.Option("--json", help="Print JSON for scripts.")]
 
 
@@ -361,14 +369,7 @@ def _inputs_read(version: dict[str, Any]) -> str:
 def trace(
     ctx: typer.Context,
     ref: Ref,
-    partition: Annotated[
-        str | None,
-        typer.Option(
-            "--partition",
-            help="One partition (every partition column, col=value,…): its own provenance "
-            "down to the raw partitions it read.",
-        ),
-    ] = None,
+    partition: OnePartition = None,
     json: JsonOpt = False,
 ) -> None:
     """The provenance tree of a version down to raw datasets, with exact versions."""
@@ -477,14 +478,7 @@ def _print_program(
 def reproduce(
     ctx: typer.Context,
     ref: Ref,
-    partition: Annotated[
-        str | None,
-        typer.Option(
-            "--partition",
-            help="One partition (every partition column, col=value,…): run again only the "
-            "run that wrote it, and compare its rows.",
-        ),
-    ] = None,
+    partition: OnePartition = None,
     json: JsonOpt = False,
 ) -> None:
     """Run a version's stored program on its recorded inputs; compare the rows. A version

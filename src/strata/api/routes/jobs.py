@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import json
-from collections.abc import Mapping
 from datetime import datetime
 from typing import Annotated, Any, Literal
 
@@ -17,7 +16,7 @@ from strata.api.deps import Eng, Limit, Offset, Partition, reading
 from strata.api.models import JobIn, RunIn
 from strata.api.redirects import job_uuid
 from strata.errors import InvalidArgument, NotFound, StoreConflict
-from strata.lake.partitions import parse_alternatives
+from strata.lake.partitions import check_filter, parse_alternatives
 from strata.lineage.ingest import marquez_writes as w
 from strata.lineage.query import queries as q
 from strata.store.engine import read_tx
@@ -135,7 +134,9 @@ def list_runs(
         key = parse_alternatives(partition)
         with reading(request) as conn:
             uuid = job_uuid(conn, namespace, job)
-            _check_partition_columns(namespace, job, q.job_partition_columns(conn, uuid), key)
+            columns = q.job_partition_columns(conn, uuid)
+            no_partitions = "drop ?partition= to list its runs"
+            check_filter(f"job {namespace}/{job}", columns, key, no_partitions)
             runs = q.list_partition_runs(conn, uuid, key, limit, offset)
         return views.page("runs", runs, views.run)
     with reading(request) as conn:
@@ -145,24 +146,6 @@ def list_runs(
         if page is None:
             page = q.list_runs(conn, job_uuid(conn, namespace, job), limit, offset)
     return views.page("runs", page, views.run)
-
-
-def _check_partition_columns(
-    namespace: str, job: str, columns: list[str], key: Mapping[str, Any]
-) -> None:
-    if not columns:
-        raise InvalidArgument(
-            f"job {namespace}/{job} has no partition runs; drop ?partition= to list its runs",
-            job=job,
-        )
-    unknown = sorted(set(key) - set(columns))
-    if unknown:
-        raise InvalidArgument(
-            f"job {namespace}/{job} runs by partitions of {columns}, not of {unknown}; "
-            "name only those columns in ?partition=",
-            job=job,
-            columns=unknown,
-        )
 
 
 class _JsonNumber(str):
