@@ -250,13 +250,14 @@ class _BuildRun:
     def _blocked(self, item: Declared) -> Step | None:
         """Skipped: an upstream transform of this build failed or was skipped, whole or
         in some partitions. A transform built by partition waits only for the partitions
-        fed by failed ones (:meth:`_held_back`) when the upstream committed the rest."""
+        fed by failed ones (:meth:`_held_back`), and is skipped, not fresh, when nothing
+        else of it is due (:meth:`_upstream_incomplete`)."""
         for up in self.builder.pipelines.graph.upstream(item.fqn):
             with self.lock:
                 prior = self.steps.get(up)
             if prior is None or not prior.incomplete:
                 continue
-            if prior.outcome is Outcome.BUILT and prior.partitions and self._by_partition(item):
+            if prior.partitions and self._by_partition(item):
                 continue
             return Step(item.fqn, Outcome.SKIPPED, self._versions(item), reason=_why(up, prior))
         return None
