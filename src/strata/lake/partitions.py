@@ -204,16 +204,13 @@ class Chosen:
         return all(key.get(c) in vs for c, vs in self.wanted.items())
 
 
-def check_filter(
-    dataset: str,
-    by: Sequence[str] | None,
-    wanted: Mapping[str, Any],
-    unpartitioned: str = "read it whole or write it with partition_by",
-) -> Key:
-    """A filter's columns must partition ``dataset`` (else ``unpartitioned`` says what
-    to do); values are compared as text."""
+def check_filter(dataset: str, by: Sequence[str] | None, wanted: Mapping[str, Any]) -> Key:
+    """A filter's columns must partition ``dataset``; values are compared as text."""
     if not by:
-        raise InvalidArgument(f"{dataset!r} is not partitioned; {unpartitioned}", dataset=dataset)
+        raise InvalidArgument(
+            f"{dataset!r} is not partitioned; read it whole or write it with partition_by",
+            dataset=dataset,
+        )
     unknown = sorted(set(wanted) - set(by))
     if unknown:
         raise InvalidArgument(
