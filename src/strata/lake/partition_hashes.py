@@ -22,6 +22,7 @@ from strata.lake.partition_index import Touched
 from strata.lake.rowhash import EMPTY, RowHash, fingerprint, sum_hashes
 from strata.lake.storage import FileEntry
 from strata.store.bulk import chunks
+from strata.store.fetch import plain_rows
 from strata.store.schema import partition_hashes
 
 
@@ -182,11 +183,19 @@ def data_changed_at(
 ) -> dict[str, int]:
     """``changed`` (each key's last commit up to ``at`` that added or removed a file of
     it) with each key rewritten to the rows it had taken back to the commit of those
-    rows: a partition's data version."""
-    held = latest(conn, dataset_uuid, at=at)
+    rows: a partition's data version. Status reads it for every partition of every
+    partitioned input, so it reads plain rows, the hashes left out."""
+    t = partition_hashes.c
+    rows = plain_rows(
+        conn,
+        sa.select(t.partition_key, t.commit_id, t.data_commit_id)
+        .where(t.dataset_uuid == dataset_uuid, t.commit_id <= at)
+        .order_by(t.commit_id),
+    )
+    newest = {key: (commit_id, data_commit_id) for key, commit_id, data_commit_id in rows}
     out = dict(changed)
     for key, last in changed.items():
-        h = held.get(key)
-        if h is not None and h.commit_id >= last:
-            out[key] = h.data_commit_id
+        found = newest.get(key)
+        if found is not None and found[0] >= last:
+            out[key] = int(found[1])
     return out
