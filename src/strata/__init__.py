@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from strata.builds import expectations
+from strata.builds.checks import Check
 from strata.builds.transforms import (
     Input,
     Output,
@@ -13,11 +15,13 @@ from strata.builds.transforms import (
 from strata.lake.service import Lake, connect
 
 __all__ = [
+    "Check",
     "Input",
     "Lake",
     "Output",
     "Transform",
     "connect",
+    "expectations",
     "incremental",
     "transform",
     "transform_df",

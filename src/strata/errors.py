@@ -27,7 +27,9 @@ say what to do about it.
     ├── PipelineError           transforms cannot be loaded: import error, cycle,
     │                           duplicate or raw output (400)
     ├── TransformError          a transform broke its declaration while running (400)
-    │   └── UndeclaredInput     it read a dataset it did not declare
+    │   ├── UndeclaredInput     it read a dataset it did not declare
+    │   ├── CheckFailed         a FAIL data check found bad rows: nothing committed
+    │   └── CheckDeclarationError  a check cannot apply to the data (column, type)
     ├── RunAbandoned            the builder running a transform stopped before it ended
     └── Unauthorized / Forbidden  API auth (401 / 403)
 """
@@ -140,6 +142,18 @@ class TransformError(StrataError):
 
 class UndeclaredInput(TransformError):
     code = "undeclared_input"
+
+
+class CheckFailed(TransformError):
+    """A data check with ``on_error="FAIL"`` found bad rows: nothing was committed."""
+
+    code = "check_failed"
+
+
+class CheckDeclarationError(TransformError):
+    """A check that cannot apply to the data it judges (an unknown column, a type)."""
+
+    code = "bad_check"
 
 
 class RunAbandoned(StrataError):

@@ -28,7 +28,7 @@ from strata.builds.run_events import Emitter, JobRef, RunSpec, run_event
 from strata.builds.state import BuildState
 from strata.builds.state.catalog import Current
 from strata.builds.state.leases import Taken
-from strata.builds.status import assess, own_causes, programs_to_name
+from strata.builds.status import from_store, own_causes
 from strata.errors import NotFound, StrataError, can_pass
 from strata.ids import new_id
 from strata.lake.registry import Version
@@ -156,13 +156,7 @@ class Builder:
 
     def dry_run(self, order: Sequence[str], force: bool = False) -> BuildReport:
         """What a build would run now, with causes; nothing runs."""
-        current = self.state.current()
-        items = self.pipelines.transforms.values()
-        facts = incremental.gather(self.state, items, current)
-        declared = partition_plan.declared_partitioning(items)
-        parts = partition_plan.gather(self.state, items, current, declared)
-        ordinals = self.state.ordinals(programs_to_name(self.pipelines, current, parts=parts))
-        status = assess(self.pipelines, current, ordinals, facts=facts, parts=parts)
+        status = from_store(self.state, self.pipelines, self.state.current())
         steps = []
         for key in order:
             item = self.pipelines.transforms[key]

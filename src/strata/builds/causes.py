@@ -47,6 +47,7 @@ class CauseKind(StrEnum):
     UPSTREAM_STALE = "upstream_stale"  # an upstream derived dataset is out of date
     INPUT_IDENTICAL = "input_identical"  # a note: the input moved but its rows did not
     BROKEN = "broken"  # the transform's declaration cannot be built: fix it
+    CHECK_FAILED = "check_failed"  # its last build was stopped by a failed data check
 
 
 class Outcome(StrEnum):
@@ -149,6 +150,22 @@ def _input_partition_newer(c: Cause) -> str:
     )
 
 
+def _check_failed(c: Cause) -> str:
+    d = c.detail
+    where = f"[{d['partition']}]" if d.get("partition") else ""
+    side = "input" if d["side"] == "input" else "output"
+    if d.get("error"):
+        found = f"cannot apply: {d['error']}"
+    elif d.get("failing") is not None:
+        found = f"{d['failing']:,} failing"
+    else:
+        found = "failed"
+    return (
+        f"last build stopped by check {d['check']!r} ({d['expectation']}) on {side} "
+        f"{d['judged']}{where}: {found}"
+    )
+
+
 _WORDS: dict[CauseKind, Callable[[Cause], str]] = {
     CauseKind.NEVER_BUILT: lambda c: "never built",
     CauseKind.RENAMED: lambda c: f"renamed from {c.detail['from']}",
@@ -162,6 +179,7 @@ _WORDS: dict[CauseKind, Callable[[Cause], str]] = {
     CauseKind.INPUT_MISSING: lambda c: f"input {c.dependency} does not exist",
     CauseKind.UPSTREAM_STALE: lambda c: f"via {c.dependency}",
     CauseKind.BROKEN: lambda c: f"cannot be built as declared: {c.detail['error']}",
+    CauseKind.CHECK_FAILED: _check_failed,
     CauseKind.INPUT_IDENTICAL: lambda c: (
         f"input {c.dependency} moved {c.detail['built_from']} → {c.detail['current']} "
         "with identical rows"

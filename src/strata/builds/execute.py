@@ -15,8 +15,10 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING
 
-from strata.builds import incremental
+from strata.builds import check_eval, incremental
 from strata.builds.causes import Outcome
+from strata.builds.check_eval import Target
+from strata.builds.checks import Check, CheckResult, failure_message
 from strata.builds.discovery import Declared
 from strata.builds.handles import (
     InputHandle,
@@ -39,8 +41,16 @@ from strata.builds.shipping import pickle_by_value
 from strata.builds.state import BuildState
 from strata.builds.state.programs import Program
 from strata.builds.transforms import DF_OUTPUT
-from strata.errors import CommitConflict, NotFound, TransformError, can_pass
+from strata.errors import (
+    CheckDeclarationError,
+    CheckFailed,
+    CommitConflict,
+    NotFound,
+    TransformError,
+    can_pass,
+)
 from strata.ids import new_id
+from strata.lake import partitions as pkeys
 from strata.lake.registry import Version
 from strata.lake.service import Lake, reads_limited_to
 from strata.lake.transaction import Transaction
@@ -64,6 +74,7 @@ class RunResult:
     inputs: dict[str, int] = field(default_factory=dict)
     retryable: bool = False  # failed for a reason that can pass (a conflict, an outage)
     plan: Plan | None = None
+    checks: list[CheckResult] = field(default_factory=list)
 
 
 def resolve_inputs(lake: Lake, item: Declared) -> dict[str, Version]:
@@ -145,10 +156,11 @@ def run_transform(
     result.program, result.plan = program, plan
     result.inputs = {v.dataset: v.commit_id for v in inputs.values()}
     readable = (*item.input_names, *item.output_names)
+    judged = result.checks
     try:
         _hold_base(txn, plan)
         with reads_limited_to(f"transform {item.fqn} ({item.where})", readable):
-            call_transform(lake, ctx.spark, item, inputs, txn, plan)
+            call_transform(lake, ctx.spark, item, inputs, txn, plan, judged=judged)
         result.rows = sum(txn.rows_written(name) for name in item.output_names)
         txn.commit()
     except BaseException as exc:
@@ -159,12 +171,13 @@ def run_transform(
             kind,
             spec,
             namespace=lake.namespace,
-            inputs=read,
-            outputs=writing,
+            inputs=with_assertions(read, judged, "input"),
+            outputs=with_assertions(writing, judged, "output"),
             error=exc,
             trace=stack_trace(exc),
         )
         ctx.emitter.emit(event)
+        record_checks(ctx, spec.run_id, item, judged, result.inputs, {})
         if not isinstance(exc, Exception):
             raise
         result.reason = failure_reason(exc, item)
@@ -173,12 +186,51 @@ def run_transform(
         return result
     written = [_at(txn.versions[name], output=True) for name in item.output_names]
     ctx.emitter.emit(
-        run_event("COMPLETE", spec, namespace=lake.namespace, inputs=read, outputs=written)
+        run_event(
+            "COMPLETE",
+            spec,
+            namespace=lake.namespace,
+            inputs=with_assertions(read, judged, "input"),
+            outputs=with_assertions(written, judged, "output"),
+        )
     )
+    committed = {name: txn.versions[name].commit_id for name in item.output_names}
+    record_checks(ctx, spec.run_id, item, judged, result.inputs, committed)
     result.outcome = Outcome.BUILT
     result.outputs = {name: txn.versions[name].commit_id for name in item.output_names}
     result.seconds = time.monotonic() - started
     return result
+
+
+def with_assertions(
+    ats: Sequence[DatasetAt], judged: Sequence[CheckResult], side: str
+) -> list[DatasetAt]:
+    """``ats`` carrying what their checks found (OpenLineage ``dataQualityAssertions``)."""
+    if not judged:
+        return list(ats)
+    return [
+        replace(
+            at,
+            assertions=tuple(
+                r.assertion_facet() for r in judged if r.side == side and r.dataset == at.name
+            ),
+        )
+        for at in ats
+    ]
+
+
+def record_checks(
+    ctx: RunContext,
+    run: str,
+    item: Declared,
+    judged: Sequence[CheckResult],
+    inputs: Mapping[str, int],
+    outputs: Mapping[str, int],
+) -> None:
+    """Keep what a run's checks found, with the versions they judged (an output's: the
+    version committed; none when the run failed)."""
+    if judged:
+        ctx.state.record_checks(run, item.fqn, judged, {**inputs, **outputs})
 
 
 def write_type(item: Declared, plan: Plan) -> str:
@@ -214,9 +266,12 @@ def call_transform(
     txn: Transaction,
     plan: Plan | None = None,
     partition: Partition | None = None,
+    judged: list[CheckResult] | None = None,
 ) -> None:
     """Call the function on ``inputs`` and write what it makes into ``txn`` (uncommitted);
-    for one ``partition``, on the input partitions feeding it, writing only into it."""
+    for one ``partition``, on the input partitions feeding it, writing only into it.
+    Input checks are judged first and output checks last, into ``judged``; a failed
+    FAIL check raises :class:`CheckFailed`."""
     pickle_by_value(item.root)
     plan = plan or incremental.whole(item, inputs)
     t = item.transform
@@ -229,25 +284,80 @@ def call_transform(
         )
         for p, v in inputs.items()
     }
+    judge = _Judge(item, judged if judged is not None else [], _key_text(item, within))
+    for p, inp in t.inputs.items():
+        if inp.checks:
+            judge(Target(inp.name, "input", handles[p].dataframe("current")), inp.checks)
+    mark = txn.mark()
     allowed = {**{v.dataset: v for v in inputs.values()}, **_previous_outputs(lake, plan)}
     if t.kind == "df":
         df = t.func(**{p: h.dataframe() for p, h in handles.items()})
         require_dataframe(item, df, "its return value")
         require_declared_files(lake, item, allowed, df)
         txn.write(df, dataset=t.outputs[DF_OUTPUT].name, within=within)
-        return
-    outs = {
-        p: OutputHandle(lake, spark, item, txn, o.name, allowed, plan, within)
-        for p, o in t.outputs.items()
-    }
-    t.func(**handles, **outs)
-    missing = sorted(h.name for h in outs.values() if not h.written)
-    if missing:
-        raise TransformError(
-            f"transform {item.fqn} ({item.where}) did not write {missing}; call "
-            "write_dataframe(df) on every output",
-            transform=item.fqn,
-        )
+    else:
+        outs = {
+            p: OutputHandle(lake, spark, item, txn, o.name, allowed, plan, within)
+            for p, o in t.outputs.items()
+        }
+        t.func(**handles, **outs)
+        missing = sorted(h.name for h in outs.values() if not h.written)
+        if missing:
+            raise TransformError(
+                f"transform {item.fqn} ({item.where}) did not write {missing}; call "
+                "write_dataframe(df) on every output",
+                transform=item.fqn,
+            )
+    for o in t.outputs.values():
+        if o.checks:
+            judge(_written(lake, spark, txn, o.name, mark[o.name], within), o.checks)
+
+
+def _key_text(item: Declared, within: Mapping[str, str] | None) -> str | None:
+    by = item.transform.partition_by
+    return pkeys.key_text(by, within) if within is not None and by else None
+
+
+def _written(
+    lake: Lake,
+    spark: SparkSession,
+    txn: Transaction,
+    name: str,
+    mark: int,
+    within: Mapping[str, str] | None,
+) -> Target:
+    """What a run wrote to ``name``, as its checks judge it: an append is judged with
+    the output it extends (whole), its keys in the cheap form."""
+    written = txn.pending_frame(spark, name, since=mark)
+    base = txn.base_of(name)
+    if txn.type_of(name) != "APPEND" or not base or within is not None:
+        return Target(name, "output", written)
+    previous = lake.read(name, version=base, spark=spark)
+    whole = previous.unionByName(written, allowMissingColumns=True)
+    return Target(name, "output", whole, appended=written, previous=previous)
+
+
+@dataclass
+class _Judge:
+    """Judges a run's checks into ``judged``; raises when a FAIL check failed."""
+
+    item: Declared
+    judged: list[CheckResult]
+    partition: str | None
+
+    def __call__(self, target: Target, checks: Sequence[Check]) -> None:
+        target = replace(target, partition=self.partition)
+        try:
+            results = check_eval.judge(target, checks)
+        except CheckDeclarationError as exc:
+            self.judged.append(check_eval.declaration_failure(exc, target, checks))
+            raise
+        self.judged.extend(results)
+        failed = [r.name for r in results if r.blocks]
+        if failed:
+            raise CheckFailed(
+                failure_message(results, self.item.fqn), transform=self.item.fqn, checks=failed
+            )
 
 
 def _previous_outputs(lake: Lake, plan: Plan) -> dict[str, Version]:

@@ -50,6 +50,7 @@ def history(
     wanted values), only the versions that touched it, each with the runs that built it
     there."""
     rows, inputs = state.history(dataset)
+    warned = state.warned_versions(dataset)
     if partition is not None:
         by = state.partition_by([dataset]).get(dataset)
         wanted = pkeys.Chosen(dataset, by, partition)
@@ -65,6 +66,7 @@ def history(
             "state": x.state,
             "program": _program_json(x.job, x.ordinal, x.fingerprint),
             "inputs": inputs.get(x.run, {}) if x.run else {},
+            "warnings": warned.get(x.version, []),
             **_how_read(x, inputs.get(x.run, {}) if x.run else {}),
             **_partitions(x, wanted if partition is not None else None),
         }

@@ -19,6 +19,7 @@ from typing import Any
 
 from strata.builds import incremental
 from strata.builds.causes import Outcome
+from strata.builds.checks import CheckResult
 from strata.builds.discovery import Declared
 from strata.builds.execute import (
     Partition,
@@ -26,7 +27,9 @@ from strata.builds.execute import (
     RunResult,
     call_transform,
     failure_reason,
+    record_checks,
     stack_trace,
+    with_assertions,
 )
 from strata.builds.partition_plan import Layout
 from strata.builds.program_files import program_text
@@ -58,6 +61,7 @@ class PartitionRun:
     run: str | None  # None: skipped, never started
     reason: str | None = None
     rows: int = 0
+    checks: list[CheckResult] = field(default_factory=list)
 
     def to_dict(self) -> dict[str, Any]:
         out: dict[str, Any] = {
@@ -150,6 +154,11 @@ def run_partitions(
         _finish_all(ctx, out, specs, (read, writing), exc)
         raise
     _commit(ctx, item, txn, out, specs, (read, writing), repartition)
+    for p in out.partitions:
+        built = result.outputs if p.outcome is Outcome.BUILT else {}
+        if p.run is not None:
+            record_checks(ctx, p.run, item, p.checks, result.inputs, _known(built))
+        result.checks.extend(p.checks)
     result.seconds = time.monotonic() - started
     return out
 
@@ -182,26 +191,31 @@ def _run_one(
     }
     partition = Partition(where, sources, filtered)
     readable = (*item.input_names, *item.output_names)
+    judged: list[CheckResult] = []
     try:
         with reads_limited_to(f"transform {item.fqn} ({item.where})", readable):
-            call_transform(
-                ctx.lake, ctx.spark, item, inputs, txn, incremental.whole(item, inputs), partition
-            )
+            plan = incremental.whole(item, inputs)
+            call_transform(ctx.lake, ctx.spark, item, inputs, txn, plan, partition, judged)
     except Exception as exc:
         txn.rollback(mark)
         event = run_event(
             "FAIL",
             spec,
             namespace=ns,
-            inputs=read,
-            outputs=writing,
+            inputs=with_assertions(read, judged, "input"),
+            outputs=with_assertions(writing, judged, "output"),
             error=exc,
             trace=stack_trace(exc),
         )
         ctx.emitter.emit(event)
-        return PartitionRun(key, Outcome.FAILED, spec.run_id, failure_reason(exc, item))
+        reason = failure_reason(exc, item)
+        return PartitionRun(key, Outcome.FAILED, spec.run_id, reason, checks=judged)
     rows = sum(txn.rows_written(n, since=mark[n]) for n in item.output_names)
-    return PartitionRun(key, Outcome.BUILT, spec.run_id, rows=rows)
+    return PartitionRun(key, Outcome.BUILT, spec.run_id, rows=rows, checks=judged)
+
+
+def _known(versions: Mapping[str, int | None]) -> dict[str, int]:
+    return {k: v for k, v in versions.items() if v is not None}
 
 
 def _commit(
@@ -255,7 +269,13 @@ def _commit(
     for i, p in enumerate(done):
         outputs = written if i == 0 else writing
         ctx.emitter.emit(
-            run_event("COMPLETE", specs[p.key], namespace=ns, inputs=read, outputs=outputs)
+            run_event(
+                "COMPLETE",
+                specs[p.key],
+                namespace=ns,
+                inputs=with_assertions(read, p.checks, "input"),
+                outputs=with_assertions(outputs, p.checks, "output"),
+            )
         )
     for name in item.output_names:
         commit_id = txn.versions[name].commit_id

@@ -42,6 +42,8 @@ class DatasetAt:
     size: int | None = None
     files: int | None = None
     read_from: int | None = None  # an input read as the rows added after this version
+    # What its checks found (OpenLineage ``dataQualityAssertions`` entries), if any.
+    assertions: tuple[dict[str, Any], ...] = ()
 
 
 @dataclass(frozen=True)
@@ -126,6 +128,13 @@ def _dataset(namespace: str, at: DatasetAt, output: bool) -> dict[str, Any]:
                 "toVersion": str(at.commit_id),
                 "afterVersion": str(at.read_from),
             }
+        }
+    if at.assertions:
+        facets["dataQualityAssertions"] = {
+            "_producer": PRODUCER,
+            "_schemaURL": "https://openlineage.io/spec/facets/1-1-0/"
+            "DataQualityAssertionsDatasetFacet.json",
+            "assertions": list(at.assertions),
         }
     if output and at.rows is not None:
         stats = {"rowCount": at.rows, "size": at.size, "fileCount": at.files}

@@ -9,12 +9,12 @@ from collections.abc import Collection, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from typing import TYPE_CHECKING, Any
 
-from strata.builds import history, incremental, partition_plan
+from strata.builds import history
 from strata.builds.builder import Builder, BuildReport, Reporter
 from strata.builds.discovery import Pipelines, load_pipelines, source_stamp
 from strata.builds.history import Entry
 from strata.builds.state import BuildState
-from strata.builds.status import DatasetStatus, assess, programs_to_name
+from strata.builds.status import DatasetStatus, from_store
 from strata.errors import InvalidArgument, NotFound, PipelineError
 from strata.lake.service import Lake, connect
 from strata.settings import Settings
@@ -66,13 +66,7 @@ class BuildService:
         """Every dataset, fresh or out of date with every cause (no JVM)."""
         pipelines = self.pipelines
         with _collections_paused():
-            current = self.state.current()
-            items = pipelines.transforms.values()
-            facts = incremental.gather(self.state, items, current)
-            declared = partition_plan.declared_partitioning(items)
-            parts = partition_plan.gather(self.state, items, current, declared)
-            ordinals = self.state.ordinals(programs_to_name(pipelines, current, parts=parts))
-            return assess(pipelines, current, ordinals, facts=facts, parts=parts)
+            return from_store(self.state, pipelines, self.state.current())
 
     def dataset_status(self, name: str) -> DatasetStatus:
         """One dataset's status, reading only it and what is upstream of it."""
@@ -81,12 +75,7 @@ class BuildService:
         keys = pipelines.graph.post_order([item.fqn]) if item is not None else []
         names = {name} | _datasets_of(pipelines, keys)
         current = self.state.current(names)
-        items = [pipelines.transforms[k] for k in keys]
-        facts = incremental.gather(self.state, items, current)
-        declared = partition_plan.declared_partitioning(pipelines.transforms.values())
-        parts = partition_plan.gather(self.state, items, current, declared)
-        ordinals = self.state.ordinals(programs_to_name(pipelines, current, keys, parts))
-        found = assess(pipelines, current, ordinals, keys, facts, parts).get(name)
+        found = from_store(self.state, pipelines, current, keys).get(name)
         if found is None and any(name in t.input_names for t in pipelines.transforms.values()):
             found = self.status().get(name)  # declared as an input and missing: rare
         if found is None:
@@ -182,6 +171,16 @@ class BuildService:
             return history.trace(self.state, name, at)
 
         return partition_trace(self.state, dataset, version, partition, history.TRACE_DEPTH, whole)
+
+    def checks(self, dataset: str, version: int | None = None) -> dict[str, Any]:
+        """What the checks found on ``version`` of ``dataset`` (default: its current
+        version, and the runs since that a check stopped)."""
+        at, found = self.state.check_results(dataset, version)
+        return {"dataset": dataset, "version": at, "results": [r.to_dict() for r in found]}
+
+    def run_checks(self, run: str) -> dict[str, Any]:
+        """What the checks of one run found."""
+        return {"run": run, "results": [r.to_dict() for r in self.state.run_checks(run)]}
 
     def program(self, dataset: str, version: int | None = None) -> Entry:
         return history.entry(self.state, dataset, version)

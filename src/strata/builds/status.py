@@ -25,7 +25,9 @@ from strata.builds.causes import Cause, CauseKind, Role, Status
 from strata.builds.discovery import Declared, Pipelines
 from strata.builds.incremental import Facts
 from strata.builds.partition_plan import PartitionFacts, PartitionStatus
+from strata.builds.state import BuildState
 from strata.builds.state.catalog import Current
+from strata.builds.state.checks import StoredResult
 from strata.errors import PipelineError, StrataError
 
 
@@ -242,6 +244,62 @@ def _broken(item: Declared, current: Mapping[str, Current], error: str) -> dict[
     }
 
 
+def from_store(
+    state: BuildState,
+    pipelines: Pipelines,
+    current: Mapping[str, Current],
+    keys: Sequence[str] | None = None,
+) -> dict[str, DatasetStatus]:
+    """:func:`assess` with every fact it needs read from the store: the one place status,
+    ``build --dry-run`` and the API gather causes."""
+    order = pipelines.graph.everything if keys is None else keys
+    items = [pipelines.transforms[k] for k in order]
+    facts = incremental.gather(state, items, current)
+    declared = partition_plan.declared_partitioning(pipelines.transforms.values())
+    parts = partition_plan.gather(state, items, current, declared)
+    ordinals = state.ordinals(programs_to_name(pipelines, current, keys, parts))
+    failures = state.last_check_failures([i.fqn for i in items if i.transform.has_checks])
+    return assess(pipelines, current, ordinals, keys, facts, parts, failures)
+
+
+def check_causes(
+    item: Declared,
+    dataset: str,
+    current: Mapping[str, Current],
+    failures: Mapping[str, Sequence[StoredResult]],
+    stale_partitions: set[str] | None = None,
+) -> list[Cause]:
+    """``check_failed`` causes: the checks still declared that stopped the transform's
+    last build, unless a later build committed ``dataset`` (for a partitioned output: of
+    the partitions still out of date)."""
+    found = failures.get(item.fqn, ())
+    names = {c.name for c in item.transform.checks}
+    cur = current.get(dataset)
+    out = []
+    for stored in found:
+        r = stored.result
+        if r.name not in names:
+            continue
+        if stale_partitions is not None:
+            if r.partition is not None and r.partition not in stale_partitions:
+                continue
+        elif cur is not None and cur.run is not None and cur.run > stored.run:
+            continue
+        detail: dict[str, Any] = {
+            "check": r.name,
+            "expectation": r.expectation,
+            "judged": r.dataset,
+            "side": r.side,
+            "failing": r.failing,
+            "run": stored.run,
+            "partition": r.partition,
+        }
+        if "error" in r.observed:
+            detail["error"] = r.observed["error"]
+        out.append(Cause(dataset, CauseKind.CHECK_FAILED, detail=detail))
+    return out
+
+
 def assess(
     pipelines: Pipelines,
     current: Mapping[str, Current],
@@ -249,6 +307,7 @@ def assess(
     keys: Sequence[str] | None = None,
     facts: Facts | None = None,
     parts: PartitionFacts | None = None,
+    failures: Mapping[str, Sequence[StoredResult]] | None = None,
 ) -> dict[str, DatasetStatus]:
     """Every dataset the pipelines name or ``current`` holds, with its causes, by name.
 
@@ -273,6 +332,9 @@ def assess(
                 found = _partitioned_status(
                     item, current, parts or PartitionFacts(), out, missing, ordinals
                 )
+                for name, st in found.items():
+                    stale = {p.key for p in st.partitions or () if p.stale}
+                    st.causes += check_causes(item, name, current, failures or {}, stale)
                 out.update(found)
                 continue
         except StrataError as exc:  # this transform's declaration; the rest are answered
@@ -285,6 +347,7 @@ def assess(
                 Cause(dataset, CauseKind.INPUT_MISSING, i) for i in item.input_names if i in missing
             ]
             causes += [Cause(dataset, CauseKind.UPSTREAM_STALE, i) for i in out_of_date]
+            causes += check_causes(item, dataset, current, failures or {})
             cur = current.get(dataset)
             version = cur.commit_id if cur else None
             out[dataset] = DatasetStatus(dataset, Role.DERIVED, item.fqn, version, causes, notes)

@@ -18,6 +18,7 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
+from strata.builds.checks import Check, check_names
 from strata.errors import PipelineError, StrataError
 from strata.lake.names import validate_dataset_name
 
@@ -34,30 +35,49 @@ class Input:
 
     For a transform with partitioned outputs, ``partition_map`` maps each of this
     input's partition keys to the output partition it feeds (by default, the output's
-    columns taken from the input's key: the shared keys)."""
+    columns taken from the input's key: the shared keys). ``checks`` are preconditions:
+    judged on what the run reads, before the transform runs."""
 
     name: str
     version: int | None = None
     partition_map: PartitionMap | None = None
+    checks: Sequence[Check] = ()
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "checks", _checks_tuple(self.checks, self.name))
 
 
 @dataclass(frozen=True)
 class Output:
     """A dataset a transform writes, replaced on each build (or appended to); an
     ``@incremental`` transform's outputs take each build's mode (``type`` unset). With
-    ``partition_by``, the transform builds it partition by partition."""
+    ``partition_by``, the transform builds it partition by partition. ``checks`` are
+    postconditions: judged on what the run wrote, before it commits."""
 
     name: str
     type: str | None = None
     partition_by: Sequence[str] | None = None
+    checks: Sequence[Check] = ()
 
     def __post_init__(self) -> None:
         if self.partition_by is not None and not isinstance(self.partition_by, str):
             object.__setattr__(self, "partition_by", tuple(self.partition_by))
+        object.__setattr__(self, "checks", _checks_tuple(self.checks, self.name))
 
     @property
     def write_type(self) -> str:
         return self.type or "SNAPSHOT"
+
+
+def _checks_tuple(checks: object, dataset: str) -> tuple[Check, ...]:
+    if isinstance(checks, Check):
+        return (checks,)
+    if not isinstance(checks, Sequence) or isinstance(checks, str):
+        raise PipelineError(
+            f"checks of {dataset!r} must be a list of Check(...), got {checks!r}; write "
+            "checks=[Check(E.not_null('id'), 'id is set')]"
+        )
+    return tuple(checks)
 
 
 @dataclass(frozen=True)
@@ -122,6 +142,16 @@ class Transform:
     @property
     def output_type(self) -> str:
         return next(iter(self.outputs.values())).write_type
+
+    @property
+    def checks(self) -> tuple[Check, ...]:
+        """Every check it declares, on its inputs and its outputs."""
+        declared: list[Input | Output] = [*self.inputs.values(), *self.outputs.values()]
+        return tuple(c for d in declared for c in d.checks)
+
+    @property
+    def has_checks(self) -> bool:
+        return bool(self.checks)
 
     @property
     def partition_by(self) -> tuple[str, ...] | None:
@@ -276,6 +306,8 @@ def _check_declaration(t: Transform) -> None:
             "type; make them all SNAPSHOT or all APPEND"
         )
     _check_partitioning(t, at)
+    declared: list[Input | Output] = [*t.inputs.values(), *t.outputs.values()]
+    t.broken = check_names([(d.name, d.checks) for d in declared], at)
     if t.version is not None and (not isinstance(t.version, str) or not t.version):
         raise PipelineError(f"transform {at}: version= must be a non-empty string")
     _check_parameters(t, at)

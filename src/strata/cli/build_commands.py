@@ -1,4 +1,5 @@
-"""`strata status`, `build`, `worker`, `history`, `trace`, `reproduce`, `show-program`."""
+"""`strata status`, `build`, `worker`, `history`, `checks`, `trace`, `reproduce`,
+`show-program`."""
 
 from __future__ import annotations
 
@@ -335,12 +336,80 @@ def print_history(dataset: str, result: dict[str, Any]) -> None:
         + ((_partitions_label(v),) if partitioned else ())
         for v in result["versions"]
     ]
+    warned = any(v.get("warnings") for v in result["versions"])
+    if warned:  # versions committed although a WARN check failed
+        rows = [
+            (*row, "⚠ " + ", ".join(v["warnings"]) if v["warnings"] else "")
+            for row, v in zip(rows, result["versions"], strict=True)
+        ]
     emit_table(
         f"history of {dataset}",
         ["version", "committed at", "type", "rows", "run", "program", "inputs"]
-        + (["partitions"] if partitioned else []),
+        + (["partitions"] if partitioned else [])
+        + (["warnings"] if warned else []),
         rows,
     )
+
+
+OUTCOME_MARKS = {"passed": "✓ passed", "warned": "⚠ warned", "failed": "✗ failed"}
+
+
+def checks(
+    ctx: typer.Context,
+    dataset: str,
+    version: Annotated[
+        int | None,
+        typer.Option("--version", min=1, help="Of this version (default: the current one)."),
+    ] = None,
+    run: Annotated[str | None, typer.Option("--run", help="The checks of one run instead.")] = None,
+    json: JsonOpt = False,
+) -> None:
+    """What the data checks found on a dataset version (default: the current version, and
+    the builds since that a check stopped): each check, its outcome and what it saw."""
+    with reported():
+        service = service_from(ctx, [])
+        result = service.run_checks(run) if run else service.checks(dataset, version)
+        if json:
+            emit_json(result)
+            return
+        print_checks(dataset, result)
+
+
+def print_checks(dataset: str, result: dict[str, Any]) -> None:
+    results = result["results"]
+    if not results:
+        at = f" version {result['version']}" if result.get("version") else ""
+        err_console.print(f"no check results for {dataset}{at}: no build of it declares checks")
+        return
+    rows = [
+        (
+            r["version"] if r["version"] is not None else "not committed",
+            (r["run"] or "")[:13],
+            r["check"],
+            f"{r['side']} {r['dataset']}" + (f"[{r['partition']}]" if r["partition"] else ""),
+            r["expectation"],
+            OUTCOME_MARKS[r["outcome"]],
+            _found(r),
+        )
+        for r in results
+    ]
+    emit_table(
+        f"checks of {dataset}",
+        ["version", "run", "check", "on", "expectation", "outcome", "found"],
+        rows,
+    )
+
+
+def _found(r: dict[str, Any]) -> str:
+    observed = r["observed"]
+    if "error" in observed:
+        return f"cannot apply: {observed['error']}"
+    words = ", ".join(f"{k.replace('_', ' ')} {v}" for k, v in observed.items())
+    if r["failing"]:
+        words = f"{r['failing']:,} failing; {words}"
+    if r["samples"]:
+        words += f"; e.g. {r['samples'][0]}"
+    return words
 
 
 def _run_label(v: dict[str, Any]) -> str:
@@ -512,6 +581,7 @@ def reproduce(
 
 def register(app: typer.Typer) -> None:
     app.command()(history)
+    app.command()(checks)
     app.command()(trace)
     app.command()(reproduce)
     app.command("show-program")(show_program)

@@ -723,11 +723,23 @@ class Transaction:
             for key, rows in partition_hashes.written(part.adds).items()
         }
 
-    def pending_frame(self, spark: Any, dataset: str | None = None) -> Any:
-        """What was written so far, as a Spark DataFrame (uncommitted: for comparisons)."""
+    def pending_frame(self, spark: Any, dataset: str | None = None, since: int = 0) -> Any:
+        """What was written so far (since the ``since``-th container: see :meth:`mark`),
+        as a Spark DataFrame: uncommitted, for comparisons and checks."""
         part = self._part(dataset)
         storage = self._lake.storage
-        return spark.read.parquet(*[storage.spark_uri(e.path) for e in part.adds])
+        adds = part.adds[since:]
+        if not adds:
+            from pyspark.sql.pandas.types import from_arrow_schema
+            from pyspark.sql.types import StructType
+
+            known = schemas.decode(part.arrow_schema) if part.arrow_schema else None
+            return spark.createDataFrame([], from_arrow_schema(known) if known else StructType())
+        return spark.read.parquet(*[storage.spark_uri(e.path) for e in adds])
+
+    def type_of(self, dataset: str) -> str:
+        """How ``dataset``'s part commits: SNAPSHOT, APPEND, UPDATE or DELETE."""
+        return self._part(dataset).type
 
     def _removals(self, conn: Connection, part: _Part, commit_id: int) -> list[Any]:
         """Mark removed files in the interval index; returns their rows."""

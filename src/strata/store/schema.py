@@ -471,6 +471,33 @@ partition_hashes = sa.Table(
     sa.Column("data_commit_id", sa.BigInteger(), nullable=False),
 )
 
+# What each data check of a build found (``outcome``: passed, warned or failed), on the
+# dataset version it judged: an input's version read, or the output version committed
+# (``commit_id`` null: the run failed and committed nothing). ``job`` is the transform.
+check_results = sa.Table(
+    "check_results",
+    metadata,
+    serial_col("id"),
+    uuid_col("run_uuid", nullable=False),
+    sa.Column("job", sa.Text(), nullable=False),
+    uuid_col("dataset_uuid", sa.ForeignKey("datasets.uuid"), nullable=False),
+    sa.Column("commit_id", sa.BigInteger(), nullable=True),
+    sa.Column("side", sa.String(8), nullable=False),
+    sa.Column("partition_key", sa.Text(), nullable=True),
+    sa.Column("name", sa.Text(), nullable=False),
+    sa.Column("expectation", sa.Text(), nullable=False),
+    sa.Column("on_error", sa.String(8), nullable=False),
+    sa.Column("outcome", sa.String(8), nullable=False),
+    sa.Column("observed", JSONType, nullable=False),
+    sa.Column("failing", sa.BigInteger(), nullable=True),
+    sa.Column("samples", JSONType, nullable=False),
+    ts_col("recorded_at", nullable=False),
+    sa.CheckConstraint("outcome IN ('passed','warned','failed')", name="outcome"),
+    sa.Index("ix_check_results_dataset_uuid_commit_id", "dataset_uuid", "commit_id"),
+    sa.Index("ix_check_results_run_uuid", "run_uuid"),
+    sa.Index("ix_check_results_job_id", "job", "id"),
+)
+
 # Builds asked for over HTTP (``POST /api/v1/strata/builds``) and their progress: the
 # server that took one (``holder``) runs it and writes what it has done into ``progress``
 # (planned, running and finished transforms), so any server of the store can answer.

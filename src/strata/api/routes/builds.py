@@ -59,6 +59,19 @@ def get_history(request: Request, dataset: str, partition: Partition = None) -> 
     return views.json_response(_service(request).history(dataset, wanted))
 
 
+@router.get("/checks/{dataset:seg}", response_model=views.Json)
+def get_checks(request: Request, dataset: str, version: Version = None) -> Response:
+    """What the data checks found on a version (default: the current one, and the runs
+    since that a failed check stopped), as `strata checks --json`."""
+    return views.json_response(_service(request).checks(dataset, version))
+
+
+@router.get("/runs/{run}/checks", response_model=views.Json)
+def get_run_checks(request: Request, run: str) -> Response:
+    """What the data checks of one build run found."""
+    return views.json_response(_service(request).run_checks(run))
+
+
 @router.get("/trace/{dataset:seg}", response_model=views.Json)
 def get_trace(
     request: Request, dataset: str, version: Version = None, partition: Partition = None

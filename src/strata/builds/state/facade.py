@@ -15,13 +15,25 @@ from typing import Any
 
 from sqlalchemy.engine import Engine
 
-from strata.builds.state import catalog, leases, partitions, programs, requests, runs, triggers
+from strata.builds.checks import CheckResult
+from strata.builds.state import (
+    catalog,
+    checks,
+    leases,
+    partitions,
+    programs,
+    requests,
+    runs,
+    triggers,
+)
 from strata.builds.state.catalog import Current, RunDetail, VersionEntry
+from strata.builds.state.checks import StoredResult
 from strata.builds.state.partitions import PartitionBuild
 from strata.builds.state.programs import Program, ProgramText
 from strata.builds.state.requests import BuildRequest
 from strata.builds.state.runs import Running
 from strata.builds.state.triggers import Claim
+from strata.errors import NotFound
 from strata.lake import partition_hashes, partition_index, registry
 from strata.lake.registry import Moved
 from strata.lineage.query.provenance import ProvenanceNode, provenance
@@ -179,6 +191,56 @@ class BuildState:
             if replace_all:
                 partitions.forget(conn, uuid)
             partitions.record(conn, uuid, built, datetime.now(UTC))
+
+    # -- check results ------------------------------------------------------------------
+
+    def record_checks(
+        self, run: str, job: str, results: Sequence[CheckResult], versions: Mapping[str, int]
+    ) -> None:
+        """Keep what a run's checks found, each with the version of its dataset judged."""
+        with write_tx(self.engine) as conn:
+            uuids = catalog.dataset_uuids(conn, self.namespace, {r.dataset for r in results})
+            checks.record(conn, run, job, results, uuids, versions, datetime.now(UTC))
+
+    def check_results(
+        self, dataset: str, version: int | None = None
+    ) -> tuple[int | None, list[StoredResult]]:
+        """The results that judged ``version`` of ``dataset`` (default: its current one,
+        and those of the runs since that committed nothing)."""
+        with read_tx(self.engine) as conn:
+            uuid = catalog.dataset_uuids(conn, self.namespace, [dataset]).get(dataset)
+            if uuid is None:
+                raise NotFound(
+                    f"no dataset {dataset!r} in the lake; list datasets with `strata datasets`",
+                    dataset=dataset,
+                )
+            at = version
+            if at is None:
+                current = catalog.load_current(conn, self.namespace, [dataset]).get(dataset)
+                at = current.commit_id if current is not None else None
+            found = checks.of_version(conn, uuid, at) if at is not None else []
+            if version is None:
+                since = checks.committed_at(conn, uuid, at) if at is not None else None
+                found += checks.failed_runs_since(
+                    conn, uuid, since or datetime.min.replace(tzinfo=UTC)
+                )
+            return at, found
+
+    def run_checks(self, run: str) -> list[StoredResult]:
+        with read_tx(self.engine) as conn:
+            return checks.of_run(conn, run)
+
+    def last_check_failures(self, jobs: Collection[str]) -> dict[str, list[StoredResult]]:
+        """Per transform, what failed in the latest of its runs a check stopped."""
+        if not jobs:
+            return {}
+        with read_tx(self.engine) as conn:
+            return checks.last_failures(conn, jobs)
+
+    def warned_versions(self, dataset: str) -> dict[int, list[str]]:
+        with read_tx(self.engine) as conn:
+            uuid = catalog.dataset_uuids(conn, self.namespace, [dataset]).get(dataset)
+            return checks.warned_versions(conn, uuid) if uuid is not None else {}
 
     def existing(self, names: Collection[str]) -> list[str]:
         """Those of ``names`` that are lake datasets with a version."""

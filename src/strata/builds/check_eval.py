@@ -1,0 +1,321 @@
+"""Judging checks with Spark: every check of one dataset in one pass over its rows.
+
+Row rules become counts of failing rows, row counts one count, and key rules a count
+per key: one aggregation over ``GROUPING SETS`` (the empty set for the totals, one per
+key), then a small one over the groups. Samples of bad rows are read only for a check
+that failed. An incremental output is judged whole after its append; its keys in the
+cheap form: the appended rows among themselves, then against the keys already there
+(a semi-join on the key columns, not a rescan of every column).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from datetime import date, datetime
+from decimal import Decimal
+from typing import TYPE_CHECKING, Any
+
+from strata.builds.checks import SAMPLE_ROWS, Check, CheckResult
+from strata.builds.expectations import (
+    Combined,
+    Expectation,
+    KeyRule,
+    RowCount,
+    RowRule,
+    SchemaRule,
+)
+from strata.errors import CheckDeclarationError
+
+if TYPE_CHECKING:
+    from pyspark.sql import Column, DataFrame
+
+
+@dataclass(frozen=True)
+class Target:
+    """The rows a dataset's checks judge: ``frame``; for an incremental append, the
+    ``whole`` output after it and the ``appended`` rows alone (keys' cheap form)."""
+
+    dataset: str
+    side: str
+    frame: DataFrame
+    appended: DataFrame | None = None
+    previous: DataFrame | None = None
+    partition: str | None = None
+    where: str = ""  # the transform, for messages
+
+
+@dataclass(frozen=True)
+class _Found:
+    passed: bool
+    observed: dict[str, Any]
+    failing: int | None
+
+
+def judge(target: Target, checks: Sequence[Check]) -> list[CheckResult]:
+    """Every check of ``target``, in order."""
+    if not checks:
+        return []
+    types = {f.name: f.dataType.simpleString() for f in target.frame.schema.fields}
+    for c in checks:
+        problem = c.expectation.problem(types)
+        if problem is not None:
+            raise _bad(c, target, problem)
+    leaves = [leaf for c in checks for leaf in _leaves(c.expectation)]
+    found = _measure(target, leaves, types, checks)
+    results = []
+    for c in checks:
+        outcome = _outcome(c.expectation, found)
+        samples = _samples(target, c.expectation, found) if not outcome.passed else []
+        results.append(
+            CheckResult(
+                c.name,
+                target.dataset,
+                target.side,
+                c.describe(),
+                c.expectation.assertion,
+                _column(c.expectation),
+                c.on_error,
+                outcome.passed,
+                outcome.observed,
+                outcome.failing,
+                samples,
+                target.partition,
+            )
+        )
+    return results
+
+
+def declaration_failure(
+    exc: CheckDeclarationError, target: Target, checks: Sequence[Check]
+) -> CheckResult:
+    """The failed result a check that cannot apply leaves in history (it always blocks)."""
+    c = next((c for c in checks if c.name == exc.details.get("check")), checks[0])
+    return CheckResult(
+        c.name,
+        target.dataset,
+        target.side,
+        c.describe(),
+        c.expectation.assertion,
+        _column(c.expectation),
+        "FAIL",
+        False,
+        {"error": exc.message},
+        None,
+        (),
+        target.partition,
+    )
+
+
+def _bad(c: Check, target: Target, problem: str) -> CheckDeclarationError:
+    return CheckDeclarationError(
+        f"check {c.name!r} ({c.where}) on {target.dataset}: {problem}; fix the check",
+        check=c.name,
+        dataset=target.dataset,
+    )
+
+
+def _leaves(e: Expectation) -> list[Expectation]:
+    if isinstance(e, Combined):
+        return [leaf for p in e.parts for leaf in _leaves(p)]
+    return [e]
+
+
+def _column(e: Expectation) -> str | None:
+    cols = e.columns()
+    return cols[0] if len(cols) == 1 and not isinstance(e, SchemaRule) else None
+
+
+def _outcome(e: Expectation, found: Mapping[int, _Found]) -> _Found:
+    if isinstance(e, Combined):
+        parts = [_outcome(p, found) for p in e.parts]
+        passed = all(p.passed for p in parts) if e.every else any(p.passed for p in parts)
+        failing = sum(p.failing or 0 for p in parts if not p.passed)
+        return _Found(passed, {"parts_failed": sum(not p.passed for p in parts)}, failing)
+    return found[id(e)]
+
+
+def _measure(
+    target: Target, leaves: Sequence[Expectation], types: Mapping[str, str], checks: Sequence[Check]
+) -> dict[int, _Found]:
+    """Each leaf's finding, by ``id``: one aggregation pass (two for an incremental
+    append's keys: the appended rows, and their keys against the previous ones)."""
+    found: dict[int, _Found] = {}
+    for e in leaves:
+        if isinstance(e, SchemaRule):
+            diff = e.differences(types)
+            found[id(e)] = _Found(not diff, diff, None)
+    keys = [e for e in leaves if isinstance(e, KeyRule) and e.op is None]
+    cheap = target.appended is not None and target.previous is not None
+    rest = [e for e in leaves if not isinstance(e, SchemaRule) and not (cheap and e in keys)]
+    try:
+        found |= _aggregate(target.frame, rest)
+        if cheap and keys:
+            assert target.appended is not None and target.previous is not None
+            found |= _aggregate(target.appended, keys)
+            for e in keys:
+                found[id(e)] = _against_previous(e, found[id(e)], target)
+    except CheckDeclarationError:
+        raise
+    except Exception as exc:
+        if type(exc).__name__ not in ("AnalysisException", "ParseException"):
+            raise
+        first = str(exc).strip().splitlines()[0].split(" SQLSTATE")[0]
+        raise _bad(_first_sql(checks), target, f"Spark cannot judge it: {first}") from exc
+    return found
+
+
+def _first_sql(checks: Sequence[Check]) -> Check:
+    for c in checks:
+        if any(isinstance(x, RowRule) and not x.reads for x in _leaves(c.expectation)):
+            return c
+    return checks[0]
+
+
+def _failing_rows(rule: RowRule) -> Column:
+    from pyspark.sql import functions as sf
+
+    return ~sf.coalesce(rule.build(), sf.lit(True))
+
+
+def _aggregate(frame: DataFrame, leaves: Sequence[Expectation]) -> dict[int, _Found]:
+    """One pass over ``frame`` for row rules, row counts and key rules."""
+    from pyspark.sql import functions as sf
+
+    if not leaves:
+        return {}
+    rules = [e for e in leaves if isinstance(e, RowRule)]
+    keyed = [e for e in leaves if isinstance(e, KeyRule)]
+    per_row: dict[str, Column] = {"_s_rows": sf.count(sf.lit(1))}
+    for i, r in enumerate(rules):
+        per_row[f"_s_r{i}"] = sf.sum(sf.when(_failing_rows(r), 1).otherwise(0))
+    for i, k in enumerate(keyed):
+        if k.not_null:
+            per_row[f"_s_n{i}"] = sf.sum(sf.when(_any_null(k.keys), 1).otherwise(0))
+    if not keyed:
+        row = frame.agg(*[c.alias(n) for n, c in per_row.items()]).collect()[0].asDict()
+    else:
+        row = _grouped(frame, keyed, per_row)
+    rows = int(row["_s_rows"] or 0)
+    out: dict[int, _Found] = {}
+    for i, r in enumerate(rules):
+        bad = int(row[f"_s_r{i}"] or 0)
+        out[id(r)] = _Found(bad == 0, {"rows": rows}, bad)
+    for e in leaves:
+        if isinstance(e, RowCount):
+            out[id(e)] = _Found(e.holds(rows), {"rows": rows}, None)
+    for i, k in enumerate(keyed):
+        out[id(k)] = _key_found(k, i, row, rows)
+    return out
+
+
+def _any_null(cols: Sequence[str]) -> Column:
+    from pyspark.sql import functions as sf
+
+    test = sf.col(cols[0]).isNull()
+    for c in cols[1:]:
+        test = test | sf.col(c).isNull()
+    return test
+
+
+def _grouped(
+    frame: DataFrame, keyed: Sequence[KeyRule], per_row: Mapping[str, Column]
+) -> dict[str, Any]:
+    """Totals and per-key counts from one scan: ``GROUPING SETS ((), keys…)``, then one
+    aggregation over the groups."""
+    from pyspark.sql import functions as sf
+
+    sets = list(dict.fromkeys(k.keys for k in keyed))
+    cols = list(dict.fromkeys(c for s in sets for c in s))
+
+    def gid(chosen: Sequence[str]) -> int:  # Spark's grouping_id: 1 bits for absent columns
+        return sum(1 << (len(cols) - 1 - i) for i, c in enumerate(cols) if c not in chosen)
+
+    groups = frame.groupingSets([[], *[list(s) for s in sets]], *cols).agg(
+        sf.grouping_id().alias("_gid"), *[c.alias(n) for n, c in per_row.items()]
+    )
+    everything = sf.col("_gid") == gid(())
+    over = [sf.sum(sf.when(everything, sf.col(n))).alias(n) for n in per_row]
+    for i, k in enumerate(keyed):
+        mine = sf.col("_gid") == gid(k.keys)
+        if k.op is None:
+            dup = mine & ~_any_null(k.keys) & (sf.col("_s_rows") > 1)
+            over.append(sf.count(sf.when(dup, 1)).alias(f"_s_dk{i}"))
+            over.append(sf.sum(sf.when(dup, sf.col("_s_rows"))).alias(f"_s_dr{i}"))
+        else:
+            bad = mine & ~_holds(k, sf.col("_s_rows"))
+            over.append(sf.count(sf.when(bad, 1)).alias(f"_s_gb{i}"))
+            over.append(sf.count(sf.when(mine, 1)).alias(f"_s_gn{i}"))
+    return dict(groups.agg(*over).collect()[0].asDict())
+
+
+def _holds(k: KeyRule, count: Column) -> Column:
+    return {
+        "gt": count > k.value,
+        "gte": count >= k.value,
+        "lt": count < k.value,
+        "lte": count <= k.value,
+        "equals": count == k.value,
+    }[k.op or "equals"]
+
+
+def _key_found(k: KeyRule, i: int, row: Mapping[str, Any], rows: int) -> _Found:
+    if k.op is not None:
+        bad, groups = int(row[f"_s_gb{i}"] or 0), int(row[f"_s_gn{i}"] or 0)
+        return _Found(bad == 0, {"groups": groups, "groups_failing": bad}, bad)
+    dup_keys, dup_rows = int(row[f"_s_dk{i}"] or 0), int(row[f"_s_dr{i}"] or 0)
+    nulls = int(row.get(f"_s_n{i}") or 0) if k.not_null else 0
+    observed: dict[str, Any] = {"rows": rows, "duplicate_keys": dup_keys}
+    if k.not_null:
+        observed["null_keys"] = nulls
+    failing = dup_rows + nulls
+    return _Found(failing == 0, observed, failing)
+
+
+def _against_previous(k: KeyRule, appended: _Found, target: Target) -> _Found:
+    """An incremental append's key rule: also no appended key already in the output."""
+    assert target.appended is not None and target.previous is not None
+    cols = list(k.keys)
+    fresh = target.appended.select(*cols).where(~_any_null(cols)).distinct()
+    clash = fresh.join(target.previous.select(*cols).distinct(), cols, "left_semi").count()
+    observed = {**appended.observed, "keys_already_present": clash}
+    failing = (appended.failing or 0) + clash
+    return _Found(failing == 0, observed, failing)
+
+
+def _samples(target: Target, e: Expectation, found: Mapping[int, _Found]) -> list[dict[str, Any]]:
+    """A few rows (or keys) that broke ``e``; read only when it failed."""
+    from pyspark.sql import functions as sf
+
+    frame = target.frame
+    if isinstance(e, Combined):
+        for p in e.parts:
+            if not _outcome(p, found).passed:
+                return _samples(target, p, found)
+        return []
+    if isinstance(e, RowRule):
+        picked = frame.where(_failing_rows(e)).limit(SAMPLE_ROWS)
+    elif isinstance(e, KeyRule):
+        source = target.appended if target.appended is not None and e.op is None else frame
+        counts = source.groupBy(*e.keys).agg(sf.count(sf.lit(1)).alias("rows"))
+        if e.op is None:
+            bad = (sf.col("rows") > 1) & ~_any_null(e.keys)
+            if e.not_null:
+                bad = bad | _any_null(e.keys)
+        else:
+            bad = ~_holds(e, sf.col("rows"))
+        picked = counts.where(bad).limit(SAMPLE_ROWS)
+    else:
+        return []
+    return [{k: _plain(v) for k, v in r.asDict().items()} for r in picked.collect()]
+
+
+def _plain(value: Any) -> Any:
+    """A sample value as JSON holds it."""
+    if value is None or isinstance(value, bool | int | float | str):
+        return value
+    if isinstance(value, datetime | date):
+        return value.isoformat()
+    if isinstance(value, Decimal):
+        return str(value)
+    return str(value)

@@ -1,0 +1,168 @@
+"""Data checks in builds: a FAIL check stops the commit and what reads the output, a
+WARN check commits and is remembered, results are history (CLI, API, lineage)."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pyarrow as pa
+import pytest
+from build_support import Project, project_of
+
+from strata.settings import Settings
+
+CHECKS = Path(__file__).with_name("checks_pipeline.py")
+
+
+@pytest.fixture
+def project(settings: Settings, tmp_path: Path) -> Iterator[Project]:
+    with project_of(settings, tmp_path, CHECKS) as p:
+        yield p
+
+
+def _orders(*rows: tuple[int | None, float]) -> pa.Table:
+    return pa.table(
+        {"order_id": pa.array([r[0] for r in rows], pa.int64()), "amount": [r[1] for r in rows]}
+    )
+
+
+def _snapshot(p: Project, dataset: str, table: pa.Table) -> int:
+    with p.lake.transaction(dataset, type="SNAPSHOT") as txn:
+        txn.write(table)
+    return txn.versions[dataset].commit_id
+
+
+def _build(p: Project, *args: str, code: int = 0) -> dict[str, Any]:
+    result: dict[str, Any] = p.json("build", "--pipeline", str(p.folder), *args, code=code)
+    return result
+
+
+def _steps(report: dict[str, Any]) -> dict[str, dict[str, Any]]:
+    return {s["transform"].split(".")[-1]: s for s in report["transforms"]}
+
+
+def _versions(p: Project, dataset: str) -> int:
+    return int(
+        p.scalar(
+            "select count(*) from dataset_versions v join datasets d on d.uuid = v.dataset_uuid "
+            "where d.name = :n and v.commit_id is not null",
+            n=dataset,
+        )
+    )
+
+
+def test_a_failed_check_commits_nothing_and_skips_readers(project: Project) -> None:
+    p = project
+    _snapshot(p, "raw/orders", _orders((1, 5.0), (2, 7.5)))
+    steps = _steps(_build(p, "report/total"))
+    assert steps["clean_orders"]["outcome"] == "built"
+    good = p.json("checks", "clean/orders")
+    outcomes = {(r["check"], r["side"]): r["outcome"] for r in good["results"]}
+    assert outcomes == {
+        ("orders have ids", "input"): "passed",
+        ("order id is a key", "output"): "passed",
+        ("no negative amounts", "output"): "passed",
+        ("not empty", "output"): "passed",
+    }
+    assert {r["version"] for r in good["results"]} == {1}
+
+    # A duplicated key: nothing commits, the total is skipped, the error says why.
+    _snapshot(p, "raw/orders", _orders((1, 5.0), (2, 7.5), (2, 8.0), (None, 1.0)))
+    before = _versions(p, "clean/orders")
+    report = _build(p, "report/total", code=1)
+    steps = _steps(report)
+    assert steps["clean_orders"]["outcome"] == "failed"
+    reason = steps["clean_orders"]["reason"]
+    assert "check 'order id is a key' (primary key (order_id)) on clean/orders failed" in reason
+    assert "3 failing" in reason and "nothing was committed" in reason
+    assert steps["total"]["outcome"] == "skipped"
+    assert _versions(p, "clean/orders") == before
+
+    status = {d["name"]: d for d in p.json("status", "--pipeline", str(p.folder))["datasets"]}
+    kinds = [c["kind"] for c in status["clean/orders"]["causes"]]
+    assert "check_failed" in kinds
+    cause = next(c for c in status["clean/orders"]["causes"] if c["kind"] == "check_failed")
+    assert cause["check"] == "order id is a key" and cause["failing"] == 3
+    assert "last build stopped by check 'order id is a key'" in cause["text"]
+
+    latest = p.json("checks", "clean/orders")
+    failed = [r for r in latest["results"] if r["outcome"] == "failed"]
+    assert [(r["check"], r["version"]) for r in failed] == [("order id is a key", None)]
+    assert failed[0]["observed"]["duplicate_keys"] == 1
+    assert failed[0]["observed"]["null_keys"] == 1
+    assert {"order_id": 2, "rows": 2} in failed[0]["samples"]
+
+    # The fix builds, and the cause goes.
+    _snapshot(p, "raw/orders", _orders((1, 5.0), (2, 7.5), (3, 8.0)))
+    steps = _steps(_build(p, "report/total"))
+    assert steps["clean_orders"]["outcome"] == "built" and steps["total"]["outcome"] == "built"
+    status = {d["name"]: d for d in p.json("status", "--pipeline", str(p.folder))["datasets"]}
+    assert status["clean/orders"]["state"] == "fresh"
+
+
+def test_a_warning_commits_and_history_marks_it(project: Project) -> None:
+    p = project
+    _snapshot(p, "raw/orders", _orders((1, 5.0), (2, -2.0)))
+    steps = _steps(_build(p, "clean/orders"))
+    assert steps["clean_orders"]["outcome"] == "built"
+    history = p.json("history", "clean/orders")["versions"]
+    assert history[-1]["warnings"] == ["no negative amounts"]
+    code, out, _ = p.cli("history", "clean/orders")
+    assert code == 0 and "⚠ no" in out  # the warnings column
+    result = p.json("checks", "clean/orders", "--version", str(history[-1]["version"]))
+    warned = [r for r in result["results"] if r["outcome"] == "warned"]
+    assert len(warned) == 1 and warned[0]["failing"] == 1
+    assert warned[0]["samples"] == [{"order_id": 2, "amount": -2.0}]
+    code, out, _ = p.cli("checks", "clean/orders")
+    assert code == 0 and "⚠" in out and "✓" in out
+
+
+def test_a_failed_precondition_fails_the_outputs(project: Project) -> None:
+    p = project
+    _snapshot(p, "raw/orders", pa.table({"id": [1, 2], "amount": [1.0, 2.0]}))
+    report = _build(p, "clean/orders", code=1)
+    reason = _steps(report)["clean_orders"]["reason"]
+    assert "check 'orders have ids' (schema contains {order_id: bigint}) on raw/orders" in reason
+    assert _versions(p, "clean/orders") == 0
+    status = {d["name"]: d for d in p.json("status", "--pipeline", str(p.folder))["datasets"]}
+    cause = next(c for c in status["clean/orders"]["causes"] if c["kind"] == "check_failed")
+    assert cause["side"] == "input" and cause["judged"] == "raw/orders"
+    assert status["raw/orders"]["state"] == "fresh"  # the input is not to blame
+
+
+def test_an_incremental_key_is_checked_against_the_rows_already_there(project: Project) -> None:
+    p = project
+    p.append("raw/events", pa.table({"event_id": [1, 2], "v": ["a", "b"]}))
+    assert _steps(_build(p, "log/events"))["events"]["outcome"] == "built"
+    p.append("raw/events", pa.table({"event_id": [3, 2], "v": ["c", "again"]}))
+    report = _build(p, "log/events", code=1)
+    reason = _steps(report)["events"]["reason"]
+    assert "check 'event id is a key'" in reason and "1 failing" in reason
+    assert _versions(p, "log/events") == 1
+    failed = [r for r in p.json("checks", "log/events")["results"] if r["outcome"] == "failed"]
+    assert failed[0]["observed"]["keys_already_present"] == 1
+    assert failed[0]["observed"]["duplicate_keys"] == 0
+
+
+def test_bad_declarations_are_reported_on_their_transform(project: Project) -> None:
+    p = project
+    p.edit('"not empty"', '"order id is a key"')
+    _snapshot(p, "raw/orders", _orders((1, 5.0)))
+    status = {d["name"]: d for d in p.json("status", "--pipeline", str(p.folder))["datasets"]}
+    broken = status["clean/orders"]["causes"][0]
+    assert broken["kind"] == "broken"
+    assert "check name 'order id is a key'" in broken["error"]
+    assert f"{p.pipeline}:" in broken["error"]
+    assert status["log/events"]["causes"][0]["kind"] == "never_built"  # the rest answered
+
+    p.edit('"order id is a key"),\n            Check(E.col("amount")', '"ok"),\n            Check(E.col("amount")')
+    p.edit('E.row_count().gt(0), "order id is a key"', 'E.not_null("amt"), "amount set"')
+    report = _build(p, "clean/orders", code=1)
+    reason = _steps(report)["clean_orders"]["reason"]
+    assert "check 'amount set'" in reason and "names column 'amt'" in reason
+    assert f"{p.pipeline}:" in reason
+    status = {d["name"]: d for d in p.json("status", "--pipeline", str(p.folder))["datasets"]}
+    cause = next(c for c in status["clean/orders"]["causes"] if c["kind"] == "check_failed")
+    assert "cannot apply" in cause["text"] and "'amt'" in cause["text"]
