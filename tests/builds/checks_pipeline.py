@@ -4,7 +4,7 @@ total read from them, and an incremental log whose event ids must stay unique.""
 from pyspark.sql import functions as F  # noqa: N812
 
 from strata import Check, Input, Output, incremental, transform_df
-from strata import expectations as E
+from strata import expectations as E  # noqa: N812
 
 
 @transform_df(
@@ -37,3 +37,15 @@ def total(orders):
 )
 def events(events):
     return events
+
+
+@transform_df(
+    Output(
+        "daily/orders",
+        partition_by=["day"],
+        checks=[Check(E.col("amount").gte(0), "amounts are positive")],
+    ),
+    orders=Input("raw/daily"),
+)
+def daily(orders):
+    return orders

@@ -130,6 +130,11 @@ def test_a_failed_precondition_fails_the_outputs(project: Project) -> None:
     cause = next(c for c in status["clean/orders"]["causes"] if c["kind"] == "check_failed")
     assert cause["side"] == "input" and cause["judged"] == "raw/orders"
     assert status["raw/orders"]["state"] == "fresh"  # the input is not to blame
+    listed = p.json("checks", "clean/orders", "--pipeline", str(p.folder))["results"]
+    assert [(r["check"], r["dataset"], r["outcome"], r["version"]) for r in listed] == [
+        ("orders have ids", "raw/orders", "failed", 1)
+    ]
+    assert listed[0]["observed"] == {"missing": ["order_id"]}
 
 
 def test_an_incremental_key_is_checked_against_the_rows_already_there(project: Project) -> None:
@@ -157,7 +162,10 @@ def test_bad_declarations_are_reported_on_their_transform(project: Project) -> N
     assert f"{p.pipeline}:" in broken["error"]
     assert status["log/events"]["causes"][0]["kind"] == "never_built"  # the rest answered
 
-    p.edit('"order id is a key"),\n            Check(E.col("amount")', '"ok"),\n            Check(E.col("amount")')
+    p.edit(
+        '"order id is a key"),\n            Check(E.col("amount")',
+        '"ok"),\n            Check(E.col("amount")',
+    )
     p.edit('E.row_count().gt(0), "order id is a key"', 'E.not_null("amt"), "amount set"')
     report = _build(p, "clean/orders", code=1)
     reason = _steps(report)["clean_orders"]["reason"]
@@ -166,3 +174,58 @@ def test_bad_declarations_are_reported_on_their_transform(project: Project) -> N
     status = {d["name"]: d for d in p.json("status", "--pipeline", str(p.folder))["datasets"]}
     cause = next(c for c in status["clean/orders"]["causes"] if c["kind"] == "check_failed")
     assert "cannot apply" in cause["text"] and "'amt'" in cause["text"]
+
+
+def test_a_partition_that_fails_a_check_fails_alone(project: Project) -> None:
+    p = project
+    table = pa.table({"day": ["d1", "d1", "d2"], "amount": [1.0, 2.0, -3.0]})
+    with p.lake.transaction("raw/daily", "SNAPSHOT", partition_by=["day"]) as txn:
+        txn.write(table)
+    report = _build(p, "daily/orders", code=1)
+    step = _steps(report)["daily"]
+    parts = {tuple(x["key"].values()): x for x in step["partitions"]}
+    assert parts[("d1",)]["outcome"] == "built"
+    assert parts[("d2",)]["outcome"] == "failed"
+    assert "check 'amounts are positive'" in parts[("d2",)]["reason"]
+    assert set(p.lake.partitions("daily/orders")) == {"day=d1"}
+    results = p.json("checks", "daily/orders")["results"]
+    by_key = {(r["partition"], r["outcome"]) for r in results}
+    assert ("day=d1", "passed") in by_key and ("day=d2", "failed") in by_key
+    status = {d["name"]: d for d in p.json("status", "--pipeline", str(p.folder))["datasets"]}
+    cause = next(c for c in status["daily/orders"]["causes"] if c["kind"] == "check_failed")
+    assert cause["partition"] == "day=d2"
+
+
+def test_results_over_http_and_as_openlineage_assertions(project: Project) -> None:
+    import dataclasses
+    from urllib.parse import quote
+
+    from fastapi.testclient import TestClient
+
+    from strata.api import create_app
+
+    p = project
+    _snapshot(p, "raw/orders", _orders((1, 5.0), (2, -2.0)))
+    run = _steps(_build(p, "clean/orders"))["clean_orders"]["run"]
+    settings = dataclasses.replace(p.settings, pipelines=(str(p.folder),))
+    seg = quote("clean/orders", safe="")
+    with TestClient(create_app(settings, p.lake.engine)) as api:
+        body = api.get(f"/api/v1/strata/checks/{seg}").json()
+        assert body["version"] == 1
+        assert {r["check"]: r["outcome"] for r in body["results"]}["no negative amounts"] == (
+            "warned"
+        )
+        assert body == p.json("checks", "clean/orders")
+        mine = api.get(f"/api/v1/strata/runs/{run}/checks").json()["results"]
+        assert len(mine) == 4 and {r["run"] for r in mine} == {run}
+
+        missing = api.get(f"/api/v1/strata/checks/{quote('no/such', safe='')}")
+        assert missing.status_code == 404 and "no/such" in missing.json()["message"]
+
+        dataset = api.get(f"/api/v1/namespaces/strata/datasets/{seg}").json()
+        facet = dataset["facets"]["dataQualityAssertions"]
+        by_name = {a["name"]: a for a in facet["assertions"]}
+        assert by_name["no negative amounts"]["success"] is False
+        assert by_name["no negative amounts"]["severity"] == "warn"
+        assert by_name["no negative amounts"]["column"] == "amount"
+        assert by_name["order id is a key"]["success"] is True

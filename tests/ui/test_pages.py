@@ -17,7 +17,7 @@ from selenium.webdriver.common.keys import Keys
 from selenium.webdriver.remote.webelement import WebElement
 from ui_site import NARROW, READ, WIDE, WRITE, Site, set_viewport
 
-from strata.store.schema import jobs, runs
+from strata.store.schema import check_results, jobs, runs
 
 pytestmark = pytest.mark.spark
 
@@ -345,3 +345,27 @@ def test_a_pipeline_job_links_its_children_and_they_link_back(site: Site) -> Non
     site.wait_shown("#/jobs/strata/hourly.clean_clicks")
     parent = section(site, "Parent and child jobs").find_element(By.CSS_SELECTOR, "dd a")
     assert parent.text == "hourly"
+
+
+def test_checks_show_on_the_dataset_and_on_the_run_they_stopped(site: Site) -> None:
+    site.go(ds("clean/clicks"))
+    checks = section(site, "Checks of v")
+    rows = checks.find_elements(By.CSS_SELECTOR, "tbody tr")
+    names = {r.find_elements(By.TAG_NAME, "td")[1].text: r for r in rows}
+    assert "every click names its customer" in names and "one row per event" in names
+    passed = names["one row per event"].find_element(By.CSS_SELECTOR, ".badge")
+    assert passed.text == "✓ passed" and "ok" in passed.get_attribute("class")
+    # The demo's bad batch: the version of raw/clicks a check refused, and its run.
+    with site.lake().engine.connect() as conn:
+        refused = conn.execute(
+            sa.select(check_results.c.commit_id).where(check_results.c.outcome == "failed")
+        ).scalar_one()
+    site.go(ds("raw/clicks", f"?checks={refused}"))
+    box = section(site, f"Checks of v{refused}")
+    stopped = next(r for r in box.find_elements(By.CSS_SELECTOR, "tbody tr") if "✗" in r.text)
+    assert "every click names its customer" in stopped.text and "failing" in stopped.text
+    stopped.find_element(By.CSS_SELECTOR, "a[href^='#/runs/']").click()
+    site.wait(lambda d: "/runs/" in d.current_url and "Checks" in one(site, "main").text)
+    assert "customer_id is not null" in section(site, "Checks").text
+    assert "CheckFailed" in section(site, "Error").text
+    site.shot("checks")

@@ -5,11 +5,21 @@ reads the clicks that arrived since the last one, not the whole history."""
 from _experiments import bucket_of, incremental_experiment_level, local_day, periods_in
 from pyspark.sql import functions as F  # noqa: N812
 
-from strata import Input, Output, incremental, transform
+from strata import Check, Input, Output, incremental, transform
+from strata import expectations as E  # noqa: N812
+
+# A click with no customer cannot be bucketed: such a batch is stopped at the door.
+CLICK_CHECKS = [Check(E.not_null("customer_id"), "every click names its customer")]
 
 
 @incremental()
-@transform(out=Output("clean/clicks"), clicks=Input("raw/clicks"))
+@transform(
+    out=Output(
+        "clean/clicks",
+        checks=[Check(E.primary_key("event_id"), "one row per event", on_error="WARN")],
+    ),
+    clicks=Input("raw/clicks", checks=CLICK_CHECKS),
+)
 def clean_clicks(clicks, out):
     """One row per event, with its hour and local day: retried beacons (duplicate event
     ids) are dropped, also against the events earlier builds kept for the same hours."""

@@ -287,7 +287,8 @@ def call_transform(
     judge = _Judge(item, judged if judged is not None else [], _key_text(item, within))
     for p, inp in t.inputs.items():
         if inp.checks:
-            judge(Target(inp.name, "input", handles[p].dataframe("current")), inp.checks)
+            # What the run reads: an incremental run's new rows, a partition's rows.
+            judge(Target(inp.name, "input", handles[p].dataframe()), inp.checks)
     mark = txn.mark()
     allowed = {**{v.dataset: v for v in inputs.values()}, **_previous_outputs(lake, plan)}
     if t.kind == "df":

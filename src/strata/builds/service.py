@@ -15,7 +15,7 @@ from strata.builds.discovery import Pipelines, load_pipelines, source_stamp
 from strata.builds.history import Entry
 from strata.builds.state import BuildState
 from strata.builds.status import DatasetStatus, from_store
-from strata.errors import InvalidArgument, NotFound, PipelineError
+from strata.errors import InvalidArgument, NotFound, PipelineError, StrataError
 from strata.lake.service import Lake, connect
 from strata.settings import Settings
 
@@ -175,8 +175,16 @@ class BuildService:
     def checks(self, dataset: str, version: int | None = None) -> dict[str, Any]:
         """What the checks found on ``version`` of ``dataset`` (default: its current
         version, and the runs since that a check stopped)."""
-        at, found = self.state.check_results(dataset, version)
+        at, found = self.state.check_results(dataset, version, self._producer(dataset))
         return {"dataset": dataset, "version": at, "results": [r.to_dict() for r in found]}
+
+    def _producer(self, dataset: str) -> str | None:
+        """The transform the pipelines say writes ``dataset``, if they can be loaded."""
+        try:
+            item = self.pipelines.producer(dataset)
+        except StrataError:
+            return None
+        return item.fqn if item is not None else None
 
     def run_checks(self, run: str) -> dict[str, Any]:
         """What the checks of one run found."""

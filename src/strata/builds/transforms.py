@@ -36,7 +36,8 @@ class Input:
     For a transform with partitioned outputs, ``partition_map`` maps each of this
     input's partition keys to the output partition it feeds (by default, the output's
     columns taken from the input's key: the shared keys). ``checks`` are preconditions:
-    judged on what the run reads, before the transform runs."""
+    judged on what the run reads (an incremental run: the rows added since the last
+    build), before the transform runs."""
 
     name: str
     version: int | None = None

@@ -362,12 +362,13 @@ def checks(
         typer.Option("--version", min=1, help="Of this version (default: the current one)."),
     ] = None,
     run: Annotated[str | None, typer.Option("--run", help="The checks of one run instead.")] = None,
+    pipeline: PipelineOpt = None,
     json: JsonOpt = False,
 ) -> None:
     """What the data checks found on a dataset version (default: the current version, and
     the builds since that a check stopped): each check, its outcome and what it saw."""
     with reported():
-        service = service_from(ctx, [])
+        service = service_from(ctx, pipeline)
         result = service.run_checks(run) if run else service.checks(dataset, version)
         if json:
             emit_json(result)

@@ -132,13 +132,18 @@ def of_version(conn: Connection, dataset_uuid: str, commit_id: int) -> list[Stor
     return [_stored(r) for r in conn.execute(q.order_by(_C.id)).all()]
 
 
-def failed_runs_since(conn: Connection, dataset_uuid: str, after: datetime) -> list[StoredResult]:
-    """Results of runs that committed nothing to the dataset, recorded after ``after``."""
-    q = _select().where(
-        _C.dataset_uuid == dataset_uuid,
-        _C.commit_id.is_(None),
-        _C.recorded_at > after,
-    )
+def failed_runs_since(
+    conn: Connection, dataset_uuid: str, job: str | None, after: datetime
+) -> list[StoredResult]:
+    """Results recorded after ``after`` by runs that committed nothing to the dataset:
+    its own (an output check, ``commit_id`` null) and, for ``job`` (the transform that
+    writes it), those of its runs that did not write it (their input checks)."""
+    built = sa.select(_V.run_uuid).where(_V.dataset_uuid == dataset_uuid, _V.run_uuid.is_not(None))
+    mine = sa.and_(_C.dataset_uuid == dataset_uuid, _C.commit_id.is_(None))
+    if job is not None:
+        theirs = sa.and_(_C.job == job, _C.run_uuid.not_in(built.scalar_subquery()))
+        mine = sa.or_(mine, theirs)
+    q = _select().where(_C.recorded_at > after, mine)
     return [_stored(r) for r in conn.execute(q.order_by(_C.id)).all()]
 
 

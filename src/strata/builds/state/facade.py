@@ -52,6 +52,9 @@ class BuiltVersion:
     inputs: dict[str, int | None]
 
 
+_EPOCH = datetime(1970, 1, 1, tzinfo=UTC)
+
+
 class BuildState:
     """Build state of one namespace of one store."""
 
@@ -203,10 +206,11 @@ class BuildState:
             checks.record(conn, run, job, results, uuids, versions, datetime.now(UTC))
 
     def check_results(
-        self, dataset: str, version: int | None = None
+        self, dataset: str, version: int | None = None, writer: str | None = None
     ) -> tuple[int | None, list[StoredResult]]:
         """The results that judged ``version`` of ``dataset`` (default: its current one,
-        and those of the runs since that committed nothing)."""
+        and those of the runs since that committed nothing; ``writer``: the transform
+        that writes it, when it has no version yet)."""
         with read_tx(self.engine) as conn:
             uuid = catalog.dataset_uuids(conn, self.namespace, [dataset]).get(dataset)
             if uuid is None:
@@ -214,16 +218,13 @@ class BuildState:
                     f"no dataset {dataset!r} in the lake; list datasets with `strata datasets`",
                     dataset=dataset,
                 )
-            at = version
-            if at is None:
-                current = catalog.load_current(conn, self.namespace, [dataset]).get(dataset)
-                at = current.commit_id if current is not None else None
+            current = catalog.load_current(conn, self.namespace, [dataset]).get(dataset)
+            at = version if version is not None else (current.commit_id if current else None)
             found = checks.of_version(conn, uuid, at) if at is not None else []
             if version is None:
                 since = checks.committed_at(conn, uuid, at) if at is not None else None
-                found += checks.failed_runs_since(
-                    conn, uuid, since or datetime.min.replace(tzinfo=UTC)
-                )
+                job = current.job if current is not None and current.job else writer
+                found += checks.failed_runs_since(conn, uuid, job, since or _EPOCH)
             return at, found
 
     def run_checks(self, run: str) -> list[StoredResult]:

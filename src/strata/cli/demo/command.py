@@ -66,6 +66,7 @@ def demo(
         story.program_change()
         story.late_data()
         story.failure()
+        story.bad_batch()
         story.rewrite()
         story.provenance()
         story.partitions()

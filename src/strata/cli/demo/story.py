@@ -1,7 +1,7 @@
 """The demo's steps, in the order a data engineer meets them: hours arrive and are built
 incrementally, a day is built, nothing to do, a program changes, late data arrives, a
-transform breaks and is fixed, an upstream rewrite makes a build whole, and every version
-can be traced and read again."""
+transform breaks and is fixed, a check stops a bad batch, withdrawing it (an upstream
+rewrite) makes a build whole, and every version can be traced and read again."""
 
 from __future__ import annotations
 
@@ -222,7 +222,43 @@ class Story:
         self.say("the typo fixed:")
         outcomes(self.build())
 
-    # -- 7: an upstream rewrite -----------------------------------------------------
+    # -- 7: a bad batch stopped by a check -------------------------------------------
+
+    def bad_batch(self) -> None:
+        """A batch whose clicks lost their customer: clean_clicks's check stops it before
+        anything commits, and status says which check and why."""
+        self.chapter("a bad batch: a data check stops it before it is committed")
+        import pyarrow as pa
+
+        hour = self.state.hour()
+        batch = self.data.batch(hour, self.state.seed, self.state.hour("first_hour"))
+        lost = max(1, batch.num_rows // 20)
+        ids = batch.column("customer_id").to_pylist()
+        broken = [None] * lost + ids[lost:]
+        column = batch.schema.get_field_index("customer_id")
+        bad = batch.set_column(column, "customer_id", pa.array(broken, pa.string()))
+        version = self.append_clicks(bad)
+        self.state.advance()
+        self.say(
+            f"a collector lost the customer of {lost:,} clicks at {hour:%H:%M}Z → "
+            f"raw/clicks@{version}"
+        )
+        held = self.lake.version("clean/clicks").commit_id
+        report = self.build(HOURLY, check=False)
+        outcomes(report)
+        failed = next((s for s in report.steps if s.transform == "hourly.clean_clicks"), None)
+        moved = self.lake.version("clean/clicks").commit_id != held
+        if failed is None or failed.outcome is not Outcome.FAILED or moved:
+            raise StrataError("the check on raw/clicks should stop clean_clicks; nothing commits")
+        stale = self.service.dataset_status("clean/clicks")
+        why = next(c for c in stale.causes if c.kind.value == "check_failed")
+        self.say(f"`strata status clean/clicks`: {escape(why.describe())}")
+        self.say(
+            f"[green]✓[/] clean/clicks stays @{held}; `strata checks clean/clicks` lists "
+            "what each check found, with sample rows."
+        )
+
+    # -- 8: an upstream rewrite -----------------------------------------------------
 
     def rewrite(self) -> None:
         """A DELETE upstream: incremental transforms cannot add it up, so they run whole,
@@ -248,7 +284,7 @@ class Story:
             "[green]✓[/] the rewrite made the incremental transforms run whole, as status said."
         )
 
-    # -- 8: history, trace, time travel ---------------------------------------------
+    # -- 9: history, trace, time travel ---------------------------------------------
 
     def provenance(self) -> None:
         """The result's versions, one traced down to raw clicks, and a past version read."""
@@ -279,7 +315,7 @@ class Story:
         self.say(f"as of {first['committed_at']} (version {first['version']}) it read:")
         self.show_result(first["version"])
 
-    # -- 9: partitions ---------------------------------------------------------------
+    # -- 10: partitions ---------------------------------------------------------------
 
     def partitions(self) -> None:
         """The regional pipeline builds partition by partition; late JP clicks rebuild

@@ -1,6 +1,7 @@
 // A dataset: its state and why, current version, schema, versions with what made each,
 // and on demand a version's preview, its trace, or the schema change between two.
 import { api, enc, maybe } from "../api.js";
+import { checksTable } from "../checks.js";
 import {
   a, causeList, count, dataState, errorBox, h, query, runState, section, short, table, to, when,
 } from "../dom.js";
@@ -9,10 +10,11 @@ export async function dataset([ns, name], params) {
   const base = `/namespaces/${enc(ns)}/datasets/${enc(name)}`;
   const d = await api(base);
   const lake = Boolean(d.isLake);
-  const [state, history, versions] = await Promise.all([
+  const [state, history, versions, checks] = await Promise.all([
     lake ? maybe(`/strata/status/${enc(name)}`) : null,
     lake ? maybe(`/strata/history/${enc(name)}`) : null,
     api(`${base}/versions?limit=100`),
+    lake ? maybe(`/strata/checks/${enc(name)}${query({ version: params.get("checks") || undefined })}`) : null,
   ]);
   const here = (extra) => to.dataset(ns, name, extra);
   return h("div", { class: "page dataset" },
@@ -23,6 +25,7 @@ export async function dataset([ns, name], params) {
       a(to.columns(ns, name), "Column lineage")),
     state ? stateSection(state) : null,
     currentSection(d),
+    checks && checks.results.length ? checksSection(ns, checks) : null,
     section("Schema", schemaTable(d.fields)),
     await detail(ns, name, params, versions.versions),
     section("Versions", lake && history
@@ -54,6 +57,15 @@ function partitionsPart(state) {
     stale.length > SHOWN_PARTITIONS ? h("p", { class: "hint" }, `and ${count(stale.length - SHOWN_PARTITIONS)} more; \`strata status ${state.name}\` lists them all.`) : null);
 }
 
+function checksSection(ns, checks) {
+  const failed = checks.results.filter((r) => r.outcome === "failed").length;
+  const warned = checks.results.filter((r) => r.outcome === "warned").length;
+  const summary = failed ? `${failed} failed` : warned ? `${warned} warned` : "all passed";
+  return section(`Checks of v${checks.version} (${summary})`,
+    h("p", { class: "hint" }, "Data checks judged on this version by the build that made it or read it; a build a failed check stopped is listed as not committed."),
+    checksTable(ns, checks.results, { withRun: true }));
+}
+
 function currentSection(d) {
   const rows = [
     ["Namespace", d.namespace],
@@ -80,12 +92,15 @@ function historyTable(ns, versions, here) {
     v.run ? h("span", null, a(to.run(v.run), short(v.run)), " ", runState(v.state)) : "ingested",
     v.program ? `v${v.program.ordinal || "?"} (${v.program.fingerprint.slice(0, 10)})` : "—",
     inputsOf(ns, v.inputs),
+    (v.warnings || []).length
+      ? a(here({ checks: v.version }), h("span", { class: "badge warn", title: "committed although these checks warned" }, `⚠ ${v.warnings.join(", ")}`))
+      : "",
     h("span", { class: "row-actions" },
       a(here({ preview: v.version }), "Preview"), " ",
       a(here({ trace: v.version }), "Trace"), " ",
       v.version > 1 ? a(here({ diff: `${v.version - 1}..${v.version}` }), "Schema change") : null),
   ]);
-  return table(["Version", "Committed", "Type", "Rows", "Run", "Program", "Inputs", ""], rows);
+  return table(["Version", "Committed", "Type", "Rows", "Run", "Program", "Inputs", "Checks", ""], rows);
 }
 
 function inputsOf(ns, inputs) {

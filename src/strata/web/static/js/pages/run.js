@@ -1,10 +1,11 @@
 // A run: its state history, what it read and wrote (exact versions), its facets, and
 // for a failed run the error and its stack trace.
-import { api, enc } from "../api.js";
+import { api, enc, maybe } from "../api.js";
+import { checksTable } from "../checks.js";
 import { a, duration, errorBox, h, json, runState, section, short, table, to, when } from "../dom.js";
 
 export async function run([id]) {
-  const r = await api(`/strata/runs/${enc(id)}`);
+  const [r, checks] = await Promise.all([api(`/strata/runs/${enc(id)}`), maybe(`/strata/runs/${enc(id)}/checks`)]);
   const error = r.facets && r.facets.errorMessage;
   return h("div", { class: "page run" },
     h("p", { class: "crumbs" }, a(to.job(r.job.namespace, r.job.name), r.job.name), " / run"),
@@ -14,6 +15,7 @@ export async function run([id]) {
       errorBox(error.message || "the run failed"),
       error.stackTrace ? h("details", { open: true }, h("summary", null, "Stack trace"), h("pre", { class: "code trace" }, error.stackTrace)) : null) : null,
     facts(r),
+    checks && checks.results.length ? section("Checks", checksTable(r.job.namespace, checks.results)) : null,
     section("State history", table(["State", "At"], r.states.map((x) => [runState(x.state), when(x.transitionedAt)]), { empty: "No state recorded." })),
     section("Inputs", versions(r.inputDatasetVersions, r.commitIds)),
     section("Outputs", versions(r.outputDatasetVersions, r.commitIds)),
