@@ -41,6 +41,8 @@ class Settings:
     pipelines: tuple[str, ...] = ()
     build_lease_seconds: float = 300.0
     partition_limit: int = 10_000
+    # ``[[schedule]]`` tables of strata.toml, as written: checked by strata.builds.schedules.
+    schedules: tuple[dict[str, Any], ...] = ()
     verbose: bool = False
     extra: dict[str, Any] = field(default_factory=dict)
 
@@ -112,9 +114,18 @@ def _from_toml(config_file: str | Path | None, names: set[str]) -> dict[str, Any
         data = tomllib.loads(path.read_text(encoding="utf-8"))
     except (tomllib.TOMLDecodeError, UnicodeDecodeError) as exc:
         raise ConfigError(f"cannot parse {str(path)!r}: {exc}; fix the TOML syntax") from exc
+    schedules = data.pop("schedule", None)
     table = data.get("strata", data)
     if not isinstance(table, dict):
         raise ConfigError(f"[strata] in {str(path)!r} must be a table")
+    schedules = table.pop("schedule", schedules)
+    if schedules is not None:
+        if not isinstance(schedules, list) or not all(isinstance(x, dict) for x in schedules):
+            raise ConfigError(
+                f"schedule in {str(path)!r} must be tables: write [[schedule]] then "
+                'name = "hourly", cron = "5 * * * *", build = ["metrics/*"]'
+            )
+        table["schedules"] = schedules
     unknown = set(table) - names
     if unknown:
         raise ConfigError(
@@ -136,7 +147,7 @@ def _from_toml(config_file: str | Path | None, names: set[str]) -> dict[str, Any
 
 def _from_env(names: set[str]) -> dict[str, Any]:
     out: dict[str, Any] = {}
-    for name in names - {"extra"}:
+    for name in names - {"extra", "schedules"}:
         value = os.environ.get(ENV_PREFIX + name.upper())
         if value is not None and value != "":
             out[name] = value
@@ -166,6 +177,10 @@ def _coerce(name: str, value: Any) -> Any:
             return int(value)
         if hint is float:
             return float(value)
+        if hint == tuple[dict[str, Any], ...]:
+            if not isinstance(value, list | tuple):
+                raise TypeError("expected [[schedule]] tables")
+            return tuple(dict(x) for x in value)
         if hint == tuple[str, ...]:
             if isinstance(value, str):
                 return tuple(t.strip() for t in value.split(",") if t.strip())

@@ -369,3 +369,13 @@ def test_checks_show_on_the_dataset_and_on_the_run_they_stopped(site: Site) -> N
     assert "customer_id is not null" in section(site, "Checks").text
     assert "CheckFailed" in section(site, "Error").text
     site.shot("checks")
+
+
+def test_status_shows_when_each_schedule_fires_next(site: Site) -> None:
+    site.go("#/status")
+    box = section(site, "Schedules")
+    row = box.find_element(By.XPATH, ".//tr[.//strong[.='daily.experiment_cumulative']]")
+    assert "30 0 * * *" in row.text and "metrics/experiment_cumulative" in row.text
+    shown = row.find_element(By.CSS_SELECTOR, ".next-firing time")
+    assert shown.get_attribute("datetime").endswith("00:30:00+00:00") and shown.text.strip()
+    assert "never fired" in row.text

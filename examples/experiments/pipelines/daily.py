@@ -30,9 +30,11 @@ experiment_metrics = experiment_level(
     Output("metrics/experiment_cumulative"),
     daily=Input("metrics/customer_daily"),
     experiments=Input("raw/experiments"),
+    schedule="30 0 * * *",
 )
 def experiment_cumulative(daily, experiments):
-    """Each experiment over all its active days so far: bucket B against A."""
+    """Each experiment over all its active days so far: bucket B against A. `strata worker`
+    builds it (and what it reads, when out of date) at 00:30 UTC each day."""
     per_bucket = daily.groupBy("experiment_id", "bucket").agg(
         F.countDistinct("customer_id").alias("customers"),
         F.sum("clicks").alias("clicks"),

@@ -116,6 +116,7 @@ class Transform:
         kind: str,
         name: str | None = None,
         version: str | None = None,
+        schedule: str | None = None,
     ) -> None:
         self.func = func
         self.inputs = dict(inputs)
@@ -123,6 +124,7 @@ class Transform:
         self.kind = kind
         self.name = name
         self.version = version
+        self.schedule = schedule  # a cron: its outputs are built on it (builds.schedules)
         self.incremental: Incremental | None = None
         # A declaration that loads but cannot be built (reported on this transform by
         # status and builds, while the rest of its pipeline is answered).
@@ -189,9 +191,15 @@ def _input_declaration(i: Input) -> dict[str, Any]:
 
 
 def transform_df(
-    output: Output, *, name: str | None = None, version: str | None = None, **inputs: Input
+    output: Output,
+    *,
+    name: str | None = None,
+    version: str | None = None,
+    schedule: str | None = None,
+    **inputs: Input,
 ) -> Callable[[Callable[..., Any]], Transform]:
-    """A function of Spark DataFrames (one per input) that returns the output's DataFrame."""
+    """A function of Spark DataFrames (one per input) that returns the output's DataFrame;
+    ``schedule`` (a cron) builds it on that schedule under ``strata worker``."""
     if not isinstance(output, Output):
         raise PipelineError(
             f"@transform_df takes an Output(...) first, got {output!r}; write "
@@ -199,13 +207,20 @@ def transform_df(
         )
 
     def wrap(func: Callable[..., Any]) -> Transform:
-        return Transform(func, inputs, {DF_OUTPUT: output}, kind="df", name=name, version=version)
+        outputs = {DF_OUTPUT: output}
+        return Transform(
+            func, inputs, outputs, kind="df", name=name, version=version, schedule=schedule
+        )
 
     return wrap
 
 
 def transform(
-    *, name: str | None = None, version: str | None = None, **params: Input | Output
+    *,
+    name: str | None = None,
+    version: str | None = None,
+    schedule: str | None = None,
+    **params: Input | Output,
 ) -> Callable[[Callable[..., Any]], Transform]:
     """A function of input handles (``.dataframe()``) and output handles
     (``.write_dataframe(df)``); all its outputs commit together."""
@@ -219,7 +234,9 @@ def transform(
                 f"@transform on {func.__name__} ({where(func)}): {odd} must each be "
                 "Input(...) or Output(...)"
             )
-        return Transform(func, inputs, outputs, kind="handles", name=name, version=version)
+        return Transform(
+            func, inputs, outputs, kind="handles", name=name, version=version, schedule=schedule
+        )
 
     return wrap
 

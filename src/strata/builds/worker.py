@@ -1,4 +1,5 @@
-"""Commit-triggered builds: the worker takes triggers (the commit outbox, see
+"""Commit-triggered and scheduled builds: the worker fires due schedules
+(:mod:`strata.builds.scheduler`) and takes triggers (the commit outbox, see
 :mod:`strata.builds.state.triggers`) and builds the out-of-date dependents of each committed
 dataset. The new versions' own triggers carry the build down the graph.
 
@@ -15,6 +16,7 @@ import logging
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
+from datetime import UTC, datetime
 from functools import partial
 from typing import Any
 
@@ -23,6 +25,7 @@ from strata.builds.causes import Outcome
 from strata.builds.leasing import heartbeat
 from strata.builds.orphans import reap_expired_leases
 from strata.builds.run_events import Emitter
+from strata.builds.scheduler import Clock, Fired, fire_due
 from strata.builds.service import BuildService
 from strata.builds.state.triggers import Claim, backoff
 from strata.errors import PipelineError, StoreError, StrataError, can_pass
@@ -54,9 +57,15 @@ class WorkerReport:
     triggers: int = 0
     builds: list[dict[str, Any]] = field(default_factory=list)
     pending: list[dict[str, Any]] = field(default_factory=list)  # left to retry
+    firings: list[dict[str, Any]] = field(default_factory=list)  # schedules it fired
 
     def to_dict(self) -> dict[str, Any]:
-        return {"triggers": self.triggers, "builds": self.builds, "pending": self.pending}
+        return {
+            "triggers": self.triggers,
+            "builds": self.builds,
+            "pending": self.pending,
+            "firings": self.firings,
+        }
 
 
 def handle(service: BuildService, claimed: Claim, reporter: Reporter | None) -> BuildReport | None:
@@ -95,16 +104,24 @@ def run_worker(
     poll: float = 0.2,
     reporter: Reporter | None = None,
     on_build: Callable[[Claim, Attempt], None] | None = None,
+    on_fire: Callable[[Fired], None] | None = None,
 ) -> WorkerReport:
-    """Take triggers until stopped (or, with ``once``, until every pending trigger was
-    tried once: triggers waiting out a backoff are tried too, and pipelines that do not
-    load raise :class:`PipelineError` after their triggers were put back)."""
+    """Fire due schedules and take triggers until stopped (or, with ``once``, until every
+    due firing was built and every pending trigger was tried once: triggers waiting out
+    a backoff are tried too, and pipelines that do not load raise :class:`PipelineError`
+    after their triggers were put back)."""
     holder = f"worker-{new_id()}"
     report = WorkerReport()
     tried: set[int] = set()
     outage = 0
+    clock = Clock()
     while True:
         try:
+            if clock.due(datetime.now(UTC)):
+                for f in fire_due(service, holder, clock, reporter):
+                    report.firings.append(f.to_dict())
+                    if on_fire is not None:
+                        on_fire(f)
             claimed = _claim(service, holder, tried if once else (), once)
         except StoreError as exc:
             if once:
@@ -117,7 +134,8 @@ def run_worker(
         if claimed is None:
             if once:
                 return report
-            time.sleep(poll)
+            wait = (clock.next_look - datetime.now(UTC)).total_seconds()
+            time.sleep(max(0.0, min(poll, wait)))
             continue
         done = _work(service, claimed, holder, reporter)
         report.triggers += len(claimed.ids)

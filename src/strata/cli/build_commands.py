@@ -261,9 +261,11 @@ def worker(
     pipeline: PipelineOpt = None,
     json: JsonOpt = False,
 ) -> None:
-    """Build the out-of-date dependents of each commit, as commits land."""
+    """Build the out-of-date dependents of each commit, as commits land, and what each
+    schedule names when it is due."""
     from rich.markup import escape
 
+    from strata.builds.scheduler import Fired
     from strata.builds.state.triggers import Claim
     from strata.builds.worker import Attempt, run_worker
 
@@ -279,8 +281,17 @@ def worker(
                 line = f"{line} in {done.retry_in:g} s: {done.error}"
             err_console.print(escape(line), highlight=False)
 
+        def fired(f: Fired) -> None:
+            if json:
+                return
+            tail = f": {f.error}" if f.error else ""
+            line = f"schedule {f.schedule} due {f.due_at:%Y-%m-%d %H:%M %Z}: {f.outcome}{tail}"
+            err_console.print(escape(line), highlight=False)
+
         with _sigterm_interrupts(), progress:
-            report = run_worker(service, once=once, poll=poll, reporter=progress, on_build=told)
+            report = run_worker(
+                service, once=once, poll=poll, reporter=progress, on_build=told, on_fire=fired
+            )
         if json:
             emit_json(report.to_dict())
         if report.pending:
@@ -289,6 +300,37 @@ def worker(
                 f"({report.pending[0]['dataset']}: {report.pending[0]['error']}); "
                 "`strata worker` tries them again"
             )
+
+
+def schedules(ctx: typer.Context, pipeline: PipelineOpt = None, json: JsonOpt = False) -> None:
+    """Each schedule: its cron and targets, its last firing and outcome, its next firing."""
+    from strata.builds.scheduler import overview
+
+    with reported():
+        found = overview(service_from(ctx, pipeline))
+        if json:
+            emit_json({"schedules": found})
+            return
+        if not found:
+            err_console.print(
+                "no schedules: add [[schedule]] to strata.toml, or schedule= to a transform"
+            )
+            return
+        emit_table(
+            "schedules",
+            ["schedule", "cron", "builds", "last firing", "outcome", "next firing"],
+            [
+                (
+                    s["name"],
+                    f"{s['cron']} ({s['timezone']})",
+                    ", ".join(s["build"]),
+                    s["last"]["due_at"] if s["last"] else "never",
+                    (s["last"]["outcome"] or "running") if s["last"] else "",
+                    s["next_due_at"],
+                )
+                for s in found
+            ],
+        )
 
 
 Ref = Annotated[str, typer.Argument(help="DATASET or DATASET@VERSION.")]
@@ -583,6 +625,7 @@ def reproduce(
 def register(app: typer.Typer) -> None:
     app.command()(history)
     app.command()(checks)
+    app.command()(schedules)
     app.command()(trace)
     app.command()(reproduce)
     app.command("show-program")(show_program)

@@ -498,6 +498,29 @@ check_results = sa.Table(
     sa.Index("ix_check_results_job_id", "job", "id"),
 )
 
+# Schedules (strata.builds.schedules): when a worker first saw each (firings missed before
+# that are not caught up), and each firing taken. A firing's key is its schedule and due
+# time: the worker whose insert lands takes it, so no firing is built twice.
+schedules = sa.Table(
+    "schedules",
+    metadata,
+    sa.Column("name", sa.Text(), primary_key=True),
+    ts_col("registered_at", nullable=False),
+)
+
+schedule_firings = sa.Table(
+    "schedule_firings",
+    metadata,
+    sa.Column("schedule", sa.Text(), primary_key=True),
+    ts_col("due_at", primary_key=True),
+    sa.Column("holder", sa.Text(), nullable=False),
+    ts_col("started_at", nullable=False),
+    ts_col("ended_at", nullable=True),
+    sa.Column("outcome", sa.String(16), nullable=True),
+    uuid_col("run_uuid", nullable=True),
+    sa.Column("error", sa.Text(), nullable=True),
+)
+
 # Builds asked for over HTTP (``POST /api/v1/strata/builds``) and their progress: the
 # server that took one (``holder``) runs it and writes what it has done into ``progress``
 # (planned, running and finished transforms), so any server of the store can answer.

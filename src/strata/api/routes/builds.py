@@ -72,6 +72,15 @@ def get_run_checks(request: Request, run: str) -> Response:
     return views.json_response(_service(request).run_checks(run))
 
 
+@router.get("/schedules", response_model=views.Json, responses=errors(400))
+def get_schedules(request: Request) -> Response:
+    """Each schedule with its last firing and outcome and its next firing (as
+    `strata schedules --json`)."""
+    from strata.builds.scheduler import overview
+
+    return views.json_response({"schedules": overview(_service(request))})
+
+
 @router.get("/trace/{dataset:seg}", response_model=views.Json)
 def get_trace(
     request: Request, dataset: str, version: Version = None, partition: Partition = None

@@ -24,6 +24,7 @@ from strata.builds.state import (
     programs,
     requests,
     runs,
+    schedules,
     triggers,
 )
 from strata.builds.state.catalog import Current, RunDetail, VersionEntry
@@ -32,6 +33,7 @@ from strata.builds.state.partitions import PartitionBuild
 from strata.builds.state.programs import Program, ProgramText
 from strata.builds.state.requests import BuildRequest
 from strata.builds.state.runs import Running
+from strata.builds.state.schedules import Firing
 from strata.builds.state.triggers import Claim
 from strata.errors import NotFound
 from strata.lake import partition_hashes, partition_index, registry
@@ -242,6 +244,33 @@ class BuildState:
         with read_tx(self.engine) as conn:
             uuid = catalog.dataset_uuids(conn, self.namespace, [dataset]).get(dataset)
             return checks.warned_versions(conn, uuid) if uuid is not None else {}
+
+    # -- schedules --------------------------------------------------------------------
+
+    def register_schedules(self, names: Collection[str]) -> dict[str, datetime]:
+        """When each schedule was first seen by any worker (now, for new ones)."""
+        with write_tx(self.engine) as conn:
+            return schedules.register(conn, names, datetime.now(UTC))
+
+    def last_firings(self, names: Collection[str]) -> dict[str, datetime]:
+        """The due time of each schedule's latest firing taken."""
+        with read_tx(self.engine) as conn:
+            return schedules.last_due(conn, names)
+
+    def take_firing(self, name: str, due: datetime, holder: str) -> bool:
+        """Take one firing; False when another worker took it first."""
+        with write_tx(self.engine) as conn:
+            return schedules.take(conn, name, due, holder, datetime.now(UTC))
+
+    def finish_firing(
+        self, name: str, due: datetime, outcome: str, run: str | None, error: str | None
+    ) -> None:
+        with write_tx(self.engine) as conn:
+            schedules.finish(conn, name, due, datetime.now(UTC), outcome, run, error)
+
+    def firings(self, name: str, limit: int = 10) -> list[Firing]:
+        with read_tx(self.engine) as conn:
+            return schedules.firings(conn, name, limit)
 
     def existing(self, names: Collection[str]) -> list[str]:
         """Those of ``names`` that are lake datasets with a version."""

@@ -1,12 +1,12 @@
 // Everything the pipelines make, fresh or out of date with every cause, and a button
 // that builds one dataset (a write token where tokens are set) with its progress.
-import { api, ApiError, enc } from "../api.js";
-import { a, causeList, dataState, errorBox, h, section, table, to } from "../dom.js";
+import { api, ApiError, enc, maybe } from "../api.js";
+import { a, causeList, dataState, errorBox, h, section, table, to, when } from "../dom.js";
 
 const POLL_MS = 700;
 
 export async function status(_parts, params, rerender) {
-  const result = await api("/strata/status");
+  const [result, planned] = await Promise.all([api("/strata/status"), maybe("/strata/schedules")]);
   const onlyStale = params.get("only") === "stale";
   const shown = result.datasets.filter((d) => !onlyStale || d.state !== "fresh");
   const stale = result.datasets.filter((d) => d.state === "out_of_date").length;
@@ -25,9 +25,28 @@ export async function status(_parts, params, rerender) {
     h("h1", null, "Status"),
     h("p", { class: "summary" }, `${stale} of ${result.datasets.length} datasets out of date. `, filter),
     progress,
+    planned && planned.schedules.length ? schedulesSection(planned.schedules) : null,
     section("Datasets", table(["State", "Dataset", "Kind", "Version", "Why", ""], rows, {
       cls: "status-table", empty: onlyStale ? "✓ Everything is fresh." : "No datasets: the pipelines declare none.",
     })));
+}
+
+// Each schedule: when it fires next, and how its last firing went.
+function schedulesSection(schedules) {
+  const outcome = (last) => {
+    if (!last) return h("span", { class: "quiet" }, "never fired");
+    const cls = { COMPLETED: "ok", NOTHING: "ok", FAILED: "bad" }[last.outcome] || "busy";
+    const words = { COMPLETED: "✓ built", NOTHING: "✓ all fresh", FAILED: "✗ failed" }[last.outcome] || "running";
+    return h("span", null, h("span", { class: `badge ${cls}`, title: last.error || "" }, words), " ", when(last.due_at));
+  };
+  const rows = schedules.map((s) => [
+    h("strong", null, s.name),
+    h("code", null, s.cron), s.timezone,
+    s.build.join(", "),
+    h("span", { class: "next-firing" }, when(s.next_due_at)),
+    outcome(s.last),
+  ]);
+  return section("Schedules", table(["Schedule", "Cron", "Time zone", "Builds", "Next firing", "Last firing"], rows, { cls: "schedules-table" }));
 }
 
 function buildButton(name, progress, rerender) {

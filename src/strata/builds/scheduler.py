@@ -1,0 +1,129 @@
+"""Firing schedules: what the worker does when a schedule is due, and what ``strata
+schedules`` shows.
+
+Each due firing is taken by inserting its row (schedule, due time): the worker whose
+insert lands builds it, any other finds the row and moves on, so several workers on one
+store build each firing once. A firing builds what is out of date among its targets and
+records how that went (the build's run and state, or ``NOTHING`` when all was fresh).
+"""
+
+from __future__ import annotations
+
+import logging
+from dataclasses import dataclass, field
+from datetime import UTC, datetime, timedelta
+from typing import Any
+
+from strata.builds.builder import Reporter
+from strata.builds.causes import Outcome
+from strata.builds.schedules import Schedule, gather
+from strata.builds.service import BuildService
+from strata.builds.state.schedules import Firing
+from strata.errors import PipelineError, StrataError
+
+log = logging.getLogger(__name__)
+RECHECK = timedelta(seconds=30)  # how often a waiting worker reads the schedules again
+_NEVER = datetime.min.replace(tzinfo=UTC)
+
+
+@dataclass
+class Fired:
+    """One firing a worker built."""
+
+    schedule: str
+    due_at: datetime
+    outcome: str
+    run: str | None
+    error: str | None = None
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "schedule": self.schedule,
+            "due_at": self.due_at.isoformat(),
+            "outcome": self.outcome,
+            "run": self.run,
+            "error": self.error,
+        }
+
+
+def declared(service: BuildService) -> list[Schedule]:
+    """The schedules of ``strata.toml`` and the pipelines, checked."""
+    if not service.settings.schedules and not service.paths:
+        return []
+    pipelines = service.pipelines if service.paths else None
+    return gather(service.settings.schedules, pipelines)
+
+
+@dataclass
+class Clock:
+    """When the worker next looks at its schedules."""
+
+    schedules: list[Schedule] = field(default_factory=list)
+    next_look: datetime = _NEVER
+
+    def due(self, now: datetime) -> bool:
+        return now >= self.next_look
+
+
+def fire_due(
+    service: BuildService, holder: str, clock: Clock, reporter: Reporter | None = None
+) -> list[Fired]:
+    """Build every firing due now that no other worker took; returns what it built and
+    sets when to look again (the next due time, or a recheck of the declarations)."""
+    now = datetime.now(UTC)
+    clock.schedules = declared(service)
+    if not clock.schedules:
+        clock.next_look = now + RECHECK
+        return []
+    names = [s.name for s in clock.schedules]
+    seen = service.state.register_schedules(names)
+    last = service.state.last_firings(names)
+    done: list[Fired] = []
+    for s in clock.schedules:
+        after = max(seen[s.name], last.get(s.name, seen[s.name]))
+        for due in s.to_fire(after, now):
+            if service.state.take_firing(s.name, due, holder):
+                done.append(_fire(service, s, due, reporter))
+    now = datetime.now(UTC)
+    upcoming = min(s.next_after(now) for s in clock.schedules)
+    clock.next_look = min(upcoming, now + RECHECK)
+    return done
+
+
+def _fire(service: BuildService, s: Schedule, due: datetime, reporter: Reporter | None) -> Fired:
+    """Build ``s``'s targets for the firing due at ``due`` and record how it went."""
+    try:
+        service.reload()
+        targets = s.datasets(service.pipelines)
+        report = service.build(targets, force=s.force, reporter=reporter)
+    except StrataError as exc:
+        service.state.finish_firing(s.name, due, "FAILED", None, exc.message)
+        log.warning("schedule %s (due %s) failed: %s", s.name, due, exc.message)
+        return Fired(s.name, due, "FAILED", None, exc.message)
+    ran = any(st.outcome.ran for st in report.steps)
+    failed = [st for st in report.steps if st.outcome is Outcome.FAILED]
+    error = "; ".join(f"{st.transform}: {st.reason}" for st in failed) or None
+    outcome = report.state if ran else "NOTHING"
+    run = report.run if ran else None
+    service.state.finish_firing(s.name, due, outcome, run, error)
+    return Fired(s.name, due, outcome, run, error)
+
+
+def overview(service: BuildService, now: datetime | None = None) -> list[dict[str, Any]]:
+    """Each schedule with its last firing, its outcome and its next firing."""
+    now = now or datetime.now(UTC)
+    try:
+        found = declared(service)
+    except PipelineError:
+        found = gather(service.settings.schedules, None)
+    out = []
+    for s in found:
+        last: list[Firing] = service.state.firings(s.name, 1)
+        out.append(
+            {
+                **s.to_dict(),
+                "last": last[0].to_dict() if last else None,
+                "next_due_at": s.next_after(now).isoformat(),
+            }
+        )
+    return out

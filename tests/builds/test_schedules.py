@@ -1,0 +1,140 @@
+"""Schedules: declared in strata.toml or beside a transform, checked at start, fired by
+the worker; two workers on one store build each firing once."""
+
+from __future__ import annotations
+
+import signal
+import statistics
+import time
+from datetime import UTC, datetime
+from pathlib import Path
+
+import pytest
+from build_support import Project, users
+
+from strata.builds.schedules import Schedule
+
+HOURLY = Schedule("s", "0 * * * *", ("x",))
+
+
+def _at(text: str) -> datetime:
+    return datetime.fromisoformat(f"2026-11-28T{text}+00:00")
+
+
+@pytest.mark.parametrize(
+    ("catch_up", "now", "fired"),
+    [
+        ("all", "12:10:00", ["10:00:00", "11:00:00", "12:00:00"]),
+        ("latest", "12:10:00", ["12:00:00"]),
+        ("none", "12:10:00", []),  # missed while no worker ran: not caught up
+        ("none", "12:00:30", ["12:00:00"]),
+        ("latest", "09:59:59", []),  # nothing due since the last firing
+    ],
+)
+def test_catch_up_fires_what_it_says(catch_up: str, now: str, fired: list[str]) -> None:
+    schedule = Schedule("s", "0 * * * *", ("x",), catch_up=catch_up)
+    got = schedule.to_fire(_at("09:30:00"), _at(now))
+    assert [d.astimezone(UTC) for d in got] == [_at(t) for t in fired]
+
+
+def test_a_time_zone_moves_the_firing() -> None:
+    london = Schedule("s", "0 6 * * *", ("x",), timezone="America/New_York")
+    due = london.next_after(_at("00:00:00"))
+    assert due.astimezone(UTC) == _at("11:00:00")  # 06:00 in New York, in November
+
+
+def _when(value: object) -> datetime:
+    """A time read back with plain SQL: SQLite gives its text."""
+    return value if isinstance(value, datetime) else datetime.fromisoformat(str(value))
+
+
+def _config(tmp_path: Path, body: str) -> Path:
+    path = tmp_path / "strata.toml"
+    path.write_text(body)
+    return path
+
+
+@pytest.mark.parametrize(
+    ("body", "words"),
+    [
+        ('cron = "61 * * * *"\nbuild = ["report/*"]', "cron = '61 * * * *' is not a cron"),
+        ('cron = "5 * * * *"\nbuild = []', "build = [] must list datasets"),
+        (
+            'cron = "5 * * * *"\nbuild = ["report/*"]\ntimezone = "Mars/Olympus"',
+            "timezone = 'Mars/Olympus' is not a known time zone",
+        ),
+        ('cron = "5 * * * *"\nbuild = ["nothing/*"]', "build names ['nothing/*'], which no"),
+    ],
+)
+def test_bad_schedules_are_one_clear_error_at_start(
+    project: Project, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, body: str, words: str
+) -> None:
+    p = project
+    config = _config(tmp_path, f'[[schedule]]\nname = "h"\n{body}\n')
+    monkeypatch.setenv("STRATA_CONFIG", str(config))
+    for command in (["schedules"], ["worker", "--once"]):
+        code, out, err = p.cli(*command, "--pipeline", str(p.folder))
+        assert code == 1, (out, err)
+        message = " ".join(err.split())
+        assert "schedule 'h' in strata.toml" in message and words in message
+        assert "Traceback" not in err
+
+
+def test_two_workers_fire_each_due_firing_once(
+    project: Project, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    p = project
+    p.append("raw/users", users(("ada", "UK"), ("bob", "US")))
+    p.edit(
+        '@transform_df(Output("report/countries"), users=Input("clean/users"))',
+        '@transform_df(Output("report/countries"), users=Input("clean/users"), '
+        'schedule="0 6 * * *")',
+    )
+    config = _config(
+        tmp_path,
+        '[[schedule]]\nname = "often"\ncron = "* * * * * */4"\nbuild = ["report/countries"]\n'
+        "force = true\n",
+    )
+    env = {"STRATA_CONFIG": str(config)}
+    workers = [p.spawn("worker", "--poll", "0.05", **env) for _ in range(2)]
+    try:
+        deadline = time.monotonic() + 300
+        done = "SELECT count(*) FROM schedule_firings WHERE ended_at IS NOT NULL"
+        while (p.scalar(done) or 0) < 4:
+            assert all(w.poll() is None for w in workers), [w.communicate() for w in workers]
+            assert time.monotonic() < deadline
+            time.sleep(0.5)
+    finally:
+        for w in workers:
+            w.send_signal(signal.SIGTERM)
+        for w in workers:
+            w.communicate(timeout=60)
+
+    firings = p.rows(
+        "SELECT due_at, started_at, outcome, run_uuid, holder FROM schedule_firings "
+        "WHERE schedule = 'often' AND ended_at IS NOT NULL"
+    )
+    assert len(firings) >= 4 and {f[2] for f in firings} == {"COMPLETED"}
+    # Each firing one build, never two: exactly one countries run under each firing's
+    # build run (commit triggers build it too, under builds of their own).
+    runs = [str(f[3]) for f in firings]
+    assert len(set(runs)) == len(runs)
+    for run in runs:
+        under = p.scalar(
+            "SELECT count(*) FROM runs r JOIN jobs j ON j.uuid = r.job_uuid "
+            "LEFT JOIN runs pr ON pr.uuid = r.parent_run_uuid "
+            "WHERE j.name = 'shop.countries' AND r.state = 'COMPLETED' "
+            "AND (r.parent_run_uuid = :u OR pr.parent_run_uuid = :u)",
+            u=run,
+        )
+        assert under == 1, run
+    late = sorted((_when(f[1]) - _when(f[0])).total_seconds() for f in firings)
+    assert late[0] >= 0 and statistics.median(late) < 5, late
+
+    monkeypatch.setenv("STRATA_CONFIG", str(config))
+    found = p.json("schedules", "--pipeline", str(p.folder))["schedules"]
+    listed = {s["name"]: s for s in found}
+    assert listed["often"]["last"]["outcome"] == "COMPLETED"
+    assert listed["shop.countries"]["build"] == ["report/countries"]
+    assert listed["shop.countries"]["cron"] == "0 6 * * *"
+    assert listed["shop.countries"]["next_due_at"].endswith("06:00:00+00:00")
