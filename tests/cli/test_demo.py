@@ -21,6 +21,7 @@ CHAPTERS = (
     "a new program version",
     "late clicks for the first hour",
     "a broken transform",
+    "a bad batch: a data check stops it",
     "an upstream rewrite",
     "history and trace",
     "partitions: one job, a run per region and hour",
@@ -43,21 +44,23 @@ def test_demo_tells_the_story_and_goes_on_where_it_stopped(
         assert chapter in out, chapter
     assert "rebuilt exactly the 5 datasets `strata status` named" in out
     assert "current versions untouched" in out
+    assert "last build stopped by check 'every click names its customer'" in " ".join(out.split())
     assert "open http://127.0.0.1:5000/" in out  # the pages, served by `strata serve`
 
     lake = Lake(settings)
-    # Two hours, the late replay and one more hour: four raw APPENDs; the last withdrawn;
-    # then late JP clicks.
-    assert [v.type for v in lake.versions("raw/clicks")] == ["APPEND"] * 4 + [
+    # Two hours, the late replay, one more hour and a bad batch: five raw APPENDs; the bad
+    # one withdrawn; then late JP clicks.
+    assert [v.type for v in lake.versions("raw/clicks")] == ["APPEND"] * 5 + [
         "DELETE",
         "APPEND",
     ]
     service = BuildService(settings, [str(settings.home / "demo" / "pipelines")], lake=lake)
     assert [s.name for s in service.status().values() if s.stale] == []
     history = service.history("metrics/experiment_cumulative")["versions"]
-    # daily build, program change, late clicks, the fix, the rewrite, the JP clicks: the
-    # failed build moved nothing.
-    assert len(history) == 6
+    # daily build, program change, late clicks, the fix, the JP clicks: the failed build
+    # and the batch the check stopped moved nothing, and withdrawing that batch (the
+    # rewrite) left the rows the daily build reads as they were.
+    assert len(history) == 5
     assert history[-1]["inputs"] == {"metrics/customer_daily": 6, "raw/experiments": 1}
     hourly = service.history("metrics/customer_hourly")["versions"]
     assert [v["program"]["ordinal"] for v in hourly] == [1, 1, 2, 2, 2, 2, 2]
@@ -72,7 +75,7 @@ def test_demo_tells_the_story_and_goes_on_where_it_stopped(
 
     again = run_demo(*where, "--home", str(settings.home), "demo", "--hours", "1")
     assert "going on from 2026-11-24T00:00:00+00:00" in again
-    assert len(lake.versions("raw/clicks")) == 11
+    assert len(lake.versions("raw/clicks")) == 13
     # The pipelines were copied afresh: the first hourly build ran program v1 again.
     assert [
         v["program"]["ordinal"] for v in service.history("metrics/customer_hourly")["versions"]
@@ -86,9 +89,9 @@ def test_fresh_starts_over_on_the_embedded_default(tmp_path: Path, spark: object
     out = run_demo("--home", str(home), "demo", "--fresh", "--hours", "1")
     assert "started over" in out and "going on from" not in out
     lake = Lake(Settings(home=home))
-    # One hour, the late replay, one more hour, its withdrawal, late JP clicks: the first
-    # run's are gone.
-    assert [v.commit_id for v in lake.versions("raw/clicks")] == [1, 2, 3, 4, 5]
+    # One hour, the late replay, one more hour, a bad batch, its withdrawal, late JP
+    # clicks: the first run's are gone.
+    assert [v.commit_id for v in lake.versions("raw/clicks")] == [1, 2, 3, 4, 5, 6]
     lake.engine.dispose()
 
 
@@ -121,7 +124,7 @@ def _partition_chapter(out: str, service: BuildService, lake: Lake) -> None:
     assert [v["version"] for v in daily] == [1, 2]  # UK and US: version 1 only
     assert service.history("regions/daily", {"region": ["UK"]})["versions"][0]["version"] == 1
     status = service.dataset_status("regions/hourly")
-    assert status.partition_counts() == {"fresh": 9, "out_of_date": 0, "never_built": 0}
+    assert status.partition_counts() == {"fresh": 12, "out_of_date": 0, "never_built": 0}
     assert {k.split("/")[0] for k in lake.partitions("raw/clicks")} == {
         "region=JP",
         "region=UK",

@@ -221,7 +221,8 @@ def _any_null(cols: Sequence[str]) -> Column:
 def _grouped(
     frame: DataFrame, keyed: Sequence[KeyRule], per_row: Mapping[str, Column]
 ) -> dict[str, Any]:
-    """Totals and per-key counts from one scan: ``GROUPING SETS ((), keys…)``, then one
+    """Totals and per-key counts from one scan: ``GROUPING SETS ((), keys…)`` (with one
+    key, a plain grouping by it: the totals are the sums of its groups), then one
     aggregation over the groups."""
     from pyspark.sql import functions as sf
 
@@ -231,13 +232,26 @@ def _grouped(
     def gid(chosen: Sequence[str]) -> int:  # Spark's grouping_id: 1 bits for absent columns
         return sum(1 << (len(cols) - 1 - i) for i, c in enumerate(cols) if c not in chosen)
 
-    groups = frame.groupingSets([[], *[list(s) for s in sets]], *cols).agg(
-        sf.grouping_id().alias("_gid"), *[c.alias(n) for n, c in per_row.items()]
-    )
-    everything = sf.col("_gid") == gid(())
+    measures = [c.alias(n) for n, c in per_row.items()]
+    if len(sets) == 1:  # no Expand: every row is shuffled once, not once per set
+        groups = frame.groupBy(*cols).agg(*measures)
+
+        def within(chosen: Sequence[str]) -> Column:
+            return sf.lit(True)
+
+        everything = sf.lit(True)
+    else:
+        groups = frame.groupingSets([[], *[list(s) for s in sets]], *cols).agg(
+            sf.grouping_id().alias("_gid"), *measures
+        )
+
+        def within(chosen: Sequence[str]) -> Column:
+            return sf.col("_gid") == gid(chosen)
+
+        everything = within(())
     over = [sf.sum(sf.when(everything, sf.col(n))).alias(n) for n in per_row]
     for i, k in enumerate(keyed):
-        mine = sf.col("_gid") == gid(k.keys)
+        mine = within(k.keys)
         if k.op is None:
             dup = mine & ~_any_null(k.keys) & (sf.col("_s_rows") > 1)
             over.append(sf.count(sf.when(dup, 1)).alias(f"_s_dk{i}"))

@@ -71,7 +71,10 @@ def fire_due(
     """Build every firing due now that no other worker took; returns what it built and
     sets when to look again (the next due time, or a recheck of the declarations)."""
     now = datetime.now(UTC)
-    clock.schedules = declared(service)
+    try:
+        clock.schedules = declared(service)
+    except PipelineError:  # the triggers' path reports it, with their retries
+        clock.schedules = []
     if not clock.schedules:
         clock.next_look = now + RECHECK
         return []
