@@ -67,30 +67,13 @@ def judge(target: Target, checks: Sequence[Check]) -> list[CheckResult]:
     for c in checks:
         outcome = _outcome(c.expectation, found)
         samples = _samples(target, c.expectation, found) if not outcome.passed else []
-        results.append(
-            CheckResult(
-                c.name,
-                target.dataset,
-                target.side,
-                c.describe(),
-                c.expectation.assertion,
-                _column(c.expectation),
-                c.on_error,
-                outcome.passed,
-                outcome.observed,
-                outcome.failing,
-                samples,
-                target.partition,
-            )
-        )
+        results.append(_result(c, target, outcome, samples))
     return results
 
 
-def declaration_failure(
-    exc: CheckDeclarationError, target: Target, checks: Sequence[Check]
+def _result(
+    c: Check, target: Target, found: _Found, samples: Sequence[Any] = (), on_error: str = ""
 ) -> CheckResult:
-    """The failed result a check that cannot apply leaves in history (it always blocks)."""
-    c = next((c for c in checks if c.name == exc.details.get("check")), checks[0])
     return CheckResult(
         c.name,
         target.dataset,
@@ -98,13 +81,21 @@ def declaration_failure(
         c.describe(),
         c.expectation.assertion,
         _column(c.expectation),
-        "FAIL",
-        False,
-        {"error": exc.message},
-        None,
-        (),
+        on_error or c.on_error,
+        found.passed,
+        found.observed,
+        found.failing,
+        samples,
         target.partition,
     )
+
+
+def declaration_failure(
+    exc: CheckDeclarationError, target: Target, checks: Sequence[Check]
+) -> CheckResult:
+    """The failed result a check that cannot apply leaves in history (it always blocks)."""
+    c = next((c for c in checks if c.name == exc.details.get("check")), checks[0])
+    return _result(c, target, _Found(False, {"error": exc.message}, None), on_error="FAIL")
 
 
 def _bad(c: Check, target: Target, problem: str) -> CheckDeclarationError:
@@ -264,13 +255,8 @@ def _grouped(
 
 
 def _holds(k: KeyRule, count: Column) -> Column:
-    return {
-        "gt": count > k.value,
-        "gte": count >= k.value,
-        "lt": count < k.value,
-        "lte": count <= k.value,
-        "equals": count == k.value,
-    }[k.op or "equals"]
+    holds: Column = k.holds(count)
+    return holds
 
 
 def _key_found(k: KeyRule, i: int, row: Mapping[str, Any], rows: int) -> _Found:

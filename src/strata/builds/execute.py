@@ -167,17 +167,7 @@ def run_transform(
         if txn.state == "OPEN":
             txn.abort()
         kind = "FAIL" if isinstance(exc, Exception) else "ABORT"
-        event = run_event(
-            kind,
-            spec,
-            namespace=lake.namespace,
-            inputs=with_assertions(read, judged, "input"),
-            outputs=with_assertions(writing, judged, "output"),
-            error=exc,
-            trace=stack_trace(exc),
-        )
-        ctx.emitter.emit(event)
-        record_checks(ctx, spec.run_id, item, judged, result.inputs, {})
+        _end_run(ctx, item, spec, kind, (read, writing), judged, result.inputs, {}, exc)
         if not isinstance(exc, Exception):
             raise
         result.reason = failure_reason(exc, item)
@@ -185,21 +175,39 @@ def run_transform(
         result.seconds = time.monotonic() - started
         return result
     written = [_at(txn.versions[name], output=True) for name in item.output_names]
-    ctx.emitter.emit(
-        run_event(
-            "COMPLETE",
-            spec,
-            namespace=lake.namespace,
-            inputs=with_assertions(read, judged, "input"),
-            outputs=with_assertions(written, judged, "output"),
-        )
-    )
     committed = {name: txn.versions[name].commit_id for name in item.output_names}
-    record_checks(ctx, spec.run_id, item, judged, result.inputs, committed)
+    _end_run(ctx, item, spec, "COMPLETE", (read, written), judged, result.inputs, committed)
     result.outcome = Outcome.BUILT
-    result.outputs = {name: txn.versions[name].commit_id for name in item.output_names}
+    result.outputs = dict(committed)
     result.seconds = time.monotonic() - started
     return result
+
+
+def _end_run(
+    ctx: RunContext,
+    item: Declared,
+    spec: RunSpec,
+    kind: str,
+    io: tuple[Sequence[DatasetAt], Sequence[DatasetAt]],
+    judged: Sequence[CheckResult],
+    inputs: Mapping[str, int],
+    committed: Mapping[str, int],
+    exc: BaseException | None = None,
+) -> None:
+    """The run's last event (with what its checks found), and its check results kept."""
+    read, wrote = io
+    ctx.emitter.emit(
+        run_event(
+            kind,
+            spec,
+            namespace=ctx.lake.namespace,
+            inputs=with_assertions(read, judged, "input"),
+            outputs=with_assertions(wrote, judged, "output"),
+            error=exc,
+            trace=stack_trace(exc) if exc is not None else None,
+        )
+    )
+    record_checks(ctx, spec.run_id, item, judged, inputs, committed)
 
 
 def with_assertions(

@@ -135,7 +135,8 @@ class KeyRule(Expectation):
     def columns(self) -> tuple[str, ...]:
         return self.keys
 
-    def holds(self, count: int) -> bool:
+    def holds(self, count: Any) -> Any:
+        """Whether ``count`` (an int, or a Spark column of counts) meets the bound."""
         assert self.op is not None
         return _OPS[self.op][1](count, self.value)
 
@@ -231,15 +232,8 @@ class Column:
         symbol, _ = _OPS[op]
         name = self.name
 
-        def build() -> Any:
-            c = _functions().col(name)
-            return {
-                "gt": c > value,
-                "gte": c >= value,
-                "lt": c < value,
-                "lte": c <= value,
-                "equals": c == value,
-            }[op]
+        def build() -> Any:  # Spark columns take Python's comparison operators
+            return _OPS[op][1](_functions().col(name), value)
 
         return RowRule(f"{name} {symbol} {value!r}", (name,), build, "range", _types_for(value))
 
@@ -309,50 +303,30 @@ class Column:
         )
 
 
-class _RowCount:
-    def _bound(self, op: str, n: Any) -> RowCount:
-        if isinstance(n, bool) or not isinstance(n, int) or n < 0:
-            raise PipelineError(f"E.row_count().{op}({n!r}) takes a whole number of rows")
-        return RowCount(op, n)
+class _Counted:
+    """``.gt(n)`` and its friends on a count; ``make(op, n)`` builds the expectation."""
 
-    def gt(self, n: int) -> RowCount:
+    def __init__(self, what: str, make: Callable[[str, int], Expectation]) -> None:
+        self._what, self._make = what, make
+
+    def _bound(self, op: str, n: Any) -> Any:
+        if isinstance(n, bool) or not isinstance(n, int) or n < 0:
+            raise PipelineError(f"{self._what}.{op}({n!r}) takes a whole number of rows")
+        return self._make(op, n)
+
+    def gt(self, n: int) -> Any:
         return self._bound("gt", n)
 
-    def gte(self, n: int) -> RowCount:
+    def gte(self, n: int) -> Any:
         return self._bound("gte", n)
 
-    def lt(self, n: int) -> RowCount:
+    def lt(self, n: int) -> Any:
         return self._bound("lt", n)
 
-    def lte(self, n: int) -> RowCount:
+    def lte(self, n: int) -> Any:
         return self._bound("lte", n)
 
-    def equals(self, n: int) -> RowCount:
-        return self._bound("equals", n)
-
-
-class _GroupCount:
-    def __init__(self, keys: tuple[str, ...]) -> None:
-        self.keys = keys
-
-    def _bound(self, op: str, n: Any) -> KeyRule:
-        if isinstance(n, bool) or not isinstance(n, int) or n < 0:
-            raise PipelineError(f"E.group_by(...).count().{op}({n!r}) takes a whole number")
-        return KeyRule(self.keys, op=op, value=n, assertion="group_count")
-
-    def gt(self, n: int) -> KeyRule:
-        return self._bound("gt", n)
-
-    def gte(self, n: int) -> KeyRule:
-        return self._bound("gte", n)
-
-    def lt(self, n: int) -> KeyRule:
-        return self._bound("lt", n)
-
-    def lte(self, n: int) -> KeyRule:
-        return self._bound("lte", n)
-
-    def equals(self, n: int) -> KeyRule:
+    def equals(self, n: int) -> Any:
         return self._bound("equals", n)
 
 
@@ -364,9 +338,14 @@ class _Group:
         """No two rows share the group's key (rows with a NULL in it are not judged)."""
         return KeyRule(self.keys)
 
-    def count(self) -> _GroupCount:
+    def count(self) -> _Counted:
         """A bound on each group's row count: ``group_by("day").count().lte(24)``."""
-        return _GroupCount(self.keys)
+        keys = self.keys
+
+        def make(op: str, n: int) -> KeyRule:
+            return KeyRule(keys, op=op, value=n, assertion="group_count")
+
+        return _Counted("E.group_by(...).count()", make)
 
 
 class _Schema:
@@ -415,8 +394,8 @@ def col(name: str) -> Column:
     return Column(name)
 
 
-def row_count() -> _RowCount:
-    return _RowCount()
+def row_count() -> _Counted:
+    return _Counted("E.row_count()", RowCount)
 
 
 def group_by(*cols: str) -> _Group:
