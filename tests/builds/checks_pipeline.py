@@ -49,3 +49,9 @@ def events(events):
 )
 def daily(orders):
     return orders
+
+
+@transform_df(Output("copy/orders"), orders=Input("raw/orders"))
+def copy_orders(orders):
+    """clean_orders without its checks: what judging them costs is the difference."""
+    return orders.select("order_id", "amount")

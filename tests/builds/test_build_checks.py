@@ -229,3 +229,37 @@ def test_results_over_http_and_as_openlineage_assertions(project: Project) -> No
         assert by_name["no negative amounts"]["severity"] == "warn"
         assert by_name["no negative amounts"]["column"] == "amount"
         assert by_name["order id is a key"]["success"] is True
+
+
+def test_judging_a_written_output_runs_no_spark_job_of_its_own(project: Project) -> None:
+    """An output's row rules are observed by its write and its key counted from the key
+    column read back on this process: the checked build runs exactly the Spark jobs of
+    the same build without checks, and still finds a duplicate and a NULL key."""
+    from strata.lake.spark import get_spark
+
+    p = project
+    tracker = get_spark(p.settings).sparkContext.statusTracker()
+
+    def jobs_building(dataset: str, code: int = 0) -> int:
+        before = set(tracker.getJobIdsForGroup())
+        _build(p, dataset, "--force", code=code)
+        return len(set(tracker.getJobIdsForGroup()) - before)
+
+    _snapshot(p, "raw/orders", _orders(*[(i, float(i)) for i in range(1, 500)]))
+    plain, checked = jobs_building("copy/orders"), jobs_building("clean/orders")
+    assert plain > 0 and checked == plain, (plain, checked)
+    found = {r["check"]: r for r in p.json("checks", "clean/orders")["results"]}
+    assert found["order id is a key"]["observed"] == {
+        "rows": 499,
+        "duplicate_keys": 0,
+        "null_keys": 0,
+    }
+    assert found["not empty"]["observed"] == {"rows": 499}
+
+    _snapshot(p, "raw/orders", _orders(*[(i // 2, 1.0) for i in range(1, 7)], (None, -1.0)))
+    _build(p, "clean/orders", code=1)
+    failed = {r["check"]: r for r in p.json("checks", "clean/orders")["results"]}
+    key = failed["order id is a key"]
+    assert key["outcome"] == "failed" and key["failing"] == 5, key  # keys 1, 2 twice; a NULL
+    assert key["observed"] == {"rows": 7, "duplicate_keys": 2, "null_keys": 1}
+    assert failed["no negative amounts"]["failing"] == 1

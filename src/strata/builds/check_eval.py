@@ -1,21 +1,25 @@
-"""Judging checks with Spark: every check of one dataset in one pass over its rows.
+"""Judging checks: every check of one dataset in at most one pass over its rows.
 
 Row rules become counts of failing rows, row counts one count, and key rules a count
-per key: one aggregation over ``GROUPING SETS`` (the empty set for the totals, one per
-key), then a small one over the groups. Samples of bad rows are read only for a check
-that failed. An incremental output is judged whole after its append; its keys in the
-cheap form: the appended rows among themselves, then against the keys already there
-(a semi-join on the key columns, not a rescan of every column).
+per key. What a build wrote was already seen once, by its write: the row measures are
+observed in that pass (:func:`row_measures`), and the key columns, read back from the
+written Parquet files, are counted on this process (:mod:`strata.builds.check_keys`).
+Otherwise one Spark aggregation judges all: ``GROUPING SETS`` (the empty set for the
+totals, one per key), then a small one over the groups. Samples of bad rows are read
+only for a check that failed. An incremental output is judged whole after its append;
+its keys in the cheap form: the appended rows among themselves, then against the keys
+already there (a semi-join on the key columns, not a rescan of every column).
 """
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from datetime import date, datetime
 from decimal import Decimal
 from typing import TYPE_CHECKING, Any
 
+from strata.builds import check_keys
 from strata.builds.checks import SAMPLE_ROWS, Check, CheckResult
 from strata.builds.expectations import (
     Combined,
@@ -28,6 +32,7 @@ from strata.builds.expectations import (
 from strata.errors import CheckDeclarationError
 
 if TYPE_CHECKING:
+    import pyarrow as pa
     from pyspark.sql import Column, DataFrame
 
 
@@ -43,6 +48,10 @@ class Target:
     previous: DataFrame | None = None
     partition: str | None = None
     where: str = ""  # the transform, for messages
+    # The row measures (:func:`row_measures`) observed while ``frame`` was written.
+    seen: Mapping[str, int] | None = None
+    # ``frame``'s columns as an Arrow table on this process; None when too big.
+    columns: Callable[[Sequence[str]], pa.Table | None] | None = None
 
 
 @dataclass(frozen=True)
@@ -140,10 +149,10 @@ def _measure(
     cheap = target.appended is not None and target.previous is not None
     rest = [e for e in leaves if not isinstance(e, SchemaRule) and not (cheap and e in keys)]
     try:
-        found |= _aggregate(target.frame, rest)
+        found |= _aggregate(target, rest)
         if cheap and keys:
             assert target.appended is not None and target.previous is not None
-            found |= _aggregate(target.appended, keys)
+            found |= _aggregate(Target(target.dataset, target.side, target.appended), keys)
             for e in keys:
                 found[id(e)] = _against_previous(e, found[id(e)], target)
     except CheckDeclarationError:
@@ -169,12 +178,17 @@ def _failing_rows(rule: RowRule) -> Column:
     return ~sf.coalesce(rule.build(), sf.lit(True))
 
 
-def _aggregate(frame: DataFrame, leaves: Sequence[Expectation]) -> dict[int, _Found]:
-    """One pass over ``frame`` for row rules, row counts and key rules."""
+def row_measures(checks: Sequence[Check]) -> dict[str, Column]:
+    """The per-row sums ``checks`` need (rows, failing rows of each row rule, NULL keys),
+    named as :func:`judge` reads them: a writer may observe them in its own pass
+    (:attr:`Target.seen`), so that judging them reads nothing."""
+    leaves = [leaf for c in checks for leaf in _leaves(c.expectation)]
+    return _per_row(leaves)
+
+
+def _per_row(leaves: Sequence[Expectation]) -> dict[str, Column]:
     from pyspark.sql import functions as sf
 
-    if not leaves:
-        return {}
     rules = [e for e in leaves if isinstance(e, RowRule)]
     keyed = [e for e in leaves if isinstance(e, KeyRule)]
     per_row: dict[str, Column] = {"_s_rows": sf.count(sf.lit(1))}
@@ -183,10 +197,24 @@ def _aggregate(frame: DataFrame, leaves: Sequence[Expectation]) -> dict[int, _Fo
     for i, k in enumerate(keyed):
         if k.not_null:
             per_row[f"_s_n{i}"] = sf.sum(sf.when(_any_null(k.keys), 1).otherwise(0))
-    if not keyed:
-        row = frame.agg(*[c.alias(n) for n, c in per_row.items()]).collect()[0].asDict()
+    return per_row
+
+
+def _aggregate(target: Target, leaves: Sequence[Expectation]) -> dict[int, _Found]:
+    """Row rules, row counts and key rules of ``target``: from what its write observed
+    and its key columns counted on this process when it can, else in one Spark pass."""
+    if not leaves:
+        return {}
+    rules = [e for e in leaves if isinstance(e, RowRule)]
+    keyed = [e for e in leaves if isinstance(e, KeyRule)]
+    per_row = _per_row(leaves)
+    keys = _key_columns(target, keyed)
+    if keyed and keys is None:
+        row = _grouped(target.frame, keyed, per_row)
     else:
-        row = _grouped(frame, keyed, per_row)
+        row = _totals(target, per_row)
+        if keys is not None:
+            row |= _counted(keys, keyed)
     rows = int(row["_s_rows"] or 0)
     out: dict[int, _Found] = {}
     for i, r in enumerate(rules):
@@ -197,6 +225,39 @@ def _aggregate(frame: DataFrame, leaves: Sequence[Expectation]) -> dict[int, _Fo
             out[id(e)] = _Found(e.holds(rows), {"rows": rows}, None)
     for i, k in enumerate(keyed):
         out[id(k)] = _key_found(k, i, row, rows)
+    return out
+
+
+def _totals(target: Target, per_row: Mapping[str, Column]) -> dict[str, Any]:
+    """The row measures: as the write observed them, else from one pass."""
+    if target.seen is not None and per_row.keys() <= target.seen.keys():
+        return {n: target.seen[n] for n in per_row}
+    totals = target.frame.agg(*[c.alias(n) for n, c in per_row.items()]).collect()[0]
+    return dict(totals.asDict())
+
+
+def _key_columns(target: Target, keyed: Sequence[KeyRule]) -> pa.Table | None:
+    """The key columns on this process, when they can be counted here."""
+    if not keyed or target.columns is None:
+        return None
+    cols = list(dict.fromkeys(c for k in keyed for c in k.keys))
+    table = target.columns(cols)
+    if table is None or not check_keys.supported([f.type for f in table.schema]):
+        return None
+    return table
+
+
+def _counted(table: pa.Table, keyed: Sequence[KeyRule]) -> dict[str, Any]:
+    """The key rules' figures (as :func:`_grouped` names them), counted on this process."""
+    out: dict[str, Any] = {}
+    for i, k in enumerate(keyed):
+        sizes = check_keys.group_sizes(table, k.keys, skip_nulls=k.op is None)
+        if k.op is None:
+            repeated = sizes[sizes > 1]
+            out[f"_s_dk{i}"], out[f"_s_dr{i}"] = len(repeated), int(repeated.sum())
+        else:
+            out[f"_s_gb{i}"] = int((~k.holds(sizes)).sum())
+            out[f"_s_gn{i}"] = len(sizes)
     return out
 
 

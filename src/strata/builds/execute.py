@@ -15,7 +15,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING
 
-from strata.builds import check_eval, incremental
+from strata.builds import check_eval, check_keys, incremental
 from strata.builds.causes import Outcome
 from strata.builds.check_eval import Target
 from strata.builds.checks import Check, CheckResult, failure_message
@@ -56,6 +56,7 @@ from strata.lake.service import Lake, reads_limited_to
 from strata.lake.transaction import Transaction
 
 if TYPE_CHECKING:
+    import pyarrow as pa
     from pyspark.sql import SparkSession
 
 
@@ -298,6 +299,9 @@ def call_transform(
             # What the run reads: an incremental run's new rows, a partition's rows.
             judge(Target(inp.name, "input", handles[p].dataframe()), inp.checks)
     mark = txn.mark()
+    for o in t.outputs.values():
+        if o.checks:  # judged from what the write itself observes, where it can
+            txn.watch(o.name, check_eval.row_measures(o.checks))
     allowed = {**{v.dataset: v for v in inputs.values()}, **_previous_outputs(lake, plan)}
     if t.kind == "df":
         df = t.func(**{p: h.dataframe() for p, h in handles.items()})
@@ -340,7 +344,11 @@ def _written(
     written = txn.pending_frame(spark, name, since=mark)
     base = txn.base_of(name)
     if txn.type_of(name) != "APPEND" or not base or within is not None:
-        return Target(name, "output", written)
+
+        def columns(cols: Sequence[str]) -> pa.Table | None:
+            return txn.pending_columns(name, cols, since=mark, max_bytes=check_keys.MAX_BYTES)
+
+        return Target(name, "output", written, seen=txn.watched(name), columns=columns)
     previous = lake.read(name, version=base, spark=spark)
     whole = previous.unionByName(written, allowMissingColumns=True)
     return Target(name, "output", whole, appended=written, previous=previous)

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import re
+from collections.abc import Mapping
 from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING, Any
 
@@ -14,6 +15,7 @@ from strata.lake.rowhash import (
     RowHash,
     arrow_row_hash,
     observed,
+    observed_extra,
     observed_hash,
     sum_hashes,
 )
@@ -40,29 +42,44 @@ def frame_kind(frame: object) -> str:
     )
 
 
-Written = tuple[list["FileEntry"], "pa.Schema", RowHash]
+@dataclass(frozen=True)
+class Written:
+    """What one write made: its containers, their schema, the hash of the rows written
+    (:mod:`strata.lake.rowhash`) and the sums it was asked to watch (None: not seen)."""
+
+    entries: list[FileEntry]
+    schema: pa.Schema
+    rows: RowHash
+    seen: dict[str, int] | None = None
 
 
 def write_frame(
-    storage: Storage, folder: str, frame: Any, by: Partitioning | None = None
+    storage: Storage,
+    folder: str,
+    frame: Any,
+    by: Partitioning | None = None,
+    watch: Mapping[str, Any] | None = None,
 ) -> Written:
-    """Write ``frame`` as new containers under ``folder``; return them, their schema and
-    the hash of the rows written (:mod:`strata.lake.rowhash`). With ``by``, each
-    container holds one partition's rows and carries its key.
+    """Write ``frame`` as new containers under ``folder``. With ``by``, each container
+    holds one partition's rows and carries its key.
 
     Spark writes the frame with its row hash observed, so Spark hashes exactly what it
     writes in the write's own pass; an Arrow table or pandas frame is hashed as stored.
+    ``watch`` (name -> Spark aggregate column) is observed in that same pass; it is not
+    seen when the frame is not Spark's or the columns do not apply to it.
     """
     kind = frame_kind(frame)
     if kind == "spark":
         if by is not None and not by.single:
             _check_spark_keys(frame, by)
-        watched, obs = observed(frame)
+        watched, obs, seeing = _observed(frame, watch)
         if by is not None:
             entries, schema = _write_spark_partitioned(storage, folder, watched, by)
-            return _one_partition_hashed(entries, observed_hash(obs)), schema, observed_hash(obs)
-        entries, schema = _write_spark(storage, folder, watched)
-        return entries, schema, observed_hash(obs)
+            entries = _one_partition_hashed(entries, observed_hash(obs))
+        else:
+            entries, schema = _write_spark(storage, folder, watched)
+        seen = observed_extra(obs, watch or {}) if seeing else None
+        return Written(entries, schema, observed_hash(obs), seen)
     import pyarrow as pa
 
     if kind == "pandas":
@@ -73,9 +90,24 @@ def write_frame(
         table = frame
     if by is None:
         entries, schema = _write_arrow(storage, folder, table)
-        return entries, schema, arrow_row_hash(table, schema)
+        return Written(entries, schema, arrow_row_hash(table, schema))
     entries, schema = _write_arrow_partitioned(storage, folder, table, by)
-    return entries, schema, sum_hashes(e.row_hash for e in entries) or EMPTY
+    return Written(entries, schema, sum_hashes(e.row_hash for e in entries) or EMPTY)
+
+
+def _observed(frame: Any, watch: Mapping[str, Any] | None) -> tuple[Any, Any, bool]:
+    """``frame`` observed with its row hash and, when they apply to it, ``watch``'s
+    columns (a column it lacks or SQL it cannot parse leaves them unseen: their owner
+    then reads the rows and reports the mistake in its own words)."""
+    if watch:
+        try:
+            watched, obs = observed(frame, watch)
+            return watched, obs, True
+        except Exception as exc:
+            if type(exc).__name__ not in ("AnalysisException", "ParseException"):
+                raise
+    watched, obs = observed(frame)
+    return watched, obs, False
 
 
 @dataclass(frozen=True)

@@ -19,7 +19,7 @@ from __future__ import annotations
 import contextlib
 import hashlib
 import json
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
@@ -244,17 +244,30 @@ def _sums(h: Any) -> list[Any]:
     ]
 
 
-def observed(df: DataFrame) -> tuple[DataFrame, Any]:
+def observed(df: DataFrame, extra: Mapping[str, Any] | None = None) -> tuple[DataFrame, Any]:
     """``df`` with its row hash observed: run one action on it (the write), then
-    :func:`observed_hash`. The hash is computed by that action, in the same pass."""
+    :func:`observed_hash`. The hash is computed by that action, in the same pass, and
+    so are the ``extra`` aggregates (name -> Spark column), read back by
+    :func:`observed_extra`."""
     from pyspark.sql import Observation
     from pyspark.sql import functions as F  # noqa: N812
 
     cols = _spark_columns(df)
     obs = Observation()  # an unnamed one gets a unique name: it never clashes
     metrics = [F.count(F.lit(1)), *_sums(F.xxhash64(*cols))]
-    watched = df.observe(obs, *[m.alias(f"strata_h{i}") for i, m in enumerate(metrics)])
+    named = [m.alias(f"strata_h{i}") for i, m in enumerate(metrics)]
+    named += [c.alias(f"{_EXTRA}{n}") for n, c in (extra or {}).items()]
+    watched = df.observe(obs, *named)
     return watched, obs
+
+
+_EXTRA = "strata_x_"
+
+
+def observed_extra(obs: Any, names: Iterable[str]) -> dict[str, int]:
+    """The ``extra`` aggregates (whole numbers) an Observation saw, by name."""
+    got = obs.get
+    return {n: int(got.get(f"{_EXTRA}{n}") or 0) for n in names}
 
 
 def observed_hash(obs: Any) -> RowHash:

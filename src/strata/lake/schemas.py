@@ -3,12 +3,14 @@
 from __future__ import annotations
 
 import base64
+import contextlib
 from typing import TYPE_CHECKING, Any
 
 from strata.errors import SchemaMismatch
 
 if TYPE_CHECKING:
     import pyarrow as pa
+    from pyspark.sql import DataFrame, SparkSession
 
 ARROW_SCHEMA_FACET = "strata_arrowSchema"
 
@@ -86,3 +88,16 @@ def require_compatible(
         current=current,
         written=new,
     )
+
+
+def read_parquet(session: SparkSession, uris: list[str], known: pa.Schema | None) -> DataFrame:
+    """Parquet files as one Spark frame, read with their ``known`` schema: Spark then
+    runs no job to infer it from the footers (it does when it has to)."""
+    reader = session.read
+    if known is not None:
+        from pyspark.sql.pandas.types import from_arrow_schema
+
+        # A type Spark's Arrow mapping lacks: Spark infers the schema itself.
+        with contextlib.suppress(TypeError):
+            reader = reader.schema(from_arrow_schema(known))
+    return reader.parquet(*uris)

@@ -379,7 +379,9 @@ class Lake:
             from pyspark.sql.pandas.types import from_arrow_schema
 
             return session.createDataFrame([], from_arrow_schema(self._arrow_schema(v)))
-        return session.read.parquet(*[self.storage.spark_uri(f.path) for f in files])
+        uris = [self.storage.spark_uri(f.path) for f in files]
+        encoded = v.facets.get(schemas.ARROW_SCHEMA_FACET)
+        return schemas.read_parquet(session, uris, schemas.decode(encoded) if encoded else None)
 
     def _arrow_schema(self, v: Version) -> pa.Schema:
         import pyarrow as pa

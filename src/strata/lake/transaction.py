@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import hashlib
 from collections import Counter
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
 from types import TracebackType
@@ -44,6 +44,7 @@ from strata.store.schema import (
 )
 
 if TYPE_CHECKING:
+    import pyarrow as pa
     from sqlalchemy.engine import Engine
 
     from strata.lake.storage import Storage
@@ -238,6 +239,8 @@ class _Part:
     replace: list[partitions.Key] | None = None  # a SNAPSHOT of only these partitions
     partition_limit: int = partitions.DEFAULT_LIMIT
     runs: dict[str, str] | None = None  # partition key -> the run that wrote it
+    watch: dict[str, Any] | None = None  # Spark aggregates observed by each write
+    seen: dict[str, int] | None = None  # their sums since watch(); None: a write unseen
 
 
 class Transaction:
@@ -360,10 +363,11 @@ class Transaction:
                 single=within is not None,
             )
         try:
-            entries, schema, rows = write_frame(self._lake.storage, part.folder, frame, by)
+            written = write_frame(self._lake.storage, part.folder, frame, by, part.watch)
         except LakeError as exc:
             self._refuse_if_closed_elsewhere(part, exc)
             raise
+        entries, schema, rows = written.entries, written.schema, written.rows
         fields = schemas.fields_of(schema)
         try:
             self._require_within_replaced(part, entries)
@@ -389,7 +393,22 @@ class Transaction:
         part.schema_fields = fields
         part.arrow_schema = schemas.encode(schema)
         part.rows = part.rows.combine(rows) if part.rows is not None else None
+        _add_seen(part, written.seen)
         return entries
+
+    def watch(self, dataset: str, measures: Mapping[str, Any]) -> None:
+        """From now on, observe ``measures`` (name -> Spark aggregate column whose value
+        adds up across writes, such as a count) in the pass of every Spark write to
+        ``dataset``; :meth:`watched` gives their sums."""
+        part = self._part(dataset)
+        part.watch, part.seen = dict(measures), dict.fromkeys(measures, 0)
+
+    def watched(self, dataset: str) -> dict[str, int] | None:
+        """The sums of the watched measures over the writes since :meth:`watch`; None when
+        one of those writes could not observe them (not a Spark frame, or the columns do
+        not apply to it) or some were rolled back."""
+        part = self._part(dataset)
+        return dict(part.seen) if part.watch and part.seen is not None else None
 
     def note_runs(self, runs: Mapping[str, str]) -> None:
         """Record which run wrote each partition (key text -> run id) with the version:
@@ -410,7 +429,7 @@ class Transaction:
             if dropped:
                 del part.adds[mark[part.dataset] :]
                 self._lake.storage.discard(part.folder, [e.path for e in dropped])
-                part.rows = None
+                part.rows = part.seen = None
 
     def narrow(self, keys: list[partitions.Key]) -> None:
         """Replace only ``keys`` of every dataset's partition SNAPSHOT (the others keep
@@ -735,7 +754,25 @@ class Transaction:
 
             known = schemas.decode(part.arrow_schema) if part.arrow_schema else None
             return spark.createDataFrame([], from_arrow_schema(known) if known else StructType())
-        return spark.read.parquet(*[storage.spark_uri(e.path) for e in adds])
+        known = schemas.decode(part.arrow_schema) if part.arrow_schema else None
+        return schemas.read_parquet(spark, [storage.spark_uri(e.path) for e in adds], known)
+
+    def pending_columns(
+        self, dataset: str, columns: Sequence[str], since: int = 0, max_bytes: int = 0
+    ) -> pa.Table | None:
+        """``columns`` of what was written (since the ``since``-th container), read on
+        this process with pyarrow; None when their size in the containers' footers is
+        over ``max_bytes`` (0: no limit)."""
+        import pyarrow.dataset as pads
+
+        storage = self._lake.storage
+        paths = [storage.local(e.path) for e in self._part(dataset).adds[since:]]
+        if not paths:
+            return None
+        found = pads.dataset(paths, format="parquet", filesystem=storage.fs)
+        if max_bytes and _column_bytes(found, columns) > max_bytes:
+            return None
+        return found.to_table(columns=list(columns))
 
     def type_of(self, dataset: str) -> str:
         """How ``dataset``'s part commits: SNAPSHOT, APPEND, UPDATE or DELETE."""
@@ -774,3 +811,26 @@ class Transaction:
         if rows:
             conn.execute(dataset_files.update().where(where).values(removed_commit_id=commit_id))
         return list(rows)
+
+
+def _add_seen(part: _Part, seen: Mapping[str, int] | None) -> None:
+    """Add one write's observed sums to ``part``'s (unseen once, unseen until watched anew)."""
+    if part.seen is None or not part.watch:
+        return
+    if seen is None:
+        part.seen = None
+        return
+    part.seen = {n: part.seen[n] + seen.get(n, 0) for n in part.seen}
+
+
+def _column_bytes(found: Any, columns: Sequence[str]) -> int:
+    """The uncompressed size of ``columns`` in a pyarrow dataset's Parquet footers."""
+    total = 0
+    for fragment in found.get_fragments():
+        meta = fragment.metadata
+        names = [meta.schema.column(i).name for i in range(meta.num_columns)]
+        wanted = [i for i, n in enumerate(names) if n in columns]
+        for g in range(meta.num_row_groups):
+            group = meta.row_group(g)
+            total += sum(group.column(i).total_uncompressed_size for i in wanted)
+    return total

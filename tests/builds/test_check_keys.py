@@ -1,0 +1,94 @@
+"""Key rules counted on the driver: every key's row count, exactly, whatever the types,
+the NULLs, the Arrow chunking, and whether hashes collide."""
+
+from __future__ import annotations
+
+import random
+from collections import Counter
+from datetime import UTC, date, datetime, timedelta
+from typing import Any
+
+import numpy as np
+import pyarrow as pa
+import pytest
+
+from strata.builds import check_keys
+
+
+def _expected(table: pa.Table, columns: list[str], skip_nulls: bool) -> list[int]:
+    """Each distinct key's row count, the plain Python way."""
+    rows = zip(*[table.column(c).to_pylist() for c in columns], strict=True)
+    kept = [r for r in rows if not (skip_nulls and any(v is None for v in r))]
+    return sorted(Counter(kept).values())
+
+
+def _table(rows: int, seed: int) -> pa.Table:
+    rng = random.Random(seed)
+    words = ["", "a", "ab", "ba", "é", "日本", "x" * 40, None]
+    start = datetime(2026, 1, 1, tzinfo=UTC)
+    return pa.table(
+        {
+            "n": pa.array([rng.choice([1, 2, 3, -(2**62), None]) for _ in range(rows)], pa.int64()),
+            "s": pa.array([rng.choice(words) for _ in range(rows)], pa.string()),
+            "b": pa.array([rng.choice([b"\x00", b"\x00\x00", b"", None]) for _ in range(rows)]),
+            "d": pa.array([date(2026, 1, rng.randint(1, 3)) for _ in range(rows)]),
+            "t": pa.array([start + timedelta(seconds=rng.randint(0, 2)) for _ in range(rows)]),
+            "f": pa.array([rng.random() < 0.5 for _ in range(rows)]),
+        }
+    )
+
+
+KEYS = [["n"], ["s"], ["b"], ["d"], ["t"], ["f"], ["s", "n"], ["d", "s", "b"], ["n", "n"]]
+
+
+@pytest.mark.parametrize("columns", KEYS, ids=["+".join(k) for k in KEYS])
+@pytest.mark.parametrize("skip_nulls", [True, False])
+def test_counts_match_a_plain_count(columns: list[str], skip_nulls: bool) -> None:
+    table = _table(3000, seed=len(columns))
+    got = check_keys.group_sizes(table, columns, skip_nulls)
+    assert sorted(got.tolist()) == _expected(table, list(dict.fromkeys(columns)), skip_nulls)
+
+
+def test_chunked_and_sliced_arrays_count_as_one() -> None:
+    whole = _table(2000, seed=7)
+    pieces = pa.concat_tables([whole.slice(0, 700), whole.slice(700, 1), whole.slice(701)])
+    assert pieces.column("s").num_chunks == 3
+    for columns in (["s"], ["s", "t"], ["b", "n"]):
+        got = check_keys.group_sizes(pieces, columns, skip_nulls=False)
+        assert sorted(got.tolist()) == _expected(whole, columns, skip_nulls=False)
+
+
+def test_strings_hash_the_same_in_any_step_size(monkeypatch: pytest.MonkeyPatch) -> None:
+    strings = pa.array([f"key-{i}" * (i % 5) for i in range(500)])
+    whole = check_keys._bytes_hash(strings)
+    monkeypatch.setattr(check_keys, "_BYTES_PER_STEP", 7)
+    assert np.array_equal(check_keys._bytes_hash(strings), whole)
+    assert len(set(whole.tolist())) == len(set(strings.to_pylist()))
+
+
+def test_colliding_hashes_never_change_a_count(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Every value hashed alike: the exact grouping of rows that share a hash decides."""
+
+    def collide(column: Any) -> Any:
+        return np.zeros(len(column), dtype=np.uint64)
+
+    monkeypatch.setattr(check_keys, "_column_hash", collide)
+    table = _table(1000, seed=3)
+    for columns in (["s"], ["s", "d"]):
+        got = check_keys.group_sizes(table, columns, skip_nulls=True)
+        assert sorted(got.tolist()) == _expected(table, columns, skip_nulls=True)
+
+
+def test_unique_keys_are_all_ones_and_empty_tables_have_none() -> None:
+    unique = pa.table({"id": pa.array(np.random.default_rng(1).permutation(100_000))})
+    sizes = check_keys.group_sizes(unique, ["id"], skip_nulls=True)
+    assert len(sizes) == 100_000 and int(sizes.max()) == 1
+    nothing = pa.table({"id": pa.array([None, None], pa.int64())})
+    assert check_keys.group_sizes(nothing, ["id"], skip_nulls=True).tolist() == []
+    assert check_keys.group_sizes(nothing, ["id"], skip_nulls=False).tolist() == [2]
+
+
+def test_float_decimal_and_nested_keys_are_left_to_spark() -> None:
+    assert check_keys.supported([pa.string(), pa.int32(), pa.date32(), pa.timestamp("us")])
+    for t in (pa.float64(), pa.decimal128(10, 2), pa.list_(pa.int64())):
+        assert not check_keys.supported([pa.string(), t])
