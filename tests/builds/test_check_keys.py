@@ -83,6 +83,8 @@ def test_unique_keys_are_all_ones_and_empty_tables_have_none() -> None:
     unique = pa.table({"id": pa.array(np.random.default_rng(1).permutation(100_000))})
     sizes = check_keys.group_sizes(unique, ["id"], skip_nulls=True)
     assert len(sizes) == 100_000 and int(sizes.max()) == 1
+    in_order = pa.table({"id": pa.array(np.arange(10) // 2)})  # sorted: no sort needed
+    assert check_keys.group_sizes(in_order, ["id"], skip_nulls=True).tolist() == [2] * 5
     nothing = pa.table({"id": pa.array([None, None], pa.int64())})
     assert check_keys.group_sizes(nothing, ["id"], skip_nulls=True).tolist() == []
     assert check_keys.group_sizes(nothing, ["id"], skip_nulls=False).tolist() == [2]

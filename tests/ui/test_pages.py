@@ -300,6 +300,14 @@ def test_column_lineage_page_draws_the_columns(site: Site) -> None:
     schema = site.lake().read_arrow("metrics/experiment_daily").schema.names
     drawn = {c.find_element(By.CSS_SELECTOR, "text.label").text for c in columns}
     assert set(schema) <= drawn
+    # Builds record where each column came from: the page draws those edges.
+    edges = css(site, "svg.graph path.edge")
+    summary = site.driver.find_element(By.CSS_SELECTOR, ".columns-page .summary").text
+    assert edges and f"{len(edges)} edges" in summary, summary
+    upstream = {e.get_attribute("data-from") for e in edges} | {
+        e.get_attribute("data-to") for e in edges
+    }
+    assert any(":metrics/customer_daily:" in n for n in upstream), upstream
 
 
 @pytest.mark.parametrize("route", ["#/", ds("metrics/customer_hourly"), "#/status"])

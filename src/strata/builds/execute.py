@@ -9,13 +9,14 @@ A transform that raises aborts its transaction: no current version moves.
 
 from __future__ import annotations
 
+import logging
 import time
 import traceback
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field, replace
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
-from strata.builds import check_eval, check_keys, incremental
+from strata.builds import check_eval, check_keys, incremental, plan_lineage
 from strata.builds.causes import Outcome
 from strata.builds.check_eval import Target
 from strata.builds.checks import Check, CheckResult, failure_message
@@ -58,6 +59,8 @@ from strata.lake.transaction import Transaction
 if TYPE_CHECKING:
     import pyarrow as pa
     from pyspark.sql import SparkSession
+
+log = logging.getLogger(__name__)
 
 
 @dataclass
@@ -158,10 +161,11 @@ def run_transform(
     result.inputs = {v.dataset: v.commit_id for v in inputs.values()}
     readable = (*item.input_names, *item.output_names)
     judged = result.checks
+    lineage: dict[str, dict[str, Any]] = {}
     try:
         _hold_base(txn, plan)
         with reads_limited_to(f"transform {item.fqn} ({item.where})", readable):
-            call_transform(lake, ctx.spark, item, inputs, txn, plan, judged=judged)
+            call_transform(lake, ctx.spark, item, inputs, txn, plan, judged=judged, lineage=lineage)
         result.rows = sum(txn.rows_written(name) for name in item.output_names)
         txn.commit()
     except BaseException as exc:
@@ -175,7 +179,10 @@ def run_transform(
         result.retryable = can_pass(exc)
         result.seconds = time.monotonic() - started
         return result
-    written = [_at(txn.versions[name], output=True) for name in item.output_names]
+    written = [
+        replace(_at(txn.versions[name], output=True), column_lineage=lineage.get(name))
+        for name in item.output_names
+    ]
     committed = {name: txn.versions[name].commit_id for name in item.output_names}
     _end_run(ctx, item, spec, "COMPLETE", (read, written), judged, result.inputs, committed)
     result.outcome = Outcome.BUILT
@@ -276,11 +283,13 @@ def call_transform(
     plan: Plan | None = None,
     partition: Partition | None = None,
     judged: list[CheckResult] | None = None,
+    lineage: dict[str, dict[str, Any]] | None = None,
 ) -> None:
     """Call the function on ``inputs`` and write what it makes into ``txn`` (uncommitted);
     for one ``partition``, on the input partitions feeding it, writing only into it.
     Input checks are judged first and output checks last, into ``judged``; a failed
-    FAIL check raises :class:`CheckFailed`."""
+    FAIL check raises :class:`CheckFailed`. Each output's column lineage, derived from
+    the plan of the frame written, goes into ``lineage``."""
     pickle_by_value(item.root)
     plan = plan or incremental.whole(item, inputs)
     t = item.transform
@@ -308,6 +317,7 @@ def call_transform(
         require_dataframe(item, df, "its return value")
         require_declared_files(lake, item, allowed, df)
         txn.write(df, dataset=t.outputs[DF_OUTPUT].name, within=within)
+        frames = {t.outputs[DF_OUTPUT].name: df}
     else:
         outs = {
             p: OutputHandle(lake, spark, item, txn, o.name, allowed, plan, within)
@@ -321,9 +331,40 @@ def call_transform(
                 "write_dataframe(df) on every output",
                 transform=item.fqn,
             )
+        frames = {h.name: h.frame for h in outs.values()}
+    if lineage is not None:
+        lineage |= derived_lineage(lake, allowed, frames)
     for o in t.outputs.values():
         if o.checks:
             judge(_written(lake, spark, txn, o.name, mark[o.name], within), o.checks)
+
+
+def derived_lineage(
+    lake: Lake, read: Mapping[str, Version], frames: Mapping[str, Any]
+) -> dict[str, dict[str, Any]]:
+    """Each written frame's column lineage (``columnLineage`` ``fields``), its leaves
+    named by the lake files they read. Lineage is a description of the run, not part of
+    it: a plan it cannot follow leaves that output without one, never fails the build."""
+    names = {v.dataset_uuid: v.dataset for v in read.values()}
+
+    def dataset_of(uri: str) -> str | None:
+        rel = lake.storage.relative(uri)
+        return names.get(rel.split("/", 1)[0]) if rel else None
+
+    out: dict[str, dict[str, Any]] = {}
+    for name, frame in frames.items():
+        if frame is None:
+            continue
+        try:
+            fields = plan_lineage.column_lineage_fields(frame, lake.namespace, dataset_of)
+        except Exception:
+            log.warning(
+                "no column lineage for %s: its plan could not be followed", name, exc_info=True
+            )
+            continue
+        if fields is not None:
+            out[name] = fields
+    return out
 
 
 def _key_text(item: Declared, within: Mapping[str, str] | None) -> str | None:

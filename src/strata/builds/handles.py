@@ -89,6 +89,7 @@ class OutputHandle:
         self._lake, self._spark, self._item, self._txn, self.name = lake, spark, item, txn, name
         self._allowed, self._plan, self._within = allowed, plan, within
         self.written = False
+        self.frame: DataFrame | None = None  # what was written, for its column lineage
 
     def set_mode(self, mode: str) -> None:
         """``modify`` (append to the output) or ``replace`` it; before writing."""
@@ -135,7 +136,7 @@ class OutputHandle:
         if self.written:
             raise self._error(f"wrote {self.name!r} twice; union the frames and write once")
         self._txn.write(df, dataset=self.name, within=self._within)
-        self.written = True
+        self.written, self.frame = True, df
 
     def _error(self, what: str) -> TransformError:
         return TransformError(

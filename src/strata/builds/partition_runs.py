@@ -62,6 +62,7 @@ class PartitionRun:
     reason: str | None = None
     rows: int = 0
     checks: list[CheckResult] = field(default_factory=list)
+    lineage: dict[str, dict[str, Any]] = field(default_factory=dict)  # by output
 
     def to_dict(self) -> dict[str, Any]:
         out: dict[str, Any] = {
@@ -192,10 +193,11 @@ def _run_one(
     partition = Partition(where, sources, filtered)
     readable = (*item.input_names, *item.output_names)
     judged: list[CheckResult] = []
+    lineage: dict[str, dict[str, Any]] = {}
     try:
         with reads_limited_to(f"transform {item.fqn} ({item.where})", readable):
             plan = incremental.whole(item, inputs)
-            call_transform(ctx.lake, ctx.spark, item, inputs, txn, plan, partition, judged)
+            call_transform(ctx.lake, ctx.spark, item, inputs, txn, plan, partition, judged, lineage)
     except Exception as exc:
         txn.rollback(mark)
         event = run_event(
@@ -211,7 +213,7 @@ def _run_one(
         reason = failure_reason(exc, item)
         return PartitionRun(key, Outcome.FAILED, spec.run_id, reason, checks=judged)
     rows = sum(txn.rows_written(n, since=mark[n]) for n in item.output_names)
-    return PartitionRun(key, Outcome.BUILT, spec.run_id, rows=rows, checks=judged)
+    return PartitionRun(key, Outcome.BUILT, spec.run_id, rows=rows, checks=judged, lineage=lineage)
 
 
 def _known(versions: Mapping[str, int | None]) -> dict[str, int]:
@@ -262,8 +264,17 @@ def _commit(
             )
         result.reason, result.retryable = _summary(out), can_pass(exc)
         return
+    # Every partition runs the same plan: the first one's lineage is the version's.
     written = [
-        DatasetAt(v.dataset, v.commit_id, v.schema_fields, v.row_count, v.byte_count, v.file_count)
+        DatasetAt(
+            v.dataset,
+            v.commit_id,
+            v.schema_fields,
+            v.row_count,
+            v.byte_count,
+            v.file_count,
+            column_lineage=done[0].lineage.get(v.dataset),
+        )
         for v in (txn.versions[n] for n in item.output_names)
     ]
     for i, p in enumerate(done):

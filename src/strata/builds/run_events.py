@@ -44,6 +44,8 @@ class DatasetAt:
     read_from: int | None = None  # an input read as the rows added after this version
     # What its checks found (OpenLineage ``dataQualityAssertions`` entries), if any.
     assertions: tuple[dict[str, Any], ...] = ()
+    # An output's OpenLineage ``columnLineage`` ``fields``, when derived from its plan.
+    column_lineage: dict[str, Any] | None = None
 
 
 @dataclass(frozen=True)
@@ -135,6 +137,12 @@ def _dataset(namespace: str, at: DatasetAt, output: bool) -> dict[str, Any]:
             "_schemaURL": "https://openlineage.io/spec/facets/1-1-0/"
             "DataQualityAssertionsDatasetFacet.json",
             "assertions": list(at.assertions),
+        }
+    if output and at.column_lineage is not None:
+        facets["columnLineage"] = {
+            "_producer": PRODUCER,
+            "_schemaURL": "https://openlineage.io/spec/facets/1-2-0/ColumnLineageDatasetFacet.json",
+            "fields": at.column_lineage,
         }
     if output and at.rows is not None:
         stats = {"rowCount": at.rows, "size": at.size, "fileCount": at.files}

@@ -341,11 +341,14 @@ def write_outputs(conn: Connection, outputs: Sequence[Output]) -> None:
         run, io = out.run, out.io
         merged = {**io.facets, **io.io_facets}
         label = fx.dataset_version_label(merged)
+        created = run.ended_at or io.first_seen
         if out.lake:
-            _bind_lake_output(conn, run, out.dataset, label)
+            bound = _bind_lake_output(conn, run, out.dataset, label)
+            if bound is not None:  # its column lineage is this run's, whatever came before
+                cleared.append(bound)
+                edges += _edges(conn, run, io, merged, bound, created)
             continue
         uuid = ids.output_version_uuid(run.run_id, out.dataset)
-        created = run.ended_at or io.first_seen
         stats = fx.get(io.io_facets, "outputStatistics")
         versions.append(
             {
@@ -366,26 +369,40 @@ def write_outputs(conn: Connection, outputs: Sequence[Output]) -> None:
         )
         if not out.fresh:
             cleared.append(uuid)
-        for edge in fx.column_edges(merged):
-            if (edge.input_namespace, edge.input_name) not in run.inputs:
-                continue  # not a dataset the run read: dropped, as Marquez drops it
-            source = touch_dataset(conn, edge.input_namespace, edge.input_name, io.first_seen)
-            edges.append(
-                {
-                    "dataset_version_uuid": uuid,
-                    "output_field": edge.output_field,
-                    "input_dataset_uuid": source,
-                    "input_field": edge.input_field,
-                    "transformation_type": edge.transformation_type,
-                    "transformation_description": edge.transformation_description,
-                    "created_at": created,
-                }
-            )
+        edges += _edges(conn, run, io, merged, uuid, created)
     if versions:
         execute_many(conn, upsert(conn, dv, list(versions[0]), ["uuid"]), versions)
     delete_in(conn, cl, "dataset_version_uuid", cleared)
     if edges:
         execute_many(conn, cached(("cl-insert",), cl.insert), edges)
+
+
+def _edges(
+    conn: Connection,
+    run: RunFold,
+    io: IoFold,
+    facets: dict[str, Any],
+    version: str,
+    created: datetime,
+) -> list[dict[str, Any]]:
+    """The ``column_lineage`` rows of one output version, from its ``columnLineage``."""
+    rows = []
+    for edge in fx.column_edges(facets):
+        if (edge.input_namespace, edge.input_name) not in run.inputs:
+            continue  # not a dataset the run read: dropped, as Marquez drops it
+        source = touch_dataset(conn, edge.input_namespace, edge.input_name, io.first_seen)
+        rows.append(
+            {
+                "dataset_version_uuid": version,
+                "output_field": edge.output_field,
+                "input_dataset_uuid": source,
+                "input_field": edge.input_field,
+                "transformation_type": edge.transformation_type,
+                "transformation_description": edge.transformation_description,
+                "created_at": created,
+            }
+        )
+    return rows
 
 
 def labelled_outputs(events: Sequence[Event]) -> list[tuple[Event, DatasetRef, str]]:
@@ -431,14 +448,18 @@ def _missing_commit(run_id: str | None, label: str) -> InvalidEvent:
     )
 
 
-def _bind_lake_output(conn: Connection, run: RunFold, dataset: str, label: str | None) -> None:
+def _bind_lake_output(
+    conn: Connection, run: RunFold, dataset: str, label: str | None
+) -> str | None:
+    """Name ``run`` as the producer of the lake commit it wrote; that version's uuid."""
     if label is None:
-        return  # nothing says which commit the run wrote; the transaction service may know
+        return None  # nothing says which commit the run wrote; the transaction service may
     found = _by_label(conn, dataset, label, lake=True)
     if found is None:
         raise _missing_commit(run.run_id, label)
     dv = s.dataset_versions
     conn.execute(dv.update().where(dv.c.uuid == found[0]).values(run_uuid=run.run_id))
+    return str(found[0])
 
 
 @dataclass(frozen=True)

@@ -1,0 +1,123 @@
+"""Column lineage of builds: every output a build writes carries the lineage derived
+from its Spark plan, stored with the version and answered by Marquez's routes."""
+
+from __future__ import annotations
+
+import dataclasses
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+from urllib.parse import quote
+
+import pytest
+from build_support import SHOP, Project, clicks, project_of, users
+
+from strata.settings import Settings
+
+
+@pytest.fixture
+def built(settings: Settings, tmp_path: Path) -> Iterator[tuple[Project, Any]]:
+    """The shop pipeline built once, and a client of the API over its store."""
+    from fastapi.testclient import TestClient
+
+    from strata.api import create_app
+
+    with project_of(settings, tmp_path, SHOP) as p:
+        p.append("raw/clicks", clicks(("ada", 50), ("ada", 500), ("bob", -1), ("bob", 120)))
+        p.append("raw/users", users(("ada", "UK"), ("bob", "US"), ("bob", "US")))
+        p.json("build", "--pipeline", str(p.folder), "--all")
+        app = create_app(dataclasses.replace(p.settings, pipelines=(str(p.folder),)), p.lake.engine)
+        with TestClient(app) as api:
+            yield p, api
+
+
+def _inputs(api: Any, ns: str, dataset: str) -> dict[str, dict[tuple[str, str], set[str]]]:
+    """Each field's input fields and their transformations, from the Marquez dataset."""
+    body = api.get(f"/api/v1/namespaces/{ns}/datasets/{quote(dataset, safe='')}").json()
+    fields = body["facets"]["columnLineage"]["fields"]
+    return {
+        out: {
+            (i["name"], i["field"]): {f"{t['type']}/{t['subtype']}" for t in i["transformations"]}
+            for i in spec["inputFields"]
+        }
+        for out, spec in fields.items()
+    }
+
+
+def test_every_built_output_carries_its_column_lineage(built: tuple[Project, Any]) -> None:
+    p, api = built
+    ns = p.lake.namespace
+    # A filter: each column is itself, filtered by ms.
+    clean = _inputs(api, ns, "clean/clicks")
+    assert clean["user"] == {
+        ("raw/clicks", "user"): {"DIRECT/IDENTITY"},
+        ("raw/clicks", "ms"): {"INDIRECT/FILTER"},
+    }
+    # Both outputs of one @transform.
+    for out in ("clicks/slow", "clicks/fast"):
+        assert _inputs(api, ns, out)["ms"][("clean/clicks", "ms")] == {
+            "DIRECT/IDENTITY",
+            "INDIRECT/FILTER",
+        }
+    # A join and an aggregation: count(*) reads no column, but is grouped and joined.
+    per_user = _inputs(api, ns, "metrics/slow_per_user")
+    assert per_user["country"][("clean/users", "country")] == {
+        "DIRECT/IDENTITY",
+        "INDIRECT/GROUP_BY",
+    }
+    assert per_user["clicks"] == {
+        ("clicks/slow", "user"): {"INDIRECT/JOIN", "INDIRECT/GROUP_BY"},
+        ("clean/users", "user"): {"INDIRECT/JOIN"},  # the join's key is the left one
+        ("clean/users", "country"): {"INDIRECT/GROUP_BY"},
+    }
+    # A full outer join on names: the key is a coalesce of both sides.
+    report = _inputs(api, ns, "report/users")
+    assert {k for k, v in report["user"].items() if "DIRECT/TRANSFORMATION" in v} == {
+        ("metrics/slow_per_user", "user"),
+        ("metrics/fast_per_user", "user"),
+    }
+    assert "DIRECT/TRANSFORMATION" in report["slow"][("metrics/slow_per_user", "clicks")]
+
+
+def test_column_lineage_walks_builds_down_to_raw_fields(built: tuple[Project, Any]) -> None:
+    p, api = built
+    ns = p.lake.namespace
+    node = f"datasetField:{ns}:report/users:slow"
+    graph = api.get("/api/v1/column-lineage", params={"nodeId": node, "depth": 20}).json()
+    ids = {n["id"] for n in graph["graph"]}
+    for upstream in (
+        "metrics/slow_per_user:clicks",
+        "clicks/slow:user",
+        "clean/clicks:ms",
+        "raw/clicks:ms",
+        "raw/users:country",
+    ):
+        assert f"datasetField:{ns}:{upstream}" in ids, sorted(ids)
+    # Nothing from the other branch's count reaches the slow one.
+    assert f"datasetField:{ns}:metrics/fast_per_user:clicks" not in ids
+
+    down = api.get(
+        "/api/v1/column-lineage",
+        params={"nodeId": f"datasetField:{ns}:raw/users:country", "withDownstream": True},
+    ).json()
+    reached = {n["id"] for n in down["graph"]}
+    assert f"datasetField:{ns}:report/countries:country" in reached
+    assert f"datasetField:{ns}:report/users:country" in reached
+
+
+def test_a_rebuilt_version_keeps_its_own_lineage(built: tuple[Project, Any]) -> None:
+    """The lineage is stored with the version: a program change that drops a column
+    changes the new version's lineage and leaves the old one's as it was."""
+    p, api = built
+    ns = p.lake.namespace
+    p.edit(
+        'return users.groupBy("country").agg(F.count("*").alias("users"))',
+        'return users.groupBy("country").agg(F.countDistinct("user").alias("users"))',
+    )
+    p.json("build", "--pipeline", str(p.folder), "report/countries")
+    now = _inputs(api, ns, "report/countries")["users"]
+    assert now[("clean/users", "user")] == {"DIRECT/AGGREGATION"}
+    node = f"datasetField:{ns}:report/countries:users"
+    old = api.get("/api/v1/column-lineage", params={"nodeId": f"{node}#1"}).json()["graph"]
+    first = next(n for n in old if n["id"].startswith(node))
+    assert [f["field"] for f in first["data"]["inputFields"]] == ["country"]
