@@ -64,17 +64,13 @@ def measure(backend: str, firings: int, every: int, poll: float) -> dict[str, An
         )
         command = [sys.executable, "-m", "strata.cli.main", "worker", "--poll", str(poll)]
         workers = [
-            subprocess.Popen(
-                command, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL
-            )
+            subprocess.Popen(command, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
             for _ in range(2)
         ]
         try:
             rows = _wait_for_firings(lake, sa.text(FIRINGS), firings + 1)
             with lake.engine.connect() as conn:
-                builds = [
-                    conn.execute(sa.text(RUNS_UNDER), {"run": r[3]}).scalar() for r in rows
-                ]
+                builds = [conn.execute(sa.text(RUNS_UNDER), {"run": r[3]}).scalar() for r in rows]
         finally:
             for w in workers:
                 w.terminate()

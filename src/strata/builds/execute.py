@@ -13,6 +13,7 @@ import logging
 import time
 import traceback
 from collections.abc import Mapping, Sequence
+from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING, Any
 
@@ -312,15 +313,16 @@ def call_transform(
         if o.checks:  # judged from what the write itself observes, where it can
             txn.watch(o.name, check_eval.row_measures(o.checks))
     allowed = {**{v.dataset: v for v in inputs.values()}, **_previous_outputs(lake, plan)}
+    traced = _Lineage(lake, allowed)
     if t.kind == "df":
         df = t.func(**{p: h.dataframe() for p, h in handles.items()})
         require_dataframe(item, df, "its return value")
         require_declared_files(lake, item, allowed, df)
+        traced.start(t.outputs[DF_OUTPUT].name, df)
         txn.write(df, dataset=t.outputs[DF_OUTPUT].name, within=within)
-        frames = {t.outputs[DF_OUTPUT].name: df}
     else:
         outs = {
-            p: OutputHandle(lake, spark, item, txn, o.name, allowed, plan, within)
+            p: OutputHandle(lake, spark, item, txn, o.name, allowed, plan, within, traced.start)
             for p, o in t.outputs.items()
         }
         t.func(**handles, **outs)
@@ -331,40 +333,51 @@ def call_transform(
                 "write_dataframe(df) on every output",
                 transform=item.fqn,
             )
-        frames = {h.name: h.frame for h in outs.values()}
     if lineage is not None:
-        lineage |= derived_lineage(lake, allowed, frames)
+        lineage |= traced.results()
     for o in t.outputs.values():
         if o.checks:
             judge(_written(lake, spark, txn, o.name, mark[o.name], within), o.checks)
 
 
-def derived_lineage(
-    lake: Lake, read: Mapping[str, Version], frames: Mapping[str, Any]
-) -> dict[str, dict[str, Any]]:
-    """Each written frame's column lineage (``columnLineage`` ``fields``), its leaves
-    named by the lake files they read. Lineage is a description of the run, not part of
-    it: a plan it cannot follow leaves that output without one, never fails the build."""
+# Deriving a plan's lineage waits on the JVM (its plan's JSON) for tens of milliseconds:
+# it runs beside the write, which waits on the JVM far longer.
+_TRACERS = ThreadPoolExecutor(max_workers=2, thread_name_prefix="strata-lineage")
+
+
+class _Lineage:
+    """Each written frame's column lineage, derived while Spark writes the frame."""
+
+    def __init__(self, lake: Lake, read: Mapping[str, Version]) -> None:
+        self._lake, self._read = lake, read
+        self._pending: dict[str, Future[dict[str, Any] | None]] = {}
+
+    def start(self, name: str, frame: Any) -> None:
+        self._pending[name] = _TRACERS.submit(derive_lineage, self._lake, self._read, name, frame)
+
+    def results(self) -> dict[str, dict[str, Any]]:
+        """Each output's ``columnLineage`` ``fields`` (none where it was not derived)."""
+        done = {name: f.result() for name, f in self._pending.items()}
+        return {name: fields for name, fields in done.items() if fields is not None}
+
+
+def derive_lineage(
+    lake: Lake, read: Mapping[str, Version], name: str, frame: Any
+) -> dict[str, Any] | None:
+    """The column lineage of ``frame`` written to ``name``, its leaves named by the lake
+    files they read. Lineage describes the run; it is not part of it: a plan it cannot
+    follow leaves that output without one, and never fails the build."""
     names = {v.dataset_uuid: v.dataset for v in read.values()}
 
     def dataset_of(uri: str) -> str | None:
         rel = lake.storage.relative(uri)
         return names.get(rel.split("/", 1)[0]) if rel else None
 
-    out: dict[str, dict[str, Any]] = {}
-    for name, frame in frames.items():
-        if frame is None:
-            continue
-        try:
-            fields = plan_lineage.column_lineage_fields(frame, lake.namespace, dataset_of)
-        except Exception:
-            log.warning(
-                "no column lineage for %s: its plan could not be followed", name, exc_info=True
-            )
-            continue
-        if fields is not None:
-            out[name] = fields
-    return out
+    try:
+        return plan_lineage.column_lineage_fields(frame, lake.namespace, dataset_of)
+    except Exception:
+        log.warning("no column lineage for %s: its plan could not be followed", name, exc_info=True)
+        return None
 
 
 def _key_text(item: Declared, within: Mapping[str, str] | None) -> str | None:

@@ -11,7 +11,7 @@ replace the output instead of appending to it.
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
 from strata.builds.discovery import Declared
@@ -85,11 +85,12 @@ class OutputHandle:
         allowed: Mapping[str, Version],
         plan: Plan,
         within: Mapping[str, str] | None = None,
+        on_write: Callable[[str, DataFrame], None] | None = None,
     ) -> None:
         self._lake, self._spark, self._item, self._txn, self.name = lake, spark, item, txn, name
         self._allowed, self._plan, self._within = allowed, plan, within
+        self._on_write = on_write  # told of the frame before it is written
         self.written = False
-        self.frame: DataFrame | None = None  # what was written, for its column lineage
 
     def set_mode(self, mode: str) -> None:
         """``modify`` (append to the output) or ``replace`` it; before writing."""
@@ -135,8 +136,10 @@ class OutputHandle:
         require_declared_files(self._lake, self._item, self._allowed, df)
         if self.written:
             raise self._error(f"wrote {self.name!r} twice; union the frames and write once")
+        if self._on_write is not None:
+            self._on_write(self.name, df)
         self._txn.write(df, dataset=self.name, within=self._within)
-        self.written, self.frame = True, df
+        self.written = True
 
     def _error(self, what: str) -> TransformError:
         return TransformError(
