@@ -85,6 +85,11 @@ def test_unique_keys_are_all_ones_and_empty_tables_have_none() -> None:
     assert len(sizes) == 100_000 and int(sizes.max()) == 1
     in_order = pa.table({"id": pa.array(np.arange(10) // 2)})  # sorted: no sort needed
     assert check_keys.group_sizes(in_order, ["id"], skip_nulls=True).tolist() == [2] * 5
+    runs = pa.table({"id": pa.chunked_array([np.arange(5, 10), np.arange(0, 7)])})  # merged
+    assert sorted(check_keys.group_sizes(runs, ["id"], skip_nulls=True).tolist()) == [1] * 8 + [
+        2,
+        2,
+    ]
     nothing = pa.table({"id": pa.array([None, None], pa.int64())})
     assert check_keys.group_sizes(nothing, ["id"], skip_nulls=True).tolist() == []
     assert check_keys.group_sizes(nothing, ["id"], skip_nulls=False).tolist() == [2]

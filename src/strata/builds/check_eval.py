@@ -17,6 +17,7 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from datetime import date, datetime
 from decimal import Decimal
+from functools import partial
 from typing import TYPE_CHECKING, Any
 
 from strata.builds import check_keys
@@ -183,21 +184,29 @@ def row_measures(checks: Sequence[Check]) -> dict[str, Column]:
     named as :func:`judge` reads them: a writer may observe them in its own pass
     (:attr:`Target.seen`), so that judging them reads nothing."""
     leaves = [leaf for c in checks for leaf in _leaves(c.expectation)]
-    return _per_row(leaves)
+    return {name: build() for name, build in _per_row(leaves).items()}
 
 
-def _per_row(leaves: Sequence[Expectation]) -> dict[str, Column]:
+def _per_row(leaves: Sequence[Expectation]) -> dict[str, Callable[[], Column]]:
+    """Each row measure's name and how to make its Spark column (each call into the JVM
+    costs: a measure the write observed is never built again)."""
     from pyspark.sql import functions as sf
 
     rules = [e for e in leaves if isinstance(e, RowRule)]
     keyed = [e for e in leaves if isinstance(e, KeyRule)]
-    per_row: dict[str, Column] = {"_s_rows": sf.count(sf.lit(1))}
+    per_row: dict[str, Callable[[], Column]] = {"_s_rows": partial(sf.count, sf.lit(1))}
     for i, r in enumerate(rules):
-        per_row[f"_s_r{i}"] = sf.sum(sf.when(_failing_rows(r), 1).otherwise(0))
+        per_row[f"_s_r{i}"] = partial(_count_where, partial(_failing_rows, r))
     for i, k in enumerate(keyed):
         if k.not_null:
-            per_row[f"_s_n{i}"] = sf.sum(sf.when(_any_null(k.keys), 1).otherwise(0))
+            per_row[f"_s_n{i}"] = partial(_count_where, partial(_any_null, k.keys))
     return per_row
+
+
+def _count_where(test: Callable[[], Column]) -> Column:
+    from pyspark.sql import functions as sf
+
+    return sf.sum(sf.when(test(), 1).otherwise(0))
 
 
 def _aggregate(target: Target, leaves: Sequence[Expectation]) -> dict[int, _Found]:
@@ -210,7 +219,7 @@ def _aggregate(target: Target, leaves: Sequence[Expectation]) -> dict[int, _Foun
     per_row = _per_row(leaves)
     keys = _key_columns(target, keyed)
     if keyed and keys is None:
-        row = _grouped(target.frame, keyed, per_row)
+        row = _grouped(target.frame, keyed, {n: build() for n, build in per_row.items()})
     else:
         row = _totals(target, per_row)
         if keys is not None:
@@ -228,11 +237,11 @@ def _aggregate(target: Target, leaves: Sequence[Expectation]) -> dict[int, _Foun
     return out
 
 
-def _totals(target: Target, per_row: Mapping[str, Column]) -> dict[str, Any]:
+def _totals(target: Target, per_row: Mapping[str, Callable[[], Column]]) -> dict[str, Any]:
     """The row measures: as the write observed them, else from one pass."""
     if target.seen is not None and per_row.keys() <= target.seen.keys():
         return {n: target.seen[n] for n in per_row}
-    totals = target.frame.agg(*[c.alias(n) for n, c in per_row.items()]).collect()[0]
+    totals = target.frame.agg(*[build().alias(n) for n, build in per_row.items()]).collect()[0]
     return dict(totals.asDict())
 
 

@@ -19,6 +19,8 @@ if TYPE_CHECKING:
 
 #: Above this size of key columns (uncompressed, in the Parquet footers), Spark judges.
 MAX_BYTES = 512 * 1024 * 1024
+# At most this many sorted runs are merged rather than sorted anew.
+_FEW_RUNS = 64
 # Rows of string keys hashed per step: bounds the memory of the byte arrays.
 _BYTES_PER_STEP = 1 << 23
 
@@ -46,12 +48,20 @@ def group_sizes(table: pa.Table, columns: Sequence[str], skip_nulls: bool) -> np
         return np.zeros(0, dtype=np.int64)
     first = table.column(columns[0])
     if len(columns) == 1 and _kind(first.type) == "int" and first.null_count == 0:
-        values = _integers(first)
-        # Keys are often written in order (ids, times): then they need no sort.
-        ordered = values if bool(np.all(values[1:] >= values[:-1])) else np.sort(values)
-        sizes, _ = _runs(ordered)
+        sizes, _ = _runs(_sorted(_integers(first)))
         return sizes
     return _sizes_by_hash(table, columns)
+
+
+def _sorted(values: np.ndarray) -> np.ndarray:
+    """``values`` in order. Keys are often written in order (ids, times), one sorted run
+    per file: such runs are merged (Timsort finds them), anything else is quicksorted."""
+    import numpy as np
+
+    descents = int(np.count_nonzero(values[1:] < values[:-1]))
+    if descents == 0:
+        return values
+    return np.sort(values, kind="stable" if descents <= _FEW_RUNS else "quicksort")
 
 
 def _sizes_by_hash(table: pa.Table, columns: Sequence[str]) -> np.ndarray:
