@@ -121,6 +121,8 @@ def _explore(settings: Settings, pipelines: Path, seconds: float) -> None:
         f"curl '{base}/namespaces/{ns}/jobs/daily.experiment_metrics/runs'\n"
         f"curl '{base}/namespaces/{ns}/jobs/regions.daily/runs?partition=region=JP'\n"
         f"curl '{base}/namespaces/{ns}/datasets/metrics%2Fexperiment_daily/versions'\n"
+        f"curl '{base}/column-lineage?depth=20&nodeId=datasetField:{ns}:"
+        "metrics/experiment_daily:clicks_per_customer'\n"
         f"open {site}/             # lineage, versions and what is out of date, in a browser",
         highlight=False,
         soft_wrap=True,
