@@ -9,6 +9,7 @@ from pathlib import Path
 from typing import Any
 from urllib.parse import quote
 
+import pyarrow as pa
 import pytest
 from build_support import SHOP, Project, clicks, project_of, users
 
@@ -121,3 +122,26 @@ def test_a_rebuilt_version_keeps_its_own_lineage(built: tuple[Project, Any]) -> 
     old = api.get("/api/v1/column-lineage", params={"nodeId": f"{node}#1"}).json()["graph"]
     first = next(n for n in old if n["id"].startswith(node))
     assert [f["field"] for f in first["data"]["inputFields"]] == ["country"]
+
+
+def test_a_partitioned_output_has_the_lineage_of_a_whole_build(
+    settings: Settings, tmp_path: Path
+) -> None:
+    """Each partition runs the same plan: the version's lineage is that plan's, derived
+    once, whichever partitions built."""
+    from fastapi.testclient import TestClient
+
+    from strata.api import create_app
+
+    checks = Path(__file__).with_name("checks_pipeline.py")
+    with project_of(settings, tmp_path, checks) as p:
+        table = pa.table({"day": ["d1", "d2", "d3"], "amount": [1.0, 2.0, 3.0]})
+        with p.lake.transaction("raw/daily", "SNAPSHOT", partition_by=["day"]) as txn:
+            txn.write(table)
+        report = p.json("build", "--pipeline", str(p.folder), "daily/orders")
+        parts = report["transforms"][0]["partitions"]
+        assert [x["outcome"] for x in parts] == ["built"] * 3
+        with TestClient(create_app(p.settings, p.lake.engine)) as api:
+            fields = _inputs(api, p.lake.namespace, "daily/orders")
+    assert fields["amount"][("raw/daily", "amount")] == {"DIRECT/IDENTITY"}
+    assert fields["day"][("raw/daily", "day")] == {"DIRECT/IDENTITY"}

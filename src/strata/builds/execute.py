@@ -313,7 +313,7 @@ def call_transform(
         if o.checks:  # judged from what the write itself observes, where it can
             txn.watch(o.name, check_eval.row_measures(o.checks))
     allowed = {**{v.dataset: v for v in inputs.values()}, **_previous_outputs(lake, plan)}
-    traced = _Lineage(lake, allowed)
+    traced = _Lineage(lake, allowed, wanted=lineage is not None)
     if t.kind == "df":
         df = t.func(**{p: h.dataframe() for p, h in handles.items()})
         require_dataframe(item, df, "its return value")
@@ -348,12 +348,14 @@ _TRACERS = ThreadPoolExecutor(max_workers=2, thread_name_prefix="strata-lineage"
 class _Lineage:
     """Each written frame's column lineage, derived while Spark writes the frame."""
 
-    def __init__(self, lake: Lake, read: Mapping[str, Version]) -> None:
-        self._lake, self._read = lake, read
+    def __init__(self, lake: Lake, read: Mapping[str, Version], wanted: bool = True) -> None:
+        self._lake, self._read, self._wanted = lake, read, wanted
         self._pending: dict[str, Future[dict[str, Any] | None]] = {}
 
     def start(self, name: str, frame: Any) -> None:
-        self._pending[name] = _TRACERS.submit(derive_lineage, self._lake, self._read, name, frame)
+        if self._wanted:
+            job = _TRACERS.submit(derive_lineage, self._lake, self._read, name, frame)
+            self._pending[name] = job
 
     def results(self) -> dict[str, dict[str, Any]]:
         """Each output's ``columnLineage`` ``fields`` (none where it was not derived)."""

@@ -146,8 +146,10 @@ def run_partitions(
             run_facets = partition_facet(key, layout.sources.get(key, {}))
             job = JobRef(lake.namespace, item.fqn)
             specs[key] = spec = RunSpec(new_id(), job, ctx.parent, facets, run_facets)
+            # Every partition runs one plan: its lineage is derived once per build.
+            derive = not any(p.lineage for p in out.partitions)
             out.partitions.append(
-                _run_one(ctx, item, inputs, txn, layout, key, spec, (read, writing))
+                _run_one(ctx, item, inputs, txn, layout, key, spec, (read, writing), derive)
             )
     except BaseException as exc:  # interrupted: nothing commits, the open run is ABORTED
         if txn.state == "OPEN":
@@ -173,6 +175,7 @@ def _run_one(
     key: str,
     spec: RunSpec,
     io: tuple[list[DatasetAt], list[DatasetAt]],
+    derive: bool = True,
 ) -> PartitionRun:
     """One partition's run: START, the transform on its input partitions, and FAIL if it
     raised (its writes dropped); COMPLETE waits for the commit."""
@@ -197,7 +200,8 @@ def _run_one(
     try:
         with reads_limited_to(f"transform {item.fqn} ({item.where})", readable):
             plan = incremental.whole(item, inputs)
-            call_transform(ctx.lake, ctx.spark, item, inputs, txn, plan, partition, judged, lineage)
+            wanted = lineage if derive else None
+            call_transform(ctx.lake, ctx.spark, item, inputs, txn, plan, partition, judged, wanted)
     except Exception as exc:
         txn.rollback(mark)
         event = run_event(
@@ -264,7 +268,8 @@ def _commit(
             )
         result.reason, result.retryable = _summary(out), can_pass(exc)
         return
-    # Every partition runs the same plan: the first one's lineage is the version's.
+    # Every partition runs the same plan: the lineage derived is the version's.
+    lineage = next((p.lineage for p in out.partitions if p.lineage), {})
     written = [
         DatasetAt(
             v.dataset,
@@ -273,7 +278,7 @@ def _commit(
             v.row_count,
             v.byte_count,
             v.file_count,
-            column_lineage=done[0].lineage.get(v.dataset),
+            column_lineage=lineage.get(v.dataset),
         )
         for v in (txn.versions[n] for n in item.output_names)
     ]
