@@ -145,3 +145,21 @@ def test_a_partitioned_output_has_the_lineage_of_a_whole_build(
             fields = _inputs(api, p.lake.namespace, "daily/orders")
     assert fields["amount"][("raw/daily", "amount")] == {"DIRECT/IDENTITY"}
     assert fields["day"][("raw/daily", "day")] == {"DIRECT/IDENTITY"}
+
+
+def test_a_plan_that_cannot_be_followed_leaves_no_lineage_and_one_warning(
+    settings: Settings, caplog: pytest.LogCaptureFixture
+) -> None:
+    """Lineage describes a run and is never a reason for it to fail."""
+    from strata.builds import execute
+    from strata.lake.service import Lake
+
+    lake = Lake(settings)
+    try:
+        with caplog.at_level("WARNING", logger="strata.builds.execute"):
+            assert execute.derive_lineage(lake, {}, "out/x", "not a Spark frame") is None
+    finally:
+        lake.engine.dispose()
+    [record] = caplog.records
+    assert record.getMessage().startswith("no column lineage for out/x: its plan could not")
+    assert "\n" not in record.getMessage() and record.exc_info is None

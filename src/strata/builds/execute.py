@@ -377,8 +377,9 @@ def derive_lineage(
 
     try:
         return plan_lineage.column_lineage_fields(frame, lake.namespace, dataset_of)
-    except Exception:
-        log.warning("no column lineage for %s: its plan could not be followed", name, exc_info=True)
+    except Exception as exc:
+        why = f"{type(exc).__name__}: {str(exc).splitlines()[0] if str(exc) else ''}"
+        log.warning("no column lineage for %s: its plan could not be followed (%s)", name, why)
         return None
 
 
