@@ -31,6 +31,7 @@ from strata.builds.expectations import (
     SchemaRule,
 )
 from strata.errors import CheckDeclarationError
+from strata.lake.frames import is_plan_error
 
 if TYPE_CHECKING:
     import pyarrow as pa
@@ -159,7 +160,7 @@ def _measure(
     except CheckDeclarationError:
         raise
     except Exception as exc:
-        if type(exc).__name__ not in ("AnalysisException", "ParseException"):
+        if not is_plan_error(exc):
             raise
         first = str(exc).strip().splitlines()[0].split(" SQLSTATE")[0]
         raise _bad(_first_sql(checks), target, f"Spark cannot judge it: {first}") from exc

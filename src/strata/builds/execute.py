@@ -180,10 +180,7 @@ def run_transform(
         result.retryable = can_pass(exc)
         result.seconds = time.monotonic() - started
         return result
-    written = [
-        replace(_at(txn.versions[name], output=True), column_lineage=lineage.get(name))
-        for name in item.output_names
-    ]
+    written = [written_at(txn.versions[name], lineage) for name in item.output_names]
     committed = {name: txn.versions[name].commit_id for name in item.output_names}
     _end_run(ctx, item, spec, "COMPLETE", (read, written), judged, result.inputs, committed)
     result.outcome = Outcome.BUILT
@@ -441,6 +438,12 @@ def _previous_outputs(lake: Lake, plan: Plan) -> dict[str, Version]:
         for name, before in plan.previous.items()
         if before is not None
     }
+
+
+def written_at(v: Version, lineage: Mapping[str, dict[str, Any]]) -> DatasetAt:
+    """A committed output version as its COMPLETE event names it, with its column
+    lineage (``lineage``: by output name) where one was derived."""
+    return replace(_at(v, output=True), column_lineage=lineage.get(v.dataset))
 
 
 def _at(v: Version, plan: Plan | None = None, output: bool = False) -> DatasetAt:

@@ -30,6 +30,7 @@ from strata.builds.execute import (
     record_checks,
     stack_trace,
     with_assertions,
+    written_at,
 )
 from strata.builds.partition_plan import Layout
 from strata.builds.program_files import program_text
@@ -268,31 +269,7 @@ def _commit(
             )
         result.reason, result.retryable = _summary(out), can_pass(exc)
         return
-    # Every partition runs the same plan: the lineage derived is the version's.
-    lineage = next((p.lineage for p in out.partitions if p.lineage), {})
-    written = [
-        DatasetAt(
-            v.dataset,
-            v.commit_id,
-            v.schema_fields,
-            v.row_count,
-            v.byte_count,
-            v.file_count,
-            column_lineage=lineage.get(v.dataset),
-        )
-        for v in (txn.versions[n] for n in item.output_names)
-    ]
-    for i, p in enumerate(done):
-        outputs = written if i == 0 else writing
-        ctx.emitter.emit(
-            run_event(
-                "COMPLETE",
-                specs[p.key],
-                namespace=ns,
-                inputs=with_assertions(read, p.checks, "input"),
-                outputs=with_assertions(outputs, p.checks, "output"),
-            )
-        )
+    _complete(ctx, item, txn, out, specs, io)
     for name in item.output_names:
         commit_id = txn.versions[name].commit_id
         ctx.state.record_partitions(
@@ -309,6 +286,32 @@ def _commit(
     result.rows = sum(p.rows for p in done)
     failed = [p for p in out.partitions if p.outcome is Outcome.FAILED]
     result.reason = _summary(out) if failed else None
+
+
+def _complete(
+    ctx: RunContext,
+    item: Declared,
+    txn: Transaction,
+    out: PartitionedResult,
+    specs: Mapping[str, RunSpec],
+    io: tuple[list[DatasetAt], list[DatasetAt]],
+) -> None:
+    """COMPLETE each built partition's run; the first names the committed versions."""
+    read, writing = io
+    # Every partition runs the same plan: the lineage derived is the version's.
+    lineage = next((p.lineage for p in out.partitions if p.lineage), {})
+    written = [written_at(txn.versions[n], lineage) for n in item.output_names]
+    done = [p for p in out.partitions if p.outcome is Outcome.BUILT]
+    for i, p in enumerate(done):
+        ctx.emitter.emit(
+            run_event(
+                "COMPLETE",
+                specs[p.key],
+                namespace=ctx.lake.namespace,
+                inputs=with_assertions(read, p.checks, "input"),
+                outputs=with_assertions(written if i == 0 else writing, p.checks, "output"),
+            )
+        )
 
 
 def _finish_all(

@@ -75,11 +75,13 @@ def write_frame(
         watched, obs, seeing = _observed(frame, watch)
         if by is not None:
             entries, schema = _write_spark_partitioned(storage, folder, watched, by)
-            entries = _one_partition_hashed(entries, observed_hash(obs))
         else:
             entries, schema = _write_spark(storage, folder, watched)
+        rows = observed_hash(obs)
+        if by is not None:
+            entries = _one_partition_hashed(entries, rows)
         seen = observed_extra(obs, watch or {}) if seeing else None
-        return Written(entries, schema, observed_hash(obs), seen)
+        return Written(entries, schema, rows, seen)
     import pyarrow as pa
 
     if kind == "pandas":
@@ -104,10 +106,16 @@ def _observed(frame: Any, watch: Mapping[str, Any] | None) -> tuple[Any, Any, bo
             watched, obs = observed(frame, watch)
             return watched, obs, True
         except Exception as exc:
-            if type(exc).__name__ not in ("AnalysisException", "ParseException"):
+            if not is_plan_error(exc):
                 raise
     watched, obs = observed(frame)
     return watched, obs, False
+
+
+def is_plan_error(exc: BaseException) -> bool:
+    """Whether Spark refused an expression before running anything (a column the frame
+    lacks, SQL it cannot parse), as opposed to a failure while computing rows."""
+    return type(exc).__name__ in ("AnalysisException", "ParseException")
 
 
 @dataclass(frozen=True)

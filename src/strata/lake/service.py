@@ -380,14 +380,17 @@ class Lake:
 
             return session.createDataFrame([], from_arrow_schema(self._arrow_schema(v)))
         uris = [self.storage.spark_uri(f.path) for f in files]
-        encoded = v.facets.get(schemas.ARROW_SCHEMA_FACET)
-        return schemas.read_parquet(session, uris, schemas.decode(encoded) if encoded else None)
+        return schemas.read_parquet(session, uris, self._known_schema(v))
 
     def _arrow_schema(self, v: Version) -> pa.Schema:
         import pyarrow as pa
 
+        return self._known_schema(v) or pa.schema([])
+
+    def _known_schema(self, v: Version) -> pa.Schema | None:
+        """The schema recorded with ``v`` (None for a version that recorded none)."""
         encoded = v.facets.get(schemas.ARROW_SCHEMA_FACET)
-        return schemas.decode(encoded) if encoded else pa.schema([])
+        return schemas.decode(encoded) if encoded else None
 
     def datasets(self) -> list[DatasetInfo]:
         with read_tx(self.engine) as conn:
