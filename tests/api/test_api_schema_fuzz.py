@@ -49,8 +49,9 @@ def test_every_answer_is_documented(settings: Settings, engine: sa.Engine, tmp_p
                 # ("AST constructor recursion depth mismatch").
                 "--workers",
                 "1",
+                # A hang still fails; 30 s leaves room for a 10,000-item body on 2 busy cores.
                 "--request-timeout",
-                "10",
+                "30",
                 "--seed",
                 "1",
                 "--header",

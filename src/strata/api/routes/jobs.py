@@ -101,8 +101,7 @@ def _check_job_body(conn: Any, namespace: str, job: str, body: JobIn) -> None:
                 "job's runs",
                 run_id=str(body.run_id),
             )
-    for d in [*body.inputs, *body.outputs]:
-        q.dataset_row(conn, d.namespace, d.name)  # NotFound names the dataset
+    q.require_datasets(conn, [(d.namespace, d.name) for d in [*body.inputs, *body.outputs]])
 
 
 @router.get(JOB + "/versions", response_model=views.Json, responses=JOB_MOVED)

@@ -239,10 +239,3 @@ def refresh_datasets(conn: Connection, facets: dict[str, dict[str, Any]]) -> Non
     delete_in(conn, sl, "dataset_uuid", list(facets))
     if links:
         execute_many(conn, cached(("symlinks-insert",), sl.insert), links)
-
-
-def refresh_dataset(conn: Connection, dataset_uuid: str) -> None:
-    """:func:`refresh_datasets` for one dataset, its facets read from the store."""
-    t = s.datasets
-    row = conn.execute(sa.select(t.c.facets).where(t.c.uuid == dataset_uuid)).one()
-    refresh_datasets(conn, {dataset_uuid: row.facets or {}})

@@ -23,7 +23,6 @@ from sqlalchemy.engine import Connection, Engine
 from strata import ids
 from strata.errors import InvalidEvent, StoreConflict, StoreError, StoreRefused, StrataError
 from strata.lineage.ingest import jobs, runs, versions
-from strata.lineage.ingest import rows as rowlib
 from strata.lineage.ingest.events import Event, parse_event
 from strata.lineage.ingest.validate import EventKind
 from strata.store import bulk, jsoncodec
@@ -537,8 +536,6 @@ def _apply_job_event(conn: Connection, event: Event) -> None:
     job = jobs.touch_job(conn, event.job_namespace, event.job_name, event.event_time)
     jobs.merge_job_event(conn, job, event, None)
     datasets = {key: row.uuid for key, row in runs.touch_event_datasets(conn, event).items()}
-    for dataset in sorted(set(datasets.values())):
-        rowlib.refresh_dataset(conn, dataset)
     jobs.refresh_job(conn, job)
     version, fingerprint = jobs.ensure_job_version(
         conn,

@@ -18,6 +18,7 @@ from typing import Any, Generic, Literal, TypeVar
 import sqlalchemy as sa
 from sqlalchemy.engine import Connection
 
+from strata import ids
 from strata.errors import InvalidArgument, NotFound
 from strata.store import bulk
 from strata.store import schema as s
@@ -357,6 +358,26 @@ def dataset_row(conn: Connection, namespace: str, name: str) -> sa.Row[Any]:
             dataset=name,
         )
     return row
+
+
+def require_datasets(conn: Connection, keys: Sequence[tuple[str, str]]) -> None:
+    """:func:`dataset_row` for many (namespace, name) pairs, a statement per thousand:
+    NotFound names the first that is missing."""
+    t = s.datasets
+    by_uuid = {ids.dataset_uuid(ns, name): (ns, name) for ns, name in keys}
+    found: set[tuple[str, str]] = set()
+    for chunk in bulk.chunks(sorted(by_uuid)):
+        rows = conn.execute(
+            sa.select(t.c.uuid).where(
+                bulk.one_of(conn.dialect.name, t.c.uuid, "u"), t.c.is_hidden.is_(False)
+            ),
+            {"u": chunk},
+        )
+        found.update(by_uuid[str(r.uuid)] for r in rows)
+    for namespace, name in keys:
+        if (namespace, name) not in found:
+            # Rows from before dataset ids were shared keep other ids: look those up by name.
+            dataset_row(conn, namespace, name)  # raises NotFound naming it
 
 
 def get_dataset(conn: Connection, namespace: str, name: str) -> Dataset:
