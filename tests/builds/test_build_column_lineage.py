@@ -163,3 +163,87 @@ def test_a_plan_that_cannot_be_followed_leaves_no_lineage_and_one_warning(
     [record] = caplog.records
     assert record.getMessage().startswith("no column lineage for out/x: its plan could not")
     assert "\n" not in record.getMessage() and record.exc_info is None
+
+
+def _names(fields: list[dict[str, Any]]) -> list[str]:
+    return [f"{f['dataset']}@{f['version']}.{f['column']}" for f in fields]
+
+
+def test_trace_follows_one_column_down_to_the_raw_fields_at_exact_versions(
+    built: tuple[Project, Any],
+) -> None:
+    p, api = built
+    # A new raw version after the build: the trace still names the version each run read.
+    assert p.append("raw/users", users(("cy", "CY"))) == 2
+    tree = p.json("trace", "report/users@1", "--column", "country")
+    assert _names([tree]) == ["report/users@1.country"]
+    assert tree["type"] == "string"
+    # A coalesce of both sides of a full outer join: both are where the values came from.
+    assert {(c["dataset"], c["transformation"]) for c in tree["inputs"]} == {
+        ("metrics/slow_per_user", "DIRECT/TRANSFORMATION, INDIRECT/JOIN"),
+        ("metrics/fast_per_user", "DIRECT/TRANSFORMATION, INDIRECT/JOIN"),
+    }
+    first, second = tree["inputs"]
+    assert _names(first["inputs"]) == ["clean/users@1.country"]
+    assert _names(first["inputs"][0]["inputs"]) == ["raw/users@1.country"]
+    assert second["inputs"][0]["repeated"] is True  # met again: its inputs are above
+    assert _names(tree["raw"]) == ["raw/users@1.country"]
+
+    # With --indirect: also what filtered, joined and grouped it, down to raw fields.
+    wide = p.json("trace", "report/users", "--column", "country", "--indirect")
+    assert set(_names(wide["raw"])) == {
+        "raw/users@1.country",
+        "raw/users@1.user",
+        "raw/clicks@1.user",
+        "raw/clicks@1.ms",
+    }
+    status, out, _ = p.cli("trace", "report/users", "--column", "country")
+    assert status == 0 and "raw fields: raw/users@1.country" in out, out
+    body = api.get(
+        f"/api/v1/strata/trace/{quote('report/users', safe='')}",
+        params={"version": 1, "column": "country"},
+    )
+    assert body.status_code == 200 and body.json() == tree
+
+
+def test_trace_of_a_column_refuses_what_it_cannot_follow(built: tuple[Project, Any]) -> None:
+    p, api = built
+    status, _, err = p.cli("trace", "report/users", "--column", "nope")
+    assert status != 0
+    line = " ".join(err.split())  # one error, however the terminal wraps it
+    assert line.startswith("error: report/users@1 has no column 'nope'"), line
+    assert "; its columns are user, country, slow, fast" in line, line
+    status, _, err = p.cli("trace", "report/users", "--column", "user", "--partition", "a=b")
+    assert status != 0 and "drop the partition" in err, err
+    status, _, err = p.cli("impact", "report/users")
+    assert status != 0 and "DATASET.COLUMN" in err, err
+    ds = quote("report/users", safe="")
+    missing = api.get(f"/api/v1/strata/trace/{ds}", params={"column": "nope"})
+    assert missing.status_code == 404 and "nope" in missing.json()["message"]
+    assert api.get(f"/api/v1/strata/impact/{ds}").status_code == 400
+
+
+def test_impact_lists_every_field_derived_from_a_column(built: tuple[Project, Any]) -> None:
+    p, api = built
+    found = p.json("impact", "raw/users.country")
+    assert _names([found]) == ["raw/users@1.country"]
+    kinds = {f"{d['dataset']}.{d['column']}": (d["kind"], d["hops"]) for d in found["dependents"]}
+    # Its values flow on through these (nearest first) ...
+    assert kinds["clean/users.country"] == ("DIRECT", 1)
+    assert kinds["report/countries.country"] == ("DIRECT", 2)
+    assert kinds["metrics/slow_per_user.country"] == ("DIRECT", 2)
+    assert kinds["report/users.country"] == ("DIRECT", 3)
+    # ... and it groups these, whose values it does not make.
+    assert kinds["report/countries.users"] == ("INDIRECT", 2)
+    assert kinds["metrics/fast_per_user.clicks"] == ("INDIRECT", 2)
+    assert kinds["report/users.slow"][0] == "INDIRECT"
+    # Nothing about clicks' own columns depends on a user's country.
+    assert not any(k.startswith(("clicks/", "clean/clicks")) for k in kinds)
+    hops = [d["hops"] for d in found["dependents"]]
+    assert hops == sorted(hops)
+    via = api.get(
+        f"/api/v1/strata/impact/{quote('raw/users', safe='')}", params={"column": "country"}
+    )
+    assert via.status_code == 200 and via.json() == found
+    status, out, _ = p.cli("impact", "raw/users.country")
+    assert status == 0 and f"{len(kinds)} fields derived from raw/users@1.country" in out

@@ -308,6 +308,12 @@ def test_column_lineage_page_draws_the_columns(site: Site) -> None:
         e.get_attribute("data-to") for e in edges
     }
     assert any(":metrics/customer_daily:" in n for n in upstream), upstream
+    # The panel reads both ways: what a column is derived from and what uses it.
+    one(site, "g.node[data-id='datasetField:strata:metrics/customer_daily:customer_id']").click()
+    panel = one(site, "#node-panel").text
+    derived, _, used = panel.partition("Used by: ")
+    assert "metrics/experiment_daily.clicks_per_customer" in used, panel
+    assert "Derived from: " in derived and "metrics/customer_hourly.customer_id" in derived, panel
 
 
 @pytest.mark.parametrize("route", ["#/", ds("metrics/customer_hourly"), "#/status"])

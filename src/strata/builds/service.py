@@ -9,7 +9,7 @@ from collections.abc import Collection, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from typing import TYPE_CHECKING, Any
 
-from strata.builds import history
+from strata.builds import column_trace, history
 from strata.builds.builder import Builder, BuildReport, Reporter
 from strata.builds.discovery import Pipelines, load_pipelines, source_stamp
 from strata.builds.history import Entry
@@ -160,9 +160,22 @@ class BuildService:
         dataset: str,
         version: int | None = None,
         partition: Mapping[str, list[str]] | None = None,
+        *,
+        column: str | None = None,
+        indirect: bool = False,
     ) -> dict[str, Any]:
         """The provenance tree of a version (of one partition of it, with ``partition``:
-        one value for each partition column)."""
+        one value for each partition column); with ``column``, that column's
+        (:func:`column_trace.column_trace`)."""
+        if column is not None:
+            if partition is not None:
+                raise InvalidArgument(
+                    "a column is followed through the whole version; drop the partition",
+                    column=column,
+                )
+            return column_trace.column_trace(
+                self.state, dataset, version, column, indirect=indirect
+            )
         if partition is None:
             return history.trace(self.state, dataset, version)
         from strata.builds.partition_trace import partition_trace
@@ -171,6 +184,10 @@ class BuildService:
             return history.trace(self.state, name, at)
 
         return partition_trace(self.state, dataset, version, partition, history.TRACE_DEPTH, whole)
+
+    def impact(self, dataset: str, column: str) -> dict[str, Any]:
+        """Every current field derived from one column, directly or not."""
+        return column_trace.column_impact(self.state, dataset, column)
 
     def checks(self, dataset: str, version: int | None = None) -> dict[str, Any]:
         """What the checks found on ``version`` of ``dataset`` (default: its current

@@ -1,5 +1,5 @@
-"""`strata status`, `build`, `worker`, `history`, `checks`, `trace`, `reproduce`,
-`show-program`."""
+"""`strata status`, `build`, `worker`, `history`, `checks`, `trace`, `impact`,
+`reproduce`, `show-program`."""
 
 from __future__ import annotations
 
@@ -478,10 +478,26 @@ def _inputs_read(version: dict[str, Any]) -> str:
     return ", ".join(out)
 
 
+ColumnOpt = Annotated[
+    str | None,
+    typer.Option(
+        "--column", "-c", help="Trace one column down to the raw fields it was derived from."
+    ),
+]
+
+
 def trace(
     ctx: typer.Context,
     ref: Ref,
     partition: OnePartition = None,
+    column: ColumnOpt = None,
+    indirect: Annotated[
+        bool,
+        typer.Option(
+            "--indirect",
+            help="With --column: also the fields that filtered, joined, grouped or ordered it.",
+        ),
+    ] = False,
     json: JsonOpt = False,
 ) -> None:
     """The provenance tree of a version down to raw datasets, with exact versions."""
@@ -491,11 +507,71 @@ def trace(
     with reported():
         name, version = parse_ref(ref)
         wanted = parse_alternatives(partition) if partition is not None else None
-        tree = service_from(ctx, []).trace(name, version, wanted)
+        tree = service_from(ctx, []).trace(name, version, wanted, column=column, indirect=indirect)
         if json:
             emit_json(tree)
+        elif column is not None:
+            print_column_trace(tree)
+        else:
+            print_trace(tree)
+
+
+def impact(
+    ctx: typer.Context,
+    ref: Annotated[str, typer.Argument(help="DATASET.COLUMN, such as clean/clicks.user.")],
+    json: JsonOpt = False,
+) -> None:
+    """Every field of the current versions derived from a column, directly or not."""
+    from strata.builds.column_trace import parse_column_ref
+
+    with reported():
+        dataset, column = parse_column_ref(ref)
+        found = service_from(ctx, []).impact(dataset, column)
+        if json:
+            emit_json(found)
             return
-        print_trace(tree)
+        rows = [
+            [_field_name(d), d["hops"], _field_name(d["from"]), d["kind"], d["transformation"]]
+            for d in found["dependents"]
+        ]
+        emit_table(
+            f"{len(rows)} fields derived from {_field_name(found)}",
+            ["field", "hops", "from", "kind", "how"],
+            rows,
+        )
+
+
+def print_column_trace(tree: dict[str, Any]) -> None:
+    """A column's derivation as a tree, down to raw fields."""
+    from rich.tree import Tree
+
+    from strata.cli.output import console
+
+    def grow(node: dict[str, Any], into: Any) -> Any:
+        for child in node["inputs"]:
+            how = (
+                f"  [dim]← {escape(child['transformation'])}[/]"
+                if child.get("transformation")
+                else ""
+            )
+            again = " [dim](repeated, see above)[/]" if child.get("repeated") else ""
+            grow(child, into.add(f"{_field_label(child)}{how}{again}"))
+        return into
+
+    console.print(grow(tree, Tree(_field_label(tree))))
+    raw = ", ".join(_field_name(f) for f in tree["raw"])
+    console.print(f"raw fields: {escape(raw)}" if raw else "no recorded inputs", soft_wrap=True)
+
+
+def _field_name(field: dict[str, Any]) -> str:
+    """``dataset@version.column``."""
+    at = f"@{field['version']}" if field["version"] is not None else ""
+    return f"{field['dataset']}{at}.{field['column']}"
+
+
+def _field_label(field: dict[str, Any]) -> str:
+    kind = f" [dim]{escape(field['type'])}[/]" if field.get("type") else ""
+    return f"[bold]{escape(_field_name(field))}[/]{kind}"
 
 
 def print_trace(tree: dict[str, Any]) -> None:
@@ -627,6 +703,7 @@ def register(app: typer.Typer) -> None:
     app.command()(checks)
     app.command()(schedules)
     app.command()(trace)
+    app.command()(impact)
     app.command()(reproduce)
     app.command("show-program")(show_program)
     app.command()(worker)

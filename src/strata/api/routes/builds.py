@@ -81,14 +81,34 @@ def get_schedules(request: Request) -> Response:
     return views.json_response({"schedules": overview(_service(request))})
 
 
-@router.get("/trace/{dataset:seg}", response_model=views.Json)
+Column = Annotated[str | None, Query(min_length=1, description="one column of the dataset")]
+
+
+@router.get("/trace/{dataset:seg}", response_model=views.Json, responses=errors(400))
 def get_trace(
-    request: Request, dataset: str, version: Version = None, partition: Partition = None
+    request: Request,
+    dataset: str,
+    version: Version = None,
+    partition: Partition = None,
+    column: Column = None,
+    indirect: bool = False,
 ) -> Response:
     """The provenance tree of a version down to raw datasets, exact versions at each level
-    (``partition=col=value,…``: of that one partition, down to the partitions it read)."""
+    (``partition=col=value,…``: of that one partition, down to the partitions it read;
+    ``column=c``: the fields that column was derived from, down to raw fields, with
+    ``indirect`` also those that filtered, joined, grouped or ordered it)."""
     wanted = parse_alternatives(partition) if partition is not None else None
-    return views.json_response(_service(request).trace(dataset, version, wanted))
+    tree = _service(request).trace(dataset, version, wanted, column=column, indirect=indirect)
+    return views.json_response(tree)
+
+
+@router.get("/impact/{dataset:seg}", response_model=views.Json)
+def get_impact(
+    request: Request, dataset: str, column: Annotated[str, Query(min_length=1)]
+) -> Response:
+    """Every field of the current versions derived from one column, directly or not,
+    nearest first (as `strata impact DATASET.COLUMN --json`)."""
+    return views.json_response(_service(request).impact(dataset, column))
 
 
 @router.get("/programs/{dataset:seg}", response_model=views.Json)

@@ -38,6 +38,7 @@ from strata.builds.state.triggers import Claim
 from strata.errors import NotFound
 from strata.lake import partition_hashes, partition_index, registry
 from strata.lake.registry import Moved
+from strata.lineage.query import column_lineage as columns
 from strata.lineage.query.provenance import ProvenanceNode, provenance
 from strata.store.engine import read_tx, write_tx
 
@@ -52,6 +53,17 @@ class BuiltVersion:
     run: str | None
     program: Program | None
     inputs: dict[str, int | None]
+
+
+@dataclass(frozen=True)
+class ColumnWalk:
+    """The field lineage around one column of one version: ``start`` is its node's id,
+    ``commits`` each version's commit id (None where events declared the version)."""
+
+    version: int
+    start: str
+    nodes: list[columns.FieldNode]
+    commits: dict[str, int | None]
 
 
 _EPOCH = datetime(1970, 1, 1, tzinfo=UTC)
@@ -148,6 +160,28 @@ class BuildState:
             return provenance(
                 conn, self.namespace, dataset, str(version) if version else None, depth
             )
+
+    def column_walk(
+        self, dataset: str, version: int | None, column: str, *, downstream: bool, depth: int
+    ) -> ColumnWalk:
+        """The fields ``column`` of ``dataset`` at ``version`` (default: current) was
+        derived from, or with ``downstream`` those derived from it, ``depth`` steps away."""
+        with read_tx(self.engine) as conn:
+            at = registry.resolve_version(conn, self.namespace, dataset, version=version)
+            names = [str(f.get("name")) for f in at.schema_fields]
+            if column not in names:
+                raise NotFound(
+                    f"{dataset}@{at.commit_id} has no column {column!r}; its columns are "
+                    f"{', '.join(names) or 'none'}",
+                    dataset=dataset,
+                    column=column,
+                )
+            start = columns.field_node_id(self.namespace, dataset, column, at.uuid)
+            found = columns.column_lineage(
+                conn, start, depth, with_downstream=downstream, with_upstream=not downstream
+            )
+            versions = {n.dataset_version for n in found if n.dataset_version}
+            return ColumnWalk(at.commit_id, start, found, columns.commit_ids(conn, versions))
 
     # -- partitions -------------------------------------------------------------------
 

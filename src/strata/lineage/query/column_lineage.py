@@ -61,7 +61,12 @@ def field_node_id(ns: str, ds: str, fld: str, version: str | None = None) -> str
 
 
 def column_lineage(
-    conn: Connection, node_id: str, depth: int = 20, with_downstream: bool = False
+    conn: Connection,
+    node_id: str,
+    depth: int = 20,
+    with_downstream: bool = False,
+    *,
+    with_upstream: bool = True,
 ) -> list[FieldNode]:
     """Field-level lineage upstream (and downstream) of a node (see the module).
 
@@ -75,7 +80,7 @@ def column_lineage(
         raise NotFound(f"node {node_id!r} has no fields", node_id=node_id)
     edges: dict[Key, set[Edge]] = defaultdict(set)
     seen = set(seeds)
-    up = set(seeds)
+    up = set(seeds) if with_upstream else set()
     down = set(seeds) if with_downstream else set()
     for _ in range(depth):
         nxt_up: set[Key] = set()
@@ -146,6 +151,16 @@ def _output_fields(conn: Connection, version: str) -> set[str]:
             sa.select(cl.c.output_field).where(cl.c.dataset_version_uuid == version).distinct()
         ).scalars()
     )
+
+
+def commit_ids(conn: Connection, versions: Iterable[str]) -> dict[str, int | None]:
+    """Version uuid -> its lake commit id (None for a version declared by events)."""
+    dv = s.dataset_versions
+    out: dict[str, int | None] = {}
+    for batch in q.chunks(set(versions)):
+        rows = conn.execute(sa.select(dv.c.uuid, dv.c.commit_id).where(dv.c.uuid.in_(batch)))
+        out |= {str(r.uuid): r.commit_id for r in rows}
+    return out
 
 
 def _current_versions(conn: Connection, dataset_uuids: Iterable[str]) -> dict[str, str | None]:

@@ -118,13 +118,17 @@ export async function columns([ns, name], params) {
     tip: [n.data.transformationDescription || n.data.transformationType || `${n.data.namespace}`],
   }));
   const edges = graph.graph.flatMap((n) => n.outEdges.map((e) => [e.origin, e.destination]));
-  const panel = h("aside", { class: "panel", id: "node-panel" }, h("p", { class: "hint" }, "Select a column to see where it comes from."));
+  const byId = new Map(nodes.map((n) => [n.id, n]));
+  const usedBy = (id) => edges.filter(([from]) => from === id).map(([, to]) => byId.get(to)).filter(Boolean);
+  const panel = h("aside", { class: "panel", id: "node-panel" }, h("p", { class: "hint" }, "Select a column to see where it comes from and what uses it."));
   const open = (node) => panel.replaceChildren(h("div", null,
     h("h2", null, node.label),
     h("p", null, "Column of ", a(to.dataset(node.ns, node.data.dataset), node.data.dataset)),
     h("p", null, "Type: ", node.data.fieldType || "—"),
     h("p", null, "Derived from: ", node.data.inputFields.length
-      ? node.data.inputFields.map((f, i) => [i ? ", " : "", `${f.dataset}.${f.field}`]) : "nothing recorded")));
+      ? node.data.inputFields.map((f, i) => [i ? ", " : "", `${f.dataset}.${f.field}`]) : "nothing recorded"),
+    h("p", null, "Used by: ", usedBy(node.id).length
+      ? usedBy(node.id).map((n, i) => [i ? ", " : "", `${n.data.dataset}.${n.data.field}`]) : "nothing recorded")));
   return h("div", { class: "page columns-page" },
     h("p", { class: "crumbs" }, a(to.dataset(ns, name), name), " / columns"),
     h("h1", null, `Column lineage of ${name}`),
