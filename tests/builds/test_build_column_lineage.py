@@ -247,3 +247,7 @@ def test_impact_lists_every_field_derived_from_a_column(built: tuple[Project, An
     assert via.status_code == 200 and via.json() == found
     status, out, _ = p.cli("impact", "raw/users.country")
     assert status == 0 and f"{len(kinds)} fields derived from raw/users@1.country" in out
+    direct = p.json("impact", "raw/users.country", "--direct")["dependents"]
+    assert {f"{d['dataset']}.{d['column']}" for d in direct} == {
+        k for k, (kind, _) in kinds.items() if kind == "DIRECT"
+    }

@@ -519,6 +519,10 @@ def trace(
 def impact(
     ctx: typer.Context,
     ref: Annotated[str, typer.Argument(help="DATASET.COLUMN, such as clean/clicks.user.")],
+    direct: Annotated[
+        bool,
+        typer.Option("--direct", help="Only the fields whose values are computed from it."),
+    ] = False,
     json: JsonOpt = False,
 ) -> None:
     """Every field of the current versions derived from a column, directly or not."""
@@ -527,6 +531,9 @@ def impact(
     with reported():
         dataset, column = parse_column_ref(ref)
         found = service_from(ctx, []).impact(dataset, column)
+        total = len(found["dependents"])
+        if direct:
+            found["dependents"] = [d for d in found["dependents"] if d["kind"] == "DIRECT"]
         if json:
             emit_json(found)
             return
@@ -534,8 +541,11 @@ def impact(
             [_field_name(d), d["hops"], _field_name(d["from"]), d["kind"], d["transformation"]]
             for d in found["dependents"]
         ]
+        n_direct = sum(d["kind"] == "DIRECT" for d in found["dependents"])
         emit_table(
-            f"{len(rows)} fields derived from {_field_name(found)}",
+            f"{total} fields derived from {_field_name(found)}: {n_direct} directly, "
+            f"{total - n_direct} indirectly (filtered, joined, grouped or ordered by it)"
+            + ("; the direct ones:" if direct else ""),
             ["field", "hops", "from", "kind", "how"],
             rows,
         )
