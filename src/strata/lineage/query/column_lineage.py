@@ -82,13 +82,16 @@ def column_lineage(
     seen = set(seeds)
     up = set(seeds) if with_upstream else set()
     down = set(seeds) if with_downstream else set()
+    # Without a version asked for, a version that recorded no lineage for a field has the
+    # lineage of the newest earlier version that did (Marquez answers the latest edges).
+    inherit = start.version is None
     for _ in range(depth):
         nxt_up: set[Key] = set()
-        for out_key, rows in _upstream_edges(conn, up).items():
+        for out_key, rows in _upstream_edges(conn, up, inherit).items():
             edges[out_key] |= rows
             nxt_up |= {r[0] for r in rows}
         nxt_down: set[Key] = set()
-        for out_key, row in _downstream_edges(conn, down):
+        for out_key, row in _downstream_edges(conn, down, inherit):
             edges[out_key].add(row)
             nxt_down.add(out_key)
         up = nxt_up - seen
@@ -174,9 +177,10 @@ def _current_versions(conn: Connection, dataset_uuids: Iterable[str]) -> dict[st
     return out
 
 
-def _upstream_edges(conn: Connection, keys: set[Key]) -> dict[Key, set[Edge]]:
-    """For each key, the input fields its version was written from, each at the version
-    of its dataset that the writing run read (else that dataset's current version)."""
+def _upstream_edges(conn: Connection, keys: set[Key], inherit: bool) -> dict[Key, set[Edge]]:
+    """For each key, the input fields its version was written from (with ``inherit``,
+    those of the newest version up to it that recorded any for the field), each at the
+    version of its dataset that the writing run read (else that dataset's current one)."""
     out: dict[Key, set[Edge]] = defaultdict(set)
     if not keys:
         return out
@@ -184,19 +188,83 @@ def _upstream_edges(conn: Connection, keys: set[Key]) -> dict[Key, set[Edge]]:
     rows: list[sa.Row[Any]] = []
     for batch in q.chunks({v for _, v, _ in keys}):
         rows += conn.execute(sa.select(cl).where(cl.c.dataset_version_uuid.in_(batch))).all()
-    read = _versions_read(conn, {r.dataset_version_uuid for r in rows})
-    current = _current_versions(conn, {r.input_dataset_uuid for r in rows})
     by_version = {v: d for d, v, _ in keys}
-    for r in rows:
-        key = (by_version[r.dataset_version_uuid], r.dataset_version_uuid, r.output_field)
-        if key not in keys:
-            continue
+    keyed = [
+        (k, r)
+        for r in rows
+        if (k := (by_version[r.dataset_version_uuid], r.dataset_version_uuid, r.output_field))
+        in keys
+    ]
+    if inherit:
+        keyed += _inherited(conn, keys - {k for k, _ in keyed})
+    read = _versions_read(conn, {r.dataset_version_uuid for _, r in keyed})
+    current = _current_versions(conn, {r.input_dataset_uuid for _, r in keyed})
+    for key, r in keyed:
         version = read.get((r.dataset_version_uuid, r.input_dataset_uuid))
         version = version or current.get(r.input_dataset_uuid)
         if version is None:
             continue  # an input with no version at all: nothing to walk to
         source = (r.input_dataset_uuid, version, r.input_field)
         out[key].add((source, r.transformation_type, r.transformation_description))
+    return out
+
+
+def _inherited(conn: Connection, keys: set[Key]) -> list[tuple[Key, sa.Row[Any]]]:
+    """For each key whose version recorded no column lineage at all: the rows of its field
+    in the newest version of its dataset, no later than that version, that recorded some."""
+    cl, dv = s.column_lineage, s.dataset_versions
+    bare = {v for _, v, _ in keys} - _with_lineage(conn, {v for _, v, _ in keys})
+    if not bare:
+        return []
+    made = _created(conn, bare)
+    recorded: dict[str, list[tuple[Any, str]]] = defaultdict(list)
+    for batch in q.chunks({d for d, v, _ in keys if v in bare}):
+        has_lineage = sa.exists().where(cl.c.dataset_version_uuid == dv.c.uuid)
+        for r in conn.execute(
+            sa.select(dv.c.dataset_uuid, dv.c.uuid, dv.c.created_at).where(
+                dv.c.dataset_uuid.in_(batch), has_lineage
+            )
+        ).all():
+            recorded[str(r.dataset_uuid)].append((r.created_at, str(r.uuid)))
+    chosen: dict[str, str] = {}
+    for dataset, version, _ in keys:
+        earlier = [
+            x for x in recorded.get(dataset, ()) if version in bare and x[0] <= made[version]
+        ]
+        if earlier:
+            chosen[version] = max(earlier)[1]
+    rows: list[sa.Row[Any]] = []
+    for batch in q.chunks(set(chosen.values())):
+        rows += conn.execute(sa.select(cl).where(cl.c.dataset_version_uuid.in_(batch))).all()
+    by_version: dict[tuple[str, str], list[sa.Row[Any]]] = defaultdict(list)
+    for r in rows:
+        by_version[(r.dataset_version_uuid, r.output_field)].append(r)
+    return [
+        (key, r)
+        for key in keys
+        if key[1] in chosen
+        for r in by_version.get((chosen[key[1]], key[2]), ())
+    ]
+
+
+def _with_lineage(conn: Connection, versions: set[str]) -> set[str]:
+    """Those of ``versions`` that recorded column lineage."""
+    cl = s.column_lineage
+    out: set[str] = set()
+    for batch in q.chunks(versions):
+        rows = conn.execute(
+            sa.select(cl.c.dataset_version_uuid).where(cl.c.dataset_version_uuid.in_(batch))
+        )
+        out |= {str(r.dataset_version_uuid) for r in rows}
+    return out
+
+
+def _created(conn: Connection, versions: set[str]) -> dict[str, Any]:
+    dv = s.dataset_versions
+    out: dict[str, Any] = {}
+    for batch in q.chunks(versions):
+        rows = conn.execute(sa.select(dv.c.uuid, dv.c.created_at).where(dv.c.uuid.in_(batch)))
+        out |= {str(r.uuid): r.created_at for r in rows}
     return out
 
 
@@ -217,23 +285,60 @@ def _versions_read(conn: Connection, outputs: set[str]) -> dict[tuple[str, str],
     return out
 
 
-def _downstream_edges(conn: Connection, keys: set[Key]) -> list[tuple[Key, Edge]]:
-    """Fields of datasets' current versions written from one of ``keys``'s fields."""
+def _downstream_edges(conn: Connection, keys: set[Key], inherit: bool) -> list[tuple[Key, Edge]]:
+    """Fields of datasets' current versions written from one of ``keys``'s fields (with
+    ``inherit``, a current version that recorded no column lineage has that of the
+    newest version that did)."""
     out: list[tuple[Key, Edge]] = []
     if not keys:
         return out
     cl, d = s.column_lineage, s.datasets
     by_field = {(k[0], k[2]): k for k in keys}
+    rows: list[sa.Row[Any]] = []
     for batch in q.chunks({ds for ds, _, _ in keys}):
-        for r in conn.execute(
+        rows += conn.execute(
             sa.select(cl, d.c.uuid.label("out_dataset"))
             .join(d, d.c.current_version_uuid == cl.c.dataset_version_uuid)
             .where(cl.c.input_dataset_uuid.in_(batch))
-        ).all():
-            source = by_field.get((r.input_dataset_uuid, r.input_field))
-            if source is not None:
-                written = (r.out_dataset, r.dataset_version_uuid, r.output_field)
-                out.append((written, (source, r.transformation_type, r.transformation_description)))
+        ).all()
+        if inherit:
+            rows += _inherited_downstream(conn, batch)
+    for r in rows:
+        source = by_field.get((r.input_dataset_uuid, r.input_field))
+        if source is not None:
+            written = (r.out_dataset, r.dataset_version_uuid, r.output_field)
+            out.append((written, (source, r.transformation_type, r.transformation_description)))
+    return out
+
+
+def _inherited_downstream(conn: Connection, inputs: list[str]) -> list[sa.Row[Any]]:
+    """Lineage rows reading ``inputs`` of the newest version that recorded column lineage
+    of each dataset whose current version recorded none."""
+    cl, d, dv = s.column_lineage, s.datasets, s.dataset_versions
+    current = cl.alias("current")
+    bare = ~sa.exists().where(current.c.dataset_version_uuid == d.c.current_version_uuid)
+    rows = conn.execute(
+        sa.select(cl, d.c.uuid.label("out_dataset"), dv.c.created_at)
+        .join(dv, dv.c.uuid == cl.c.dataset_version_uuid)
+        .join(d, d.c.uuid == dv.c.dataset_uuid)
+        .where(cl.c.input_dataset_uuid.in_(inputs), bare)
+    ).all()
+    newest = _newest_with_lineage(conn, {str(r.out_dataset) for r in rows})
+    return [r for r in rows if newest.get(r.out_dataset) == r.created_at]
+
+
+def _newest_with_lineage(conn: Connection, datasets: set[str]) -> dict[str, Any]:
+    """Dataset -> when its newest version that recorded column lineage was made."""
+    cl, dv = s.column_lineage, s.dataset_versions
+    has_lineage = sa.exists().where(cl.c.dataset_version_uuid == dv.c.uuid)
+    out: dict[str, Any] = {}
+    for batch in q.chunks(datasets):
+        rows = conn.execute(
+            sa.select(dv.c.dataset_uuid, sa.func.max(dv.c.created_at).label("at"))
+            .where(dv.c.dataset_uuid.in_(batch), has_lineage)
+            .group_by(dv.c.dataset_uuid)
+        )
+        out |= {str(r.dataset_uuid): r.at for r in rows}
     return out
 
 
