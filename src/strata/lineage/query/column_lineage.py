@@ -20,7 +20,6 @@ import sqlalchemy as sa
 from sqlalchemy.engine import Connection
 
 from strata.errors import NotFound
-from strata.lineage.query import graph_rows
 from strata.lineage.query import queries as q
 from strata.lineage.query.nodes import NodeRef, check_depth, find_dataset, parse_node_id
 from strata.store import schema as s
@@ -167,14 +166,36 @@ def commit_ids(conn: Connection, versions: Iterable[str]) -> dict[str, int | Non
 
 
 def _current_versions(conn: Connection, dataset_uuids: Iterable[str]) -> dict[str, str | None]:
-    d = s.datasets
     out: dict[str, str | None] = {}
     for batch in q.chunks(set(dataset_uuids)):
-        for r in conn.execute(
-            sa.select(d.c.uuid, d.c.current_version_uuid).where(d.c.uuid.in_(batch))
-        ).all():
+        for r in conn.execute(_CURRENT, {"d": batch}).all():
             out[r.uuid] = r.current_version_uuid
     return out
+
+
+# The walk runs these once per step: built once, so a step pays only for the round trip.
+_CURRENT = sa.select(s.datasets.c.uuid, s.datasets.c.current_version_uuid).where(
+    s.datasets.c.uuid.in_(sa.bindparam("d", expanding=True))
+)
+
+
+_EDGE_COLS = [
+    s.column_lineage.c[name]
+    for name in (
+        "dataset_version_uuid",
+        "output_field",
+        "input_dataset_uuid",
+        "input_field",
+        "transformation_type",
+        "transformation_description",
+    )
+]
+
+
+_EDGES = sa.select(*_EDGE_COLS).where(
+    s.column_lineage.c.dataset_version_uuid.in_(sa.bindparam("v", expanding=True)),
+    s.column_lineage.c.output_field.in_(sa.bindparam("f", expanding=True)),
+)
 
 
 def _upstream_edges(conn: Connection, keys: set[Key], inherit: bool) -> dict[Key, set[Edge]]:
@@ -184,10 +205,10 @@ def _upstream_edges(conn: Connection, keys: set[Key], inherit: bool) -> dict[Key
     out: dict[Key, set[Edge]] = defaultdict(set)
     if not keys:
         return out
-    cl = s.column_lineage
     rows: list[sa.Row[Any]] = []
+    names = sorted({f for _, _, f in keys})
     for batch in q.chunks({v for _, v, _ in keys}):
-        rows += conn.execute(sa.select(cl).where(cl.c.dataset_version_uuid.in_(batch))).all()
+        rows += conn.execute(_EDGES, {"v": batch, "f": names}).all()
     by_version = {v: d for d, v, _ in keys}
     keyed = [
         (k, r)
@@ -198,7 +219,12 @@ def _upstream_edges(conn: Connection, keys: set[Key], inherit: bool) -> dict[Key
     if inherit:
         keyed += _inherited(conn, keys - {k for k, _ in keyed})
     read = _versions_read(conn, {r.dataset_version_uuid for _, r in keyed})
-    current = _current_versions(conn, {r.input_dataset_uuid for _, r in keyed})
+    unread = {
+        r.input_dataset_uuid
+        for _, r in keyed
+        if (r.dataset_version_uuid, r.input_dataset_uuid) not in read
+    }
+    current = _current_versions(conn, unread) if unread else {}
     for key, r in keyed:
         version = read.get((r.dataset_version_uuid, r.input_dataset_uuid))
         version = version or current.get(r.input_dataset_uuid)
@@ -235,7 +261,9 @@ def _inherited(conn: Connection, keys: set[Key]) -> list[tuple[Key, sa.Row[Any]]
             chosen[version] = max(earlier)[1]
     rows: list[sa.Row[Any]] = []
     for batch in q.chunks(set(chosen.values())):
-        rows += conn.execute(sa.select(cl).where(cl.c.dataset_version_uuid.in_(batch))).all()
+        rows += conn.execute(
+            sa.select(*_EDGE_COLS).where(cl.c.dataset_version_uuid.in_(batch))
+        ).all()
     by_version: dict[tuple[str, str], list[sa.Row[Any]]] = defaultdict(list)
     for r in rows:
         by_version[(r.dataset_version_uuid, r.output_field)].append(r)
@@ -271,18 +299,20 @@ def _created(conn: Connection, versions: set[str]) -> dict[str, Any]:
 def _versions_read(conn: Connection, outputs: set[str]) -> dict[tuple[str, str], str]:
     """(output version, input dataset) -> the version of that dataset the run that wrote
     the output version read."""
-    dv, ri = s.dataset_versions, s.run_inputs
-    read = dv.alias("read")
     out: dict[tuple[str, str], str] = {}
     for batch in q.chunks(outputs):
-        for written, dataset, version in conn.execute(
-            sa.select(dv.c.uuid, read.c.dataset_uuid, read.c.uuid)
-            .join(ri, ri.c.run_uuid == dv.c.run_uuid)
-            .join(read, read.c.uuid == ri.c.dataset_version_uuid)
-            .where(dv.c.uuid.in_(batch))
-        ).all():
+        for written, dataset, version in conn.execute(_READ, {"v": batch}).all():
             out[(str(written), str(dataset))] = str(version)
     return out
+
+
+_READ_VERSION = s.dataset_versions.alias("read")
+_READ = (
+    sa.select(s.dataset_versions.c.uuid, _READ_VERSION.c.dataset_uuid, _READ_VERSION.c.uuid)
+    .join(s.run_inputs, s.run_inputs.c.run_uuid == s.dataset_versions.c.run_uuid)
+    .join(_READ_VERSION, _READ_VERSION.c.uuid == s.run_inputs.c.dataset_version_uuid)
+    .where(s.dataset_versions.c.uuid.in_(sa.bindparam("v", expanding=True)))
+)
 
 
 def _downstream_edges(conn: Connection, keys: set[Key], inherit: bool) -> list[tuple[Key, Edge]]:
@@ -292,17 +322,13 @@ def _downstream_edges(conn: Connection, keys: set[Key], inherit: bool) -> list[t
     out: list[tuple[Key, Edge]] = []
     if not keys:
         return out
-    cl, d = s.column_lineage, s.datasets
     by_field = {(k[0], k[2]): k for k in keys}
+    fields = sorted({f for _, _, f in keys})
     rows: list[sa.Row[Any]] = []
     for batch in q.chunks({ds for ds, _, _ in keys}):
-        rows += conn.execute(
-            sa.select(cl, d.c.uuid.label("out_dataset"))
-            .join(d, d.c.current_version_uuid == cl.c.dataset_version_uuid)
-            .where(cl.c.input_dataset_uuid.in_(batch))
-        ).all()
+        rows += conn.execute(_DOWN, {"d": batch, "f": fields}).all()
         if inherit:
-            rows += _inherited_downstream(conn, batch)
+            rows += _inherited_downstream(conn, batch, fields)
     for r in rows:
         source = by_field.get((r.input_dataset_uuid, r.input_field))
         if source is not None:
@@ -311,20 +337,43 @@ def _downstream_edges(conn: Connection, keys: set[Key], inherit: bool) -> list[t
     return out
 
 
-def _inherited_downstream(conn: Connection, inputs: list[str]) -> list[sa.Row[Any]]:
-    """Lineage rows reading ``inputs`` of the newest version that recorded column lineage
-    of each dataset whose current version recorded none."""
+_DOWN = (
+    sa.select(*_EDGE_COLS, s.datasets.c.uuid.label("out_dataset"))
+    .join(s.datasets, s.datasets.c.current_version_uuid == s.column_lineage.c.dataset_version_uuid)
+    .where(
+        s.column_lineage.c.input_dataset_uuid.in_(sa.bindparam("d", expanding=True)),
+        s.column_lineage.c.input_field.in_(sa.bindparam("f", expanding=True)),
+    )
+)
+
+
+def _inherited_downstream(conn: Connection, inputs: list[str], fields: list[str]) -> list[Any]:
+    """Lineage rows reading ``inputs``'s ``fields`` of the newest version that recorded
+    column lineage of each dataset whose current version recorded none."""
     cl, d, dv = s.column_lineage, s.datasets, s.dataset_versions
-    current = cl.alias("current")
-    bare = ~sa.exists().where(current.c.dataset_version_uuid == d.c.current_version_uuid)
-    rows = conn.execute(
-        sa.select(cl, d.c.uuid.label("out_dataset"), dv.c.created_at)
+    older = conn.execute(
+        sa.select(*_EDGE_COLS, dv.c.dataset_uuid.label("out_dataset"), dv.c.created_at)
         .join(dv, dv.c.uuid == cl.c.dataset_version_uuid)
         .join(d, d.c.uuid == dv.c.dataset_uuid)
-        .where(cl.c.input_dataset_uuid.in_(inputs), bare)
+        .where(
+            cl.c.input_dataset_uuid.in_(inputs),
+            cl.c.input_field.in_(fields),
+            d.c.current_version_uuid != cl.c.dataset_version_uuid,
+        )
     ).all()
-    newest = _newest_with_lineage(conn, {str(r.out_dataset) for r in rows})
-    return [r for r in rows if newest.get(r.out_dataset) == r.created_at]
+    if not older:
+        return []
+    current = cl.alias("current")
+    bare: set[str] = set(
+        conn.execute(
+            sa.select(d.c.uuid).where(
+                d.c.uuid.in_({r.out_dataset for r in older}),
+                ~sa.exists().where(current.c.dataset_version_uuid == d.c.current_version_uuid),
+            )
+        ).scalars()
+    )
+    newest = _newest_with_lineage(conn, {str(u) for u in bare})
+    return [r for r in older if r.out_dataset in bare and newest.get(r.out_dataset) == r.created_at]
 
 
 def _newest_with_lineage(conn: Connection, datasets: set[str]) -> dict[str, Any]:
@@ -342,15 +391,36 @@ def _newest_with_lineage(conn: Connection, datasets: set[str]) -> dict[str, Any]
     return out
 
 
-def _types(conn: Connection, versions: set[str]) -> dict[tuple[str, str], str | None]:
-    """(version, field) -> the field's type in that version's schema."""
+def _types(conn: Connection, shown: set[Key]) -> dict[tuple[str, str], str | None]:
+    """(version, field) -> the field's type in that version's schema, for ``shown``."""
     dv = s.dataset_versions
+    wanted: dict[str, set[str]] = defaultdict(set)
+    for _, version, name in shown:
+        wanted[version].add(name)
     out: dict[tuple[str, str], str | None] = {}
-    for batch in q.chunks(versions):
+    for batch in q.chunks(set(wanted)):
         for uuid, schema in conn.execute(
             sa.select(dv.c.uuid, dv.c.schema_fields).where(dv.c.uuid.in_(batch))
         ).all():
-            out |= {(str(uuid), f.name): f.type for f in q._fields(schema, {})}
+            names = wanted[str(uuid)]
+            for f in schema if isinstance(schema, list) else ():
+                if isinstance(f, dict) and f.get("name") in names:
+                    kind = f.get("type")
+                    out[(str(uuid), f["name"])] = kind if isinstance(kind, str) else None
+    return out
+
+
+def _visible(conn: Connection, uuids: set[str]) -> dict[str, tuple[str, str]]:
+    """Dataset uuid -> (namespace, name), of those not hidden."""
+    d = s.datasets
+    out: dict[str, tuple[str, str]] = {}
+    for batch in q.chunks(uuids):
+        rows = conn.execute(
+            sa.select(d.c.uuid, d.c.namespace, d.c.name).where(
+                d.c.uuid.in_(batch), d.c.is_hidden.is_(False)
+            )
+        )
+        out |= {str(r.uuid): (r.namespace, r.name) for r in rows}
     return out
 
 
@@ -362,22 +432,22 @@ def _field_nodes(
     output fields of visible datasets and their inputs). Without a version in the start
     node, a field read at several versions is one node (the first version by uuid)."""
     all_keys = set(seeds) | set(edges) | {e[0] for rows in edges.values() for e in rows}
-    datasets = graph_rows.datasets(conn, {d for d, _, _ in all_keys}, None)  # not hidden ones
+    datasets = _visible(conn, {d for d, _, _ in all_keys})
     shown = {k for k in seeds if k[0] in datasets}
     for out_key, rows in edges.items():
         if out_key[0] in datasets:
             shown.add(out_key)
             shown |= {e[0] for e in rows if e[0][0] in datasets}
-    types = _types(conn, {v for _, v, _ in shown})
+    types = _types(conn, shown)
     nodes: dict[Key, FieldNode] = {}
     by_id: dict[str, FieldNode] = {}
     for key in sorted(shown):
         dataset, version, name = key
-        ds = datasets[dataset]
-        node_id = field_node_id(ds.namespace, ds.name, name, version if versioned else None)
+        namespace, ds_name = datasets[dataset]
+        node_id = field_node_id(namespace, ds_name, name, version if versioned else None)
         if node_id not in by_id:
             by_id[node_id] = FieldNode(
-                node_id, ds.namespace, ds.name, version, name, types.get((version, name))
+                node_id, namespace, ds_name, version, name, types.get((version, name))
             )
         nodes[key] = by_id[node_id]
     for out_key, rows in sorted(edges.items()):
