@@ -143,10 +143,16 @@ def touch_dataset_rows(
     }
 
 
-def touch_dataset(conn: Connection, namespace: str, name: str, at: datetime) -> str:
-    """The dataset's uuid, creating the namespace and dataset rows when new."""
-    touch_namespace(conn, namespace, at)
-    return touch_dataset_rows(conn, {(namespace, name): (at, at)})[(namespace, name)].uuid
+def touch_datasets(
+    conn: Connection, names: set[tuple[str, str]], at: datetime
+) -> dict[tuple[str, str], str]:
+    """Each dataset's uuid, creating the namespace and dataset rows when new: one
+    statement for each table, however many datasets."""
+    if not names:
+        return {}
+    touch_namespaces(conn, {ns: (at, at) for ns, _ in names})
+    found = touch_dataset_rows(conn, {key: (at, at) for key in names})
+    return {key: row.uuid for key, row in found.items()}
 
 
 def merge_stamped(

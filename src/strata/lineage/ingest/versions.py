@@ -41,7 +41,7 @@ from strata.errors import InvalidEvent
 from strata.lineage.ingest import facets as fx
 from strata.lineage.ingest.events import DatasetRef, Event
 from strata.lineage.ingest.fold import IoFold, RunFold
-from strata.lineage.ingest.rows import touch_dataset
+from strata.lineage.ingest.rows import touch_datasets
 from strata.store import schema as s
 from strata.store.bulk import (
     cached,
@@ -386,16 +386,18 @@ def _edges(
     created: datetime,
 ) -> list[dict[str, Any]]:
     """The ``column_lineage`` rows of one output version, from its ``columnLineage``."""
+    # Not a dataset the run read: dropped, as Marquez drops it.
+    edges = [e for e in fx.column_edges(facets) if (e.input_namespace, e.input_name) in run.inputs]
+    sources = touch_datasets(
+        conn, {(e.input_namespace, e.input_name) for e in edges}, io.first_seen
+    )
     rows = []
-    for edge in fx.column_edges(facets):
-        if (edge.input_namespace, edge.input_name) not in run.inputs:
-            continue  # not a dataset the run read: dropped, as Marquez drops it
-        source = touch_dataset(conn, edge.input_namespace, edge.input_name, io.first_seen)
+    for edge in edges:
         rows.append(
             {
                 "dataset_version_uuid": version,
                 "output_field": edge.output_field,
-                "input_dataset_uuid": source,
+                "input_dataset_uuid": sources[(edge.input_namespace, edge.input_name)],
                 "input_field": edge.input_field,
                 "transformation_type": edge.transformation_type,
                 "transformation_description": edge.transformation_description,
