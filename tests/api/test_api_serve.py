@@ -160,7 +160,7 @@ def _requests(doc: dict[str, Any]) -> list[tuple[str, str, dict[str, Any]]]:
         if "get" not in item or not template.startswith("/api/"):
             continue
         path = template.replace("{id}", run_id)
-        for name in ("namespace", "dataset", "job", "version", "source", "tag", "field"):
+        for name in ("namespace", "dataset", "job", "version", "source", "tag", "field", "column"):
             path = path.replace("{" + name + "}", "x")
         params = {
             p["name"]: query[p["name"]]

@@ -200,8 +200,7 @@ def test_trace_follows_one_column_down_to_the_raw_fields_at_exact_versions(
     status, out, _ = p.cli("trace", "report/users", "--column", "country")
     assert status == 0 and "raw fields: raw/users@1.country" in out, out
     body = api.get(
-        f"/api/v1/strata/trace/{quote('report/users', safe='')}",
-        params={"version": 1, "column": "country"},
+        f"/api/v1/strata/trace/{quote('report/users', safe='')}/country", params={"version": 1}
     )
     assert body.status_code == 200 and body.json() == tree
 
@@ -218,9 +217,9 @@ def test_trace_of_a_column_refuses_what_it_cannot_follow(built: tuple[Project, A
     status, _, err = p.cli("impact", "report/users")
     assert status != 0 and "DATASET.COLUMN" in err, err
     ds = quote("report/users", safe="")
-    missing = api.get(f"/api/v1/strata/trace/{ds}", params={"column": "nope"})
+    missing = api.get(f"/api/v1/strata/trace/{ds}/nope")
     assert missing.status_code == 404 and "nope" in missing.json()["message"]
-    assert api.get(f"/api/v1/strata/impact/{ds}").status_code == 400
+    assert api.get(f"/api/v1/strata/impact/{ds}/nope").status_code == 404
 
 
 def test_impact_lists_every_field_derived_from_a_column(built: tuple[Project, Any]) -> None:
@@ -241,9 +240,7 @@ def test_impact_lists_every_field_derived_from_a_column(built: tuple[Project, An
     assert not any(k.startswith(("clicks/", "clean/clicks")) for k in kinds)
     hops = [d["hops"] for d in found["dependents"]]
     assert hops == sorted(hops)
-    via = api.get(
-        f"/api/v1/strata/impact/{quote('raw/users', safe='')}", params={"column": "country"}
-    )
+    via = api.get(f"/api/v1/strata/impact/{quote('raw/users', safe='')}/country")
     assert via.status_code == 200 and via.json() == found
     status, out, _ = p.cli("impact", "raw/users.country")
     assert status == 0 and f"{len(kinds)} fields derived from raw/users@1.country" in out

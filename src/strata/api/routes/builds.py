@@ -81,31 +81,29 @@ def get_schedules(request: Request) -> Response:
     return views.json_response({"schedules": overview(_service(request))})
 
 
-Column = Annotated[str | None, Query(min_length=1, description="one column of the dataset")]
-
-
-@router.get("/trace/{dataset:seg}", response_model=views.Json, responses=errors(400))
+@router.get("/trace/{dataset:seg}", response_model=views.Json)
 def get_trace(
-    request: Request,
-    dataset: str,
-    version: Version = None,
-    partition: Partition = None,
-    column: Column = None,
-    indirect: bool = False,
+    request: Request, dataset: str, version: Version = None, partition: Partition = None
 ) -> Response:
     """The provenance tree of a version down to raw datasets, exact versions at each level
-    (``partition=col=value,…``: of that one partition, down to the partitions it read;
-    ``column=c``: the fields that column was derived from, down to raw fields, with
-    ``indirect`` also those that filtered, joined, grouped or ordered it)."""
+    (``partition=col=value,…``: of that one partition, down to the partitions it read)."""
     wanted = parse_alternatives(partition) if partition is not None else None
-    tree = _service(request).trace(dataset, version, wanted, column=column, indirect=indirect)
+    return views.json_response(_service(request).trace(dataset, version, wanted))
+
+
+@router.get("/trace/{dataset:seg}/{column:seg}", response_model=views.Json)
+def get_column_trace(
+    request: Request, dataset: str, column: str, version: Version = None, indirect: bool = False
+) -> Response:
+    """The fields one column of a version was derived from, down to raw fields, each at
+    the version its run read (``indirect``: also those that filtered, joined, grouped or
+    ordered it), as `strata trace DATASET@N --column C --json`."""
+    tree = _service(request).trace(dataset, version, column=column, indirect=indirect)
     return views.json_response(tree)
 
 
-@router.get("/impact/{dataset:seg}", response_model=views.Json)
-def get_impact(
-    request: Request, dataset: str, column: Annotated[str, Query(min_length=1)]
-) -> Response:
+@router.get("/impact/{dataset:seg}/{column:seg}", response_model=views.Json)
+def get_impact(request: Request, dataset: str, column: str) -> Response:
     """Every field of the current versions derived from one column, directly or not,
     nearest first (as `strata impact DATASET.COLUMN --json`)."""
     return views.json_response(_service(request).impact(dataset, column))
