@@ -99,3 +99,21 @@ def test_float_decimal_and_nested_keys_are_left_to_spark() -> None:
     assert check_keys.supported([pa.string(), pa.int32(), pa.date32(), pa.timestamp("us")])
     for t in (pa.float64(), pa.decimal128(10, 2), pa.list_(pa.int64())):
         assert not check_keys.supported([pa.string(), t])
+
+
+@pytest.mark.parametrize(
+    "chunks",
+    [
+        [[1, 2, 3], [3, 4]],  # the last key of one file is the first of the next
+        [[1, 2, 2, 3], [4, 5]],  # a repeat inside a file written in order
+        [[4, 5], [1, 2]],  # each file in order, the files not
+        [[1, 2], [], [2, 9]],  # an empty chunk between the repeats
+    ],
+)
+def test_keys_written_in_order_still_count_a_repeat(chunks: list[list[int]]) -> None:
+    column = pa.chunked_array([pa.array(c, pa.int64()) for c in chunks], pa.int64())
+    table = pa.table({"id": column})
+    got = check_keys.group_sizes(table, ["id"], skip_nulls=True)
+    assert sorted(got.tolist()) == _expected(table, ["id"], skip_nulls=True)
+    ascending = pa.table({"id": pa.chunked_array([[1, 2, 3], [], [7, 8]], pa.int64())})
+    assert check_keys.group_sizes(ascending, ["id"], skip_nulls=True).tolist() == [1] * 5

@@ -13,11 +13,12 @@ already there (a semi-join on the key columns, not a rescan of every column).
 
 from __future__ import annotations
 
+import operator
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from datetime import date, datetime
 from decimal import Decimal
-from functools import partial
+from functools import cached_property, partial
 from typing import TYPE_CHECKING, Any
 
 from strata.builds import check_keys
@@ -40,12 +41,14 @@ if TYPE_CHECKING:
 
 @dataclass(frozen=True)
 class Target:
-    """The rows a dataset's checks judge: ``frame``; for an incremental append, the
-    ``whole`` output after it and the ``appended`` rows alone (keys' cheap form)."""
+    """The rows a dataset's checks judge: ``frame``, made by ``read`` when first needed
+    (judged from what the write observed, a written output may need none); for an
+    incremental append, the whole output after it and the ``appended`` rows alone
+    (keys' cheap form)."""
 
     dataset: str
     side: str
-    frame: DataFrame
+    read: Callable[[], DataFrame]
     appended: DataFrame | None = None
     previous: DataFrame | None = None
     partition: str | None = None
@@ -54,6 +57,12 @@ class Target:
     seen: Mapping[str, int] | None = None
     # ``frame``'s columns as an Arrow table on this process; None when too big.
     columns: Callable[[Sequence[str]], pa.Table | None] | None = None
+    # ``frame``'s column types (Spark's simple strings), when known without it.
+    types: Mapping[str, str] | None = None
+
+    @cached_property
+    def frame(self) -> DataFrame:
+        return self.read()
 
 
 @dataclass(frozen=True)
@@ -67,7 +76,9 @@ def judge(target: Target, checks: Sequence[Check]) -> list[CheckResult]:
     """Every check of ``target``, in order."""
     if not checks:
         return []
-    types = {f.name: f.dataType.simpleString() for f in target.frame.schema.fields}
+    types = target.types
+    if types is None:
+        types = {f.name: f.dataType.simpleString() for f in target.frame.schema.fields}
     for c in checks:
         problem = c.expectation.problem(types)
         if problem is not None:
@@ -154,7 +165,8 @@ def _measure(
         found |= _aggregate(target, rest)
         if cheap and keys:
             assert target.appended is not None and target.previous is not None
-            found |= _aggregate(Target(target.dataset, target.side, target.appended), keys)
+            appended = target.appended
+            found |= _aggregate(Target(target.dataset, target.side, lambda: appended), keys)
             for e in keys:
                 found[id(e)] = _against_previous(e, found[id(e)], target)
     except CheckDeclarationError:
@@ -184,8 +196,35 @@ def row_measures(checks: Sequence[Check]) -> dict[str, Column]:
     """The per-row sums ``checks`` need (rows, failing rows of each row rule, NULL keys),
     named as :func:`judge` reads them: a writer may observe them in its own pass
     (:attr:`Target.seen`), so that judging them reads nothing."""
+    return _made_once(checks, _row_measures)
+
+
+def _row_measures(checks: Sequence[Check]) -> dict[str, Column]:
     leaves = [leaf for c in checks for leaf in _leaves(c.expectation)]
     return {name: build() for name, build in _per_row(leaves).items()}
+
+
+# A transform's checks are the same objects from build to build, and their Spark
+# columns (unresolved expressions, each made by several calls into the JVM) fit any
+# frame of that Spark context: each list's columns are made once per context.
+_MADE: dict[tuple[int, ...], tuple[Sequence[Check], object, dict[str, Column]]] = {}
+
+
+def _made_once(
+    checks: Sequence[Check], make: Callable[[Sequence[Check]], dict[str, Column]]
+) -> dict[str, Column]:
+    from pyspark import SparkContext
+
+    context = SparkContext._active_spark_context
+    key = tuple(id(c) for c in checks)
+    held = _MADE.get(key)
+    if held is not None and held[1] is context and all(map(operator.is_, held[0], checks)):
+        return dict(held[2])
+    if len(_MADE) > 1024:  # pipelines reloaded many times: forget the old ones
+        _MADE.clear()
+    made = make(checks)
+    _MADE[key] = (tuple(checks), context, made)
+    return dict(made)
 
 
 def _per_row(leaves: Sequence[Expectation]) -> dict[str, Callable[[], Column]]:

@@ -59,7 +59,7 @@ from strata.lake.transaction import Transaction
 
 if TYPE_CHECKING:
     import pyarrow as pa
-    from pyspark.sql import SparkSession
+    from pyspark.sql import DataFrame, SparkSession
 
 log = logging.getLogger(__name__)
 
@@ -304,7 +304,7 @@ def call_transform(
     for p, inp in t.inputs.items():
         if inp.checks:
             # What the run reads: an incremental run's new rows, a partition's rows.
-            judge(Target(inp.name, "input", handles[p].dataframe()), inp.checks)
+            judge(Target(inp.name, "input", handles[p].dataframe), inp.checks)
     mark = txn.mark()
     for o in t.outputs.values():
         if o.checks:  # judged from what the write itself observes, where it can
@@ -394,18 +394,25 @@ def _written(
     within: Mapping[str, str] | None,
 ) -> Target:
     """What a run wrote to ``name``, as its checks judge it: an append is judged with
-    the output it extends (whole), its keys in the cheap form."""
-    written = txn.pending_frame(spark, name, since=mark)
+    the output it extends (whole), its keys in the cheap form. What the write observed
+    and the key columns read back usually judge it all: the written rows are then read
+    as a Spark frame only when needed."""
     base = txn.base_of(name)
     if txn.type_of(name) != "APPEND" or not base or within is not None:
+
+        def written() -> DataFrame:
+            frame: DataFrame = txn.pending_frame(spark, name, since=mark)
+            return frame
 
         def columns(cols: Sequence[str]) -> pa.Table | None:
             return txn.pending_columns(name, cols, since=mark, max_bytes=check_keys.MAX_BYTES)
 
-        return Target(name, "output", written, seen=txn.watched(name), columns=columns)
+        seen, types = txn.watched(name), txn.pending_types(name)
+        return Target(name, "output", written, seen=seen, columns=columns, types=types)
+    appended = txn.pending_frame(spark, name, since=mark)
     previous = lake.read(name, version=base, spark=spark)
-    whole = previous.unionByName(written, allowMissingColumns=True)
-    return Target(name, "output", whole, appended=written, previous=previous)
+    whole = previous.unionByName(appended, allowMissingColumns=True)
+    return Target(name, "output", lambda: whole, appended=appended, previous=previous)
 
 
 @dataclass

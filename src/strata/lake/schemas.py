@@ -90,6 +90,18 @@ def require_compatible(
     )
 
 
+def spark_types(known: pa.Schema) -> dict[str, str] | None:
+    """Each column's Spark type (its simple string) as :func:`read_parquet` reads files
+    of the ``known`` schema, found without the JVM; None when Spark infers them."""
+    from pyspark.sql.pandas.types import from_arrow_schema
+
+    try:
+        struct = from_arrow_schema(known)
+    except TypeError:
+        return None
+    return {f.name: f.dataType.simpleString() for f in struct.fields}
+
+
 def read_parquet(session: SparkSession, uris: list[str], known: pa.Schema | None) -> DataFrame:
     """Parquet files as one Spark frame, read with their ``known`` schema: Spark then
     runs no job to infer it from the footers (it does when it has to)."""

@@ -757,6 +757,12 @@ class Transaction:
         known = schemas.decode(part.arrow_schema) if part.arrow_schema else None
         return schemas.read_parquet(spark, [storage.spark_uri(e.path) for e in adds], known)
 
+    def pending_types(self, dataset: str) -> dict[str, str] | None:
+        """The Spark types of what was written to ``dataset``, as :meth:`pending_frame`
+        reads it (None when not known without reading it)."""
+        known = self._part(dataset).arrow_schema
+        return schemas.spark_types(schemas.decode(known)) if known else None
+
     def pending_columns(
         self, dataset: str, columns: Sequence[str], since: int = 0, max_bytes: int = 0
     ) -> pa.Table | None:
