@@ -84,14 +84,22 @@ def test_demo_tells_the_story_and_goes_on_where_it_stopped(
 
 
 def test_fresh_starts_over_on_the_embedded_default(tmp_path: Path, spark: object) -> None:
+    import pyarrow as pa
+
     home = tmp_path / "state"
-    run_demo("--home", str(home), "demo", "--hours", "1")
+    run_demo("--home", str(home), "init")
+    before = Lake(Settings(home=home))  # a store the demo refuses to go on with
+    for name in ("raw/clicks", "scratch/notes"):
+        with before.transaction(name, type="APPEND") as txn:
+            txn.write(pa.table({"user": ["ada"]}))
+    before.engine.dispose()
     out = run_demo("--home", str(home), "demo", "--fresh", "--hours", "1")
     assert "started over" in out and "going on from" not in out
     lake = Lake(Settings(home=home))
     # One hour, the late replay, one more hour, a bad batch, its withdrawal, late JP
-    # clicks: the first run's are gone.
+    # clicks: what was there before is gone.
     assert [v.commit_id for v in lake.versions("raw/clicks")] == [1, 2, 3, 4, 5, 6]
+    assert "scratch/notes" not in {d.name for d in lake.datasets()}
     lake.engine.dispose()
 
 
