@@ -4,6 +4,8 @@ checked against the store and the build service, not against fixed strings."""
 from __future__ import annotations
 
 import difflib
+import time
+import uuid
 from datetime import timedelta
 from typing import Any
 from urllib.parse import quote
@@ -393,3 +395,56 @@ def test_status_shows_when_each_schedule_fires_next(site: Site) -> None:
     shown = row.find_element(By.CSS_SELECTOR, ".next-firing time")
     assert shown.get_attribute("datetime").endswith("00:30:00+00:00") and shown.text.strip()
     assert "never fired" in row.text
+
+
+def _foreign_run(site: Site, query: str, hour: int) -> str:
+    """One COMPLETE run of a dbt-like job in namespace ``shop`` with this SQL."""
+    run_id = str(uuid.uuid4())
+    event = {
+        "eventType": "COMPLETE",
+        "eventTime": f"2026-11-20T{hour:02d}:00:00Z",
+        "run": {"runId": run_id},
+        "job": {
+            "namespace": "shop",
+            "name": "marts.orders",
+            "facets": {
+                "sql": {
+                    "_producer": "https://example.com/t",
+                    "_schemaURL": "https://openlineage.io/spec/facets/1-1-0/SQLJobFacet.json",
+                    "query": query,
+                }
+            },
+        },
+        "inputs": [{"namespace": "shop", "name": "raw.orders"}],
+        "outputs": [{"namespace": "shop", "name": "marts.orders"}],
+        "producer": "https://example.com/t",
+        "schemaURL": "https://openlineage.io/spec/2-0-2/OpenLineage.json#/$defs/RunEvent",
+    }
+    sent = httpx.post(
+        f"{site.url}/api/v1/lineage", json=event, headers={"Authorization": f"Bearer {WRITE}"}
+    )
+    assert sent.status_code in (200, 201), sent.text
+    return run_id
+
+
+def test_a_foreign_job_lists_a_version_per_query(site: Site) -> None:
+    first = _foreign_run(site, "select id from raw.orders", 6)
+    second = _foreign_run(site, "select id, amount from raw.orders", 7)
+    versions_url = f"{site.url}/api/v1/namespaces/shop/jobs/marts.orders/versions"
+    headers = {"Authorization": f"Bearer {READ}"}
+    for _ in range(100):  # the fold runs beside the server
+        got = httpx.get(versions_url, headers=headers).json()
+        if got.get("totalCount") == 2 and all(v["latestRun"] for v in got["versions"]):
+            break
+        time.sleep(0.1)
+    site.go("#/jobs/shop/marts.orders")
+    box = section(site, "Versions (2)")
+    rows = box.find_elements(By.CSS_SELECTOR, "tbody tr")
+    assert [r.find_elements(By.TAG_NAME, "td")[1].text for r in rows] == ["sql", "sql"]
+    links = [r.find_element(By.CSS_SELECTOR, "a[href^='#/runs/']") for r in rows]
+    assert [x.get_attribute("href").rsplit("/", 1)[1] for x in links] == [second, first]
+    assert section(site, "About").find_element(By.CSS_SELECTOR, "pre").text == (
+        "select id, amount from raw.orders"  # the latest run's query
+    )
+    assert site.errors() == []
+    site.shot("job-versions")

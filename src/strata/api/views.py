@@ -268,6 +268,7 @@ def job_version(v: q.JobVersion) -> Json:
         "outputs": [dataset_id(x) for x in v.outputs],
         "latestRun": run(v.latest_run) if v.latest_run else None,
         "facets": {},
+        "programFacets": v.program_facets,
     }
 
 

@@ -214,3 +214,37 @@ def entry(state: BuildState, dataset: str, version: int | None) -> Entry:
     return Entry(
         dataset, built.version, built.data_fingerprint, built.run, built.program, built.inputs
     )
+
+
+def job_history(state: BuildState, namespace: str, job: str, limit: int = 100) -> dict[str, Any]:
+    """A job's versions, newest first: for a job Strata did not build, each program its
+    events named (by ``sourceCode``, ``sql`` or ``sourceCodeLocation``) is a version,
+    with the facets that made it and its latest run."""
+    try:
+        page, name = state.job_versions(namespace, job, limit)
+    except NotFound:
+        elsewhere = [ns for ns in state.job_namespaces(job) if ns != namespace]
+        if not elsewhere:
+            raise
+        raise NotFound(
+            f"job {job!r} not found in namespace {namespace!r}; it is in "
+            f"{', '.join(map(repr, elsewhere))}: pass --namespace {elsewhere[0]}",
+            job=job,
+            namespace=namespace,
+        ) from None
+    versions = [
+        {
+            "version": v.uuid,
+            "fingerprint": v.version,
+            "created_at": v.created_at.isoformat(),
+            "program_facets": v.program_facets,
+            "location": v.location,
+            "inputs": [f"{d.namespace}:{d.name}" for d in v.inputs],
+            "outputs": [f"{d.namespace}:{d.name}" for d in v.outputs],
+            "latest_run": (
+                {"id": v.latest_run.uuid, "state": v.latest_run.state} if v.latest_run else None
+            ),
+        }
+        for v in page.items
+    ]
+    return {"namespace": namespace, "job": name, "total": page.total, "versions": versions}

@@ -155,6 +155,10 @@ class BuildService:
     ) -> dict[str, Any]:
         return history.history(self.state, dataset, dict(partition) if partition else None)
 
+    def job_history(self, job: str, namespace: str | None = None) -> dict[str, Any]:
+        """A job's versions (default namespace: this lake's), newest first."""
+        return history.job_history(self.state, namespace or self.lake.namespace, job)
+
     def trace(
         self,
         dataset: str,

@@ -19,7 +19,7 @@ from strata.builds.status import DatasetStatus
 from strata.cli.common import point_to_spark_log, reported, settings_from
 from strata.cli.output import emit_json, emit_table, err_console
 from strata.cli.progress import BuildProgress, first_line
-from strata.errors import StrataError
+from strata.errors import InvalidArgument, StrataError
 
 if TYPE_CHECKING:
     from strata.builds.builder import BuildReport
@@ -167,7 +167,6 @@ def build(
     json: JsonOpt = False,
 ) -> None:
     """Build what DATASETS need, post-order, running only what is out of date."""
-    from strata.errors import InvalidArgument
     from strata.lake.partitions import parse_filter
 
     with reported():
@@ -338,7 +337,7 @@ Ref = Annotated[str, typer.Argument(help="DATASET or DATASET@VERSION.")]
 
 def history(
     ctx: typer.Context,
-    dataset: str,
+    dataset: Annotated[str | None, typer.Argument(help="The dataset (or --job).")] = None,
     partition: Annotated[
         str | None,
         typer.Option(
@@ -347,19 +346,73 @@ def history(
             "with the run that built it in each.",
         ),
     ] = None,
+    job: Annotated[
+        str | None,
+        typer.Option(
+            "--job",
+            help="A job's versions instead: each program its events named (sourceCode, sql, "
+            "sourceCodeLocation), newest first.",
+        ),
+    ] = None,
+    namespace: Annotated[
+        str | None, typer.Option("--namespace", help="The job's namespace (default: the lake's).")
+    ] = None,
     json: JsonOpt = False,
 ) -> None:
     """Each version: commit time, type, rows, the run and program that built it, its inputs
-    (and, partitioned, what it did to which partitions)."""
+    (and, partitioned, what it did to which partitions); with --job, a job's versions."""
     from strata.lake.partitions import parse_alternatives
 
     with reported():
+        if (dataset is None) == (job is None):
+            raise InvalidArgument(
+                "name a dataset or a job: strata history DATASET, or strata history --job JOB",
+                dataset=dataset,
+                job=job,
+            )
+        if job is not None:
+            found = service_from(ctx, []).job_history(job, namespace)
+            if json:
+                emit_json(found)
+            else:
+                print_job_history(found)
+            return
+        assert dataset is not None
         wanted = parse_alternatives(partition) if partition is not None else None
         result = service_from(ctx, []).history(dataset, wanted)
         if json:
             emit_json(result)
             return
         print_history(dataset, result)
+
+
+def print_job_history(found: dict[str, Any]) -> None:
+    """A job's versions: what made each a new program, and its latest run."""
+    rows = [
+        (
+            v["version"][:8],
+            v["fingerprint"][:10],
+            v["created_at"],
+            _program_source(v["program_facets"]),
+            (f"{v['latest_run']['id'][:8]} {v['latest_run']['state']}" if v["latest_run"] else ""),
+            ", ".join(v["inputs"]) or "—",
+            ", ".join(v["outputs"]) or "—",
+        )
+        for v in found["versions"]
+    ]
+    more = found["total"] - len(rows)
+    emit_table(
+        f"versions of job {found['job']} in {found['namespace']}"
+        + (f" (newest {len(rows)} of {found['total']})" if more else ""),
+        ["version", "fingerprint", "created at", "program from", "latest run", "reads", "writes"],
+        rows,
+    )
+
+
+def _program_source(facets: list[str] | None) -> str:
+    if facets is None:
+        return "?"  # kept before Strata recorded it
+    return ", ".join(facets) or "its inputs and outputs only"
 
 
 def print_history(dataset: str, result: dict[str, Any]) -> None:

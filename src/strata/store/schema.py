@@ -224,6 +224,8 @@ job_versions = sa.Table(
     uuid_col("latest_run_uuid", nullable=True),
     ts_col("created_at", nullable=False),
     ts_col("updated_at", nullable=False),
+    # The job facets whose program the fingerprint took, e.g. ["sql"]; [] for io alone.
+    sa.Column("program_facets", JSONType, nullable=True),
     sa.UniqueConstraint("job_uuid", "version"),
 )
 

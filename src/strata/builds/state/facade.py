@@ -35,10 +35,11 @@ from strata.builds.state.requests import BuildRequest
 from strata.builds.state.runs import Running
 from strata.builds.state.schedules import Firing
 from strata.builds.state.triggers import Claim
-from strata.errors import NotFound
+from strata.errors import InvalidArgument, NotFound
 from strata.lake import partition_hashes, partition_index, registry
 from strata.lake.registry import Moved
 from strata.lineage.query import column_lineage as columns
+from strata.lineage.query import queries as lineage_queries
 from strata.lineage.query.provenance import ProvenanceNode, provenance
 from strata.store.engine import read_tx, write_tx
 
@@ -184,6 +185,29 @@ class BuildState:
             return ColumnWalk(at.commit_id, start, found, columns.commit_ids(conn, versions))
 
     # -- partitions -------------------------------------------------------------------
+
+    def job_versions(
+        self, namespace: str, job: str, limit: int
+    ) -> tuple[lineage_queries.Page[lineage_queries.JobVersion], str]:
+        """A job's versions, newest first, and its name (an old name or a simple name
+        finds the job it now is)."""
+        with read_tx(self.engine) as conn:
+            found = lineage_queries.resolve_job(conn, namespace, job)
+            if found.kind == "ambiguous":
+                names = ", ".join(name for _, name in found.candidates)
+                raise InvalidArgument(
+                    f"job {job!r} in namespace {namespace!r} names several jobs ({names}); "
+                    "write the whole name",
+                    job=job,
+                    namespace=namespace,
+                )
+            assert found.job_uuid is not None and found.name is not None
+            return lineage_queries.list_job_versions(conn, found.job_uuid, limit, 0), found.name
+
+    def job_namespaces(self, job: str) -> list[str]:
+        """The namespaces holding a job of this name."""
+        with read_tx(self.engine) as conn:
+            return lineage_queries.namespaces_of_job(conn, job)
 
     def partition_by(self, names: Collection[str]) -> dict[str, list[str]]:
         """The partition columns of those of ``names`` that are partitioned."""

@@ -158,7 +158,9 @@ def _transformation(inp: dict[str, Any], spec: dict[str, Any]) -> tuple[str | No
 def job_fingerprint(
     inputs: list[tuple[str, str]], outputs: list[tuple[str, str]], job_facets: dict[str, Any]
 ) -> str:
-    """sha256 of the job's io and source: the same program on the same data is one version.
+    """sha256 of the job's io and program: the same program on the same data is one
+    version, and a program that changed (its ``sourceCode``, its ``sql`` query, or where
+    ``sourceCodeLocation`` says it is, with its version) is a new one.
 
     A producer that versions its own programs names the version in a ``strata_program``
     job facet (``fingerprint``, 64 hex digits); that fingerprint is the job version, so a
@@ -167,17 +169,40 @@ def job_fingerprint(
     declared = declared_fingerprint(job_facets)
     if declared is not None:
         return declared
-    doc = {
+    program = _program_facets(job_facets)
+    doc: dict[str, Any] = {
         "inputs": sorted(inputs),
         "outputs": sorted(outputs),
-        "location": {
-            k: v for k, v in get(job_facets, "sourceCodeLocation").items() if not k.startswith("_")
-        },
-        "sourceCode": {
-            k: v for k, v in get(job_facets, "sourceCode").items() if not k.startswith("_")
-        },
+        "location": program.get("sourceCodeLocation", {}),
+        "sourceCode": program.get("sourceCode", {}),
     }
+    if "sql" in program:  # only then: the versions of jobs without one keep their ids
+        doc["sql"] = program["sql"]
     return hashlib.sha256(canonical_json(doc).encode("utf-8")).hexdigest()
+
+
+#: The job facets that say what a job's program is, as its fingerprint reads them.
+PROGRAM_SOURCES = ("sourceCode", "sql", "sourceCodeLocation")
+
+
+def program_facets(job_facets: dict[str, Any]) -> list[str]:
+    """Which job facets gave the job version its program (``[]``: its io alone)."""
+    if declared_fingerprint(job_facets) is not None:
+        return [PROGRAM_FACET]
+    return list(_program_facets(job_facets))
+
+
+def _program_facets(job_facets: dict[str, Any]) -> dict[str, dict[str, Any]]:
+    """Each program facet present, without its ``_producer``/``_schemaURL``; a ``sql``
+    facet counts only with a query."""
+    found = {}
+    for name in PROGRAM_SOURCES:
+        body = {k: v for k, v in get(job_facets, name).items() if not k.startswith("_")}
+        if name == "sql" and not isinstance(body.get("query"), str):
+            continue
+        if body:
+            found[name] = body
+    return found
 
 
 PROGRAM_FACET = "strata_program"

@@ -304,6 +304,7 @@ def ensure_job_versions(conn: Connection, wanted: Sequence[VersionWanted]) -> li
             "version": fp,
             "source_code": fx.source_code(w.job_facets),
             "location": fx.location(w.job_facets),
+            "program_facets": fx.program_facets(w.job_facets),
             "inputs": [{"namespace": ns, "name": n} for ns, n in sorted(w.inputs)],
             "outputs": [{"namespace": ns, "name": n} for ns, n in sorted(w.outputs)],
             "created_at": w.at,

@@ -1206,6 +1206,15 @@ def list_jobs(
     return Page(jobs_from_rows(conn, rows), total)
 
 
+def namespaces_of_job(conn: Connection, name: str) -> list[str]:
+    """The namespaces where a visible job is called ``name``."""
+    j = s.jobs
+    found = conn.execute(
+        sa.select(j.c.namespace).where(j.c.name == name, j.c.is_hidden.is_(False)).distinct()
+    )
+    return sorted(found.scalars())
+
+
 @dataclass(frozen=True)
 class JobResolution:
     """How a ``(namespace, name)`` in a URL maps to jobs."""
@@ -1260,6 +1269,7 @@ class JobVersion:
     inputs: list[DatasetRef]
     outputs: list[DatasetRef]
     latest_run: Run | None
+    program_facets: list[str] | None  # None: recorded before Strata kept it
 
 
 def _job_versions_from_rows(
@@ -1280,6 +1290,7 @@ def _job_versions_from_rows(
             inputs=io.get(r.uuid, ([], []))[0],
             outputs=io.get(r.uuid, ([], []))[1],
             latest_run=runs.get(r.latest_run_uuid) if r.latest_run_uuid else None,
+            program_facets=r.program_facets,
         )
         for r in rows
     ]

@@ -7,7 +7,9 @@ export async function job([ns, name], params) {
   const j = await api(`/namespaces/${enc(ns)}/jobs/${enc(name)}`);
   const runs = await api(`/namespaces/${enc(ns)}/jobs/${enc(name)}/runs?limit=50`);
   const output = j.outputs.length ? j.outputs[0].name : null;
-  const history = output ? await maybe(`/strata/history/${enc(output)}`) : null;
+  // Only a transform Strata builds has program versions in the build catalog.
+  const built = output && j.facets && j.facets.strata_program;
+  const history = built ? await maybe(`/strata/history/${enc(output)}`) : null;
   return h("div", { class: "page job" },
     h("p", { class: "crumbs" }, a(`#/?ns=${enc(ns)}`, ns), " / job"),
     h("h1", null, name),
@@ -15,7 +17,25 @@ export async function job([ns, name], params) {
     facts(j),
     family(j),
     section(`Runs (${count(runs.totalCount)})`, runTable(runs.runs)),
-    history ? await programs(ns, name, output, history.versions, params) : null);
+    history && history.versions.some((v) => v.program)
+      ? await programs(ns, name, output, history.versions, params)
+      : await jobVersions(ns, name));
+}
+
+// A job Strata does not build: each program its events named is a version.
+async function jobVersions(ns, name) {
+  const found = await api(`/namespaces/${enc(ns)}/jobs/${enc(name)}/versions?limit=50`);
+  const from = (v) => (v.programFacets == null ? "—" : v.programFacets.join(", ") || "inputs and outputs only");
+  const rows = found.versions.map((v) => [
+    h("code", null, short(v.version)),
+    from(v),
+    h("code", null, (v.fingerprint || "").slice(0, 10)),
+    when(v.createdAt),
+    v.latestRun ? h("span", null, runState(v.latestRun.state), " ", a(to.run(v.latestRun.id), short(v.latestRun.id))) : "—",
+  ]);
+  return section(`Versions (${count(found.totalCount)})`,
+    h("p", { class: "hint" }, "A new version each time the program its events name (sourceCode, sql, sourceCodeLocation) or what it reads and writes changes."),
+    table(["Version", "Program from", "Fingerprint", "Created", "Latest run"], rows, { empty: "No versions." }));
 }
 
 function facts(j) {
@@ -27,6 +47,8 @@ function facts(j) {
     ["Writes", io(j.outputs)],
     ["Location", j.location || "—"],
   ];
+  const sql = j.facets && j.facets.sql && j.facets.sql.query;
+  if (typeof sql === "string") rows.push(["SQL", h("pre", { class: "code" }, sql)]);
   return section("About", h("dl", { class: "facts" }, rows.map(([k, v]) => [h("dt", null, k), h("dd", null, v)])));
 }
 
