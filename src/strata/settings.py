@@ -44,6 +44,8 @@ class Settings:
     # ``[[schedule]]`` tables of strata.toml, as written: checked by strata.builds.schedules.
     schedules: tuple[dict[str, Any], ...] = ()
     verbose: bool = False
+    # `status` lists datasets of jobs Strata does not build whose program moved on.
+    foreign_status: bool = True
     extra: dict[str, Any] = field(default_factory=dict)
 
     def __post_init__(self) -> None:

@@ -31,12 +31,17 @@ ORDERS_V2 = "select id, amount, currency from raw.orders where amount > 0"
 def server(settings: Settings, engine: sa.Engine) -> Iterator[str]:
     import dataclasses
 
-    with serving(create_app(dataclasses.replace(settings, lineage_fold="process"), engine)) as url:
+    pipelines = settings.home / "pipelines"  # none: this store's jobs are all foreign
+    pipelines.mkdir(parents=True, exist_ok=True)
+    served = dataclasses.replace(settings, lineage_fold="process", pipelines=(str(pipelines),))
+    with serving(create_app(served, engine)) as url:
         yield url
 
 
-def _emit(server: str, job: str, facets: dict[str, Any], at: datetime) -> str:
-    """One run of ``job`` in namespace ``dbt`` (START then COMPLETE), with these job
+def _emit(
+    server: str, job: str, facets: dict[str, Any], at: datetime, end: str = "COMPLETE"
+) -> str:
+    """One run of ``job`` in namespace ``dbt`` (START then ``end``), with these job
     facets; returns its run id."""
     from openlineage.client import OpenLineageClient
     from openlineage.client.event_v2 import InputDataset, Job, OutputDataset, Run, RunEvent
@@ -45,7 +50,7 @@ def _emit(server: str, job: str, facets: dict[str, Any], at: datetime) -> str:
 
     client = OpenLineageClient(transport=HttpTransport(HttpConfig(url=server)))
     run_id = str(uuid.uuid4())
-    for i, state in enumerate((S.START, S.COMPLETE)):
+    for i, state in enumerate((S.START, S[end])):
         client.emit(
             RunEvent(
                 eventType=state,
@@ -140,3 +145,60 @@ def test_history_of_a_job_names_where_it_is(server: str, settings: Settings) -> 
 
 
 HOUR = timedelta(hours=1)
+
+
+def _foreign_status(settings: Settings, *extra: str) -> list[dict[str, Any]]:
+    where = ["--database-url", settings.database_url, "--lake-uri", settings.lake_uri]
+    pipelines = settings.home / "pipelines"
+    args = [*where, "--home", str(settings.home), *extra, "status", "--json"]
+    args += ["--pipeline", str(pipelines)]
+    result = CliRunner().invoke(cli, args)
+    assert result.exit_code == 0, result.output
+    found: list[dict[str, Any]] = json.loads(result.stdout)["datasets"]
+    return [d for d in found if d["kind"] == "foreign"]
+
+
+def test_status_says_a_foreign_dataset_lags_its_jobs_program(
+    server: str, settings: Settings, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from openlineage.client.facet_v2 import sql_job
+
+    t0 = datetime(2026, 11, 23, 6, tzinfo=UTC)
+    wrote = _emit(server, "orders", {"sql": sql_job.SQLJobFacet(query=ORDERS_V1)}, t0)
+    _versions(server, "orders")
+    assert _foreign_status(settings) == []  # written by the job's newest program
+
+    failed = _emit(
+        server, "orders", {"sql": sql_job.SQLJobFacet(query=ORDERS_V2)}, t0 + HOUR, end="FAIL"
+    )
+    deadline = time.monotonic() + 10
+    while not (found := _foreign_status(settings)) and time.monotonic() < deadline:
+        time.sleep(0.1)
+    [row] = found
+    assert (row["namespace"], row["name"], row["state"]) == (
+        "warehouse",
+        "marts.orders",
+        "out_of_date",
+    )
+    [cause] = row["causes"]
+    assert cause["kind"] == "program_changed" and cause["foreign_job"] == {
+        "namespace": "dbt",
+        "name": "orders",
+    }
+    assert cause["old"]["run"] == wrote and cause["old"]["program_facets"] == ["sql"]
+    assert cause["newest_run"] == {"id": failed, "state": "FAILED"}
+    versions = _versions(server, "orders")
+    assert cause["new"]["version"] == versions[0]["version"] != cause["old"]["version"]
+    assert "job dbt:orders is at sql" in cause["text"] and "FAILED" in cause["text"]
+
+    api = requests.get(f"{server}/api/v1/strata/status", timeout=10).json()["datasets"]
+    assert [d for d in api if d["kind"] == "foreign"] == found
+    monkeypatch.setenv("STRATA_FOREIGN_STATUS", "0")
+    assert _foreign_status(settings) == []  # switched off
+    monkeypatch.delenv("STRATA_FOREIGN_STATUS")
+
+    _emit(server, "orders", {"sql": sql_job.SQLJobFacet(query=ORDERS_V2)}, t0 + 2 * HOUR)
+    deadline = time.monotonic() + 10
+    while _foreign_status(settings) and time.monotonic() < deadline:
+        time.sleep(0.1)
+    assert _foreign_status(settings) == []  # the new program ran to completion

@@ -244,7 +244,10 @@ def test_impact_lists_every_field_derived_from_a_column(built: tuple[Project, An
     assert via.status_code == 200 and via.json() == found
     status, out, _ = p.cli("impact", "raw/users.country")
     assert status == 0 and f"{len(kinds)} fields derived from raw/users@1.country" in out
-    direct = p.json("impact", "raw/users.country", "--direct")["dependents"]
-    assert {f"{d['dataset']}.{d['column']}" for d in direct} == {
+    direct = p.json("impact", "raw/users.country", "--direct")
+    assert {f"{d['dataset']}.{d['column']}" for d in direct["dependents"]} == {
         k for k, (kind, _) in kinds.items() if kind == "DIRECT"
     }
+    assert direct["total"] == len(kinds) and direct["direct"] == len(direct["dependents"])
+    ref = f"/api/v1/strata/impact/{quote('raw/users', safe='')}/country?direct=true"
+    assert api.get(ref).json() == direct

@@ -397,11 +397,11 @@ def test_status_shows_when_each_schedule_fires_next(site: Site) -> None:
     assert "never fired" in row.text
 
 
-def _foreign_run(site: Site, query: str, hour: int) -> str:
-    """One COMPLETE run of a dbt-like job in namespace ``shop`` with this SQL."""
+def _foreign_run(site: Site, query: str, hour: int, end: str = "COMPLETE") -> str:
+    """One run of a dbt-like job in namespace ``shop`` with this SQL, ending ``end``."""
     run_id = str(uuid.uuid4())
     event = {
-        "eventType": "COMPLETE",
+        "eventType": end,
         "eventTime": f"2026-11-20T{hour:02d}:00:00Z",
         "run": {"runId": run_id},
         "job": {
@@ -448,3 +448,18 @@ def test_a_foreign_job_lists_a_version_per_query(site: Site) -> None:
     )
     assert site.errors() == []
     site.shot("job-versions")
+
+    # A third query whose run failed: the table lags its job's program.
+    _foreign_run(site, "select id, amount, currency from raw.orders", 8, end="FAIL")
+    for _ in range(100):  # until the fold has taken the failed run
+        found = httpx.get(f"{site.url}/api/v1/strata/status", headers=headers).json()
+        if any(d["kind"] == "foreign" for d in found["datasets"]):
+            break
+        time.sleep(0.1)
+    site.go("#/status")
+    row = site.wait(
+        lambda d: d.find_element(By.XPATH, "//tr[.//a[.='shop:marts.orders']]"), timeout=10
+    )
+    assert isinstance(row, WebElement)
+    assert "foreign" in row.text and "program changed: job shop:marts.orders" in row.text
+    assert "FAILED" in row.text and not row.find_elements(By.CSS_SELECTOR, "button.build")

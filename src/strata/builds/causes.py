@@ -29,6 +29,7 @@ class Role(StrEnum):
     DERIVED = "derived"  # written by a declared transform
     MISSING = "missing"
     ORPHANED = "orphaned"
+    FOREIGN = "foreign"  # written by a job Strata does not build (it does not run it)
 
 
 class CauseKind(StrEnum):
@@ -110,11 +111,29 @@ def program_label(program: Mapping[str, Any] | None, unnumbered: str = "new ") -
 
 
 def _program_changed(c: Cause) -> str:
+    if "foreign_job" in c.detail:
+        return _foreign_program_changed(c)
     old = c.detail.get("old")
     was = program_label(old, unnumbered="") if old else "written outside a build"
     kept = c.detail.get("semantic_version")
     tail = f" (semantic version {kept} kept: applies to new rows)" if kept is not None else ""
     return f"program changed: {was} → {program_label(c.detail.get('new'))}{tail}"
+
+
+def _foreign_program_changed(c: Cause) -> str:
+    d = c.detail
+    job, newest = d["foreign_job"], d.get("newest_run")
+
+    def label(v: Mapping[str, Any]) -> str:
+        facets = v.get("program_facets")
+        head = f"{', '.join(facets)} " if facets else ""
+        return f"{head}{v['fingerprint'][:10]}"
+
+    tail = f"; its newest run {newest['state']}" if newest else ""
+    return (
+        f"program changed: job {job['namespace']}:{job['name']} is at {label(d['new'])}, "
+        f"this version was written by {label(d['old'])}{tail} (run the job to catch up)"
+    )
 
 
 def _input_appended(c: Cause) -> str:

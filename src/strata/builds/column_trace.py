@@ -66,30 +66,34 @@ def column_trace(
 
 
 def column_impact(
-    state: BuildState, dataset: str, column: str, depth: int = DEPTH
+    state: BuildState, dataset: str, column: str, depth: int = DEPTH, *, direct: bool = False
 ) -> dict[str, Any]:
     """Every field of a current dataset version derived from ``column`` of ``dataset``,
     nearest first: each with the field it was derived from, how, and its ``kind``:
     DIRECT when its values are computed from the column through DIRECT edges alone,
-    INDIRECT when the column only filtered, joined, grouped or ordered its way there."""
+    INDIRECT when the column only filtered, joined, grouped or ordered its way there.
+    With ``direct``, only the DIRECT ones; ``total`` counts both."""
     walk = state.column_walk(dataset, None, column, downstream=True, depth=depth)
     by_id = {n.id: n for n in walk.nodes}
     start = by_id[walk.start]
-    direct = _reach(by_id, start, direct_only=True)
+    computed = _reach(by_id, start, direct_only=True)
     found = []
     for node_id, reached in _reach(by_id, start, direct_only=False).items():
-        hops, parent, edge = direct.get(node_id, reached)
+        hops, parent, edge = computed.get(node_id, reached)
         found.append(
             _field(walk, by_id[node_id])
             | {
                 "hops": hops,
                 "from": _field(walk, by_id[parent]),
-                "kind": "DIRECT" if node_id in direct else "INDIRECT",
+                "kind": "DIRECT" if node_id in computed else "INDIRECT",
                 "transformation": _how(edge),
             }
         )
     found.sort(key=lambda f: (f["hops"], f["dataset"], f["column"]))
-    return _field(walk, start) | {"dependents": found}
+    total, n_direct = len(found), len(computed)
+    if direct:
+        found = [f for f in found if f["kind"] == "DIRECT"]
+    return _field(walk, start) | {"total": total, "direct": n_direct, "dependents": found}
 
 
 def _reach(
@@ -102,9 +106,11 @@ def _reach(
     while queue:
         node, hops = queue.popleft()
         for _, child_id in node.out_edges:
+            if child_id in out or child_id == start.id:
+                continue
             child = by_id[child_id]
             edge = next(i for i in child.input_fields if _input_id(i) == node.id)
-            if child_id in out or child_id == start.id or (direct_only and not _is_direct(edge)):
+            if direct_only and not _is_direct(edge):
                 continue
             out[child_id] = (hops + 1, node.id, edge)
             queue.append((child, hops + 1))

@@ -9,7 +9,7 @@ from collections.abc import Collection, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from typing import TYPE_CHECKING, Any
 
-from strata.builds import column_trace, history
+from strata.builds import column_trace, history, status
 from strata.builds.builder import Builder, BuildReport, Reporter
 from strata.builds.discovery import Pipelines, load_pipelines, source_stamp
 from strata.builds.history import Entry
@@ -63,10 +63,15 @@ class BuildService:
             self._loaded = None
 
     def status(self) -> dict[str, DatasetStatus]:
-        """Every dataset, fresh or out of date with every cause (no JVM)."""
+        """Every dataset, fresh or out of date with every cause (no JVM); with the
+        ``foreign_status`` setting, also the datasets of jobs Strata does not build whose
+        program moved on since they were written."""
         pipelines = self.pipelines
         with _collections_paused():
-            return from_store(self.state, pipelines, self.state.current())
+            found = from_store(self.state, pipelines, self.state.current())
+        if self.settings.foreign_status:
+            found |= status.foreign(self.state)
+        return found
 
     def dataset_status(self, name: str) -> DatasetStatus:
         """One dataset's status, reading only it and what is upstream of it."""
@@ -189,9 +194,10 @@ class BuildService:
 
         return partition_trace(self.state, dataset, version, partition, history.TRACE_DEPTH, whole)
 
-    def impact(self, dataset: str, column: str) -> dict[str, Any]:
-        """Every current field derived from one column, directly or not."""
-        return column_trace.column_impact(self.state, dataset, column)
+    def impact(self, dataset: str, column: str, *, direct: bool = False) -> dict[str, Any]:
+        """Every current field derived from one column, directly or not (``direct``: only
+        the fields whose values are computed from it)."""
+        return column_trace.column_impact(self.state, dataset, column, direct=direct)
 
     def checks(self, dataset: str, version: int | None = None) -> dict[str, Any]:
         """What the checks found on ``version`` of ``dataset`` (default: its current

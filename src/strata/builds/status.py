@@ -29,6 +29,7 @@ from strata.builds.state import BuildState
 from strata.builds.state.catalog import Current
 from strata.builds.state.checks import StoredResult
 from strata.errors import PipelineError, StrataError
+from strata.lineage.query.queries import JobVersionRef
 
 
 @dataclass
@@ -42,6 +43,7 @@ class DatasetStatus:
     causes: list[Cause] = field(default_factory=list)
     notes: list[Cause] = field(default_factory=list)
     partitions: list[PartitionStatus] | None = None  # a partitioned output's, by key
+    namespace: str | None = None  # a foreign dataset's (a lake dataset's is the lake's)
 
     def partition_counts(self) -> dict[str, int] | None:
         """Partitions fresh, out of date, and (of those) never built."""
@@ -70,23 +72,58 @@ class DatasetStatus:
         return Status.OUT_OF_DATE if self.causes else Status.FRESH
 
     def to_dict(self) -> dict[str, Any]:
-        return {
-            "name": self.name,
-            "kind": self.role.value,
-            "state": self.status.value,
-            "transform": self.transform,
-            "version": self.version,
-            "stale": self.stale,
-            "causes": [c.to_dict() for c in self.causes],
-            "notes": [c.to_dict() for c in self.notes],
-        } | (
+        return (
             {
-                "partition_counts": self.partition_counts(),
-                "partitions": [p.to_dict() for p in self.partitions],
+                "name": self.name,
+                "kind": self.role.value,
+                "state": self.status.value,
+                "transform": self.transform,
+                "version": self.version,
+                "stale": self.stale,
+                "causes": [c.to_dict() for c in self.causes],
+                "notes": [c.to_dict() for c in self.notes],
             }
-            if self.partitions is not None
-            else {}
+            | ({"namespace": self.namespace} if self.namespace is not None else {})
+            | (
+                {
+                    "partition_counts": self.partition_counts(),
+                    "partitions": [p.to_dict() for p in self.partitions],
+                }
+                if self.partitions is not None
+                else {}
+            )
         )
+
+
+def foreign(state: BuildState) -> dict[str, DatasetStatus]:
+    """Datasets written by jobs Strata does not build, while the job has a newer version
+    (a new program: a changed ``sql``, ``sourceCode`` or code location) than the one that
+    wrote them: out of date by ``program_changed``. Strata does not run such jobs; the
+    status says what their owners have to run. Keyed ``namespace:name``."""
+    out = {}
+    for m in state.programs_moved_on():
+        detail = {
+            "foreign_job": {"namespace": m.job_namespace, "name": m.job_name},
+            "old": _job_version(m.old) | {"run": m.written_by},
+            "new": _job_version(m.new),
+            "newest_run": {"id": m.newest_run[0], "state": m.newest_run[1]}
+            if m.newest_run
+            else None,
+        }
+        cause = Cause(m.name, CauseKind.PROGRAM_CHANGED, detail=detail)
+        out[f"{m.namespace}:{m.name}"] = DatasetStatus(
+            m.name, Role.FOREIGN, m.job_name, None, [cause], namespace=m.namespace
+        )
+    return out
+
+
+def _job_version(v: JobVersionRef) -> dict[str, Any]:
+    return {
+        "version": v.uuid,
+        "fingerprint": v.fingerprint,
+        "program_facets": v.program_facets,
+        "created_at": v.created_at.isoformat(),
+    }
 
 
 def _program(fingerprint: str | None, ordinal: int | None) -> dict[str, Any] | None:

@@ -77,7 +77,7 @@ def status(
             return
         rows = [
             (
-                s.name,
+                f"{s.namespace}:{s.name}" if s.namespace else s.name,
                 s.role.value,
                 s.transform or "",
                 s.version,
@@ -583,10 +583,7 @@ def impact(
 
     with reported():
         dataset, column = parse_column_ref(ref)
-        found = service_from(ctx, []).impact(dataset, column)
-        total = len(found["dependents"])
-        if direct:
-            found["dependents"] = [d for d in found["dependents"] if d["kind"] == "DIRECT"]
+        found = service_from(ctx, []).impact(dataset, column, direct=direct)
         if json:
             emit_json(found)
             return
@@ -594,7 +591,7 @@ def impact(
             [_field_name(d), d["hops"], _field_name(d["from"]), d["kind"], d["transformation"]]
             for d in found["dependents"]
         ]
-        n_direct = sum(d["kind"] == "DIRECT" for d in found["dependents"])
+        total, n_direct = found["total"], found["direct"]
         emit_table(
             f"{total} fields derived from {_field_name(found)}: {n_direct} directly, "
             f"{total - n_direct} indirectly (filtered, joined, grouped or ordered by it)"

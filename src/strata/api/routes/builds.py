@@ -103,10 +103,11 @@ def get_column_trace(
 
 
 @router.get("/impact/{dataset:seg}/{column:seg}", response_model=views.Json)
-def get_impact(request: Request, dataset: str, column: str) -> Response:
+def get_impact(request: Request, dataset: str, column: str, direct: bool = False) -> Response:
     """Every field of the current versions derived from one column, directly or not,
-    nearest first (as `strata impact DATASET.COLUMN --json`)."""
-    return views.json_response(_service(request).impact(dataset, column))
+    nearest first (``direct``: only the fields whose values are computed from it), as
+    `strata impact DATASET.COLUMN [--direct] --json`."""
+    return views.json_response(_service(request).impact(dataset, column, direct=direct))
 
 
 @router.get("/programs/{dataset:seg}", response_model=views.Json)

@@ -204,6 +204,11 @@ class BuildState:
             assert found.job_uuid is not None and found.name is not None
             return lineage_queries.list_job_versions(conn, found.job_uuid, limit, 0), found.name
 
+    def programs_moved_on(self) -> list[lineage_queries.ProgramMoved]:
+        """Datasets outside the lake whose job has a newer version than their writer's."""
+        with read_tx(self.engine) as conn:
+            return lineage_queries.programs_moved_on(conn, self.namespace)
+
     def job_namespaces(self, job: str) -> list[str]:
         """The namespaces holding a job of this name."""
         with read_tx(self.engine) as conn:

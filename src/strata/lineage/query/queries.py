@@ -1206,6 +1206,110 @@ def list_jobs(
     return Page(jobs_from_rows(conn, rows), total)
 
 
+@dataclass(frozen=True)
+class ProgramMoved:
+    """A dataset whose current version was written by an older version of its job than
+    the job's newest (a run with a new program started, or failed, since)."""
+
+    namespace: str
+    name: str
+    job_namespace: str
+    job_name: str
+    written_by: str  # the run that wrote the current version
+    old: JobVersionRef
+    new: JobVersionRef
+    newest_run: tuple[str, str] | None  # (run id, state) of the job's newest run
+
+
+@dataclass(frozen=True)
+class JobVersionRef:
+    uuid: str
+    fingerprint: str
+    program_facets: list[str] | None
+    created_at: datetime
+
+
+def programs_moved_on(conn: Connection, lake_namespace: str) -> list[ProgramMoved]:
+    """Every visible dataset outside the lake whose current version's run used another
+    job version than the job's current one (jobs Strata builds left out: their programs
+    are judged by the build service)."""
+    d, dv, r, j = s.datasets, s.dataset_versions, s.runs, s.jobs
+    old, new = s.job_versions.alias("old"), s.job_versions.alias("new")
+    rows = conn.execute(
+        sa.select(
+            d.c.namespace,
+            d.c.name,
+            j.c.uuid.label("job_uuid"),
+            j.c.namespace.label("jns"),
+            j.c.name.label("jname"),
+            r.c.uuid.label("run"),
+            *[c.label(f"old_{c.name}") for c in _ref_columns(old)],
+            *[c.label(f"new_{c.name}") for c in _ref_columns(new)],
+        )
+        .join(dv, dv.c.uuid == d.c.current_version_uuid)
+        .join(r, r.c.uuid == dv.c.run_uuid)
+        .join(j, j.c.uuid == r.c.job_uuid)
+        .join(old, old.c.uuid == r.c.job_version_uuid)
+        .join(new, new.c.uuid == j.c.current_version_uuid)
+        .where(
+            d.c.is_lake.is_(False),
+            d.c.is_hidden.is_(False),
+            j.c.namespace != lake_namespace,
+            new.c.uuid != old.c.uuid,
+        )
+        .order_by(d.c.namespace, d.c.name)
+    ).all()
+    newest = _newest_runs(conn, sorted({str(x.job_uuid) for x in rows}))
+    return [
+        ProgramMoved(
+            x.namespace,
+            x.name,
+            x.jns,
+            x.jname,
+            str(x.run),
+            _ref(x, "old_"),
+            _ref(x, "new_"),
+            newest.get(str(x.job_uuid)),
+        )
+        for x in rows
+    ]
+
+
+def _ref_columns(jv: Any) -> list[Any]:
+    return [jv.c.uuid, jv.c.version, jv.c.program_facets, jv.c.created_at]
+
+
+def _ref(row: Any, prefix: str) -> JobVersionRef:
+    return JobVersionRef(
+        str(row._mapping[f"{prefix}uuid"]),
+        row._mapping[f"{prefix}version"],
+        row._mapping[f"{prefix}program_facets"],
+        row._mapping[f"{prefix}created_at"],
+    )
+
+
+def _newest_runs(conn: Connection, jobs: Sequence[str]) -> dict[str, tuple[str, str]]:
+    """Each job's newest run (by creation) and its state."""
+    r = s.runs
+    out: dict[str, tuple[str, str]] = {}
+    for chunk in chunks(jobs):
+        ranked = (
+            sa.select(
+                r.c.job_uuid,
+                r.c.uuid,
+                r.c.state,
+                sa.func.row_number()
+                .over(partition_by=r.c.job_uuid, order_by=(r.c.created_at.desc(), r.c.uuid.desc()))
+                .label("n"),
+            )
+            .where(r.c.job_uuid.in_(chunk))
+            .subquery()
+        )
+        found = conn.execute(sa.select(ranked).where(ranked.c.n == 1))
+        out.update({str(x.job_uuid): (str(x.uuid), x.state) for x in found})
+    return out
+
+
 def namespaces_of_job(conn: Connection, name: str) -> list[str]:
     """The namespaces where a visible job is called ``name``."""
     j = s.jobs

@@ -13,7 +13,9 @@ export async function status(_parts, params, rerender) {
   const progress = h("div", { id: "build-progress", "aria-live": "polite" });
   const rows = shown.map((d) => [
     dataState(d.state),
-    a(to.dataset(result.namespace, d.name), d.name),
+    d.namespace // a foreign dataset: its job is not Strata's to run
+      ? a(to.dataset(d.namespace, d.name), `${d.namespace}:${d.name}`)
+      : a(to.dataset(result.namespace, d.name), d.name),
     d.kind,
     d.version ? `v${d.version}` : "—",
     causeList(d.causes) || (d.state === "fresh" ? "—" : ""),
