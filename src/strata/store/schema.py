@@ -273,6 +273,13 @@ runs = sa.Table(
         postgresql_where=sa.text("partition_key IS NOT NULL"),
     ),
     sa.Index("ix_runs_created", "created_at"),
+    # Runs not completed are few: where a job's newest program has not caught up.
+    sa.Index(
+        "ix_runs_unfinished",
+        "job_uuid",
+        sqlite_where=sa.text("state <> 'COMPLETED'"),
+        postgresql_where=sa.text("state <> 'COMPLETED'"),
+    ),
     sa.Index(
         "ix_runs_parent",
         "parent_run_uuid",

@@ -1231,34 +1231,41 @@ class JobVersionRef:
 
 def programs_moved_on(conn: Connection, lake_namespace: str) -> list[ProgramMoved]:
     """Every visible dataset outside the lake whose current version's run used another
-    job version than the job's current one (jobs Strata builds left out: their programs
-    are judged by the build service)."""
+    job version than the job's current one, where the current version's newest run has
+    not completed (jobs Strata builds left out: the build service judges those).
+
+    Found from the runs not completed (``ix_runs_unfinished``), so the cost follows the
+    jobs that lag, not the size of the store."""
+    lagging = _lagging_jobs(conn, lake_namespace)
     d, dv, r, j = s.datasets, s.dataset_versions, s.runs, s.jobs
     old, new = s.job_versions.alias("old"), s.job_versions.alias("new")
-    rows = conn.execute(
-        sa.select(
-            d.c.namespace,
-            d.c.name,
-            j.c.uuid.label("job_uuid"),
-            j.c.namespace.label("jns"),
-            j.c.name.label("jname"),
-            r.c.uuid.label("run"),
-            *[c.label(f"old_{c.name}") for c in _ref_columns(old)],
-            *[c.label(f"new_{c.name}") for c in _ref_columns(new)],
-        )
-        .join(dv, dv.c.uuid == d.c.current_version_uuid)
-        .join(r, r.c.uuid == dv.c.run_uuid)
-        .join(j, j.c.uuid == r.c.job_uuid)
-        .join(old, old.c.uuid == r.c.job_version_uuid)
-        .join(new, new.c.uuid == j.c.current_version_uuid)
-        .where(
-            d.c.is_lake.is_(False),
-            d.c.is_hidden.is_(False),
-            j.c.namespace != lake_namespace,
-            new.c.uuid != old.c.uuid,
-        )
-        .order_by(d.c.namespace, d.c.name)
-    ).all()
+    rows: list[Any] = []
+    for chunk in chunks(sorted(lagging)):
+        rows += conn.execute(
+            sa.select(
+                d.c.namespace,
+                d.c.name,
+                j.c.uuid.label("job_uuid"),
+                j.c.namespace.label("jns"),
+                j.c.name.label("jname"),
+                r.c.uuid.label("run"),
+                *[c.label(f"old_{c.name}") for c in _ref_columns(old)],
+                *[c.label(f"new_{c.name}") for c in _ref_columns(new)],
+            )
+            .select_from(r)
+            .join(j, j.c.uuid == r.c.job_uuid)
+            .join(dv, dv.c.run_uuid == r.c.uuid)
+            .join(d, sa.and_(d.c.uuid == dv.c.dataset_uuid, d.c.current_version_uuid == dv.c.uuid))
+            .join(old, old.c.uuid == r.c.job_version_uuid)
+            .join(new, new.c.uuid == j.c.current_version_uuid)
+            .where(
+                r.c.job_uuid.in_(chunk),
+                d.c.is_lake.is_(False),
+                d.c.is_hidden.is_(False),
+                r.c.job_version_uuid != j.c.current_version_uuid,
+            )
+        ).all()
+    rows.sort(key=lambda x: (x.namespace, x.name))
     newest = _newest_runs(conn, sorted({str(x.job_uuid) for x in rows}))
     return [
         ProgramMoved(
@@ -1273,6 +1280,26 @@ def programs_moved_on(conn: Connection, lake_namespace: str) -> list[ProgramMove
         )
         for x in rows
     ]
+
+
+def _lagging_jobs(conn: Connection, lake_namespace: str) -> set[str]:
+    """The visible jobs outside the lake whose current version's newest run has not
+    completed: driven by the partial index of such runs (a literal, not a parameter, so
+    that its predicate is seen to hold)."""
+    r, j, cur = s.runs, s.jobs, s.job_versions
+    found = conn.execute(
+        sa.select(j.c.uuid)
+        .select_from(r)
+        .join(j, j.c.uuid == r.c.job_uuid)
+        .join(cur, cur.c.uuid == j.c.current_version_uuid)
+        .where(
+            r.c.state != sa.literal_column("'COMPLETED'"),
+            cur.c.latest_run_uuid == r.c.uuid,
+            j.c.namespace != lake_namespace,
+            j.c.is_hidden.is_(False),
+        )
+    )
+    return {str(row[0]) for row in found}
 
 
 def _ref_columns(jv: Any) -> list[Any]:
