@@ -394,7 +394,7 @@ def print_job_history(found: dict[str, Any]) -> None:
             v["fingerprint"][:10],
             v["created_at"],
             _program_source(v["program_facets"]),
-            (f"{v['latest_run']['id'][:8]} {v['latest_run']['state']}" if v["latest_run"] else ""),
+            (f"{v['latest_run']['id'][:13]} {v['latest_run']['state']}" if v["latest_run"] else ""),
             ", ".join(v["inputs"]) or "—",
             ", ".join(v["outputs"]) or "—",
         )
