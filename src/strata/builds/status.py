@@ -106,9 +106,7 @@ def foreign(state: BuildState) -> dict[str, DatasetStatus]:
             "foreign_job": {"namespace": m.job_namespace, "name": m.job_name},
             "old": _job_version(m.old) | {"run": m.written_by},
             "new": _job_version(m.new),
-            "newest_run": {"id": m.newest_run[0], "state": m.newest_run[1]}
-            if m.newest_run
-            else None,
+            "newest_run": {"id": m.newest_run[0], "state": m.newest_run[1]},
         }
         cause = Cause(m.name, CauseKind.PROGRAM_CHANGED, detail=detail)
         out[f"{m.namespace}:{m.name}"] = DatasetStatus(

@@ -1218,7 +1218,7 @@ class ProgramMoved:
     written_by: str  # the run that wrote the current version
     old: JobVersionRef
     new: JobVersionRef
-    newest_run: tuple[str, str] | None  # (run id, state) of the job's newest run
+    newest_run: tuple[str, str]  # (run id, state) of the job's newest run: not completed
 
 
 @dataclass(frozen=True)
@@ -1266,7 +1266,6 @@ def programs_moved_on(conn: Connection, lake_namespace: str) -> list[ProgramMove
             )
         ).all()
     rows.sort(key=lambda x: (x.namespace, x.name))
-    newest = _newest_runs(conn, sorted({str(x.job_uuid) for x in rows}))
     return [
         ProgramMoved(
             x.namespace,
@@ -1276,19 +1275,19 @@ def programs_moved_on(conn: Connection, lake_namespace: str) -> list[ProgramMove
             str(x.run),
             _ref(x, "old_"),
             _ref(x, "new_"),
-            newest.get(str(x.job_uuid)),
+            lagging[str(x.job_uuid)],
         )
         for x in rows
     ]
 
 
-def _lagging_jobs(conn: Connection, lake_namespace: str) -> set[str]:
-    """The visible jobs outside the lake whose current version's newest run has not
-    completed: driven by the partial index of such runs (a literal, not a parameter, so
-    that its predicate is seen to hold)."""
+def _lagging_jobs(conn: Connection, lake_namespace: str) -> dict[str, tuple[str, str]]:
+    """The visible jobs outside the lake whose current version's newest run (the job's
+    newest) has not completed, with that run's id and state: driven by the partial index
+    of such runs (a literal, not a parameter, so that its predicate is seen to hold)."""
     r, j, cur = s.runs, s.jobs, s.job_versions
     found = conn.execute(
-        sa.select(j.c.uuid)
+        sa.select(j.c.uuid, r.c.uuid, r.c.state)
         .select_from(r)
         .join(j, j.c.uuid == r.c.job_uuid)
         .join(cur, cur.c.uuid == j.c.current_version_uuid)
@@ -1299,7 +1298,7 @@ def _lagging_jobs(conn: Connection, lake_namespace: str) -> set[str]:
             j.c.is_hidden.is_(False),
         )
     )
-    return {str(row[0]) for row in found}
+    return {str(job): (str(run), str(state)) for job, run, state in found}
 
 
 def _ref_columns(jv: Any) -> list[Any]:
@@ -1313,28 +1312,6 @@ def _ref(row: Any, prefix: str) -> JobVersionRef:
         row._mapping[f"{prefix}program_facets"],
         row._mapping[f"{prefix}created_at"],
     )
-
-
-def _newest_runs(conn: Connection, jobs: Sequence[str]) -> dict[str, tuple[str, str]]:
-    """Each job's newest run (by creation) and its state."""
-    r = s.runs
-    out: dict[str, tuple[str, str]] = {}
-    for chunk in chunks(jobs):
-        ranked = (
-            sa.select(
-                r.c.job_uuid,
-                r.c.uuid,
-                r.c.state,
-                sa.func.row_number()
-                .over(partition_by=r.c.job_uuid, order_by=(r.c.created_at.desc(), r.c.uuid.desc()))
-                .label("n"),
-            )
-            .where(r.c.job_uuid.in_(chunk))
-            .subquery()
-        )
-        found = conn.execute(sa.select(ranked).where(ranked.c.n == 1))
-        out.update({str(x.job_uuid): (str(x.uuid), x.state) for x in found})
-    return out
 
 
 def namespaces_of_job(conn: Connection, name: str) -> list[str]:
