@@ -36,14 +36,16 @@ def free_port() -> int:
 class Served:
     """A running ``strata serve``; ``url`` is its API base (``…/api/v1``)."""
 
-    def __init__(self, cwd: Path, env: dict[str, str], port: int | None = None) -> None:
+    def __init__(
+        self, cwd: Path, env: dict[str, str], port: int | None = None, args: tuple[str, ...] = ()
+    ) -> None:
         self.port = port or free_port()
         self.url = f"http://127.0.0.1:{self.port}/api/v1"
         self.log = cwd / f"serve-{self.port}.log"
         clean = {k: v for k, v in os.environ.items() if not k.startswith("STRATA_")}
         self._log = self.log.open("a")
         self.proc = subprocess.Popen(
-            [str(EXE), "serve", "--port", str(self.port)],
+            [str(EXE), "serve", "--port", str(self.port), *args],
             cwd=cwd,
             env={**clean, **env},
             stdout=self._log,

@@ -4,13 +4,18 @@ and state history, the latest runs, and builds started over HTTP."""
 from __future__ import annotations
 
 import dataclasses
+import threading
+import time
 import uuid
+from pathlib import Path
 
 import pyarrow as pa
+import pytest
 import sqlalchemy as sa
 from fastapi.testclient import TestClient
 
 from ol_events import run_event
+from strata import __version__
 from strata.api import create_app
 from strata.lake.service import Lake
 from strata.settings import Settings
@@ -210,3 +215,135 @@ def test_a_killed_servers_builds_end_aborted_once_its_lease_expires(
             assert build["endedAt"] is not None
     stored = {r.id: r.state for r in state.build_requests(10)}
     assert stored == {left[0].id: "ABORTED", left[1].id: "ABORTED"}
+
+
+def test_the_server_says_what_it_offers_to_each_token(
+    settings: Settings, engine: sa.Engine, tmp_path: Path
+) -> None:
+    with TestClient(create_app(dataclasses.replace(settings, pipelines=()), engine)) as c:
+        bare = c.get("/api/v1/strata/server").json()
+        assert bare == {"version": __version__, "builds": False, "tokens": False, "access": "write"}
+    guarded = dataclasses.replace(
+        settings, pipelines=(str(tmp_path),), read_tokens=("r",), write_tokens=("w",)
+    )
+    with TestClient(create_app(guarded, engine)) as c:
+
+        def access(header: str | None) -> object:
+            sent = {"Authorization": header} if header else {}
+            answer = c.get("/api/v1/strata/server", headers=sent)
+            assert answer.status_code == 200  # asked before a page holds a token
+            assert (answer.json()["builds"], answer.json()["tokens"]) == (True, True)
+            return answer.json()["access"]
+
+        assert access(None) == "none"
+        assert access("Bearer nope") == "none"
+        assert access("Basic r") == "none"
+        assert access("Bearer r") == "read"
+        assert access("Bearer w") == "write"
+        assert c.get("/api/v1/namespaces").status_code == 401  # everything else still asks
+
+
+def test_a_run_is_numbered_in_its_job_by_time_whatever_order_it_arrived_in(
+    client: TestClient,
+) -> None:
+    ids = [str(uuid.uuid4()) for _ in range(3)]
+    for i in (2, 0, 1):  # sent out of order
+        at = f"2024-05-01T10:0{i}:00Z"
+        event = run_event("COMPLETE", ids[i], job="numbered", at=at)
+        assert client.post("/api/v1/lineage", json=event).status_code in (200, 201)
+    numbers = [client.get(f"/api/v1/strata/runs/{i}").json()["number"] for i in ids]
+    assert numbers == [1, 2, 3]
+    listed = client.get("/api/v1/namespaces/ns/jobs/numbered/runs").json()
+    # The job's run list is newest first: its first run is number totalCount.
+    assert [r["id"] for r in listed["runs"]] == ids[::-1] and listed["totalCount"] == 3
+
+
+def test_a_build_says_starting_spark_until_spark_runs(
+    settings: Settings, engine: sa.Engine, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from datetime import UTC, datetime
+
+    from strata.api import build_tasks
+    from strata.builds.state.requests import BuildRequest
+
+    spark_up = threading.Event()
+    monkeypatch.setattr(build_tasks, "spark_running", spark_up.is_set)
+    tasks = create_app(settings, engine).state.build_tasks
+    request = BuildRequest(
+        id=str(uuid.uuid4()),
+        dataset="metrics/daily",
+        force=False,
+        state="RUNNING",
+        holder=tasks.holder,
+        requested_at=datetime.now(UTC),
+        started_at=datetime.now(UTC),
+        ended_at=None,
+        progress={},
+        error=None,
+        run=None,
+    )
+    tasks.state.add_build_request(request)
+    recorder = build_tasks._Recorder(tasks, request.id)
+    recorder.planned(["p.daily"])
+    assert tasks.get(request.id)["sparkStarting"] is False
+    recorder.started("p.daily")
+    assert tasks.get(request.id)["sparkStarting"] is True
+    spark_up.set()
+    deadline = time.monotonic() + 5
+    while tasks.get(request.id)["sparkStarting"] and time.monotonic() < deadline:
+        time.sleep(0.05)
+    assert tasks.get(request.id)["sparkStarting"] is False
+    assert tasks.get(request.id)["running"] == ["p.daily"]  # the rest of the progress kept
+    recorder.ended.set()
+
+
+def test_the_summary_counts_the_runs_of_the_last_hours_by_state(client: TestClient) -> None:
+    from datetime import UTC, datetime, timedelta
+
+    now = datetime.now(UTC)
+    stamp = lambda hours: (now - timedelta(hours=hours)).isoformat()  # noqa: E731
+    sent = [("COMPLETE", "a", 1), ("FAIL", "b", 2), ("FAIL", "b", 3), ("COMPLETE", "a", 72)]
+    ids = []
+    for kind, job, hours_ago in sent:
+        ids.append(str(uuid.uuid4()))
+        event = run_event(kind, ids[-1], job=f"dash_{job}", at=stamp(hours_ago))
+        assert client.post("/api/v1/lineage", json=event).status_code in (200, 201)
+    day = client.get("/api/v1/strata/summary", params={"hours": 24}).json()
+    assert day["states"] == {"COMPLETED": 1, "FAILED": 2} and day["runs"] == 3
+    assert day["jobs"] == 2 and day["hours"] == 24
+    assert [f["run"] for f in day["failed"]] == [ids[1], ids[2]]  # newest first
+    assert day["failed"][0]["job"] == {"namespace": "ns", "name": "dash_b"}
+    week = client.get("/api/v1/strata/summary", params={"hours": 24 * 7}).json()
+    assert week["runs"] == 4 and week["states"]["COMPLETED"] == 2
+    for bad in ("0", "-1", "x", str(24 * 367)):
+        refused = client.get("/api/v1/strata/summary", params={"hours": bad})
+        assert refused.status_code in (400, 422) and "hours" in refused.text
+
+
+def test_changes_between_two_times_name_new_versions_and_failed_runs(
+    client: TestClient,
+) -> None:
+    def send(kind: str, job: str, at: str, out: str) -> str:
+        run_id = str(uuid.uuid4())
+        event = run_event(kind, run_id, job=job, at=at, outputs=[f"ns|{out}"])
+        assert client.post("/api/v1/lineage", json=event).status_code in (200, 201)
+        return run_id
+
+    send("COMPLETE", "load", "2024-05-01T09:00:00Z", "early")
+    send("COMPLETE", "load", "2024-05-01T10:10:00Z", "orders")
+    send("COMPLETE", "load", "2024-05-01T10:20:00Z", "orders")
+    failed = send("FAIL", "fix", "2024-05-01T10:30:00Z", "fixed")
+    window = {"since": "2024-05-01T10:00:00Z", "until": "2024-05-01T11:00:00Z"}
+    found = client.get("/api/v1/strata/changes", params=window).json()
+    assert (found["since"], found["until"]) == ("2024-05-01T10:00:00Z", "2024-05-01T11:00:00Z")
+    names = {v["name"]: v for v in found["versions"]}
+    assert "early" not in names  # made before the range
+    assert names["orders"]["count"] == 2
+    assert names["orders"]["latestAt"].startswith("2024-05-01T10:20:00")
+    assert found["runs"]["states"] == {"COMPLETED": 2, "FAILED": 1}
+    assert [f["run"] for f in found["runs"]["failed"]] == [failed]
+    backwards = {"since": window["until"], "until": window["since"]}
+    refused = client.get("/api/v1/strata/changes", params=backwards)
+    assert refused.status_code == 400 and "must be before until" in refused.json()["message"]
+    zoneless = client.get("/api/v1/strata/changes", params={"since": "2024-05-01T10:00:00"})
+    assert zoneless.status_code in (400, 422) and "since" in zoneless.text

@@ -268,3 +268,26 @@ def test_runs_page_versions_order_and_total(
     assert get(client, "/api/v1/namespaces/ns/jobs/idle/runs") == {"runs": [], "totalCount": 0}
     r = client.get("/api/v1/namespaces/ns/jobs/etl/runs")
     assert r.headers["content-type"] == "application/json"
+
+
+def test_search_by_relevance_puts_whole_names_then_prefixes_then_parts(
+    client: TestClient, seed: Seeder
+) -> None:
+    names = ["raw/clicks_customer", "customer", "metrics/customer_daily", "customers", "x-customer"]
+    for name in names:
+        seed.dataset("ns", name)
+    seed.job("ns", "load_customer")
+    found = get(client, "/api/v1/search", q="CUSTOMER", sort="RELEVANCE", limit=20)["results"]
+    assert [r["name"] for r in found] == [
+        "customer",  # the whole name
+        "customers",  # starts with it
+        "x-customer",  # a part starts with it; shorter first
+        "metrics/customer_daily",
+        "load_customer",  # anywhere else
+        "raw/clicks_customer",
+    ]
+    assert [r["type"] for r in found].count("JOB") == 1
+    by_name = get(client, "/api/v1/search", q="customer", limit=20)["results"]
+    assert [r["name"] for r in by_name] == sorted([*names, "load_customer"])  # Marquez's order
+    bad = client.get("/api/v1/search", params={"q": "c", "sort": "BEST"})
+    assert bad.status_code in (400, 422) and "sort" in bad.text

@@ -160,11 +160,17 @@ def test_serve_ingests_reads_back_and_stops_cleanly(tmp_path: Path) -> None:
     from serve_process import Served, event
 
     run_id = str(uuid.uuid4())
-    with Served(tmp_path, {}) as server:  # no STRATA_* setting: the embedded default
+    (tmp_path / "pipes").mkdir()
+    (tmp_path / "pipes" / "nothing.py").write_text('"""No transforms yet."""\n')
+    # No STRATA_* setting: the embedded default, with pipelines named on the command line.
+    with Served(tmp_path, {}, args=("--pipeline", "pipes")) as server:
         done = event(run_id, "COMPLETE", namespace="cli")
         assert httpx.post(f"{server.url}/lineage", json=done, timeout=30).status_code == 201
         run = httpx.get(f"{server.url}/jobs/runs/{run_id}", timeout=30).json()
         assert run["state"] == "COMPLETED"
+        assert httpx.get(f"{server.url}/strata/server", timeout=30).json()["builds"] is True
+        status = httpx.get(f"{server.url}/strata/status", timeout=30)
+        assert status.status_code == 200 and status.json()["datasets"] == [], status.text
         server.stop(signal.SIGTERM)
     err = server.log.read_text()
     # uvicorn shuts down gracefully, then ends with the signal it was stopped by.

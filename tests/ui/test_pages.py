@@ -17,26 +17,13 @@ from selenium.webdriver.common.action_chains import ActionChains
 from selenium.webdriver.common.by import By
 from selenium.webdriver.common.keys import Keys
 from selenium.webdriver.remote.webelement import WebElement
-from ui_site import NARROW, READ, WIDE, WRITE, Site, set_viewport
+from ui_site import NARROW, READ, WIDE, WRITE, Site, css, one, section, set_viewport
 
 from strata.store.schema import check_results, jobs, runs
 
 pytestmark = pytest.mark.spark
 
 STALE = "metrics/experiment_cumulative"  # reads raw/experiments, which has a version 2
-
-
-def css(site: Site, selector: str) -> list[WebElement]:
-    return site.driver.find_elements(By.CSS_SELECTOR, selector)
-
-
-def one(site: Site, selector: str) -> WebElement:
-    return site.driver.find_element(By.CSS_SELECTOR, selector)
-
-
-def section(site: Site, title: str) -> WebElement:
-    heading = site.driver.find_element(By.XPATH, f"//main//h2[starts-with(., '{title}')]")
-    return heading.find_element(By.XPATH, "./ancestor::section[1]")
 
 
 def ds(name: str, query: str = "") -> str:
@@ -192,7 +179,127 @@ def test_time_travel_shows_the_graph_as_it_was(site: Site) -> None:
     assert "job:strata:regions.hourly" in now - then
     assert then < now
     assert "as of" in one(site, "main p.summary").text
+    # Today's run states are not those of then: no job shows one.
+    jobs_then = css(site, "svg.graph g.node.job")
+    assert jobs_then and all(j.get_attribute("data-state") == "" for j in jobs_then)
+    assert not any("completed" in j.get_attribute("textContent") for j in jobs_then)
     site.shot("time-travel")
+    # The time is one field, typed as a person writes it; nonsense is refused on the spot.
+    site.go(route)
+    field = one(site, "#as-of")
+    field.send_keys("yesterday", Keys.ENTER)
+    site.wait(lambda d: "is not a time" in one(site, "#as-of-problem").text)
+    assert "asOf" not in site.driver.current_url
+    field.clear()
+    field.send_keys(when.replace("T", " "), Keys.ENTER)
+    site.wait_shown(f"{route}&asOf={quote(when)}")
+    assert {n.get_attribute("data-id") for n in css(site, "svg.graph g.node")} == then
+
+
+SCREEN_TEXT = r"""
+const svg = document.querySelector("svg.graph");
+const box = svg.getBoundingClientRect();
+const move = svg.querySelector("g.viewport").getAttribute("transform");
+const k = Number(/scale\(([^)]+)\)/.exec(move)[1]);
+const shown = [...svg.querySelectorAll("text")]
+  .filter((t) => getComputedStyle(t).display !== "none");
+const px = Math.min(...shown.map((t) => parseFloat(getComputedStyle(t).fontSize) * k));
+const inside = (r) => r.left >= box.left - 1 && r.right <= box.right + 1
+  && r.top >= box.top - 1 && r.bottom <= box.bottom + 1;
+const nodes = [...svg.querySelectorAll("g.node")]
+  .map((n) => [n.dataset.id, inside(n.getBoundingClientRect())]);
+return { k, px, nodes, compact: svg.classList.contains("compact") };
+"""
+
+
+def _screen_text(site: Site) -> dict[str, Any]:
+    """The graph's scale, the smallest label on screen, and each node's place on screen."""
+    result: dict[str, Any] = site.driver.execute_script(SCREEN_TEXT)
+    return result
+
+
+def test_the_graph_opens_readable_and_brings_a_tabbed_node_into_view(site: Site) -> None:
+    site.go(f"#/lineage/dataset/strata/{quote('raw/clicks', safe='')}?depth=20")
+    site.wait(lambda d: _screen_text(site)["nodes"])
+    opened = _screen_text(site)
+    assert opened["px"] >= 11, opened
+    # Either all of it fits at a readable size, or it opens at 100 % on the chosen node.
+    assert all(inside for _, inside in opened["nodes"]) or opened["k"] == 1
+    focus = one(site, "g.node[data-id='dataset:strata:raw/clicks']")
+    assert dict(opened["nodes"])["dataset:strata:raw/clicks"], "the chosen node is on screen"
+    one(site, "svg.graph").send_keys(Keys.TAB)
+    for _ in range(len(opened["nodes"])):  # every node, reached by Tab, is on screen
+        active = site.driver.switch_to.active_element
+        node_id = active.get_attribute("data-id")
+        assert node_id, "Tab stays among the nodes"
+        assert dict(_screen_text(site)["nodes"])[node_id], f"{node_id} is off-screen"
+        active.send_keys(Keys.TAB)
+    assert focus.is_displayed()
+    one(site, ".graph-tools button:nth-child(3)").click()  # Fit: compact nodes, text still 11 px
+    fitted = _screen_text(site)
+    assert all(inside for _, inside in fitted["nodes"])
+    assert fitted["px"] >= 11 and (fitted["compact"] or fitted["k"] >= 11 / 11.5), fitted
+    site.shot("lineage-fitted")
+
+
+def _one_way(graph: list[dict[str, Any]], start: str, upstream: bool) -> set[str]:
+    step: dict[str, set[str]] = {}
+    for n in graph:
+        for e in n["outEdges"]:
+            a, b = (e["destination"], e["origin"]) if upstream else (e["origin"], e["destination"])
+            step.setdefault(a, set()).add(b)
+    seen, todo = {start}, [start]
+    while todo:
+        for nxt in step.get(todo.pop(), set()) - seen:
+            seen.add(nxt)
+            todo.append(nxt)
+    return seen
+
+
+def test_upstream_and_downstream_only_views(site: Site) -> None:
+    name = "metrics/customer_daily"
+    node = f"dataset:strata:{name}"
+    graph = api(site, "/lineage", nodeId=node, depth=20)["graph"]
+    for way, upstream in (("up", True), ("down", False)):
+        site.go(f"#/lineage/dataset/strata/{quote(name, safe='')}?depth=20&dir={way}")
+        drawn = {n.get_attribute("data-id") for n in css(site, "svg.graph g.node")}
+        assert drawn == _one_way(graph, node, upstream)
+        assert 1 < len(drawn) < len(graph)
+    assert "dataset:strata:raw/clicks" in _one_way(graph, node, True)
+
+
+def _rgb(value: str) -> tuple[float, ...]:
+    parts = value[value.index("(") + 1 : value.index(")")].split(",")
+    return tuple(float(x) / 255 for x in parts[:3])
+
+
+def _contrast(a: str, b: str) -> float:
+    def lum(c: tuple[float, ...]) -> float:
+        f = [x / 12.92 if x <= 0.03928 else ((x + 0.055) / 1.055) ** 2.4 for x in c]
+        return 0.2126 * f[0] + 0.7152 * f[1] + 0.0722 * f[2]
+
+    high, low = sorted((lum(_rgb(a)), lum(_rgb(b))), reverse=True)
+    return (high + 0.05) / (low + 0.05)
+
+
+def test_a_skip_link_and_focus_rings_and_edges_that_can_be_seen(site: Site) -> None:
+    site.go(f"#/lineage/dataset/strata/{quote(STALE, safe='')}?depth=1")
+    # The first stop of the page, before the header's links.
+    site.driver.execute_script("document.querySelector('.top .brand').focus()")
+    ActionChains(site.driver).key_down(Keys.SHIFT).send_keys(Keys.TAB).key_up(Keys.SHIFT).perform()
+    skip = site.driver.switch_to.active_element
+    assert skip.get_attribute("id") == "skip" and skip.is_displayed()
+    skip.send_keys(Keys.ENTER)
+    assert site.driver.switch_to.active_element.get_attribute("id") == "main"
+    style = "return getComputedStyle(arguments[0])[arguments[1]]"
+    link = one(site, "main .crumbs a")
+    site.driver.execute_script("arguments[0].focus()", link)
+    ring = site.driver.execute_script(style, link, "outlineColor")
+    page = site.driver.execute_script(style, one(site, "body"), "backgroundColor")
+    assert _contrast(ring, page) >= 3, (ring, page)
+    edge = site.driver.execute_script(style, one(site, "svg.graph path.edge"), "stroke")
+    box = site.driver.execute_script(style, one(site, ".graph-box"), "backgroundColor")
+    assert _contrast(edge, box) >= 3, (edge, box)
 
 
 def test_a_failed_run_shows_its_error_and_stack_trace(site: Site) -> None:
@@ -258,11 +365,17 @@ def test_build_button_needs_a_write_token_then_builds_with_progress(site: Site) 
     before = run_count()
     site.go("#/status?only=stale")
     assert STALE in one(site, "main").text
-    one(site, f"button.build[data-dataset='{STALE}']").click()
-    progress = one(site, "#build-progress")
-    site.wait(lambda d: "refused" in progress.text)
-    assert "write token" in progress.text
-    assert run_count() == before  # refused: nothing ran, nothing was recorded
+    buttons = css(site, "button.build")
+    # Each button is named for what it builds, and with a read token none can be pressed.
+    names = [b.get_attribute("aria-label") for b in buttons]
+    assert f"Build {STALE}" in names and len(set(names)) == len(names)
+    assert all(not b.is_enabled() for b in buttons)
+    assert all(b.get_attribute("aria-describedby") == "build-hint" for b in buttons)
+    assert "needs a write token" in one(site, "#build-hint").text
+    site.driver.execute_script(
+        "arguments[0].click()", one(site, f"button.build[data-dataset='{STALE}']")
+    )
+    assert run_count() == before  # nothing ran, nothing was recorded
     assert site.service.state.build_requests(10) == []
     site.shot("build-refused")
 
@@ -300,8 +413,13 @@ def test_column_lineage_page_draws_the_columns(site: Site) -> None:
     site.go(f"#/columns/strata/{quote('metrics/experiment_daily', safe='')}")
     columns = css(site, "svg.graph g.node")
     schema = site.lake().read_arrow("metrics/experiment_daily").schema.names
-    drawn = {c.find_element(By.CSS_SELECTOR, "text.label").text for c in columns}
+    # Zoomed out, a label is clipped to its node: the whole name is kept beside it.
+    labels = [c.find_element(By.CSS_SELECTOR, "text.label") for c in columns]
+    drawn = {x.get_attribute("data-full") for x in labels}
     assert set(schema) <= drawn
+    for x in labels:
+        shown = x.text.removesuffix("…")
+        assert x.get_attribute("data-full").startswith(shown) and shown
     # Builds record where each column came from: the page draws those edges.
     edges = css(site, "svg.graph path.edge")
     summary = site.driver.find_element(By.CSS_SELECTOR, ".columns-page .summary").text
@@ -331,6 +449,57 @@ def test_pages_fit_a_narrow_window(site: Site, route: str) -> None:
             site.shot("narrow-browse")
     finally:
         set_viewport(site.driver, WIDE)
+
+
+def _cut_off(site: Site, cells: list[WebElement]) -> list[str]:
+    """The cells not wholly inside the window's width, or not shown."""
+    width = site.driver.execute_script("return document.documentElement.clientWidth")
+    return [
+        c.text
+        for c in cells
+        if not c.is_displayed() or c.rect["x"] < 0 or c.rect["x"] + c.rect["width"] > width + 1
+    ]
+
+
+def test_a_phone_sees_every_key_column_and_is_told_when_a_table_scrolls(site: Site) -> None:
+    set_viewport(site.driver, NARROW)
+    try:
+        site.go("#/status")
+        rows = css(site, "table.status-table tbody tr")
+        assert len(rows) == len(site.service.status())
+        why = [r.find_elements(By.CSS_SELECTOR, "td")[4] for r in rows]
+        buttons = css(site, "table.status-table button.build")
+        assert buttons and _cut_off(site, why + buttons) == []
+        assert all(
+            "Why"
+            in site.driver.execute_script(
+                "return getComputedStyle(arguments[0], '::before').content", c
+            )
+            for c in why
+        )
+        site.shot("narrow-status")
+        site.go("#/")
+        updated = [
+            r.find_elements(By.CSS_SELECTOR, "td")[3]
+            for r in css(site, "main section:nth-of-type(1) tbody tr")
+        ]
+        assert updated and _cut_off(site, updated) == []
+        current = site.lake().version("clean/clicks").commit_id
+        site.go(ds("clean/clicks", f"?preview={current}"))
+        preview = section(site, "Preview of")
+        columns = len(preview.find_elements(By.CSS_SELECTOR, "thead th"))
+        hint = preview.find_element(By.CSS_SELECTOR, ".scroll-hint")
+        assert hint.is_displayed() and f"all {columns} columns" in hint.text
+        wrap = preview.find_element(By.CSS_SELECTOR, ".table-wrap")
+        assert wrap.get_attribute("tabindex") == "0"  # scrolled from the keyboard too
+        site.shot("narrow-preview")
+    finally:
+        set_viewport(site.driver, WIDE)
+    # On a wide screen the same preview fits: no hint.
+    site.go(ds("clean/clicks", f"?preview={current}"))
+    assert not css(site, ".scroll-hint") or site.driver.execute_script(
+        "const w = document.querySelector('.table-wrap.wide'); return w.scrollWidth > w.clientWidth"
+    )
 
 
 def test_a_partitioned_dataset_shows_its_partitions(site: Site) -> None:
@@ -463,3 +632,61 @@ def test_a_foreign_job_lists_a_version_per_query(site: Site) -> None:
     assert isinstance(row, WebElement)
     assert "foreign" in row.text and "program changed: job shop:marts.orders" in row.text
     assert "FAILED" in row.text and not row.find_elements(By.CSS_SELECTOR, "button.build")
+
+
+def test_what_changed_in_the_last_day_names_versions_failures_and_why(site: Site) -> None:
+    found = api(site, "/strata/changes")
+    site.go("#/changes")
+    shown = {
+        r.find_elements(By.TAG_NAME, "td")[0].text: r.find_elements(By.TAG_NAME, "td")[2].text
+        for r in css(site, "table.changes-versions tbody tr")
+    }
+    assert shown == {v["name"]: str(v["count"]) for v in found["versions"]}
+    assert "raw/experiments" in shown  # the fixture's second version, minutes ago
+    failures = css(site, "table.changes-failed a.run-id")
+    assert [x.get_attribute("title") for x in failures] == [
+        f["run"] for f in found["runs"]["failed"]
+    ]
+    rows = {
+        r.find_elements(By.TAG_NAME, "td")[1].text: r
+        for r in css(site, "table.changes-stale tbody tr")
+    }
+    stale = {n for n, s in site.service.status().items() if s.status.value == "out_of_date"}
+    assert set(rows) == stale
+    assert "an input changed in this range" in rows[STALE].text
+    site.shot("what-changed")
+    # A range before the store existed: nothing changed then.
+    site.go("#/changes?since=2001-01-01T00%3A00&until=2001-01-02T00%3A00")
+    assert "No dataset got a new version." in one(site, "main").text
+
+
+def test_two_runs_side_by_side_with_exact_versions(site: Site) -> None:
+    job = "hourly.clean_clicks"
+    listed = api(site, f"/namespaces/strata/jobs/{job}/runs")
+    newest, older = listed["runs"][0], listed["runs"][1]
+    total = listed["totalCount"]
+    site.go(f"#/jobs/strata/{job}")
+    site.driver.find_element(By.LINK_TEXT, f"Compare with #{total - 1}").click()
+    site.wait_shown(f"#/compare?a={older['id']}&b={newest['id']}")
+    assert one(site, "main h1").text == f"Runs #{total - 1} and #{total} of {job}"
+    rows = {
+        r.find_element(By.TAG_NAME, "th").text.rstrip(" ≠"): r
+        for r in css(site, "table.compare-table tbody tr")
+    }
+    for label, key in (("Read", "inputDatasetVersions"), ("Wrote", "outputDatasetVersions")):
+        cells = rows[label].find_elements(By.TAG_NAME, "td")
+        for cell, run in zip(cells, (older, newest), strict=True):
+            detail = api(site, f"/strata/runs/{run['id']}")
+            ids = [v["datasetVersionId"] for v in detail[key]]
+            expected = [f"{v['name']} v{detail['commitIds'][v['version']]}" for v in ids]
+            shown = [li.text.split(" · ")[0] for li in cell.find_elements(By.TAG_NAME, "li")]
+            assert shown == expected
+        differs = "differs" in (rows[label].get_attribute("class") or "")
+        keys = [
+            sorted(
+                v["datasetVersionId"]["version"] for v in api(site, f"/strata/runs/{r['id']}")[key]
+            )
+            for r in (older, newest)
+        ]
+        assert differs == (keys[0] != keys[1])
+    site.shot("compare-runs")

@@ -11,7 +11,9 @@ import pytest
 from selenium import webdriver
 from selenium.common.exceptions import StaleElementReferenceException
 from selenium.webdriver.chrome.service import Service
+from selenium.webdriver.common.by import By
 from selenium.webdriver.remote.webdriver import WebDriver
+from selenium.webdriver.remote.webelement import WebElement
 from selenium.webdriver.support.ui import WebDriverWait
 
 from strata.builds.service import BuildService
@@ -117,3 +119,17 @@ class Site:
             for e in self.driver.get_log("browser")
             if e["level"] == "SEVERE" and not any(x in e["message"] for x in expected)
         ]
+
+
+def css(site: Site, selector: str) -> list[WebElement]:
+    return site.driver.find_elements(By.CSS_SELECTOR, selector)
+
+
+def one(site: Site, selector: str) -> WebElement:
+    return site.driver.find_element(By.CSS_SELECTOR, selector)
+
+
+def section(site: Site, title: str) -> WebElement:
+    """The ``<section>`` whose heading starts with ``title``."""
+    heading = site.driver.find_element(By.XPATH, f"//main//h2[starts-with(., '{title}')]")
+    return heading.find_element(By.XPATH, "./ancestor::section[1]")

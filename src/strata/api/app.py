@@ -26,6 +26,7 @@ from strata.api.routes import (
     namespaces,
     runs,
     search,
+    server,
     strata,
     tags,
 )
@@ -88,7 +89,9 @@ def create_app(settings: Settings, engine: Engine | None = None) -> FastAPI:
     for module in (namespaces, datasets, jobs, runs, tags, search, lineage, strata, builds):
         app.include_router(module.router, prefix=API_PREFIX, dependencies=checks)
     include_extra_routes(app, API_PREFIX, checks)
-    app.include_router(health.router, prefix=API_PREFIX)  # no token, no wait for the fold
+    # No token, no wait for the fold.
+    app.include_router(health.router, prefix=API_PREFIX)
+    app.include_router(server.router, prefix=API_PREFIX)
     web.mount(app)
     contract.declare(app)
     errors.install(app)

@@ -4,12 +4,17 @@ write token. Without tokens the API is open, as Marquez is."""
 from __future__ import annotations
 
 import hmac
+from typing import Literal
 
 from strata.errors import Forbidden, Unauthorized
 from strata.settings import Settings
 
 _READ_METHODS = frozenset({"GET", "HEAD", "OPTIONS"})
-OPEN_PATHS = frozenset({"/api/v1/health"})  # for load balancers, which carry no token
+# Health for load balancers, which carry no token; the server's offer for pages, which ask
+# before they hold one.
+OPEN_PATHS = frozenset({"/api/v1/health", "/api/v1/strata/server"})
+
+Access = Literal["write", "read", "none"]
 
 
 def _matches(token: str, allowed: tuple[str, ...]) -> bool:
@@ -34,3 +39,17 @@ def check_header(settings: Settings, method: str, header: str) -> None:
         if _matches(token, settings.read_tokens):
             raise Forbidden("this token may only read; writes need a write token")
         raise Unauthorized("the bearer token is not valid for this server")
+
+
+def access(settings: Settings, header: str) -> Access:
+    """What a request with this ``Authorization`` header may do: everything on a server
+    without tokens, else what its token allows ("none" without a valid one)."""
+    if not settings.read_tokens and not settings.write_tokens:
+        return "write"
+    scheme, _, token = header.partition(" ")
+    token = token.strip()
+    if scheme.lower() != "bearer" or not token:
+        return "none"
+    if _matches(token, settings.write_tokens):
+        return "write"
+    return "read" if _matches(token, settings.read_tokens) else "none"

@@ -31,9 +31,11 @@ from strata.builds.state.leases import Taken
 from strata.builds.state.requests import BuildRequest, server_lease
 from strata.errors import NotFound, StoreError, StrataError
 from strata.ids import new_id
+from strata.lake.spark import running as spark_running
 
 log = logging.getLogger(__name__)
 KEEP = 100  # builds listed by GET /strata/builds
+_SPARK_POLL_S = 0.25
 
 
 def _now() -> datetime:
@@ -56,6 +58,7 @@ def as_json(r: BuildRequest) -> dict[str, Any]:
         "done": len(p.get("transforms", [])),
         "transforms": p.get("transforms", []),
         "waitingFor": p.get("waitingFor"),
+        "sparkStarting": bool(p.get("sparkStarting")),
         "error": r.error,
         "run": r.run,
     }
@@ -72,6 +75,9 @@ class _Recorder:
         self.running: list[str] = []
         self.steps: list[dict[str, Any]] = []
         self.waiting_for: str | None = None
+        self.spark_starting = False
+        self.ended = threading.Event()
+        self.lock = threading.Lock()  # one save at a time: the last one holds the latest
 
     def progress(self) -> dict[str, Any]:
         return {
@@ -79,10 +85,12 @@ class _Recorder:
             "running": self.running,
             "transforms": self.steps,
             "waitingFor": self.waiting_for,
+            "sparkStarting": self.spark_starting,
         }
 
     def _save(self) -> None:
-        self.tasks.save(self.id, progress=self.progress())
+        with self.lock:
+            self.tasks.save(self.id, progress=self.progress())
 
     def planned(self, keys: Sequence[str]) -> None:
         self.planned_keys = list(keys)
@@ -91,7 +99,18 @@ class _Recorder:
     def started(self, key: str) -> None:
         self.running.append(key)
         self.waiting_for = None
+        if not self.spark_starting and not spark_running():
+            # A server's first build starts Spark, which takes a while: say so until it runs.
+            self.spark_starting = True
+            threading.Thread(target=self._until_spark_runs, daemon=True).start()
         self._save()
+
+    def _until_spark_runs(self) -> None:
+        while not spark_running() and not self.ended.wait(_SPARK_POLL_S):
+            pass
+        self.spark_starting = False
+        if not self.ended.is_set():
+            self._save()
 
     def finished(self, step: Step) -> None:
         if step.transform in self.running:
@@ -210,12 +229,15 @@ class BuildTasks:
         else:
             failed = [s.transform for s in report.steps if s.outcome is Outcome.FAILED]
             error = f"failed: {', '.join(failed)}" if failed else None
+        recorder.ended.set()
+        recorder.spark_starting = False
         state = "COMPLETED" if report is not None and not report.failed else "FAILED"
-        self.save(
-            request.id,
-            state=state,
-            error=error,
-            run=report.run if report is not None else None,
-            ended_at=_now(),
-            progress={**recorder.progress(), "running": []},
-        )
+        with recorder.lock:
+            self.save(
+                request.id,
+                state=state,
+                error=error,
+                run=report.run if report is not None else None,
+                ended_at=_now(),
+                progress={**recorder.progress(), "running": []},
+            )

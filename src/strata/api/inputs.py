@@ -16,6 +16,7 @@ from pydantic_core import PydanticCustomError
 
 from strata.errors import InvalidArgument
 from strata.limits import MAX_NAME_BYTES, name_problem
+from strata.times import Zoneless, aware
 
 MAX_OFFSET = 2**31 - 1
 NO_NUL = "^[^\\u0000]*$"  # a JSON Schema pattern: no NUL character anywhere
@@ -103,3 +104,8 @@ def check_time(field: str, value: datetime) -> datetime:
     if problem is not None:
         raise InvalidArgument(problem, field=field)
     return value
+
+
+def aware_time(value: datetime | None, field: str) -> datetime | None:
+    """A query time with its zone (one without is refused) and within range, or None."""
+    return None if value is None else check_time(field, aware(value, Zoneless.REFUSED, field))

@@ -72,12 +72,20 @@ def serve(
     ctx: typer.Context,
     host: Annotated[str | None, typer.Option(help="Interface to listen on.")] = None,
     port: Annotated[int | None, typer.Option(help="Port (default 5000, as Marquez).")] = None,
+    pipeline: build_commands.PipelineOpt = None,
 ) -> None:
-    """Run the server: the web pages at /, OpenLineage ingest and the Marquez REST API."""
+    """Run the server: the web pages at /, OpenLineage ingest and the Marquez REST API;
+    with pipelines, also status and builds."""
+    import dataclasses
+
     from strata.cli.serve import serve as run
 
     with reported():
-        run(settings_from(ctx), host=host, port=port)
+        settings = settings_from(ctx)
+        if pipeline:
+            paths = tuple(str(p.resolve()) for p in pipeline)
+            settings = dataclasses.replace(settings, pipelines=paths)
+        run(settings, host=host, port=port)
 
 
 app.command()(lake_commands.ingest)

@@ -48,6 +48,12 @@ _started_log: Path | None = None
 _starting = threading.Lock()
 
 
+def running() -> bool:
+    """Whether this process has a Spark context already (imports and starts nothing)."""
+    context = sys.modules.get("pyspark.context")
+    return context is not None and context.SparkContext._active_spark_context is not None
+
+
 def get_spark(settings: Settings | None = None) -> SparkSession:
     """Return the active SparkSession, or start one configured for Strata.
 

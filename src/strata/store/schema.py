@@ -120,6 +120,7 @@ dataset_versions = sa.Table(
         postgresql_where=sa.text("external_version IS NOT NULL"),
     ),
     sa.Index("ix_dataset_versions_dataset_created", "dataset_uuid", "created_at", "uuid"),
+    sa.Index("ix_dataset_versions_created", "created_at"),
     sa.Index("ix_dataset_versions_run", "run_uuid"),
 )
 

@@ -15,4 +15,5 @@ def include_extra_routes(app: FastAPI, prefix: str, dependencies: Sequence[Any])
     ``/events/{namespace}``."""
     for module in (deletes, events, stats):
         app.include_router(module.router, prefix=prefix, dependencies=dependencies)
+    app.include_router(stats.summary_router, prefix=prefix, dependencies=dependencies)
     app.include_router(v2beta.router, dependencies=dependencies)

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-from datetime import datetime
 from typing import Annotated, Any, Literal
 
 import orjson
@@ -12,14 +11,13 @@ from strata.api import views
 from strata.api.body import read_json
 from strata.api.contract import Responses, errors
 from strata.api.deps import Conn, Depth, Eng, Limit, Offset, QueryTime, time_param
-from strata.api.inputs import check_time
+from strata.api.inputs import aware_time
 from strata.errors import InvalidEvent, StrataError
 from strata.lineage.ingest.writer import GroupWriter, Results
 from strata.lineage.query import column_lineage as cl
 from strata.lineage.query import graph as g
 from strata.lineage.query import queries as q
 from strata.store.engine import read_tx
-from strata.times import Zoneless, aware
 
 router = APIRouter(tags=["Lineage"])
 
@@ -139,8 +137,8 @@ def list_events(
 ) -> dict[str, Any]:
     page = q.list_events(
         conn,
-        _aware(before, "before"),
-        _aware(after, "after"),
+        aware_time(before, "before"),
+        aware_time(after, "after"),
         sort_direction.lower() == "asc",
         limit,
         offset,
@@ -169,7 +167,7 @@ def get_lineage(
     depth: Depth = 20,
     as_of: Annotated[QueryTime, time_param("the graph as it was then", "asOf")] = None,
 ) -> Response:
-    at = _aware(as_of, "asOf")
+    at = aware_time(as_of, "asOf")
     # A transaction rather than an autocommit read: the walk scopes planner settings to it.
     with read_tx(eng) as conn:
         nodes = g.lineage_graph(conn, node_id, depth, at)
@@ -185,7 +183,3 @@ def get_column_lineage(
 ) -> dict[str, Any]:
     nodes = cl.column_lineage(conn, node_id, depth, with_downstream)
     return {"graph": [views.field_node(n) for n in nodes]}
-
-
-def _aware(value: datetime | None, name: str) -> datetime | None:
-    return None if value is None else check_time(name, aware(value, Zoneless.REFUSED, name))

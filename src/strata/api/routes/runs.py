@@ -87,14 +87,16 @@ def run_upstream(request: Request, id: UUID, depth: Depth = 20) -> Response:
 def get_run_detail(request: Request, id: UUID) -> Response:
     """A run as ``GET /jobs/runs/{id}`` has it, with its job, its state history (every
     transition with its time, oldest first) and the lake commit id of each dataset version
-    it read or wrote that has one (``commitIds``: version → commit id)."""
+    it read or wrote that has one (``commitIds``: version → commit id), and its ``number``
+    among its job's runs (1 for the oldest, in the order of the job's run list)."""
     with reading(request) as conn:
         run = q.get_run(conn, str(id))
         states = q.run_states(conn, run.uuid)
         touched = [v.version for v in (*run.input_versions, *run.output_versions)]
         commits = q.commit_ids(conn, touched)
+        number = q.run_number(conn, run)
     history = [{"state": x.state, "transitionedAt": views.ts(x.at)} for x in states]
-    extra = {"states": history, "commitIds": commits}
+    extra = {"states": history, "commitIds": commits, "number": number}
     return views.json_response({**views.run_with_job(run), **extra})
 
 

@@ -19,10 +19,14 @@ def search(
     request: Request,
     q_: Annotated[str, Query(alias="q", min_length=1, max_length=1024)],
     filter: Annotated[Literal["DATASET", "JOB", "dataset", "job"] | None, Query()] = None,
-    sort: Annotated[Literal["NAME", "UPDATE_AT", "name", "update_at"], Query()] = "NAME",
+    sort: Annotated[
+        Literal["NAME", "UPDATE_AT", "RELEVANCE", "name", "update_at", "relevance"], Query()
+    ] = "NAME",
     limit: Annotated[int, Query(ge=0, le=10_000)] = 10,
     namespace: str | None = None,
 ) -> Response:
+    """Datasets and jobs whose name holds ``q``, as Marquez searches; ``sort=RELEVANCE``
+    (beyond Marquez) ranks whole-name matches, then prefixes, then a part's prefix."""
     kind = filter.upper() if filter else None
     order = sort.upper()
     with reading(request) as conn:
@@ -30,7 +34,7 @@ def search(
             conn,
             q_,
             "DATASET" if kind == "DATASET" else "JOB" if kind == "JOB" else None,
-            "NAME" if order == "NAME" else "UPDATE_AT",
+            "NAME" if order == "NAME" else "RELEVANCE" if order == "RELEVANCE" else "UPDATE_AT",
             limit,
             namespace,
         )

@@ -644,6 +644,18 @@ def get_run(conn: Connection, run_id: str) -> Run:
     return run
 
 
+def run_number(conn: Connection, run: Run) -> int:
+    """The run's place among its job's runs, oldest first from 1: the order of the job's
+    run list (``ix_runs_job_created``), so a run reported late takes its place in time."""
+    r = s.runs
+    earlier = sa.or_(
+        r.c.created_at < run.created_at,
+        sa.and_(r.c.created_at == run.created_at, r.c.uuid <= run.uuid),
+    )
+    counted = sa.select(sa.func.count()).where(r.c.job_uuid == run.job_uuid, earlier)
+    return int(conn.execute(counted).scalar_one())
+
+
 def recent_runs(conn: Connection, limit: int) -> list[Run]:
     """The last ``limit`` runs created, of any job, newest first."""
     r = s.runs
@@ -1454,11 +1466,13 @@ def search(
     conn: Connection,
     q: str,
     filter: Literal["DATASET", "JOB"] | None,
-    sort: Literal["NAME", "UPDATE_AT"],
+    sort: Literal["NAME", "UPDATE_AT", "RELEVANCE"],
     limit: int,
     namespace: str | None = None,
 ) -> Page[SearchHit]:
-    """Case-insensitive pattern search; ``%`` and ``_`` in ``q`` are wildcards, as in Marquez."""
+    """Case-insensitive pattern search; ``%`` and ``_`` in ``q`` are wildcards, as in Marquez.
+    ``RELEVANCE`` puts whole-name matches first, then names starting with ``q``, then names
+    with a part (after ``/``, ``.`` or ``-``) starting with it, then the rest; shorter first."""
     pattern = f"%{q.lower()}%"
     parts: list[sa.Select[Any]] = []
     if filter in (None, "DATASET"):
@@ -1489,14 +1503,21 @@ def search(
             ).where(cond)
         )
     u = sa.union_all(*parts).subquery() if len(parts) > 1 else parts[0].subquery()
-    order = (
-        [u.c.name, u.c.namespace, u.c.type]
-        if sort == "NAME"
-        else [u.c.updated_at.desc(), u.c.name, u.c.type]
-    )
-    rows = conn.execute(sa.select(u).order_by(*order).limit(limit)).all()
+    orders: dict[str, list[sa.ColumnElement[Any]]] = {
+        "NAME": [u.c.name, u.c.namespace, u.c.type],
+        "UPDATE_AT": [u.c.updated_at.desc(), u.c.name, u.c.type],
+        "RELEVANCE": [_match_rank(u.c.name, q), sa.func.length(u.c.name), u.c.name, u.c.type],
+    }
+    rows = conn.execute(sa.select(u).order_by(*orders[sort]).limit(limit)).all()
     total = conn.execute(sa.select(sa.func.count()).select_from(u)).scalar_one()
     return Page([SearchHit(r.type, r.namespace, r.name, r.updated_at) for r in rows], total)
+
+
+def _match_rank(name: sa.ColumnElement[str], q: str) -> sa.ColumnElement[int]:
+    """0 for a whole-name match, 1 a prefix, 2 a part's prefix, 3 anything else."""
+    low, needle = sa.func.lower(name), q.lower()
+    part = sa.or_(*[low.like(f"%{sep}{needle}%") for sep in ("/", ".", "-")])
+    return sa.case((low.like(needle), 0), (low.like(f"{needle}%"), 1), (part, 2), else_=3)
 
 
 def list_events(

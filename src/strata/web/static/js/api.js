@@ -16,6 +16,18 @@ export function token() {
 export function setToken(value) {
   if (value) sessionStorage.setItem(TOKEN_KEY, value);
   else sessionStorage.removeItem(TOKEN_KEY);
+  offered = null;
+}
+
+let offered = null;
+
+// What this server offers the visitor: builds (pipelines are configured) and what the
+// token may do ("write", "read" or "none"). Asked once per token.
+export function offer() {
+  if (!offered) {
+    offered = api("/strata/server").catch(() => ({ builds: false, tokens: true, access: "none" }));
+  }
+  return offered;
 }
 
 // `path` is under /api/v1 unless it starts with /api/ itself (the v2beta search).

@@ -1,9 +1,14 @@
 // The page's router: the part of the address after '#' names the page, so every view
 // has an address to share and the browser's back button works.
-import { ApiError } from "./api.js";
-import { errorBox, h } from "./dom.js";
+import { ApiError, offer } from "./api.js";
+import { errorBox, h, markScrolling } from "./dom.js";
+import { fillNamespaces, wireHeader } from "./header.js";
 import { browse, search } from "./pages/browse.js";
+import { changes } from "./pages/changes.js";
+import { compare } from "./pages/compare.js";
+import { dashboard } from "./pages/dashboard.js";
 import { dataset } from "./pages/dataset.js";
+import { events } from "./pages/events.js";
 import { job } from "./pages/job.js";
 import { columns, lineage } from "./pages/lineage.js";
 import { run } from "./pages/run.js";
@@ -19,6 +24,10 @@ const ROUTES = [
   [/^\/lineage\/(dataset|job)\/([^/]+)\/([^/]+)$/, lineage],
   [/^\/columns\/([^/]+)\/([^/]+)$/, columns],
   [/^\/status$/, status],
+  [/^\/events$/, events],
+  [/^\/dashboard$/, dashboard],
+  [/^\/changes$/, changes],
+  [/^\/compare$/, compare],
   [/^\/token$/, tokenForm],
 ];
 
@@ -36,6 +45,10 @@ async function render() {
   const { path, params } = parse();
   const match = ROUTES.map(([re, page]) => [path.match(re), page]).find(([m]) => m);
   main.setAttribute("aria-busy", "true");
+  const offered = await offer();
+  document.getElementById("nav-status").hidden = !offered.builds;
+  fillNamespaces(); // not awaited: the page need not wait for the switch
+  document.getElementById("q").value = path === "/search" ? params.get("q") || "" : "";
   let node;
   try {
     if (!match) throw new Error(`no page at ${path}: go back to the start`);
@@ -46,6 +59,7 @@ async function render() {
   }
   if (ticket !== shown) return;
   main.replaceChildren(node);
+  markScrolling(main);
   main.removeAttribute("aria-busy");
   main.setAttribute("data-shown", location.hash || "#/"); // which page is drawn, for tests
   const title = main.querySelector("h1");
@@ -67,8 +81,15 @@ document.getElementById("search").addEventListener("submit", (event) => {
   const q = document.getElementById("q").value.trim();
   if (q) location.hash = `#/search?${new URLSearchParams({ q })}`;
 });
+// The address after '#' is the page's route: the skip link moves focus, not the route.
+document.getElementById("skip").addEventListener("click", (event) => {
+  event.preventDefault();
+  main.focus();
+});
 document.getElementById("token-button").addEventListener("click", () => {
   location.hash = "#/token";
 });
+wireHeader();
 window.addEventListener("hashchange", render);
+window.addEventListener("resize", () => markScrolling(main));
 render();

@@ -1,6 +1,6 @@
 // Data check results: each check with its outcome in words and an icon, what it saw,
 // and a few of the rows that broke it.
-import { a, count, h, short, table, to } from "./dom.js";
+import { a, count, h, runLink, table, to } from "./dom.js";
 
 const OUTCOMES = {
   passed: ["ok", "✓ passed"],
@@ -34,7 +34,7 @@ export function checksTable(ns, results, { withRun = false } = {}) {
     h("code", null, r.expectation),
     r.on_error,
     r.version !== null && r.version !== undefined ? `v${r.version}` : h("span", { class: "quiet" }, "not committed"),
-    ...(withRun ? [r.run ? a(to.run(r.run), short(r.run)) : "—"] : []),
+    ...(withRun ? [r.run ? runLink(r.run) : "—"] : []),
     found(r),
   ]);
   const headers = ["Outcome", "Check", "On", "Expectation", "On error", "Version", ...(withRun ? ["Run"] : []), "Found"];

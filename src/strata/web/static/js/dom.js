@@ -31,19 +31,42 @@ export function s(tag, attrs, ...children) {
   return el;
 }
 
-export function table(headers, rows, { caption, empty = "Nothing yet.", cls } = {}) {
+// On a phone each row becomes a card whose cells carry their column's name (CSS reads
+// data-label), so no column is cut off; a `wide` table (data, diffs) scrolls instead.
+export function table(headers, rows, { caption, empty = "Nothing yet.", cls, wide = false } = {}) {
   if (!rows.length) return h("p", { class: "empty" }, empty);
+  const names = headers.map((x) => (typeof x === "string" ? x : x.textContent || ""));
   return h(
     "div",
-    { class: "table-wrap" },
+    { class: `table-wrap${wide ? " wide" : ""}` },
     h(
       "table",
-      { class: cls },
+      { class: [cls, wide ? null : "stack"].filter(Boolean).join(" ") },
       caption ? h("caption", null, caption) : null,
       h("thead", null, h("tr", null, headers.map((x) => h("th", { scope: "col" }, x)))),
-      h("tbody", null, rows.map((r) => h("tr", null, r.map((c) => h("td", null, c))))),
+      h("tbody", null, rows.map((r) => h("tr", null, r.map((c, i) => h("td", { "data-label": names[i] || null }, c))))),
     ),
   );
+}
+
+// A table wider than its box says so, and can be scrolled from the keyboard.
+export function markScrolling(root) {
+  for (const wrap of root.querySelectorAll(".table-wrap")) {
+    const table = wrap.querySelector("table");
+    const scrolls = wrap.scrollWidth > wrap.clientWidth + 1;
+    const hint = wrap.previousElementSibling && wrap.previousElementSibling.classList.contains("scroll-hint")
+      ? wrap.previousElementSibling : null;
+    if (!scrolls) {
+      if (hint) hint.remove();
+      wrap.removeAttribute("tabindex");
+      continue;
+    }
+    const columns = table ? table.querySelectorAll("thead th").length : 0;
+    wrap.setAttribute("tabindex", "0");
+    wrap.setAttribute("role", "region");
+    wrap.setAttribute("aria-label", `Table of ${columns} columns; scrolls sideways`);
+    if (!hint) wrap.before(h("p", { class: "scroll-hint hint" }, `Scroll sideways for all ${columns} columns →`));
+  }
 }
 
 export function section(title, ...children) {
@@ -51,16 +74,31 @@ export function section(title, ...children) {
   return h("section", { "aria-labelledby": id }, h("h2", { id }, title), ...children);
 }
 
-export function when(iso) {
-  if (!iso) return "—";
+// Every date on every page in one format: "28 Nov, 14:05:09" (the year when not this one).
+export function dateText(iso) {
   const d = new Date(iso);
-  if (Number.isNaN(d.getTime())) return iso;
+  if (Number.isNaN(d.getTime())) return String(iso);
   const thisYear = d.getFullYear() === new Date().getFullYear();
-  const text = d.toLocaleString(undefined, {
+  return d.toLocaleString(undefined, {
     year: thisYear ? undefined : "numeric", month: "short", day: "numeric",
     hour: "2-digit", minute: "2-digit", second: "2-digit", hour12: false,
   });
-  return h("time", { datetime: iso, title: iso }, text);
+}
+
+// A local time as a person types it, "2024-05-01 10:00" or "2024-05-01T10:00:30" (the day
+// alone is its midnight): the same text in the address's form, or null if it is not one.
+const LOCAL_TIME = /^(\d{4}-\d{2}-\d{2})(?:[ T](\d{2}:\d{2}(?::\d{2})?))?$/;
+
+export function parseLocalTime(text) {
+  const m = String(text).trim().match(LOCAL_TIME);
+  if (!m) return null;
+  const value = `${m[1]}T${m[2] || "00:00"}`;
+  return Number.isNaN(new Date(value).getTime()) ? null : value;
+}
+
+export function when(iso) {
+  if (!iso) return "—";
+  return h("time", { datetime: iso, title: iso }, dateText(iso));
 }
 
 export function duration(ms) {
@@ -76,8 +114,16 @@ export function count(n) {
   return n === null || n === undefined ? "—" : Number(n).toLocaleString();
 }
 
+// The end of an id: a UUIDv7 starts with its time, so runs made the same minute share
+// their first characters, never their last.
 export function short(id, n = 8) {
-  return id ? String(id).slice(0, n) : "—";
+  return id ? `…${String(id).slice(-n)}` : "—";
+}
+
+// A link to a run that tells it apart: its number in its job (when known) and its id's end.
+export function runLink(id, number) {
+  if (!id) return "—";
+  return h("a", { href: to.run(id), title: id, class: "run-id" }, number ? `#${number} ` : "", short(id));
 }
 
 // Run states and dataset states: an icon and a word, never colour alone.
@@ -125,6 +171,7 @@ export const to = {
   lineage: (kind, ns, name, params) => `#/lineage/${kind}/${enc(ns)}/${enc(name)}${query(params)}`,
   columns: (ns, name) => `#/columns/${enc(ns)}/${enc(name)}`,
   status: () => "#/status",
+  events: (params) => `#/events${query(params)}`,
 };
 
 export function query(params) {
@@ -148,4 +195,30 @@ export function errorBox(message, detail) {
 
 export function json(value) {
   return h("pre", { class: "json" }, JSON.stringify(value, null, 2));
+}
+
+// Two local times typed in text fields ("From … to …"); nonsense is refused on the spot,
+// else `go` gets both (either may be "") in the address's form.
+export function timeRangeForm([first, second], [from, until], go) {
+  const problem = h("span", { id: `${first}-problem`, class: "problem", "aria-live": "polite" });
+  const field = (id, label, value) => [
+    h("label", { for: id }, label),
+    h("input", { id, name: id, type: "text", size: 17, placeholder: "YYYY-MM-DD hh:mm", value: value.replace("T", " "), "aria-describedby": `${first}-problem` }),
+  ];
+  const form = h("form", { class: "inline controls" }, field(first, "From ", from), field(second, " to ", until),
+    h("button", { type: "submit" }, "Show"), problem);
+  form.addEventListener("submit", (event) => {
+    event.preventDefault();
+    const picked = {};
+    for (const name of [first, second]) {
+      const typed = form.elements[name].value.trim();
+      picked[name] = typed ? parseLocalTime(typed) : "";
+      if (picked[name] === null) {
+        problem.textContent = `“${typed}” is not a time: write it as 2024-05-01 10:00`;
+        return;
+      }
+    }
+    go(picked);
+  });
+  return form;
 }

@@ -6,7 +6,11 @@ import { h, s } from "./dom.js";
 const NODE_H = 46;
 const CHAR_W = 7.1;
 const MAX_CHARS = 40;
-const READABLE = 0.75;
+// Text is never drawn below 11 px: the 11.5 px second line needs a scale of 0.96, the
+// 13 px label 0.85. Below 0.96 nodes turn compact (the label alone, grown to stay 11 px).
+const MIN_TEXT_PX = 11;
+const FULL = MIN_TEXT_PX / 11.5;
+const READABLE = MIN_TEXT_PX / 13;
 
 function clip(text) {
   return text.length > MAX_CHARS ? `${text.slice(0, MAX_CHARS - 1)}…` : text;
@@ -30,7 +34,7 @@ function edgePath(points) {
   return `M${first.x},${first.y} ` + rest.map((p) => `L${p.x},${p.y}`).join(" ");
 }
 
-function drawNode(n, box, focus, tooltip, onOpen) {
+function drawNode(n, box, focus, tooltip, onOpen, reveal) {
   const el = s("g", {
     class: `node ${n.kind} ${n.tone}${n.id === focus ? " focus" : ""}`,
     transform: `translate(${box.x - box.width / 2},${box.y - box.height / 2})`,
@@ -38,11 +42,14 @@ function drawNode(n, box, focus, tooltip, onOpen) {
     "aria-label": [n.label, n.sub, ...n.tip].join(". "),
   },
   s("rect", { width: box.width, height: box.height, rx: n.kind === "job" ? 23 : 5 }),
-  s("text", { x: 14, y: 19, class: "label" }, clip(n.label)),
+  s("text", { x: 14, y: 19, class: "label", "data-full": n.label, "data-width": box.width }, clip(n.label)),
   s("text", { x: 14, y: 36, class: "sub" }, n.sub));
   const show = () => tooltip.show(el, n);
   el.addEventListener("mouseenter", show);
-  el.addEventListener("focus", show);
+  el.addEventListener("focus", () => {
+    reveal(box);
+    show();
+  });
   el.addEventListener("mouseleave", tooltip.hide);
   el.addEventListener("blur", tooltip.hide);
   el.addEventListener("click", () => onOpen(n));
@@ -74,7 +81,11 @@ function tooltips() {
 // Pan and zoom by rewriting one transform; the layout is never recomputed.
 function viewport(svg, root, size) {
   const view = { x: 0, y: 0, k: 1 };
-  const apply = () => root.setAttribute("transform", `translate(${view.x},${view.y}) scale(${view.k})`);
+  const room = () => [svg.clientWidth || 800, svg.clientHeight || 500];
+  const apply = () => {
+    root.setAttribute("transform", `translate(${view.x},${view.y}) scale(${view.k})`);
+    compact(svg, view.k);
+  };
   const zoom = (factor, cx, cy) => {
     const k = Math.min(3, Math.max(0.1, view.k * factor));
     view.x = cx - ((cx - view.x) * k) / view.k;
@@ -82,25 +93,35 @@ function viewport(svg, root, size) {
     view.k = k;
     apply();
   };
+  const fitScale = () => {
+    const [w, hgt] = room();
+    return Math.min(1.2, w / size.width, hgt / size.height);
+  };
   const fit = () => {
-    const w = svg.clientWidth || 800;
-    const hgt = svg.clientHeight || 500;
-    view.k = Math.min(1.2, w / size.width, hgt / size.height);
+    const [w, hgt] = room();
+    view.k = fitScale();
     view.x = (w - size.width * view.k) / 2;
     view.y = (hgt - size.height * view.k) / 2;
     apply();
   };
-  // A graph too wide to read whole opens at a readable scale around its focus node.
-  const start = () => {
-    fit();
-    if (view.k >= READABLE || !size.focus) return;
-    const w = svg.clientWidth || 800;
-    const hgt = svg.clientHeight || 500;
-    const keep = (at, room, span) => (span < room ? (room - span) / 2 : Math.min(0, Math.max(room - span, at)));
-    view.k = READABLE;
-    view.x = keep(w / 2 - size.focus.x * view.k, w, size.width * view.k);
-    view.y = keep(hgt / 2 - size.focus.y * view.k, hgt, size.height * view.k);
+  const centre = (box) => {
+    const [w, hgt] = room();
+    view.x = w / 2 - box.x * view.k;
+    view.y = hgt / 2 - box.y * view.k;
     apply();
+  };
+  // Opens fitted when the whole graph reads at 11 px or more; else at 100 % on its node.
+  const start = () => {
+    if (fitScale() >= READABLE || !size.focus) return fit();
+    view.k = 1;
+    return centre(size.focus);
+  };
+  // A node reached by Tab that is off-screen comes into view.
+  const reveal = (box) => {
+    const [w, hgt] = room();
+    const [left, top] = [view.x + (box.x - box.width / 2) * view.k, view.y + (box.y - box.height / 2) * view.k];
+    const [right, bottom] = [left + box.width * view.k, top + box.height * view.k];
+    if (left < 0 || top < 0 || right > w || bottom > hgt) centre(box);
   };
   svg.addEventListener("wheel", (event) => {
     event.preventDefault();
@@ -132,7 +153,22 @@ function viewport(svg, root, size) {
     } else return;
     event.preventDefault();
   });
-  return { zoom, fit, start, center: () => [svg.clientWidth / 2, svg.clientHeight / 2] };
+  return { zoom, fit, start, reveal, center: () => [svg.clientWidth / 2, svg.clientHeight / 2] };
+}
+
+// Below full scale nodes show their label alone, sized to stay 11 px on screen and
+// clipped to the node's width.
+function compact(svg, k) {
+  const small = k < FULL;
+  if (!small && !svg.classList.contains("compact")) return;
+  svg.classList.toggle("compact", small);
+  const px = small ? Math.max(13, MIN_TEXT_PX / k) : 13;
+  svg.style.setProperty("--label-px", `${px}px`);
+  for (const label of svg.querySelectorAll("text.label")) {
+    const fits = Math.max(4, Math.floor((Number(label.dataset.width) - 20) / (CHAR_W * (px / 13))));
+    const full = label.dataset.full;
+    label.textContent = small && full.length > fits ? `${full.slice(0, fits - 1)}…` : clip(full);
+  }
 }
 
 export function drawGraph(nodes, edges, { focus, onOpen }) {
@@ -149,13 +185,13 @@ export function drawGraph(nodes, edges, { focus, onOpen }) {
   for (const e of g.edges()) {
     root.append(s("path", { class: "edge", d: edgePath(g.edge(e).points), "marker-end": "url(#arrow)", "data-from": e.v, "data-to": e.w }));
   }
-  for (const n of nodes) root.append(drawNode(n, g.node(n.id), focus, tooltip, onOpen));
   const size = {
     width: g.graph().width || 1,
     height: g.graph().height || 1,
     focus: focus && g.hasNode(focus) ? g.node(focus) : null,
   };
   const view = viewport(svg, root, size);
+  for (const n of nodes) root.append(drawNode(n, g.node(n.id), focus, tooltip, onOpen, view.reveal));
   const tools = h("div", { class: "graph-tools", role: "toolbar", "aria-label": "Zoom" },
     h("button", { type: "button", onclick: () => view.zoom(1.2, ...view.center()), "aria-label": "Zoom in" }, "+"),
     h("button", { type: "button", onclick: () => view.zoom(1 / 1.2, ...view.center()), "aria-label": "Zoom out" }, "−"),

@@ -1,6 +1,7 @@
 // The start page (namespaces, their datasets and jobs, recent runs) and search.
 import { api, enc } from "../api.js";
-import { a, count, duration, h, runState, section, table, to, when } from "../dom.js";
+import { chosenNamespace, rememberNamespace } from "../header.js";
+import { a, count, duration, h, query, runLink, runState, section, table, to, when } from "../dom.js";
 
 export async function browse(_parts, params) {
   const [{ namespaces }, recent] = await Promise.all([
@@ -8,14 +9,17 @@ export async function browse(_parts, params) {
     api("/strata/runs?limit=15"),
   ]);
   const chosen = params.get("ns") || pickNamespace(namespaces);
+  rememberNamespace(chosen);
   const [datasets, jobs] = chosen
     ? await Promise.all([
         api(`/namespaces/${enc(chosen)}/datasets?limit=200`),
         api(`/namespaces/${enc(chosen)}/jobs?limit=200`),
       ])
     : [{ datasets: [], totalCount: 0 }, { jobs: [], totalCount: 0 }];
+  const deleted = params.get("deleted");
   return h("div", { class: "page browse" },
     h("h1", null, "Browse"),
+    deleted ? h("p", { class: "notice", role: "status" }, `✓ Deleted ${deleted}: it is hidden until an event names it again.`) : null,
     h("nav", { class: "chips", "aria-label": "Namespaces" },
       namespaces.map((n) => h("a", {
         href: `#/?ns=${enc(n.name)}`, "aria-current": n.name === chosen ? "page" : null,
@@ -26,8 +30,10 @@ export async function browse(_parts, params) {
     section("Recent runs", runTable(recent.runs)));
 }
 
+// The namespace switched to last, else Strata's own, else the first that is not "default".
 function pickNamespace(namespaces) {
   const names = namespaces.map((n) => n.name);
+  if (names.includes(chosenNamespace())) return chosenNamespace();
   return names.includes("strata") ? "strata" : names.find((n) => n !== "default") || names[0];
 }
 
@@ -58,7 +64,7 @@ function more(shown, total) {
 
 export function runTable(runs) {
   const rows = runs.map((r) => [
-    a(to.run(r.id), r.id.slice(0, 8)),
+    runLink(r.id),
     a(to.job(r.job.namespace, r.job.name), r.job.name),
     runState(r.state),
     when(r.startedAt || r.createdAt),
@@ -69,26 +75,34 @@ export function runTable(runs) {
 
 export async function search(_parts, params) {
   const q = params.get("q") || "";
-  document.getElementById("q").value = q;
-  const [datasets, jobs] = await Promise.all([
-    api(`/api/v2beta/search/datasets?q=${enc(q)}`),
-    api(`/api/v2beta/search/jobs?q=${enc(q)}`),
+  const found = await api(`/search${query({ q, sort: "RELEVANCE", limit: SEARCH_LIMIT })}`);
+  const rows = found.results.map((x) => [
+    h("span", { class: `badge ${x.type === "DATASET" ? "quiet" : "busy"}`, "data-type": x.type }, x.type === "DATASET" ? "dataset" : "job"),
+    a(x.type === "DATASET" ? to.dataset(x.namespace, x.name) : to.job(x.namespace, x.name), marked(x.name, q)),
+    x.namespace,
+    matchWords(x.name, q),
+    when(x.updatedAt),
   ]);
-  const dsRows = unique(datasets.hits).map((d) => [a(to.dataset(d.namespace, d.name), d.name), d.namespace]);
-  const jobRows = unique(jobs.hits).map((j) => [a(to.job(j.namespace, j.name), j.name), j.namespace]);
   return h("div", { class: "page search" },
     h("h1", null, `Search: ${q}`),
-    h("div", { class: "columns" },
-      section(`Datasets (${dsRows.length})`, table(["Name", "Namespace"], dsRows, { empty: "No dataset matches." })),
-      section(`Jobs (${jobRows.length})`, table(["Name", "Namespace"], jobRows, { empty: "No job matches." }))));
+    h("p", { class: "hint" }, "Whole names first, then names that start with the words, then names with a part that does."),
+    section(`Results (${rows.length}${rows.length === SEARCH_LIMIT ? "+" : ""})`,
+      table(["Type", "Name", "Namespace", "Matched", "Updated"], rows, { cls: "search-table", empty: "Nothing matches." })));
 }
 
-function unique(hits) {
-  const seen = new Set();
-  return hits.filter((x) => {
-    const key = `${x.namespace}\u0000${x.name}`;
-    if (seen.has(key)) return false;
-    seen.add(key);
-    return true;
-  });
+const SEARCH_LIMIT = 100;
+
+// Marquez's search treats % and _ as wildcards: mark a plain match only.
+function marked(name, q) {
+  const at = name.toLowerCase().indexOf(q.toLowerCase());
+  if (at < 0 || !q) return name;
+  return [name.slice(0, at), h("mark", null, name.slice(at, at + q.length)), name.slice(at + q.length)];
+}
+
+function matchWords(name, q) {
+  const [n, w] = [name.toLowerCase(), q.toLowerCase()];
+  if (n === w) return "whole name";
+  if (n.startsWith(w)) return "start of name";
+  if (["/", ".", "-"].some((sep) => n.includes(sep + w))) return "start of a part";
+  return "within name";
 }

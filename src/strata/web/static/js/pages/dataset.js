@@ -1,17 +1,20 @@
 // A dataset: its state and why, current version, schema, versions with what made each,
 // and on demand a version's preview, its trace, or the schema change between two.
-import { api, enc, maybe } from "../api.js";
+import { api, enc, maybe, offer } from "../api.js";
 import { checksTable } from "../checks.js";
+import { deleteButton } from "../deletes.js";
+import { about, assertions, otherFacets, tagEditor, tagList } from "../facets.js";
 import {
-  a, causeList, count, dataState, errorBox, h, query, runState, section, short, table, to, when,
+  a, causeList, count, dataState, errorBox, h, query, runLink, runState, section, short, table, to, when,
 } from "../dom.js";
 
-export async function dataset([ns, name], params) {
+export async function dataset([ns, name], params, rerender) {
   const base = `/namespaces/${enc(ns)}/datasets/${enc(name)}`;
-  const d = await api(base);
+  const [d, { builds, access }] = await Promise.all([api(base), offer()]);
+  const canEdit = access === "write";
   const lake = Boolean(d.isLake);
   const [state, history, versions, checks] = await Promise.all([
-    lake ? maybe(`/strata/status/${enc(name)}`) : null,
+    lake && builds ? maybe(`/strata/status/${enc(name)}`) : null,
     lake ? maybe(`/strata/history/${enc(name)}`) : null,
     api(`${base}/versions?limit=100`),
     lake ? maybe(`/strata/checks/${enc(name)}${query({ version: params.get("checks") || undefined })}`) : null,
@@ -22,15 +25,19 @@ export async function dataset([ns, name], params) {
     h("h1", null, name),
     h("p", { class: "actions" },
       a(to.lineage("dataset", ns, name, { depth: 2 }), "Lineage graph"),
-      a(to.columns(ns, name), "Column lineage")),
+      a(to.columns(ns, name), "Column lineage"),
+      await deleteButton("dataset", ns, name)),
     state ? stateSection(state) : null,
     currentSection(d),
+    about(d, [], { at: base, canEdit, rerender }),
+    assertions(d.facets),
     checks && checks.results.length ? checksSection(ns, checks) : null,
-    section("Schema", schemaTable(d.fields)),
+    section("Schema", schemaTable(d.fields, canEdit ? { base, rerender } : null)),
     await detail(ns, name, params, versions.versions),
     section("Versions", lake && history
       ? historyTable(ns, history.versions, here)
-      : marquezVersions(versions.versions)));
+      : marquezVersions(versions.versions)),
+    otherFacets(d.facets));
 }
 
 function stateSection(state) {
@@ -77,10 +84,13 @@ function currentSection(d) {
     rows.map(([k, v]) => [h("dt", null, k), h("dd", null, v)])));
 }
 
-function schemaTable(fields) {
-  return table(["Field", "Type", "Description"],
-    (fields || []).map((f) => [h("code", null, f.name), f.type || "—", f.description || ""]),
-    { empty: "No schema recorded." });
+function schemaTable(fields, editing) {
+  const tagsOf = (f) => (editing
+    ? tagEditor(f.tags || [], { at: `${editing.base}/fields/${enc(f.name)}`, rerender: editing.rerender, label: f.name })
+    : (f.tags || []).length ? tagList(f.tags) : "");
+  return table(["Field", "Type", "Description", "Tags"],
+    (fields || []).map((f) => [h("code", null, f.name), f.type || "—", f.description || "", tagsOf(f)]),
+    { empty: "No schema recorded.", cls: "schema-table" });
 }
 
 function historyTable(ns, versions, here) {
@@ -89,7 +99,7 @@ function historyTable(ns, versions, here) {
     when(v.committed_at),
     v.type,
     count(v.rows),
-    v.run ? h("span", null, a(to.run(v.run), short(v.run)), " ", runState(v.state)) : "ingested",
+    v.run ? h("span", null, runLink(v.run), " ", runState(v.state)) : "ingested",
     v.program ? `v${v.program.ordinal || "?"} (${v.program.fingerprint.slice(0, 10)})` : "—",
     inputsOf(ns, v.inputs),
     (v.warnings || []).length
@@ -113,7 +123,7 @@ function marquezVersions(versions) {
   const rows = versions.map((v) => [
     short(v.version),
     when(v.createdAt),
-    v.createdByRun ? h("span", null, a(to.run(v.createdByRun.id), short(v.createdByRun.id)), " ", runState(v.createdByRun.state)) : "—",
+    v.createdByRun ? h("span", null, runLink(v.createdByRun.id), " ", runState(v.createdByRun.state)) : "—",
     count((v.fields || []).length),
   ]);
   return table(["Version", "Created", "Run", "Fields"], rows);
@@ -134,7 +144,7 @@ async function preview(name, version) {
   const rows = p.rows.map((r) => r.map((x) => (x === null ? h("span", { class: "null" }, "null") : String(x))));
   return section(`Preview of v${p.version}`,
     h("p", { class: "hint" }, `First ${count(p.rows.length)} of ${count(p.totalRows)} rows, read straight from the lake files.`),
-    table(head, rows, { cls: "preview", empty: "This version has no rows." }));
+    table(head, rows, { cls: "preview", wide: true, empty: "This version has no rows." }));
 }
 
 async function trace(ns, name, version) {
@@ -147,7 +157,7 @@ async function trace(ns, name, version) {
 function traceNode(ns, n) {
   const label = h("span", { class: "trace-node" },
     a(to.dataset(ns, n.dataset, { trace: n.version }), `${n.dataset}@${n.version}`), " ",
-    n.run ? [a(to.run(n.run), short(n.run)), " ", runState(n.state)] : h("span", { class: "quiet" }, "raw"),
+    n.run ? [runLink(n.run), " ", runState(n.state)] : h("span", { class: "quiet" }, "raw"),
     n.program ? h("span", { class: "quiet" }, ` ${n.program.transform} v${n.program.ordinal || "?"}`) : null,
     n.mode ? h("span", { class: "quiet" }, ` · ${n.mode}`) : null);
   const kids = n.inputs && n.inputs.length ? h("ul", null, n.inputs.map((c) => traceNode(ns, c))) : null;

@@ -1,10 +1,13 @@
 // A job: its runs, its parent and child jobs, and for a Strata transform its program
 // versions with their source and the diff between two.
-import { api, enc, maybe } from "../api.js";
-import { a, count, duration, h, runState, section, short, table, to, when } from "../dom.js";
+import { api, enc, maybe, offer } from "../api.js";
+import { deleteButton } from "../deletes.js";
+import { about, otherFacets } from "../facets.js";
+import { a, count, duration, h, runLink, runState, s, section, short, table, to, when } from "../dom.js";
 
-export async function job([ns, name], params) {
-  const j = await api(`/namespaces/${enc(ns)}/jobs/${enc(name)}`);
+export async function job([ns, name], params, rerender) {
+  const at = `/namespaces/${enc(ns)}/jobs/${enc(name)}`;
+  const [j, { access }] = await Promise.all([api(at), offer()]);
   const runs = await api(`/namespaces/${enc(ns)}/jobs/${enc(name)}/runs?limit=50`);
   const output = j.outputs.length ? j.outputs[0].name : null;
   // Only a transform Strata builds has program versions in the build catalog.
@@ -13,13 +16,14 @@ export async function job([ns, name], params) {
   return h("div", { class: "page job" },
     h("p", { class: "crumbs" }, a(`#/?ns=${enc(ns)}`, ns), " / job"),
     h("h1", null, name),
-    h("p", { class: "actions" }, a(to.lineage("job", ns, name, { depth: 2 }), "Lineage graph")),
-    facts(j),
+    h("p", { class: "actions" }, a(to.lineage("job", ns, name, { depth: 2 }), "Lineage graph"), await deleteButton("job", ns, name)),
+    facts(j, { at, canEdit: access === "write", rerender }),
     family(j),
-    section(`Runs (${count(runs.totalCount)})`, runTable(runs.runs)),
+    section(`Runs (${count(runs.totalCount)})`, durationChart(runs), runTable(runs, programsByRun(history))),
     history && history.versions.some((v) => v.program)
       ? await programs(ns, name, output, history.versions, params)
-      : await jobVersions(ns, name));
+      : await jobVersions(ns, name),
+    otherFacets(j.facets));
 }
 
 // A job Strata does not build: each program its events named is a version.
@@ -31,25 +35,24 @@ async function jobVersions(ns, name) {
     from(v),
     h("code", null, (v.fingerprint || "").slice(0, 10)),
     when(v.createdAt),
-    v.latestRun ? h("span", null, runState(v.latestRun.state), " ", a(to.run(v.latestRun.id), short(v.latestRun.id))) : "—",
+    v.latestRun ? h("span", null, runState(v.latestRun.state), " ", runLink(v.latestRun.id)) : "—",
   ]);
   return section(`Versions (${count(found.totalCount)})`,
     h("p", { class: "hint" }, "A new version each time the program its events name (sourceCode, sql, sourceCodeLocation) or what it reads and writes changes."),
     table(["Version", "Program from", "Fingerprint", "Created", "Latest run"], rows, { empty: "No versions." }));
 }
 
-function facts(j) {
-  const io = (list) => (list.length ? list.map((d, i) => [i ? ", " : "", a(to.dataset(d.namespace, d.name), d.name)]) : "—");
-  const rows = [
-    ["Last run", j.latestRun ? h("span", null, runState(j.latestRun.state), " ", a(to.run(j.latestRun.id), short(j.latestRun.id))) : "never run"],
+function facts(j, tags) {
+  // A dataset in another namespace than the job's is named with its namespace.
+  const named = (d) => (d.namespace === j.namespace ? d.name : `${d.namespace}:${d.name}`);
+  const io = (list) => (list.length ? list.map((d, i) => [i ? ", " : "", a(to.dataset(d.namespace, d.name), named(d))]) : "—");
+  return about(j, [
+    ["Last run", j.latestRun ? h("span", null, runState(j.latestRun.state), " ", runLink(j.latestRun.id)) : "never run"],
     ["Type", j.type || "—"],
     ["Reads", io(j.inputs)],
     ["Writes", io(j.outputs)],
     ["Location", j.location || "—"],
-  ];
-  const sql = j.facets && j.facets.sql && j.facets.sql.query;
-  if (typeof sql === "string") rows.push(["SQL", h("pre", { class: "code" }, sql)]);
-  return section("About", h("dl", { class: "facts" }, rows.map(([k, v]) => [h("dt", null, k), h("dd", null, v)])));
+  ], tags);
 }
 
 function family(j) {
@@ -63,16 +66,50 @@ function family(j) {
       h("dd", { class: "children" }, children.length ? children.map((c, i) => [i ? ", " : "", a(to.job(c.namespace, c.name), c.name)]) : "—")));
 }
 
-function runTable(runs) {
-  const rows = runs.map((r) => [
-    a(to.run(r.id), short(r.id)),
+const CHART_RUNS = 30;
+const RUN_TONES = { COMPLETED: "ok", FAILED: "bad", ABORTED: "warn", RUNNING: "busy" };
+
+// The last runs' durations, oldest on the left, as Marquez's job page draws them; each
+// bar names its run, state and time for pointers and screen readers.
+function durationChart({ runs, totalCount }) {
+  const timed = runs.map((r, i) => ({ ...r, number: totalCount - i })).filter((r) => r.durationMs != null).slice(0, CHART_RUNS).reverse();
+  if (timed.length < 2) return null;
+  const [w, hgt, gap] = [Math.max(240, timed.length * 18), 90, 4];
+  const longest = Math.max(...timed.map((r) => r.durationMs), 1);
+  const bar = (w - gap * timed.length) / timed.length;
+  const bars = timed.map((r, i) => {
+    const height = Math.max(2, (r.durationMs / longest) * (hgt - 14));
+    const words = `#${r.number} ${(r.state || "").toLowerCase()}, ${duration(r.durationMs)}`;
+    return s("a", { href: to.run(r.id), "aria-label": words },
+      s("rect", { class: `bar ${RUN_TONES[r.state] || "quiet"}`, x: i * (bar + gap), y: hgt - height, width: bar, height, "data-run": r.id },
+        s("title", null, words)));
+  });
+  return h("figure", { class: "durations" },
+    s("svg", { viewBox: `0 0 ${w} ${hgt}`, width: w, height: hgt, role: "group", "aria-label": `Durations of the last ${timed.length} runs` }, bars),
+    h("figcaption", { class: "hint" }, `Durations of the last ${timed.length} timed runs, oldest first; the longest took ${duration(longest)}.`));
+}
+
+// Which program version (v1, v2, …) each run of a Strata transform built with.
+function programsByRun(history) {
+  const found = new Map();
+  for (const v of (history && history.versions) || []) {
+    if (v.run && v.program) found.set(v.run, `v${v.program.ordinal}`);
+  }
+  return found;
+}
+
+// Newest first, as the API lists them: the first row is run number `totalCount`.
+function runTable({ runs, totalCount }, programOf) {
+  const rows = runs.map((r, i) => [
+    runLink(r.id, totalCount - i),
     runState(r.state),
     partitionOf(r),
     when(r.startedAt || r.createdAt),
-    when(r.endedAt),
     duration(r.durationMs),
+    programOf.get(r.id) || (r.jobVersion ? h("code", { title: r.jobVersion.version }, short(r.jobVersion.version)) : "—"),
+    runs[i + 1] ? a(`#/compare?a=${enc(runs[i + 1].id)}&b=${enc(r.id)}`, `Compare with #${totalCount - i - 1}`) : "",
   ]);
-  return table(["Run", "State", "Partition", "Started", "Ended", "Took"], rows, { empty: "No runs." });
+  return table(["Run", "State", "Partition", "Started", "Took", "Program", ""], rows, { empty: "No runs.", cls: "runs-table" });
 }
 
 function partitionOf(r) {
@@ -129,7 +166,7 @@ async function programDetail(output, byOrdinal, params) {
 }
 
 // A unified diff with three lines of context, as `git diff` shows it.
-function fileDiff(file, before, after) {
+export function fileDiff(file, before, after) {
   if (before === after) return h("p", { class: "hint" }, `${file}: unchanged`);
   const patch = window.Diff.structuredPatch(file, file, before, after, "", "", { context: 3 });
   const lines = [];

@@ -2,14 +2,17 @@
 // for a failed run the error and its stack trace.
 import { api, enc, maybe } from "../api.js";
 import { checksTable } from "../checks.js";
-import { a, duration, errorBox, h, json, runState, section, short, table, to, when } from "../dom.js";
+import { assertions, otherFacets } from "../facets.js";
+import {
+  a, duration, errorBox, h, runLink, runState, section, short, table, to, when,
+} from "../dom.js";
 
 export async function run([id]) {
   const [r, checks] = await Promise.all([api(`/strata/runs/${enc(id)}`), maybe(`/strata/runs/${enc(id)}/checks`)]);
   const error = r.facets && r.facets.errorMessage;
   return h("div", { class: "page run" },
     h("p", { class: "crumbs" }, a(to.job(r.job.namespace, r.job.name), r.job.name), " / run"),
-    h("h1", null, `Run ${short(r.id)}`),
+    h("h1", null, `Run #${r.number} of ${r.job.name}`),
     h("p", { class: "state-line" }, runState(r.state), " ", h("code", null, r.id)),
     error ? section("Error",
       errorBox(error.message || "the run failed"),
@@ -18,10 +21,9 @@ export async function run([id]) {
     checks && checks.results.length ? section("Checks", checksTable(r.job.namespace, checks.results)) : null,
     section("State history", table(["State", "At"], r.states.map((x) => [runState(x.state), when(x.transitionedAt)]), { empty: "No state recorded." })),
     section("Inputs", versions(r.inputDatasetVersions, r.commitIds)),
+    (r.inputDatasetVersions || []).map(({ datasetVersionId: v, facets }) => assertions(facets, `Assertions on ${v.name}`)),
     section("Outputs", versions(r.outputDatasetVersions, r.commitIds)),
-    section("Facets", Object.keys(r.facets || {}).length
-      ? Object.entries(r.facets).map(([k, v]) => h("details", null, h("summary", null, k), json(v)))
-      : h("p", { class: "empty" }, "No facets.")));
+    otherFacets(r.facets) || section("Facets", h("p", { class: "empty" }, "No facets.")));
 }
 
 function facts(r) {
@@ -30,7 +32,7 @@ function facts(r) {
     ["Started", when(r.startedAt)],
     ["Ended", when(r.endedAt)],
     ["Took", duration(r.durationMs)],
-    ["Parent run", r.parentRunId ? a(to.run(r.parentRunId), short(r.parentRunId)) : "—"],
+    ["Parent run", r.parentRunId ? runLink(r.parentRunId) : "—"],
     ["Job version", r.jobVersion ? h("code", null, short(r.jobVersion.version)) : "—"],
   ];
   return section("About", h("dl", { class: "facts" }, rows.map(([k, v]) => [h("dt", null, k), h("dd", null, v)])));

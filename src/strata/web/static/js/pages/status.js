@@ -1,12 +1,15 @@
 // Everything the pipelines make, fresh or out of date with every cause, and a button
 // that builds one dataset (a write token where tokens are set) with its progress.
-import { api, ApiError, enc, maybe } from "../api.js";
-import { a, causeList, dataState, errorBox, h, section, table, to, when } from "../dom.js";
+import { api, ApiError, enc, maybe, offer } from "../api.js";
+import { a, causeList, dataState, errorBox, h, runLink, section, table, to, when } from "../dom.js";
 
 const POLL_MS = 700;
 
 export async function status(_parts, params, rerender) {
+  const offered = await offer();
+  if (!offered.builds) return noPipelines();
   const [result, planned] = await Promise.all([api("/strata/status"), maybe("/strata/schedules")]);
+  const canBuild = offered.access === "write";
   const onlyStale = params.get("only") === "stale";
   const shown = result.datasets.filter((d) => !onlyStale || d.state !== "fresh");
   const stale = result.datasets.filter((d) => d.state === "out_of_date").length;
@@ -19,13 +22,15 @@ export async function status(_parts, params, rerender) {
     d.kind,
     d.version ? `v${d.version}` : "—",
     causeList(d.causes) || (d.state === "fresh" ? "—" : ""),
-    d.kind === "derived" ? buildButton(d.name, progress, rerender) : "",
+    d.kind === "derived" ? buildButton(d.name, progress, rerender, canBuild) : "",
   ]);
   const filter = h("a", { href: onlyStale ? "#/status" : "#/status?only=stale" },
     onlyStale ? "Show every dataset" : "Show only what is not fresh");
   return h("div", { class: "page status" },
     h("h1", null, "Status"),
     h("p", { class: "summary" }, `${stale} of ${result.datasets.length} datasets out of date. `, filter),
+    canBuild ? null : h("p", { class: "hint", id: "build-hint" },
+      "Building needs a write token; this one may only read. ", a("#/token", "Enter a write token"), "."),
     progress,
     planned && planned.schedules.length ? schedulesSection(planned.schedules) : null,
     section("Datasets", table(["State", "Dataset", "Kind", "Version", "Why", ""], rows, {
@@ -51,9 +56,23 @@ function schedulesSection(schedules) {
   return section("Schedules", table(["Schedule", "Cron", "Time zone", "Builds", "Next firing", "Last firing"], rows, { cls: "schedules-table" }));
 }
 
-function buildButton(name, progress, rerender) {
+// A server with no pipelines has nothing to build or judge: say so, and how to start one.
+function noPipelines() {
+  return h("div", { class: "page status" },
+    h("h1", null, "Status"),
+    h("p", { class: "empty", id: "no-pipelines" },
+      "This server builds nothing: no pipelines are configured. Start it with ",
+      h("code", null, "strata serve --pipeline PATH"), ", or set ", h("code", null, "pipelines"),
+      " in strata.toml, to see what is out of date and build it here."));
+}
+
+function buildButton(name, progress, rerender, canBuild) {
   return h("button", {
     type: "button", class: "build", "data-dataset": name,
+    "aria-label": `Build ${name}`,
+    disabled: !canBuild,
+    "aria-describedby": canBuild ? null : "build-hint",
+    title: canBuild ? null : "Building needs a write token",
     onclick: (event) => startBuild(name, progress, event.currentTarget, rerender),
   }, "Build");
 }
@@ -93,7 +112,7 @@ const MARKS = { built: "✓ built", fresh: "= fresh", failed: "✗ failed", skip
 
 function drawTask(task) {
   const planned = task.planned.length || 1;
-  const steps = task.transforms.map((s) => [s.transform, MARKS[s.outcome] || s.outcome, s.reason || "", s.run ? a(to.run(s.run), s.run.slice(0, 8)) : "—"]);
+  const steps = task.transforms.map((s) => [s.transform, MARKS[s.outcome] || s.outcome, s.reason || "", s.run ? runLink(s.run) : "—"]);
   const words = {
     QUEUED: "queued", RUNNING: "running", COMPLETED: "✓ done", FAILED: "✗ failed",
   }[task.state];
@@ -102,6 +121,7 @@ function drawTask(task) {
     h("p", { class: "build-state", "data-state": task.state },
       `${task.done} of ${task.planned.length} transforms done`,
       task.running.length ? ` · running ${task.running.join(", ")}` : "",
+      task.sparkStarting ? " · starting Spark (a server's first build waits for it, about half a minute)" : "",
       task.waitingFor ? ` · waiting for ${task.waitingFor}` : ""),
     task.error ? errorBox(task.error) : null,
     table(["Transform", "Outcome", "Why", "Run"], steps, { empty: "Nothing finished yet." }));
