@@ -342,8 +342,9 @@ def test_changes_between_two_times_name_new_versions_and_failed_runs(
     assert names["orders"]["latestAt"].startswith("2024-05-01T10:20:00")
     assert found["runs"]["states"] == {"COMPLETED": 2, "FAILED": 1}
     assert [f["run"] for f in found["runs"]["failed"]] == [failed]
-    backwards = {"since": window["until"], "until": window["since"]}
-    refused = client.get("/api/v1/strata/changes", params=backwards)
-    assert refused.status_code == 400 and "must be before until" in refused.json()["message"]
+    backwards = client.get(
+        "/api/v1/strata/changes", params={"since": window["until"], "until": window["since"]}
+    ).json()
+    assert backwards["versions"] == [] and backwards["runs"]["total"] == 0  # an empty range
     zoneless = client.get("/api/v1/strata/changes", params={"since": "2024-05-01T10:00:00"})
     assert zoneless.status_code in (400, 422) and "since" in zoneless.text

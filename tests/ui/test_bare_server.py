@@ -338,3 +338,35 @@ def test_tags_are_added_and_removed_in_place_with_a_write_token(bare_site: Site)
     )
     bare_site.wait(lambda d: css(bare_site, ".tag[data-tag='daily']"))
     assert _api(bare_site, f"/namespaces/{KITCHEN}/jobs/prepare_apple_pie")["tags"] == ["daily"]
+
+
+def test_a_parent_job_known_from_its_children_says_how_they_went(bare_site: Site) -> None:
+    parent, child = str(uuid.uuid4()), str(uuid.uuid4())
+    facet = {
+        "parent": {
+            "_producer": "https://example.com/dag",
+            "_schemaURL": "https://openlineage.io/spec/facets/1-0-1/ParentRunFacet.json",
+            "run": {"runId": parent},
+            "job": {"namespace": "dags", "name": "nightly_dag"},
+        }
+    }
+    sent = [("START", "2024-06-01T01:00:00Z"), ("COMPLETE", "2024-06-01T01:05:00Z")]
+    with httpx.Client(base_url=bare_site.url, headers={"Authorization": f"Bearer {WRITE}"}) as c:
+        for kind, at in sent:
+            event = run_event(kind, child, job="nightly_dag.load", namespace="dags", at=at)
+            event["run"]["facets"] = facet
+            assert c.post("/api/v1/lineage", json=event).status_code in (200, 201)
+        for _ in range(100):
+            if c.get(f"/api/v1/strata/runs/{child}").json().get("state") == "COMPLETED":
+                break
+            time.sleep(0.05)
+    made = _api(bare_site, f"/strata/runs/{parent}")
+    # As Marquez keeps it: the first child event's state, "running" for good.
+    assert made["state"] == "RUNNING" and made["reportedBy"] == "children"
+    assert made["childRuns"] == {"COMPLETED": 1}
+    bare_site.go("#/jobs/dags/nightly_dag")
+    last = section(bare_site, "About").find_element(By.CSS_SELECTOR, ".last-run .from-children")
+    assert last.get_attribute("data-state") == "COMPLETED"
+    assert "from its 1 child run" in last.text
+    bare_site.go(f"#/runs/{parent}")
+    assert "completed from its 1 child run" in one(bare_site, ".state-line").text

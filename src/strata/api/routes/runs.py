@@ -87,16 +87,27 @@ def run_upstream(request: Request, id: UUID, depth: Depth = 20) -> Response:
 def get_run_detail(request: Request, id: UUID) -> Response:
     """A run as ``GET /jobs/runs/{id}`` has it, with its job, its state history (every
     transition with its time, oldest first) and the lake commit id of each dataset version
-    it read or wrote that has one (``commitIds``: version → commit id), and its ``number``
-    among its job's runs (1 for the oldest, in the order of the job's run list)."""
+    it read or wrote that has one (``commitIds``: version → commit id), its ``number``
+    among its job's runs (1 for the oldest, in the order of the job's run list), its child
+    runs by state (``childRuns``), and ``reportedBy``: ``children`` for a parent run no
+    event was about, known only from its children's parent facets (its ``state`` is then
+    their earliest event's, as Marquez keeps it)."""
     with reading(request) as conn:
         run = q.get_run(conn, str(id))
         states = q.run_states(conn, run.uuid)
         touched = [v.version for v in (*run.input_versions, *run.output_versions)]
         commits = q.commit_ids(conn, touched)
         number = q.run_number(conn, run)
+        children = q.child_run_states(conn, run.uuid)
+        own = q.run_has_own_events(conn, run.uuid)
     history = [{"state": x.state, "transitionedAt": views.ts(x.at)} for x in states]
-    extra = {"states": history, "commitIds": commits, "number": number}
+    extra = {
+        "states": history,
+        "commitIds": commits,
+        "number": number,
+        "childRuns": children,
+        "reportedBy": "itself" if own else "children",
+    }
     return views.json_response({**views.run_with_job(run), **extra})
 
 

@@ -656,6 +656,24 @@ def run_number(conn: Connection, run: Run) -> int:
     return int(conn.execute(counted).scalar_one())
 
 
+def child_run_states(conn: Connection, run_uuid: str) -> dict[str, int]:
+    """How many runs name this run as their parent, by state (``ix_runs_parent``)."""
+    r = s.runs
+    rows = conn.execute(
+        sa.select(r.c.state, sa.func.count())
+        .where(r.c.parent_run_uuid == run_uuid)
+        .group_by(r.c.state)
+    )
+    return {str(row[0]): int(row[1]) for row in rows}
+
+
+def run_has_own_events(conn: Connection, run_uuid: str) -> bool:
+    """Whether any event was about this run itself, rather than naming it as a parent."""
+    e = s.lineage_events
+    found = conn.execute(sa.select(e.c.uuid).where(e.c.run_uuid == run_uuid).limit(1))
+    return found.first() is not None
+
+
 def recent_runs(conn: Connection, limit: int) -> list[Run]:
     """The last ``limit`` runs created, of any job, newest first."""
     r = s.runs

@@ -141,6 +141,19 @@ export function runState(state) {
   return h("span", { class: `badge ${tone}`, "data-state": state || "" }, h("span", { "aria-hidden": "true" }, icon), ` ${word}`);
 }
 
+// A parent run no event was about (known from its children's parent facets) keeps its
+// first child event's state, as Marquez does: "running" for good. Its children tell more.
+export function parentRunState(r) {
+  const kids = r.childRuns || {};
+  const n = Object.values(kids).reduce((x, y) => x + y, 0);
+  if (r.reportedBy !== "children" || !n) return runState(r.state);
+  const has = (s) => (kids[s] || 0) > 0;
+  const state = has("RUNNING") || has("NEW") || has("QUEUED") ? "RUNNING"
+    : has("FAILED") ? "FAILED" : has("ABORTED") ? "ABORTED" : "COMPLETED";
+  return h("span", { class: "from-children", "data-state": state },
+    runState(state), h("span", { class: "hint" }, ` from its ${n} child run${n === 1 ? "" : "s"}`));
+}
+
 const DATA_STATES = {
   fresh: ["✓", "fresh", "ok"],
   out_of_date: ["⚠", "out of date", "warn"],
@@ -217,6 +230,10 @@ export function timeRangeForm([first, second], [from, until], go) {
         problem.textContent = `“${typed}” is not a time: write it as 2024-05-01 10:00`;
         return;
       }
+    }
+    if (picked[first] && picked[second] && picked[first] >= picked[second]) {
+      problem.textContent = "The range ends before it starts: put the earlier time first.";
+      return;
     }
     go(picked);
   });

@@ -3,11 +3,15 @@
 import { api, enc, maybe, offer } from "../api.js";
 import { deleteButton } from "../deletes.js";
 import { about, otherFacets } from "../facets.js";
-import { a, count, duration, h, runLink, runState, s, section, short, table, to, when } from "../dom.js";
+import {
+  a, count, duration, h, parentRunState, runLink, runState, s, section, short, table, to, when,
+} from "../dom.js";
 
 export async function job([ns, name], params, rerender) {
   const at = `/namespaces/${enc(ns)}/jobs/${enc(name)}`;
   const [j, { access }] = await Promise.all([api(at), offer()]);
+  // A parent job's run may be known only from its children: ask them how it went.
+  const last = j.latestRun && (j.childJobs || []).length ? await maybe(`/strata/runs/${enc(j.latestRun.id)}`) : null;
   const runs = await api(`/namespaces/${enc(ns)}/jobs/${enc(name)}/runs?limit=50`);
   const output = j.outputs.length ? j.outputs[0].name : null;
   // Only a transform Strata builds has program versions in the build catalog.
@@ -17,7 +21,7 @@ export async function job([ns, name], params, rerender) {
     h("p", { class: "crumbs" }, a(`#/?ns=${enc(ns)}`, ns), " / job"),
     h("h1", null, name),
     h("p", { class: "actions" }, a(to.lineage("job", ns, name, { depth: 2 }), "Lineage graph"), await deleteButton("job", ns, name)),
-    facts(j, { at, canEdit: access === "write", rerender }),
+    facts(j, last, { at, canEdit: access === "write", rerender }),
     family(j),
     section(`Runs (${count(runs.totalCount)})`, durationChart(runs), runTable(runs, programsByRun(history))),
     history && history.versions.some((v) => v.program)
@@ -42,12 +46,12 @@ async function jobVersions(ns, name) {
     table(["Version", "Program from", "Fingerprint", "Created", "Latest run"], rows, { empty: "No versions." }));
 }
 
-function facts(j, tags) {
+function facts(j, last, tags) {
   // A dataset in another namespace than the job's is named with its namespace.
   const named = (d) => (d.namespace === j.namespace ? d.name : `${d.namespace}:${d.name}`);
   const io = (list) => (list.length ? list.map((d, i) => [i ? ", " : "", a(to.dataset(d.namespace, d.name), named(d))]) : "—");
   return about(j, [
-    ["Last run", j.latestRun ? h("span", null, runState(j.latestRun.state), " ", runLink(j.latestRun.id)) : "never run"],
+    ["Last run", j.latestRun ? h("span", { class: "last-run" }, last ? parentRunState(last) : runState(j.latestRun.state), " ", runLink(j.latestRun.id)) : "never run"],
     ["Type", j.type || "—"],
     ["Reads", io(j.inputs)],
     ["Writes", io(j.outputs)],

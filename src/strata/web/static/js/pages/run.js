@@ -4,7 +4,7 @@ import { api, enc, maybe } from "../api.js";
 import { checksTable } from "../checks.js";
 import { assertions, otherFacets } from "../facets.js";
 import {
-  a, duration, errorBox, h, runLink, runState, section, short, table, to, when,
+  a, duration, errorBox, h, parentRunState, runLink, runState, section, short, table, to, when,
 } from "../dom.js";
 
 export async function run([id]) {
@@ -13,7 +13,7 @@ export async function run([id]) {
   return h("div", { class: "page run" },
     h("p", { class: "crumbs" }, a(to.job(r.job.namespace, r.job.name), r.job.name), " / run"),
     h("h1", null, `Run #${r.number} of ${r.job.name}`),
-    h("p", { class: "state-line" }, runState(r.state), " ", h("code", null, r.id)),
+    h("p", { class: "state-line" }, parentRunState(r), " ", h("code", null, r.id)),
     error ? section("Error",
       errorBox(error.message || "the run failed"),
       error.stackTrace ? h("details", { open: true }, h("summary", null, "Stack trace"), h("pre", { class: "code trace" }, error.stackTrace)) : null) : null,
