@@ -134,6 +134,9 @@ def demo_store(backend: str, rounds: int) -> dict[str, Any]:
             "job": "#/jobs/strata/hourly.customer_hourly",
             "lineage": f"#/lineage/dataset/strata/{quote('raw/clicks', safe='')}?depth=20",
             "status": "#/status",
+            "dashboard": "#/dashboard",
+            "what changed": "#/changes",
+            "events": "#/events",
         }
         driver = _browser()
         times: dict[str, list[float]] = {k: [] for k in pages}

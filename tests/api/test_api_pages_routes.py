@@ -8,6 +8,7 @@ import threading
 import time
 import uuid
 from pathlib import Path
+from typing import Any
 
 import pyarrow as pa
 import pytest
@@ -140,25 +141,11 @@ def test_the_page_is_served_at_the_root_with_its_vendored_scripts(client: TestCl
 def test_builds_are_kept_in_the_store_for_every_server_and_a_stop_ends_them(
     settings: Settings, engine: sa.Engine
 ) -> None:
-    from datetime import UTC, datetime
-
-    from strata.builds.state.requests import BuildRequest
 
     first, second = create_app(settings, engine), create_app(settings, engine)
     tasks = first.state.build_tasks
-    queued = BuildRequest(
-        id=str(uuid.uuid4()),
-        dataset="metrics/daily",
-        force=False,
-        state="QUEUED",
-        holder=tasks.holder,
-        requested_at=datetime.now(UTC),
-        started_at=None,
-        ended_at=None,
-        progress={"planned": ["p.daily"], "running": [], "transforms": []},
-        error=None,
-        run=None,
-    )
+    queued = _build_request(tasks, "QUEUED")
+    queued.progress.update({"planned": ["p.daily"], "running": [], "transforms": []})
     tasks.hold_lease()  # as a server taking its first request does
     tasks.state.add_build_request(queued)
     with TestClient(second) as other:
@@ -261,27 +248,13 @@ def test_a_run_is_numbered_in_its_job_by_time_whatever_order_it_arrived_in(
 def test_a_build_says_starting_spark_until_spark_runs(
     settings: Settings, engine: sa.Engine, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    from datetime import UTC, datetime
 
     from strata.api import build_tasks
-    from strata.builds.state.requests import BuildRequest
 
     spark_up = threading.Event()
     monkeypatch.setattr(build_tasks, "spark_running", spark_up.is_set)
     tasks = create_app(settings, engine).state.build_tasks
-    request = BuildRequest(
-        id=str(uuid.uuid4()),
-        dataset="metrics/daily",
-        force=False,
-        state="RUNNING",
-        holder=tasks.holder,
-        requested_at=datetime.now(UTC),
-        started_at=datetime.now(UTC),
-        ended_at=None,
-        progress={},
-        error=None,
-        run=None,
-    )
+    request = _build_request(tasks, "RUNNING")
     tasks.state.add_build_request(request)
     recorder = build_tasks._Recorder(tasks, request.id)
     recorder.planned(["p.daily"])
@@ -348,3 +321,25 @@ def test_changes_between_two_times_name_new_versions_and_failed_runs(
     assert backwards["versions"] == [] and backwards["runs"]["total"] == 0  # an empty range
     zoneless = client.get("/api/v1/strata/changes", params={"since": "2024-05-01T10:00:00"})
     assert zoneless.status_code in (400, 422) and "since" in zoneless.text
+
+
+def _build_request(tasks: Any, state: str) -> Any:
+    """A build request of ``metrics/daily`` held by ``tasks``' server, as one it took."""
+    from datetime import UTC, datetime
+
+    from strata.builds.state.requests import BuildRequest
+
+    now = datetime.now(UTC)
+    return BuildRequest(
+        id=str(uuid.uuid4()),
+        dataset="metrics/daily",
+        force=False,
+        state=state,
+        holder=tasks.holder,
+        requested_at=now,
+        started_at=None if state == "QUEUED" else now,
+        ended_at=None,
+        progress={},
+        error=None,
+        run=None,
+    )

@@ -51,6 +51,15 @@ def _store_url(backend: str, folder: Path, request: pytest.FixtureRequest) -> st
     return url
 
 
+def _settings(request: pytest.FixtureRequest, folder: Path, **extra: object) -> Settings:
+    """A store of the fixture's backend in ``folder``, its fold in the server's process."""
+    url = _store_url(str(request.param), folder, request)
+    lake = (folder / "lake").as_uri()
+    return Settings(
+        home=folder / ".strata", database_url=url, lake_uri=lake, lineage_fold="thread", **extra
+    )
+
+
 def _run_demo(settings: Settings) -> None:
     where = ["--database-url", settings.database_url, "--lake-uri", settings.lake_uri]
     args = [*where, "--home", str(settings.home), "demo", "--hours", "2"]
@@ -76,14 +85,7 @@ def site(
     spark: object,
     tmp_path_factory: pytest.TempPathFactory,
 ) -> Iterator[Site]:
-    backend = str(request.param)
-    folder = tmp_path_factory.mktemp(f"ui-{backend}")
-    settings = Settings(
-        home=folder / ".strata",
-        database_url=_store_url(backend, folder, request),
-        lake_uri=(folder / "lake").as_uri(),
-        lineage_fold="thread",
-    )
+    settings = _settings(request, tmp_path_factory.mktemp(f"ui-{request.param}"))
     _run_demo(settings)
     settings = dataclasses.replace(
         settings,
@@ -93,7 +95,7 @@ def site(
     )
     application = create_app(settings)
     _new_experiments(application.state.builds.lake)
-    shots = ARTIFACTS / backend
+    shots = ARTIFACTS / str(request.param)
     shots.mkdir(parents=True, exist_ok=True)
     with serving(application) as url:
         yield Site(url, settings, application.state.builds, browser, shots)
@@ -137,14 +139,7 @@ def bare_site(
     """A server with no pipelines whose store holds only other producers' events."""
     backend = str(request.param)
     folder = tmp_path_factory.mktemp(f"ui-bare-{backend}")
-    settings = Settings(
-        home=folder / ".strata",
-        database_url=_store_url(backend, folder, request),
-        lake_uri=(folder / "lake").as_uri(),
-        lineage_fold="thread",
-        read_tokens=(READ,),
-        write_tokens=(WRITE,),
-    )
+    settings = _settings(request, folder, read_tokens=(READ,), write_tokens=(WRITE,))
     engine = create_engine(settings.database_url)
     migrate.upgrade(engine)  # as `strata serve` does for an embedded store
     engine.dispose()
