@@ -25,7 +25,11 @@ let offered = null;
 // token may do ("write", "read" or "none"). Asked once per token.
 export function offer() {
   if (!offered) {
-    offered = api("/strata/server").catch(() => ({ builds: false, tokens: true, access: "none" }));
+    // A failed ask offers nothing this time, and is asked again on the next page.
+    offered = api("/strata/server").catch(() => {
+      offered = null;
+      return { builds: false, tokens: true, access: "none" };
+    });
   }
   return offered;
 }

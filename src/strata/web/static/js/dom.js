@@ -110,6 +110,12 @@ export function duration(ms) {
   return `${min} min ${Math.round(sec - min * 60)} s`;
 }
 
+// The row count a producer reported for a run's input or output version, or null.
+export function rowCountOf(facets) {
+  const stats = facets && (facets.outputStatistics || facets.inputStatistics || facets.dataQualityMetrics);
+  return stats && stats.rowCount !== undefined ? Number(stats.rowCount) : null;
+}
+
 export function count(n) {
   return n === null || n === undefined ? "—" : Number(n).toLocaleString();
 }

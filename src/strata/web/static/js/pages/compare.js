@@ -1,7 +1,7 @@
 // Two runs side by side: when and how long, the exact versions each read and wrote with
 // their row counts, the program each ran, and for a Strata transform the program diff.
 import { api, enc, maybe } from "../api.js";
-import { a, count, duration, h, runLink, runState, section, short, table, to, when } from "../dom.js";
+import { a, count, duration, h, rowCountOf, runLink, runState, section, short, table, to, when } from "../dom.js";
 import { fileDiff } from "./job.js";
 
 export async function compare(_parts, params) {
@@ -32,8 +32,8 @@ function versionsKey(r, which) {
 }
 
 function rowsOf(facets) {
-  const stats = facets && (facets.outputStatistics || facets.inputStatistics || facets.dataQualityMetrics);
-  return stats && stats.rowCount !== undefined ? ` · ${count(stats.rowCount)} rows` : "";
+  const n = rowCountOf(facets);
+  return n === null ? "" : ` · ${count(n)} rows`;
 }
 
 function versionList(r, which) {

@@ -4,7 +4,8 @@ import { api, enc, maybe } from "../api.js";
 import { checksTable } from "../checks.js";
 import { assertions, otherFacets } from "../facets.js";
 import {
-  a, duration, errorBox, h, parentRunState, runLink, runState, section, short, table, to, when,
+  a, count, duration, errorBox, h, parentRunState, rowCountOf, runLink, runState, section, short, table, to,
+  when,
 } from "../dom.js";
 
 export async function run([id]) {
@@ -45,13 +46,9 @@ function versions(list, commits) {
       a(to.dataset(v.namespace, v.name), v.name),
       v.namespace,
       commit ? a(to.dataset(v.namespace, v.name, { trace: commit }), `v${commit}`) : h("code", { title: v.version }, short(v.version)),
-      rowsOf(facets),
+      count(rowCountOf(facets)),
     ];
   });
   return table(["Dataset", "Namespace", "Version", "Rows"], rows, { empty: "None." });
 }
 
-function rowsOf(facets) {
-  const stats = facets && (facets.outputStatistics || facets.inputStatistics || facets.dataQualityMetrics);
-  return stats && stats.rowCount !== undefined ? Number(stats.rowCount).toLocaleString() : "—";
-}
