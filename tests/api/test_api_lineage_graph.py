@@ -17,6 +17,7 @@ from strata.lineage.query import graph as g
 from strata.lineage.query import graph_walk
 from strata.lineage.query import nodes as node_ids
 from strata.lineage.query import queries as q
+from strata.settings import Settings
 from strata.store import schema as s
 from strata.store.engine import read_tx
 
@@ -169,7 +170,9 @@ def test_graph_matches_model_and_readers(engine: sa.Engine, seed: Seeder, backen
                 )
 
 
-def test_graph_route_body(client: TestClient, engine: sa.Engine, seed: Seeder) -> None:
+def test_graph_route_body(
+    client: TestClient, engine: sa.Engine, seed: Seeder, settings: Settings
+) -> None:
     m = random_store(seed, engine, random.Random(5))
     big = next(iter(m.datasets))
     r = client.get("/api/v1/lineage", params={"nodeId": node_id(m, big), "depth": 20})
@@ -177,9 +180,12 @@ def test_graph_route_body(client: TestClient, engine: sa.Engine, seed: Seeder) -
     body = r.json()
     with read_tx(engine) as conn:
         nodes = g.lineage_graph(conn, node_id(m, big), 20)
-    assert body == {"graph": [views.graph_node(n) for n in nodes]}
+    assert body == {"graph": [views.graph_node(n, settings.lake_uri) for n in nodes]}
     first = next(n for n in body["graph"] if n["id"] == node_id(m, big))
     assert first["data"]["facets"]["big"] == 2**70 + 1
+
+
+LAKE = "file:///lake"
 
 
 def test_graph_node_builds_each_latest_run_once(
@@ -191,7 +197,7 @@ def test_graph_node_builds_each_latest_run_once(
     # The graph's node as it always was: a job is the job view without "latestRuns".
     want = []
     for n in nodes:
-        data = views.dataset(n.data) if n.type == "DATASET" else views.job(n.data)
+        data = views.dataset(n.data, LAKE) if n.type == "DATASET" else views.job(n.data)
         data.pop("latestRuns", None)
         edges = {"inEdges": views._edges(n.in_edges), "outEdges": views._edges(n.out_edges)}
         want.append({"id": n.id, "type": n.type, "data": data, **edges})
@@ -203,7 +209,7 @@ def test_graph_node_builds_each_latest_run_once(
         return real(r)
 
     monkeypatch.setattr(views, "run", counting)
-    got = [views.graph_node(n) for n in nodes]
+    got = [views.graph_node(n, LAKE) for n in nodes]
     assert views.dumps(got) == views.dumps(want)
     runs = [n.data.latest_run.uuid for n in nodes if n.type == "JOB" and n.data.latest_run]
     assert runs and sorted(built) == sorted(runs)

@@ -4,11 +4,13 @@ and state history, the latest runs, and builds started over HTTP."""
 from __future__ import annotations
 
 import dataclasses
+import shutil
 import threading
 import time
 import uuid
 from pathlib import Path
 from typing import Any
+from urllib.parse import urlparse
 
 import pyarrow as pa
 import pytest
@@ -58,6 +60,47 @@ def test_preview_refuses_what_it_cannot_show(
     assert gone.status_code == 404
     too_many = client.get("/api/v1/strata/preview/raw%2Fpeople?rows=5000")
     assert too_many.status_code in (400, 422) and "rows" in too_many.text
+
+
+def test_a_lake_dataset_is_located_under_the_lake_the_server_has_now(
+    settings: Settings, engine: sa.Engine, tmp_path: Path
+) -> None:
+    _lake_with_rows(settings, engine)
+    moved = tmp_path / "moved-lake"
+    shutil.move(str(tmp_path / "lake"), moved)
+    today = dataclasses.replace(settings, lake_uri=moved.as_uri())
+    with TestClient(create_app(today, engine), raise_server_exceptions=True) as client:
+        ds = client.get("/api/v1/namespaces/strata/datasets/raw%2Fpeople").json()
+        listed = client.get("/api/v1/namespaces/strata/datasets").json()["datasets"]
+        versions = client.get("/api/v1/namespaces/strata/datasets/raw%2Fpeople/versions").json()[
+            "versions"
+        ]
+        graph = client.get("/api/v1/lineage?nodeId=dataset:strata:raw/people").json()
+        preview = client.get("/api/v1/strata/preview/raw%2Fpeople").json()
+    where = ds["physicalName"]
+    assert where.startswith(moved.as_uri() + "/") and "/lake/" not in where
+    folder = Path(urlparse(where).path)
+    assert list(folder.rglob("*.parquet")), f"no files under {folder}"
+    assert {d["physicalName"] for d in listed} == {where}
+    assert {v["physicalName"] for v in versions} == {where}
+    assert [n["data"]["physicalName"] for n in graph["graph"]] == [where]
+    assert preview["totalRows"] == 252  # the files really are there
+
+
+def test_another_producers_dataset_keeps_the_physical_name_it_was_given(
+    client: TestClient,
+) -> None:
+    assert (
+        client.put(
+            "/api/v1/sources/db",
+            json={"type": "POSTGRESQL", "connectionUrl": "jdbc:postgresql://h/db"},
+        ).status_code
+        == 200
+    )
+    body = {"type": "DB_TABLE", "physicalName": "public.orders", "sourceName": "db"}
+    made = client.put("/api/v1/namespaces/shop/datasets/orders", json=body).json()
+    got = client.get("/api/v1/namespaces/shop/datasets/orders").json()
+    assert made["physicalName"] == got["physicalName"] == "public.orders"
 
 
 def test_run_detail_has_its_job_and_state_history(client: TestClient) -> None:

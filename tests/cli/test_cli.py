@@ -29,7 +29,7 @@ def invoke(settings: Settings, *args: str) -> tuple[int, str, str]:
 
 
 def test_every_command_has_help() -> None:
-    commands = ("init", "ingest", "datasets", "versions", "read", "gc", "demo", "serve")
+    commands = ("init", "ingest", "datasets", "versions", "read", "gc", "demo", "serve", "changes")
     builds = ("status", "build", "worker", "history", "trace", "reproduce", "show-program")
     for command in commands + builds:
         result = runner.invoke(app, [command, "--help"])

@@ -256,6 +256,31 @@ def test_a_runs_dataset_versions_carry_its_input_and_output_facets(
         assert wrote["facets"] == {"outputStatistics": stats}
 
 
+def test_a_dataset_shows_the_input_facets_its_readers_sent(marquez: Marquez, ns: str) -> None:
+    """As Marquez's dataset and version views: a reader's dataQualityAssertions on the
+    version it read, the later reader's over the earlier one's; another dataset's stay out."""
+
+    def quality(success: bool) -> dict[str, Any]:
+        said = [{"assertion": "not_null", "success": success, "column": "id"}]
+        return {"_producer": "https://p", "_schemaURL": "https://s", "assertions": said}
+
+    marquez.send(run_event(job="load", namespace=ns, outputs=[(ns, "orders")]))
+    for at, ok in (("2024-05-01T11:00:00Z", True), ("2024-05-01T12:00:00Z", False)):
+        read = {
+            "namespace": ns,
+            "name": "orders",
+            "inputFacets": {"dataQualityAssertions": quality(ok)},
+        }
+        other = {"namespace": ns, "name": "refunds", "inputFacets": {"extra": quality(ok)}}
+        marquez.send(run_event(job="check", namespace=ns, at=at, inputs=[read, other]))
+    dataset = marquez.client.get_dataset(ns, "orders")
+    [version] = marquez.get(f"/namespaces/{ns}/datasets/orders/versions")["versions"]
+    one = marquez.get(f"/namespaces/{ns}/datasets/orders/versions/{version['version']}")
+    for shown in (dataset, version, one):
+        assert shown["facets"]["dataQualityAssertions"] == quality(False)
+        assert "extra" not in shown["facets"]
+
+
 def test_a_dataset_only_read_shows_the_schema_its_readers_sent(marquez: Marquez, ns: str) -> None:
     schema = {"_producer": "https://p", "_schemaURL": "https://s", "fields": [{"name": "id"}]}
     read = {"namespace": ns, "name": "only_read", "facets": {"schema": schema}}

@@ -117,12 +117,32 @@ def test_other_producers_metadata_in_words_and_every_other_facet_as_json(
         x for x in run["inputDatasetVersions"] if "dataQualityAssertions" in (x["facets"] or {})
     ]
     ns, name = read["datasetVersionId"]["namespace"], read["datasetVersionId"]["name"]
+    read_version = read["datasetVersionId"]["version"]
     d = _api(bare_site, f"/namespaces/{ns}/datasets/{name}")
     bare_site.go(f"#/datasets/{ns}/{name}")
     about = section(bare_site, "About").text
     assert d["description"] and d["description"] in about
     assert d["facets"]["dataSource"]["name"] in about
     assert _facets_listed(bare_site) == set(d["facets"]) - WORDED
+    # The dataset shows the assertions its reader sent about the version it read, which
+    # the same run then rewrote: the version read is named.
+    said = read["facets"]["dataQualityAssertions"]["assertions"]
+    judged = _api(bare_site, f"/namespaces/{ns}/datasets/{name}/versions/{read_version}")
+    assert judged["facets"]["dataQualityAssertions"]["assertions"] == said
+    assert d["currentVersion"] != read_version
+    passed = sum(1 for x in said if x["success"])
+    box = section(
+        bare_site,
+        f"Data quality assertions on version …{read_version[-8:]}, before the current one"
+        f" ({passed} of {len(said)} passed)",
+    )
+    rows = [
+        r.find_elements(By.TAG_NAME, "td") for r in box.find_elements(By.CSS_SELECTOR, "tbody tr")
+    ]
+    assert [(r[1].text, r[2].text) for r in rows] == [
+        (x["assertion"], x.get("column") or "—") for x in said
+    ]
+    bare_site.shot("dataset-assertions")
     first = css(bare_site, "details.facet")[0]
     first.find_element(By.TAG_NAME, "summary").click()
     assert '"_producer"' in first.find_element(By.TAG_NAME, "pre").text
@@ -139,8 +159,6 @@ def test_other_producers_metadata_in_words_and_every_other_facet_as_json(
     bare_site.shot("job-facets")
 
     bare_site.go(f"#/runs/{FULL_RUN}")
-    said = read["facets"]["dataQualityAssertions"]["assertions"]
-    passed = sum(1 for x in said if x["success"])
     box = section(bare_site, f"Assertions on {name} ({passed} of {len(said)} passed)")
     rows = box.find_elements(By.CSS_SELECTOR, "tbody tr")
     assert [r.find_elements(By.TAG_NAME, "td")[1].text for r in rows] == [

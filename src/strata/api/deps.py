@@ -79,7 +79,14 @@ async def _engine(request: Request) -> Engine:
     return engine(request)
 
 
+async def _lake_root(request: Request) -> str:
+    return settings(request).lake_uri.rstrip("/")
+
+
 Eng = Annotated[Engine, Depends(_engine)]
+# Today's lake URI: where a lake dataset's files are now, whatever the lake was called when
+# the dataset was made (a moved lake keeps its layout).
+LakeRoot = Annotated[str, Depends(_lake_root)]
 Conn = Annotated[Connection, Depends(read_conn)]
 Limit = Annotated[int, Query(ge=0, le=MAX_LIMIT, description="results to return")]
 Offset = Annotated[int, Query(ge=0, le=MAX_OFFSET, description="results to skip")]

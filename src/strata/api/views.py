@@ -94,12 +94,18 @@ def source_name(d: q.Dataset) -> str | None:
     return d.source_name or (None if d.is_lake else "default")
 
 
-def dataset(d: q.Dataset) -> Json:
+def physical_name(d: q.Dataset, lake: str) -> str:
+    """A lake dataset's folder under today's lake URI ``lake`` (the store does not keep the
+    lake's address, so a moved lake reads true); another producer's dataset as it said."""
+    return f"{lake}/{d.uuid}" if d.is_lake else d.physical_name
+
+
+def dataset(d: q.Dataset, lake: str) -> Json:
     return {
         "id": {"namespace": d.namespace, "name": d.name},
         "type": d.type,
         "name": d.name,
-        "physicalName": d.physical_name,
+        "physicalName": physical_name(d, lake),
         "createdAt": ts(d.created_at),
         "updatedAt": ts(d.updated_at),
         "namespace": d.namespace,
@@ -148,13 +154,13 @@ def _stream(kind: str, facets: dict[str, Any]) -> Json:
     return {"schemaLocation": found.get("url") if isinstance(found, dict) else None}
 
 
-def dataset_version(v: q.DatasetVersion) -> Json:
+def dataset_version(v: q.DatasetVersion, lake: str) -> Json:
     d = v.dataset
     return {
         "id": {"namespace": d.namespace, "name": d.name, "version": v.uuid},
         "type": d.type,
         "name": d.name,
-        "physicalName": d.physical_name,
+        "physicalName": physical_name(d, lake),
         "createdAt": ts(v.created_at),
         "version": v.uuid,
         "namespace": d.namespace,
@@ -276,8 +282,8 @@ def _edges(edges: list[tuple[str, str]]) -> list[Json]:
     return [{"origin": o, "destination": d} for o, d in edges]
 
 
-def graph_node(n: g.GraphNode) -> Json:
-    data = dataset(n.data) if n.type == "DATASET" else job(n.data, latest_runs=False)
+def graph_node(n: g.GraphNode, lake: str) -> Json:
+    data = dataset(n.data, lake) if n.type == "DATASET" else job(n.data, latest_runs=False)
     return {
         "id": n.id,
         "type": n.type,

@@ -82,7 +82,7 @@ def status(
                 s.transform or "",
                 s.version,
                 _STATUS_LABELS[s.status],
-                escape(_why(s)),  # causes name partitions in brackets: not markup
+                escape(causes_text(s)),  # causes name partitions in brackets: not markup
             )
             for s in result.values()
         ]
@@ -94,7 +94,7 @@ def status(
 _PARTITIONS_SHOWN = 50
 
 
-def _why(s: DatasetStatus) -> str:
+def causes_text(s: DatasetStatus) -> str:
     counts = s.partition_counts()
     if counts is None:
         return "; ".join(c.describe() for c in s.causes + s.notes)

@@ -8,6 +8,7 @@ from typing import Annotated
 import typer
 
 from strata.cli import build_commands, lake_commands
+from strata.cli.changes import changes
 from strata.cli.common import reported, settings_from
 from strata.cli.demo import demo
 from strata.cli.output import console
@@ -94,6 +95,7 @@ app.command()(lake_commands.versions)
 app.command()(lake_commands.read)
 app.command()(lake_commands.gc)
 app.command()(demo)
+app.command()(changes)
 build_commands.register(app)
 
 

@@ -2,12 +2,13 @@
 
 from __future__ import annotations
 
+from functools import partial
 from typing import Any
 
 from fastapi import APIRouter, Request, Response
 
 from strata.api import views
-from strata.api.deps import Eng, Limit, Offset, reading
+from strata.api.deps import Eng, LakeRoot, Limit, Offset, reading
 from strata.api.models import DatasetIn
 from strata.errors import NotFound
 from strata.lineage.ingest import marquez_writes as w
@@ -20,22 +21,24 @@ DS = "/namespaces/{namespace:seg}/datasets/{dataset:seg}"
 
 @router.get("/namespaces/{namespace:seg}/datasets", response_model=views.Json)
 def list_datasets(
-    request: Request, namespace: str, limit: Limit = 100, offset: Offset = 0
+    request: Request, lake: LakeRoot, namespace: str, limit: Limit = 100, offset: Offset = 0
 ) -> Response:
     with reading(request) as conn:
         page = q.list_datasets(conn, namespace, limit, offset)
-    return views.page("datasets", page, views.dataset)
+    return views.page("datasets", page, partial(views.dataset, lake=lake))
 
 
 @router.get(DS, response_model=views.Json)
-def get_dataset(request: Request, namespace: str, dataset: str) -> Response:
+def get_dataset(request: Request, lake: LakeRoot, namespace: str, dataset: str) -> Response:
     with reading(request) as conn:
         found = q.get_dataset(conn, namespace, dataset)
-    return views.json_response(views.dataset(found))
+    return views.json_response(views.dataset(found, lake))
 
 
 @router.put(DS)
-def put_dataset(eng: Eng, namespace: str, dataset: str, body: DatasetIn) -> dict[str, Any]:
+def put_dataset(
+    eng: Eng, lake: LakeRoot, namespace: str, dataset: str, body: DatasetIn
+) -> dict[str, Any]:
     with read_tx(eng) as conn:
         q.get_source(conn, body.source_name)  # 404 names the missing source
     fields = [
@@ -60,41 +63,52 @@ def put_dataset(eng: Eng, namespace: str, dataset: str, body: DatasetIn) -> dict
         for tag in f.tags:
             w.tag_dataset(eng, namespace, dataset, tag, f.name)
     with read_tx(eng) as conn:
-        return views.dataset(q.get_dataset(conn, namespace, dataset))
+        return views.dataset(q.get_dataset(conn, namespace, dataset), lake)
 
 
 @router.get(DS + "/versions", response_model=views.Json)
 def list_versions(
-    request: Request, namespace: str, dataset: str, limit: Limit = 100, offset: Offset = 0
+    request: Request,
+    lake: LakeRoot,
+    namespace: str,
+    dataset: str,
+    limit: Limit = 100,
+    offset: Offset = 0,
 ) -> Response:
     with reading(request) as conn:
         page = q.list_dataset_versions(conn, namespace, dataset, limit, offset)
-    return views.page("versions", page, views.dataset_version)
+    return views.page("versions", page, partial(views.dataset_version, lake=lake))
 
 
 @router.get(DS + "/versions/{version:seg}", response_model=views.Json)
-def get_version(request: Request, namespace: str, dataset: str, version: str) -> Response:
+def get_version(
+    request: Request, lake: LakeRoot, namespace: str, dataset: str, version: str
+) -> Response:
     with reading(request) as conn:
         found = q.get_dataset_version(conn, namespace, dataset, version)
-    return views.json_response(views.dataset_version(found))
+    return views.json_response(views.dataset_version(found, lake))
 
 
 @router.post(DS + "/tags/{tag:seg}")
-def tag_dataset(eng: Eng, namespace: str, dataset: str, tag: str) -> dict[str, Any]:
+def tag_dataset(eng: Eng, lake: LakeRoot, namespace: str, dataset: str, tag: str) -> dict[str, Any]:
     w.tag_dataset(eng, namespace, dataset, tag)
     with read_tx(eng) as conn:
-        return views.dataset(q.get_dataset(conn, namespace, dataset))
+        return views.dataset(q.get_dataset(conn, namespace, dataset), lake)
 
 
 @router.delete(DS + "/tags/{tag:seg}")
-def untag_dataset(eng: Eng, namespace: str, dataset: str, tag: str) -> dict[str, Any]:
+def untag_dataset(
+    eng: Eng, lake: LakeRoot, namespace: str, dataset: str, tag: str
+) -> dict[str, Any]:
     w.untag_dataset(eng, namespace, dataset, tag)
     with read_tx(eng) as conn:
-        return views.dataset(q.get_dataset(conn, namespace, dataset))
+        return views.dataset(q.get_dataset(conn, namespace, dataset), lake)
 
 
 @router.post(DS + "/fields/{field:seg}/tags/{tag:seg}")
-def tag_field(eng: Eng, namespace: str, dataset: str, field: str, tag: str) -> dict[str, Any]:
+def tag_field(
+    eng: Eng, lake: LakeRoot, namespace: str, dataset: str, field: str, tag: str
+) -> dict[str, Any]:
     with read_tx(eng) as conn:
         fields = [f.name for f in q.get_dataset(conn, namespace, dataset).fields]
     if field not in fields:
@@ -106,11 +120,13 @@ def tag_field(eng: Eng, namespace: str, dataset: str, field: str, tag: str) -> d
         )
     w.tag_dataset(eng, namespace, dataset, tag, field)
     with read_tx(eng) as conn:
-        return views.dataset(q.get_dataset(conn, namespace, dataset))
+        return views.dataset(q.get_dataset(conn, namespace, dataset), lake)
 
 
 @router.delete(DS + "/fields/{field:seg}/tags/{tag:seg}")
-def untag_field(eng: Eng, namespace: str, dataset: str, field: str, tag: str) -> dict[str, Any]:
+def untag_field(
+    eng: Eng, lake: LakeRoot, namespace: str, dataset: str, field: str, tag: str
+) -> dict[str, Any]:
     w.untag_dataset(eng, namespace, dataset, tag, field)
     with read_tx(eng) as conn:
-        return views.dataset(q.get_dataset(conn, namespace, dataset))
+        return views.dataset(q.get_dataset(conn, namespace, dataset), lake)

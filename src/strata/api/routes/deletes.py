@@ -8,7 +8,7 @@ from fastapi import APIRouter
 
 from strata.api import views
 from strata.api.contract import JOB_MOVED
-from strata.api.deps import Eng
+from strata.api.deps import Eng, LakeRoot
 from strata.api.redirects import job_uuid
 from strata.lineage import deletes
 from strata.store.engine import read_tx
@@ -23,9 +23,9 @@ def delete_namespace(eng: Eng, namespace: str) -> dict[str, Any]:
 
 
 @router.delete("/namespaces/{namespace:seg}/datasets/{dataset:seg}", tags=["Datasets"])
-def delete_dataset(eng: Eng, namespace: str, dataset: str) -> dict[str, Any]:
+def delete_dataset(eng: Eng, lake: LakeRoot, namespace: str, dataset: str) -> dict[str, Any]:
     """Hide a dataset until an event names it again; answers the dataset."""
-    return views.dataset(deletes.hide_dataset(eng, namespace, dataset))
+    return views.dataset(deletes.hide_dataset(eng, namespace, dataset), lake)
 
 
 @router.delete("/namespaces/{namespace:seg}/jobs/{job:seg}", tags=["Jobs"], responses=JOB_MOVED)

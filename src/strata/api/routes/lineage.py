@@ -10,7 +10,7 @@ from fastapi import APIRouter, Query, Request, Response
 from strata.api import views
 from strata.api.body import read_json
 from strata.api.contract import Responses, errors
-from strata.api.deps import Conn, Depth, Eng, Limit, Offset, QueryTime, time_param
+from strata.api.deps import Conn, Depth, Eng, LakeRoot, Limit, Offset, QueryTime, time_param
 from strata.api.inputs import aware_time
 from strata.errors import InvalidEvent, StrataError
 from strata.lineage.ingest.writer import GroupWriter, Results
@@ -163,6 +163,7 @@ _NODE_ERRORS = errors(404)  # no such node
 @router.get("/lineage", response_model=views.Json, responses=_NODE_ERRORS)
 def get_lineage(
     eng: Eng,
+    lake: LakeRoot,
     node_id: NodeId,
     depth: Depth = 20,
     as_of: Annotated[QueryTime, time_param("the graph as it was then", "asOf")] = None,
@@ -171,7 +172,7 @@ def get_lineage(
     # A transaction rather than an autocommit read: the walk scopes planner settings to it.
     with read_tx(eng) as conn:
         nodes = g.lineage_graph(conn, node_id, depth, at)
-    return views.json_response({"graph": [views.graph_node(n) for n in nodes]})
+    return views.json_response({"graph": [views.graph_node(n, lake) for n in nodes]})
 
 
 @router.get("/column-lineage", responses=_NODE_ERRORS)

@@ -20,6 +20,7 @@ from sqlalchemy.engine import Connection
 
 from strata import ids
 from strata.errors import InvalidArgument, NotFound
+from strata.lineage.query.read_facets import readers_input_facets
 from strata.store import bulk
 from strata.store import schema as s
 
@@ -261,6 +262,8 @@ def _datasets_from_rows(
             versions[row.uuid] = row
     tags = _dataset_tags(conn, [r.uuid for r in rows])
     lineage = _column_lineage(conn, version_ids)
+    named = {r.uuid: (r.namespace, r.name) for r in rows}
+    read = readers_input_facets(conn, {v: named[d] for d, v in chosen.items() if v})
     out = []
     for r in rows:
         vid = chosen[r.uuid]
@@ -269,6 +272,7 @@ def _datasets_from_rows(
         facets: dict[str, Any] = dict(r.facets or {})
         if v is not None and isinstance(v.facets, dict):
             facets.update(v.facets)
+        facets.update(read.get(vid, {}) if vid else {})
         out.append(
             Dataset(
                 uuid=r.uuid,
@@ -407,14 +411,17 @@ def _versions_from_rows(
     with_runs: bool = True,
     with_output_facets: bool = False,
 ) -> list[DatasetVersion]:
-    """Versions as Marquez shows them: a listing shows each version's dataset facets, one
-    version read alone adds the output facets its run sent (``outputStatistics`` …)."""
+    """Versions as Marquez shows them: a listing shows each version's dataset facets and the
+    input facets its readers sent (``dataQualityAssertions`` …), one version read alone adds
+    the output facets its run sent (``outputStatistics`` …)."""
     runs = runs_by_uuid(conn, [r.run_uuid for r in rows if r.run_uuid]) if with_runs else {}
     field_tags = _dataset_tags(conn, [ds.uuid]).get(ds.uuid, {})
+    read = readers_input_facets(conn, {r.uuid: (ds.namespace, ds.name) for r in rows})
     out = []
     for r in rows:
         run = runs.get(r.run_uuid) if r.run_uuid else None
         facets, schema = _version_facets_and_schema(ds, r)
+        facets = {**facets, **read.get(r.uuid, {})}
         if with_output_facets and run is not None:
             ref = DatasetVersionRef(ds.namespace, ds.name, r.uuid)
             facets = {**facets, **run.io_facets_of("outputs", ref)}

@@ -30,7 +30,7 @@ export async function dataset([ns, name], params, rerender) {
     state ? stateSection(state) : null,
     currentSection(d),
     about(d, [], { at: base, canEdit, rerender }),
-    assertions(d.facets),
+    qualitySection(d, versions.versions),
     checks && checks.results.length ? checksSection(ns, checks) : null,
     section("Schema", schemaTable(d.fields, canEdit ? { base, rerender } : null)),
     await detail(ns, name, params, versions.versions),
@@ -38,6 +38,17 @@ export async function dataset([ns, name], params, rerender) {
       ? historyTable(ns, history.versions, here)
       : marquezVersions(versions.versions)),
     otherFacets(d.facets));
+}
+
+// The newest version readers reported data quality assertions on: the current one, or
+// one read before a later write (a run that checks its input, then rewrites it).
+function qualitySection(d, versions) {
+  const current = versions.find((v) => v.version === d.currentVersion) || { facets: d.facets };
+  const judged = [current, ...versions].find((v) => v.facets && v.facets.dataQualityAssertions);
+  if (!judged) return null;
+  return judged === current
+    ? assertions(judged.facets)
+    : assertions(judged.facets, `Data quality assertions on version ${short(judged.version)}, before the current one`);
 }
 
 function stateSection(state) {
