@@ -320,6 +320,20 @@ run_inputs = sa.Table(
     sa.Index("ix_run_inputs_version", "dataset_version_uuid"),
 )
 
+# The inputFacets a run sent about an input (dbt's or Great Expectations'
+# ``dataQualityAssertions`` …), filed under the version it was bound to (migration 0022):
+# a version's readers' facets are read without visiting every reader. Rewritten with the
+# run's bindings; ``sent_at`` is the run's latest event.
+run_input_facets = sa.Table(
+    "run_input_facets",
+    metadata,
+    uuid_col("run_uuid", sa.ForeignKey("runs.uuid"), primary_key=True),
+    uuid_col("dataset_version_uuid", sa.ForeignKey("dataset_versions.uuid"), primary_key=True),
+    sa.Column("facets", JSONType, nullable=False),
+    ts_col("sent_at", nullable=False),
+    sa.Index("ix_run_input_facets_version", "dataset_version_uuid", "sent_at"),
+)
+
 lineage_events = sa.Table(
     "lineage_events",
     metadata,

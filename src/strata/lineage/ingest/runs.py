@@ -244,9 +244,12 @@ def _lookup_datasets(
     return out
 
 
-def _labels(run: RunFold) -> dict[tuple[str, str], str | None]:
+def _read_facets(run: RunFold) -> dict[tuple[str, str], tuple[str | None, dict[str, Any]]]:
+    """What binds each input (its version label) and what the run said of it (its
+    inputFacets, kept under the bound version): a change to either rebinds the run."""
     return {
-        k: fx.dataset_version_label({**io.facets, **io.io_facets}) for k, io in run.inputs.items()
+        k: (fx.dataset_version_label({**io.facets, **io.io_facets}), io.io_facets)
+        for k, io in run.inputs.items()
     }
 
 
@@ -476,8 +479,10 @@ def _runs_to_rebind(
     for st in steps:
         run, old = st.run, st.old
         retimed = old is None or old.bind_time != run.bind_time
-        if old is None or retimed or _labels(old) != _labels(run):
-            rebind[run.run_id] = versions.Rebind(run, fresh=old is None, retimed=retimed)
+        if old is None or retimed or _read_facets(old) != _read_facets(run):
+            rebind[run.run_id] = versions.Rebind(
+                run, fresh=old is None, retimed=retimed, said=versions.sent_input_facets(old)
+            )
         for key in sorted(run.outputs):
             dataset = uuids[key]
             before, after = _output_signature(old, key), _output_signature(run, key)
@@ -510,7 +515,8 @@ def _bind_inputs(
         if run_of is None and run_uuid in others:
             run_of = fold_run(others[run_uuid])
         if run_of is not None:
-            rebind[run_uuid] = versions.Rebind(run_of, retimed=False)
+            said = versions.sent_input_facets(run_of)
+            rebind[run_uuid] = versions.Rebind(run_of, retimed=False, said=said)
     extra = {k for r in rebind.values() for k in r.run.inputs} - set(uuids)
     for k, (u, is_lake) in _lookup_datasets(conn, sorted(extra)).items():
         uuids[k] = u

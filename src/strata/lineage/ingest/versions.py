@@ -158,12 +158,19 @@ class Rebind:
     """A run whose inputs are to be bound again.
 
     ``fresh``: it has never been bound (it had no events), which saves reading its
-    bindings back. ``retimed``: its bind time moved.
+    bindings back. ``retimed``: its bind time moved. ``said``: its stored fold sent
+    inputFacets, so ``run_input_facets`` may hold rows of it to rewrite.
     """
 
     run: RunFold
     fresh: bool = False
     retimed: bool = True
+    said: bool = False
+
+
+def sent_input_facets(run: RunFold | None) -> bool:
+    """Whether the run's events sent inputFacets about any of its inputs."""
+    return run is not None and any(io.io_facets for io in run.inputs.values())
 
 
 Bindings = dict[str, dict[str, tuple[str, bool]]]  # run -> version -> (dataset, synthetic)
@@ -184,7 +191,38 @@ def bind_runs(
     had = _bound_now(conn, items)
     wanted, named = _wanted_bindings(conn, items, datasets, lake)
     _write_synthetic_versions(conn, items, had, wanted, named)
-    return _rewrite_bindings(conn, items, had, wanted)
+    settle = _rewrite_bindings(conn, items, had, wanted)
+    _rewrite_input_facets(conn, items, wanted, datasets)
+    return settle
+
+
+def _rewrite_input_facets(
+    conn: Connection,
+    items: Sequence[Rebind],
+    wanted: Bindings,
+    datasets: Mapping[tuple[str, str], str],
+) -> None:
+    """``run_input_facets`` holds, for each bound input the run sent inputFacets about, the
+    facets under the version it is bound to (before :func:`settle` may drop a version)."""
+    rif = s.run_input_facets
+    rows: list[dict[str, Any]] = []
+    for item in items:
+        run = item.run
+        version_of = {dataset: v for v, (dataset, _) in wanted[run.run_id].items()}
+        for key, io in sorted(run.inputs.items()):
+            version = version_of.get(datasets[key])
+            if io.io_facets and version is not None:
+                rows.append(
+                    {
+                        "run_uuid": run.run_id,
+                        "dataset_version_uuid": version,
+                        "facets": io.io_facets,
+                        "sent_at": run.updated_at,
+                    }
+                )
+    delete_in(conn, rif, "run_uuid", sorted(i.run.run_id for i in items if i.said))
+    if rows:
+        execute_many(conn, cached(("input-facets",), rif.insert), rows)
 
 
 def _bound_now(conn: Connection, items: Sequence[Rebind]) -> Bindings:

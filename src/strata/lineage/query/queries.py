@@ -262,8 +262,7 @@ def _datasets_from_rows(
             versions[row.uuid] = row
     tags = _dataset_tags(conn, [r.uuid for r in rows])
     lineage = _column_lineage(conn, version_ids)
-    named = {r.uuid: (r.namespace, r.name) for r in rows}
-    read = readers_input_facets(conn, {v: named[d] for d, v in chosen.items() if v})
+    read = readers_input_facets(conn, version_ids)
     out = []
     for r in rows:
         vid = chosen[r.uuid]
@@ -416,7 +415,7 @@ def _versions_from_rows(
     the output facets its run sent (``outputStatistics`` …)."""
     runs = runs_by_uuid(conn, [r.run_uuid for r in rows if r.run_uuid]) if with_runs else {}
     field_tags = _dataset_tags(conn, [ds.uuid]).get(ds.uuid, {})
-    read = readers_input_facets(conn, {r.uuid: (ds.namespace, ds.name) for r in rows})
+    read = readers_input_facets(conn, [r.uuid for r in rows])
     out = []
     for r in rows:
         run = runs.get(r.run_uuid) if r.run_uuid else None

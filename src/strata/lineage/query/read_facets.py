@@ -3,7 +3,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Iterable
 from typing import Any
 
 import sqlalchemy as sa
@@ -13,47 +13,32 @@ from strata.store import schema as s
 from strata.store.bulk import chunks
 
 # The newest readers whose facets are merged per version: a version read by thousands of
-# runs shows what its latest readers said, and a read never scans them all.
+# runs that all sent some shows what its latest readers said.
 READERS_PER_VERSION = 20
 
 
-def readers_input_facets(
-    conn: Connection, versions: Mapping[str, tuple[str, str]]
-) -> dict[str, dict[str, Any]]:
+def readers_input_facets(conn: Connection, versions: Iterable[str]) -> dict[str, dict[str, Any]]:
     """Version uuid -> the inputFacets its newest readers sent about it, a later reader's
-    facet over an earlier one's of the same name. ``versions`` maps each version uuid to
-    its dataset's (namespace, name), the key the runs' facets are filed under."""
-    ri, r = s.run_inputs, s.runs
+    facet over an earlier one's of the same name (``ix_run_input_facets_version``)."""
+    rif = s.run_input_facets
     out: dict[str, dict[str, Any]] = {}
-    for batch in chunks(list(versions)):
+    for batch in chunks(sorted(set(versions))):
         rank = (
             sa.func.row_number()
-            .over(partition_by=ri.c.dataset_version_uuid, order_by=r.c.updated_at.desc())
+            .over(partition_by=rif.c.dataset_version_uuid, order_by=rif.c.sent_at.desc())
             .label("rank")
         )
-        readers = (
-            sa.select(ri.c.dataset_version_uuid, r.c.io_facets, r.c.updated_at, rank)
-            .join(r, r.c.uuid == ri.c.run_uuid)
-            .where(ri.c.dataset_version_uuid.in_(batch), r.c.io_facets.is_not(None))
+        newest = (
+            sa.select(rif.c.dataset_version_uuid, rif.c.facets, rif.c.sent_at, rank)
+            .where(rif.c.dataset_version_uuid.in_(batch))
             .subquery()
         )
         rows = conn.execute(
-            sa.select(readers.c.dataset_version_uuid, readers.c.io_facets)
-            .where(readers.c.rank <= READERS_PER_VERSION)
-            .order_by(readers.c.updated_at)
+            sa.select(newest.c.dataset_version_uuid, newest.c.facets)
+            .where(newest.c.rank <= READERS_PER_VERSION)
+            .order_by(newest.c.sent_at)
         ).all()
         for row in rows:
-            sent = _facets_about(row.io_facets, versions[row.dataset_version_uuid])
-            if sent:
-                out.setdefault(row.dataset_version_uuid, {}).update(sent)
+            if isinstance(row.facets, dict):
+                out.setdefault(row.dataset_version_uuid, {}).update(row.facets)
     return out
-
-
-def _facets_about(io_facets: Any, dataset: tuple[str, str]) -> dict[str, Any]:
-    """The inputFacets one run's ``io_facets`` hold for ``dataset``."""
-    if not isinstance(io_facets, dict):
-        return {}
-    for namespace, name, facets in io_facets.get("inputs") or ():
-        if (namespace, name) == dataset and isinstance(facets, dict):
-            return facets
-    return {}
