@@ -13,7 +13,7 @@ from sqlalchemy.engine import Engine
 from strata.api import contract, errors, paths, redirects
 from strata.api.build_tasks import BuildTasks
 from strata.api.crosssite import CrossSiteMiddleware
-from strata.api.deps import authorize
+from strata.api.deps import read_your_writes
 from strata.api.direct import StrataApp
 from strata.api.guard import GuardMiddleware
 from strata.api.inputs import check_request
@@ -85,7 +85,7 @@ def create_app(settings: Settings, engine: Engine | None = None) -> FastAPI:
     app.state.build_tasks = BuildTasks(app.state.builds)
     # Each module's router straight under the app: every level of router nesting is
     # matched again on every request.
-    checks = [Depends(authorize), Depends(check_request)]
+    checks = [Depends(read_your_writes), Depends(check_request)]
     for module in (namespaces, datasets, jobs, runs, tags, search, lineage, strata, builds):
         app.include_router(module.router, prefix=API_PREFIX, dependencies=checks)
     include_extra_routes(app, API_PREFIX, checks)

@@ -39,7 +39,7 @@ def settings(request: Request) -> Settings:
 _INGEST = ("/api/v1/lineage", "/api/v1/lineage/batch")
 
 
-async def authorize(request: Request) -> None:
+async def read_your_writes(request: Request) -> None:
     """But for ingest itself, wait until the events this server acknowledged are folded,
     so what a client sent is what it reads. (Tokens are checked before the body is read,
     by :class:`strata.api.guard.GuardMiddleware`.)"""

@@ -10,8 +10,9 @@ import typer
 from rich.markup import escape
 
 from strata.builds.causes import Status
-from strata.cli.build_commands import JsonOpt, PipelineOpt, causes_text, service_from
+from strata.cli.build_commands import causes_text
 from strata.cli.common import parse_time, reported, settings_from
+from strata.cli.options import JsonOpt, PipelineOpt, service_from
 from strata.cli.output import console, emit_json, emit_table
 from strata.errors import InvalidArgument
 
@@ -35,9 +36,12 @@ def changes(
     pipeline: PipelineOpt = None,
     json: JsonOpt = False,
 ) -> None:
-    """What changed from --since to --until (default: the last 24 hours): the datasets
-    that gained versions, the runs by state with the failed ones, and with pipelines, what
-    is out of date now and why. Starts no JVM."""
+    """What changed between two times, and what is out of date now and why.
+
+    From --since to --until (default: the last 24 hours): the datasets that gained
+    versions, the runs by state with the failed ones, and with pipelines, each dataset out
+    of date now with its causes. Starts no JVM.
+    """
     with reported():
         end = parse_time(until) if until is not None else datetime.now(UTC)
         start = parse_time(since) if since is not None else end - timedelta(hours=24)

@@ -7,10 +7,11 @@ from typing import Annotated
 
 import typer
 
-from strata.cli import build_commands, lake_commands
+from strata.cli import build_commands, history_commands, lake_commands, trace_commands
 from strata.cli.changes import changes
 from strata.cli.common import reported, settings_from
 from strata.cli.demo import demo
+from strata.cli.options import PipelineOpt
 from strata.cli.output import console
 
 app = typer.Typer(
@@ -18,6 +19,8 @@ app = typer.Typer(
     help="Strata: versioned datasets, builds and lineage for PySpark pipelines.",
     no_args_is_help=True,
     pretty_exceptions_enable=False,
+    # Docstrings wrap at the source's width: markdown joins a paragraph's lines again.
+    rich_markup_mode="markdown",
 )
 
 
@@ -73,7 +76,7 @@ def serve(
     ctx: typer.Context,
     host: Annotated[str | None, typer.Option(help="Interface to listen on.")] = None,
     port: Annotated[int | None, typer.Option(help="Port (default 5000, as Marquez).")] = None,
-    pipeline: build_commands.PipelineOpt = None,
+    pipeline: PipelineOpt = None,
 ) -> None:
     """Run the server: the web pages at /, OpenLineage ingest and the Marquez REST API;
     with pipelines, also status and builds."""
@@ -96,7 +99,16 @@ app.command()(lake_commands.read)
 app.command()(lake_commands.gc)
 app.command()(demo)
 app.command()(changes)
-build_commands.register(app)
+app.command()(build_commands.status)
+app.command()(build_commands.build)
+app.command()(build_commands.worker)
+app.command()(build_commands.schedules)
+app.command()(history_commands.history)
+app.command()(history_commands.checks)
+app.command()(trace_commands.trace)
+app.command()(trace_commands.impact)
+app.command("show-program")(trace_commands.show_program)
+app.command()(trace_commands.reproduce)
 
 
 if __name__ == "__main__":  # pragma: no cover

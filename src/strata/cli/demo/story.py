@@ -20,9 +20,10 @@ from rich.progress import BarColumn, Progress, SpinnerColumn, TextColumn, TimeEl
 
 from strata import ids
 from strata.builds.causes import Outcome
-from strata.cli.build_commands import causes_line, how_it_ran, print_trace
+from strata.cli.build_commands import causes_line, how_it_ran
 from strata.cli.demo.example import DAILY, HOURLY, DemoState
 from strata.cli.output import console, emit_table
+from strata.cli.trace_commands import print_trace
 from strata.errors import InvalidArgument, StrataError
 
 if TYPE_CHECKING:

@@ -114,7 +114,7 @@ def _seeds(conn: Connection, start: NodeRef) -> set[Key]:
     if start.type == "DATASET_FIELD":
         assert start.field is not None
         return {(start.uuid, version, start.field)}
-    fields = q._fields(_schema(conn, version), {})
+    fields = q.dataset_fields(_schema(conn, version), {})
     return {
         (start.uuid, version, f) for f in {x.name for x in fields} | _output_fields(conn, version)
     }

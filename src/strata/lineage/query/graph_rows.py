@@ -163,7 +163,7 @@ def datasets(
             current_version=current_version if version_of is None else version_of.get(uuid),
             last_modified_at=modified_at,
             lifecycle_state=lifecycle,
-            fields=q._fields(q.shown_schema(schema, modified_at, dataset_facets), dtags),
+            fields=q.dataset_fields(q.shown_schema(schema, modified_at, dataset_facets), dtags),
             tags=sorted(dtags.get("", [])),
             facets=facets,
             commit_id=commit_id,

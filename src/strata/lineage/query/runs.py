@@ -1,0 +1,573 @@
+"""Runs: one, a job's page of them (with their input and output versions), partition
+runs, state histories and the runs a run's parent had."""
+
+from __future__ import annotations
+
+import functools
+from collections import defaultdict
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass, field
+from datetime import datetime
+from typing import Any, Literal
+
+import sqlalchemy as sa
+from sqlalchemy.engine import Connection
+
+from strata.errors import NotFound
+from strata.lineage.query.common import DatasetVersionRef, Page, chunks
+from strata.store import bulk
+from strata.store import schema as s
+
+# --- runs ---------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class Run:
+    uuid: str
+    job_uuid: str
+    job_namespace: str
+    job_name: str
+    job_version_uuid: str | None
+    parent_run_uuid: str | None
+    state: str
+    created_at: datetime
+    updated_at: datetime
+    nominal_start_time: datetime | None
+    nominal_end_time: datetime | None
+    started_at: datetime | None
+    ended_at: datetime | None
+    facets: dict[str, Any]
+    input_versions: list[DatasetVersionRef] = field(default_factory=list)
+    output_versions: list[DatasetVersionRef] = field(default_factory=list)
+    # The inputFacets and outputFacets its events sent: {"inputs": [[ns, name, facets]]…}.
+    io_facets: dict[str, Any] = field(default_factory=dict)
+
+    def io_facets_of(self, side: Literal["inputs", "outputs"], ref: DatasetVersionRef) -> Any:
+        """The facets the run sent for one of its input or output datasets."""
+        for namespace, name, facets in self.io_facets.get(side) or ():
+            if (namespace, name) == (ref.namespace, ref.name):
+                return facets
+        return {}
+
+    @property
+    def duration_ms(self) -> int | None:
+        if self.started_at is None or self.ended_at is None:
+            return None
+        return int((self.ended_at - self.started_at).total_seconds() * 1000)
+
+
+def _run_select() -> sa.Select[Any]:
+    r, j = s.runs, s.jobs
+    return sa.select(r, j.c.namespace.label("job_namespace"), j.c.name.label("job_name")).join(
+        j, j.c.uuid == r.c.job_uuid
+    )
+
+
+@dataclass(frozen=True)
+class RunIO:
+    """One version a run read (``read``) or wrote."""
+
+    run: str
+    read: bool
+    namespace: str
+    name: str
+    version: str
+    commit_id: int | None
+    created_at: datetime
+    producer: str | None  # the run that wrote the version
+
+
+@functools.cache
+def _run_io_select(dialect: str) -> sa.Select[Any]:
+    ri, dv, d = s.run_inputs, s.dataset_versions, s.datasets
+    version = (dv.c.uuid, dv.c.commit_id, dv.c.created_at, dv.c.run_uuid.label("producer"))
+    ins = (
+        sa.select(ri.c.run_uuid.label("run"), sa.true().label("read"), d.c.namespace, d.c.name)
+        .add_columns(*version)
+        .join(dv, dv.c.uuid == ri.c.dataset_version_uuid)
+        .join(d, d.c.uuid == dv.c.dataset_uuid)
+        .where(bulk.one_of(dialect, ri.c.run_uuid, "ids"))
+    )
+    outs = (
+        sa.select(dv.c.run_uuid.label("run"), sa.false().label("read"), d.c.namespace, d.c.name)
+        .add_columns(*version)
+        .join(d, d.c.uuid == dv.c.dataset_uuid)
+        .where(bulk.one_of(dialect, dv.c.run_uuid, "ids"))
+    )
+    both = sa.union_all(ins, outs).subquery()
+    return sa.select(both).order_by(both.c.namespace, both.c.name, both.c.uuid)
+
+
+def run_io(conn: Connection, run_ids: Iterable[str]) -> list[RunIO]:
+    """Every version the runs read and wrote, by dataset then version: the one reader of
+    a run's inputs and outputs (runs, the lineage graph and provenance use it)."""
+    ids = sorted(set(run_ids))
+    dialect = conn.dialect.name
+    batches = [ids] if dialect == "postgresql" else chunks(ids)  # one array on PostgreSQL
+    stmt = _run_io_select(dialect)
+    return [
+        RunIO(
+            x.run, bool(x.read), x.namespace, x.name, x.uuid, x.commit_id, x.created_at, x.producer
+        )
+        for batch in batches
+        if batch
+        for x in conn.execute(stmt, {"ids": batch})
+    ]
+
+
+def run_io_refs(
+    conn: Connection, run_ids: Iterable[str]
+) -> tuple[dict[str, list[DatasetVersionRef]], dict[str, list[DatasetVersionRef]]]:
+    """The versions each run read and wrote, as references."""
+    inputs: dict[str, list[DatasetVersionRef]] = defaultdict(list)
+    outputs: dict[str, list[DatasetVersionRef]] = defaultdict(list)
+    for x in run_io(conn, run_ids):
+        into = inputs if x.read else outputs
+        into[x.run].append(DatasetVersionRef(x.namespace, x.name, x.version))
+    return inputs, outputs
+
+
+def _runs_from_rows(conn: Connection, rows: Sequence[sa.Row[Any]]) -> list[Run]:
+    inputs, outputs = run_io_refs(conn, [r.uuid for r in rows])
+    return [
+        Run(
+            uuid=r.uuid,
+            job_uuid=r.job_uuid,
+            job_namespace=r.job_namespace,
+            job_name=r.job_name,
+            job_version_uuid=r.job_version_uuid,
+            parent_run_uuid=r.parent_run_uuid,
+            state=r.state,
+            created_at=r.created_at,
+            updated_at=r.updated_at,
+            nominal_start_time=r.nominal_start_time,
+            nominal_end_time=r.nominal_end_time,
+            started_at=r.started_at,
+            ended_at=r.ended_at,
+            facets=dict(r.facets or {}),
+            input_versions=inputs.get(r.uuid, []),
+            output_versions=outputs.get(r.uuid, []),
+            io_facets=dict(r.io_facets or {}),
+        )
+        for r in rows
+    ]
+
+
+def runs_by_uuid(conn: Connection, uuids: Iterable[str]) -> dict[str, Run]:
+    rows: list[sa.Row[Any]] = []
+    for batch in chunks(set(uuids)):
+        rows.extend(conn.execute(_run_select().where(s.runs.c.uuid.in_(batch))).all())
+    return {r.uuid: r for r in _runs_from_rows(conn, rows)}
+
+
+def get_run(conn: Connection, run_id: str) -> Run:
+    run = runs_by_uuid(conn, [run_id.lower()]).get(run_id.lower())
+    if run is None:
+        raise NotFound(f"run {run_id!r} not found", run_id=run_id)
+    return run
+
+
+def run_number(conn: Connection, run: Run) -> int:
+    """The run's place among its job's runs, oldest first from 1: the order of the job's
+    run list (``ix_runs_job_created``), so a run reported late takes its place in time."""
+    r = s.runs
+    earlier = sa.or_(
+        r.c.created_at < run.created_at,
+        sa.and_(r.c.created_at == run.created_at, r.c.uuid <= run.uuid),
+    )
+    counted = sa.select(sa.func.count()).where(r.c.job_uuid == run.job_uuid, earlier)
+    return int(conn.execute(counted).scalar_one())
+
+
+def child_run_states(conn: Connection, run_uuid: str) -> dict[str, int]:
+    """How many runs name this run as their parent, by state (``ix_runs_parent``)."""
+    r = s.runs
+    rows = conn.execute(
+        sa.select(r.c.state, sa.func.count())
+        .where(r.c.parent_run_uuid == run_uuid)
+        .group_by(r.c.state)
+    )
+    return {str(row[0]): int(row[1]) for row in rows}
+
+
+def run_has_own_events(conn: Connection, run_uuid: str) -> bool:
+    """Whether any event was about this run itself, rather than naming it as a parent."""
+    e = s.lineage_events
+    found = conn.execute(sa.select(e.c.uuid).where(e.c.run_uuid == run_uuid).limit(1))
+    return found.first() is not None
+
+
+def recent_runs(conn: Connection, limit: int) -> list[Run]:
+    """The last ``limit`` runs created, of any job, newest first."""
+    r = s.runs
+    newest = sa.select(r.c.uuid).order_by(r.c.created_at.desc(), r.c.uuid.desc()).limit(limit)
+    order: list[str] = [str(row.uuid) for row in conn.execute(newest)]
+    found = runs_by_uuid(conn, order)
+    return [found[u] for u in order if u in found]
+
+
+def commit_ids(conn: Connection, version_uuids: Iterable[str]) -> dict[str, int]:
+    """The lake commit id of each of these dataset versions that has one."""
+    v = s.dataset_versions
+    found: dict[str, int] = {}
+    for batch in chunks(set(version_uuids)):
+        rows = conn.execute(
+            sa.select(v.c.uuid, v.c.commit_id).where(
+                v.c.uuid.in_(batch), v.c.commit_id.is_not(None)
+            )
+        )
+        found.update({str(row.uuid): int(row.commit_id) for row in rows})
+    return found
+
+
+@dataclass(frozen=True)
+class RunState:
+    state: str
+    at: datetime
+
+
+def run_states(conn: Connection, run_id: str) -> list[RunState]:
+    """A run's state history, oldest first."""
+    t = s.run_states
+    rows = conn.execute(
+        sa.select(t.c.state, t.c.transitioned_at)
+        .where(t.c.run_uuid == run_id.lower())
+        .order_by(t.c.transitioned_at, t.c.uuid)
+    )
+    return [RunState(str(row.state), row.transitioned_at) for row in rows]
+
+
+def _job_by_fqn(namespace: Any, name: Any) -> sa.Select[Any]:
+    """The job a URL names by its FQN; soft-deleted jobs are not found, as in Marquez."""
+    j = s.jobs
+    return (
+        sa.select(j.c.uuid, j.c.namespace, j.c.name)
+        .where(j.c.namespace == namespace, j.c.name == name, j.c.is_hidden.is_(False))
+        # Two jobs can share an FQN ("a.b", and "b" under "a"): always answer with the same one.
+        .order_by(j.c.uuid)
+        .limit(1)
+    )
+
+
+def _list_runs_select(job: sa.Select[Any], *, lateral: bool) -> sa.CompoundSelect[Any]:
+    """A page of the runs of ``job`` (uuid, namespace, name), their inputs and outputs, and
+    the job's run count: one statement.
+
+    Rows are tagged by ``kind``: ``R`` a run, ``I``/``O`` one input/output version of a run,
+    ``T`` the job itself with its run count (present whenever the job is, so an empty page
+    still has its total and a missing job has no rows).
+    """
+    the_job = job.cte("job")
+    page = _run_page(the_job)
+    both = sa.union_all(
+        _page_runs(page),
+        _page_versions(page, "I", lateral=lateral),
+        _page_versions(page, "O", lateral=lateral),
+        _job_total(the_job),
+    )
+    col = both.selected_columns
+    # Runs in page order; each run's versions by dataset name, as runs_by_uuid lists them.
+    return both.order_by(
+        col.kind, col.at.desc(), col.run_uuid.desc(), col.namespace, col.name, col.version
+    )
+
+
+_PAGE_RUN_COLS = [
+    s.runs.c.job_version_uuid,
+    s.runs.c.parent_run_uuid,
+    s.runs.c.state,
+    s.runs.c.updated_at,
+    s.runs.c.nominal_start_time,
+    s.runs.c.nominal_end_time,
+    s.runs.c.started_at,
+    s.runs.c.ended_at,
+    s.runs.c.facets,
+    s.runs.c.io_facets,
+]
+
+
+def _nulls(n: int) -> list[sa.ColumnElement[Any]]:
+    return [sa.literal_column("NULL") for _ in range(n)]
+
+
+def _run_page(the_job: sa.CTE) -> sa.CTE:
+    """The keys of the page's runs, newest first (``limit``, ``offset`` bound at execution)."""
+    r = s.runs
+    # Only the keys, so ix_runs_job_created (job_uuid, created_at, uuid) answers the page by
+    # itself, newest first. With the other run columns here the planner may walk
+    # ix_runs_created and filter by job instead, reading every later run of every other job.
+    # LIMIT and OFFSET are written into the SQL: with them as parameters PostgreSQL's generic
+    # plan assumes a tenth of the job's runs, always costs more than a plan for the values,
+    # and so is never reused; with them in the text the plan is made once per connection.
+    return (
+        sa.select(r.c.uuid, r.c.created_at)
+        .where(r.c.job_uuid == sa.select(the_job.c.uuid).scalar_subquery())
+        .order_by(r.c.created_at.desc(), r.c.uuid.desc())
+        .limit(sa.bindparam("limit", type_=sa.Integer(), literal_execute=True))
+        .offset(sa.bindparam("offset", type_=sa.Integer(), literal_execute=True))
+        .cte("page")
+    )
+
+
+def _page_runs(page: sa.CTE) -> sa.Select[Any]:
+    """``R`` rows: each run of the page with its columns; this branch types the union."""
+    r = s.runs
+
+    def typed_null(t: sa.types.TypeEngine[Any], name: str) -> sa.Label[Any]:
+        # Typed in the first branch: PostgreSQL types a UNION column from left to right.
+        return sa.cast(sa.null(), t).label(name)
+
+    return sa.select(
+        sa.literal_column("'R'").label("kind"),
+        page.c.created_at.label("at"),
+        page.c.uuid.label("run_uuid"),
+        *_PAGE_RUN_COLS,
+        typed_null(sa.String(), "namespace"),
+        typed_null(sa.String(), "name"),
+        typed_null(sa.String(), "version"),
+        typed_null(sa.BigInteger(), "total"),
+    ).join_from(page, r, r.c.uuid == page.c.uuid)
+
+
+def _page_versions(page: sa.CTE, kind: Literal["I", "O"], *, lateral: bool) -> sa.Select[Any]:
+    """``I`` or ``O`` rows: one input or output version of a run of the page."""
+    ri, dv, d = s.run_inputs, s.dataset_versions, s.datasets
+    # Versions carry no time, so none is converted: they sort by run, then dataset name.
+    if kind == "I":
+        versions = sa.select(d.c.namespace, d.c.name, dv.c.uuid).select_from(
+            ri.join(dv, dv.c.uuid == ri.c.dataset_version_uuid).join(
+                d, d.c.uuid == dv.c.dataset_uuid
+            )
+        )
+        run_uuid = ri.c.run_uuid
+    else:
+        versions = sa.select(d.c.namespace, d.c.name, dv.c.uuid).select_from(
+            dv.join(d, d.c.uuid == dv.c.dataset_uuid)
+        )
+        run_uuid = dv.c.run_uuid
+    if lateral:
+        # Looked up run by run through the indexes. Joined as sets, PostgreSQL may plan a
+        # page of a few runs as a scan of every run's inputs and outputs while its
+        # statistics lag behind a store that grew a moment ago (seen after an ingest:
+        # 1.1 of a read's 2.9 ms). SQLite has no LATERAL, and always looks up by index.
+        # OFFSET 0 keeps the subquery from being pulled up into a join of sets again.
+        found: Any = (
+            versions.where(run_uuid == page.c.uuid)
+            .offset(sa.literal_column("0"))
+            .lateral(kind.lower())
+        )
+        source = page.join(found, sa.true())
+    else:
+        found = versions.add_columns(run_uuid.label("run_uuid")).subquery(kind.lower())
+        source = page.join(found, found.c.run_uuid == page.c.uuid)
+    return sa.select(
+        sa.literal_column(f"'{kind}'"),
+        *_nulls(1),
+        page.c.uuid,
+        *_nulls(len(_PAGE_RUN_COLS)),
+        found.c.namespace,
+        found.c.name,
+        found.c.uuid,
+        *_nulls(1),
+    ).select_from(source)
+
+
+def _job_total(the_job: sa.CTE) -> sa.Select[Any]:
+    """The ``T`` row: the job with its run count."""
+    c = s.job_run_counts
+    # The total is kept per job by triggers on ``runs``: counting a busy job's runs would
+    # read every one of its index entries.
+    return sa.select(
+        sa.literal_column("'T'"),
+        *_nulls(2 + len(_PAGE_RUN_COLS)),
+        the_job.c.namespace,
+        the_job.c.name,
+        the_job.c.uuid,
+        c.c.run_count,
+    ).select_from(the_job.outerjoin(c, c.c.job_uuid == the_job.c.uuid))
+
+
+_JOB_BY_UUID = sa.select(s.jobs.c.uuid, s.jobs.c.namespace, s.jobs.c.name).where(
+    s.jobs.c.uuid == sa.bindparam("job", type_=sa.String())
+)
+_BY_FQN = _job_by_fqn(
+    sa.bindparam("namespace", type_=sa.String()), sa.bindparam("name", type_=sa.String())
+)
+# By whether the dialect has LATERAL (PostgreSQL does, SQLite does not).
+_LIST_RUNS = {
+    lateral: _list_runs_select(_JOB_BY_UUID, lateral=lateral) for lateral in (True, False)
+}
+_LIST_RUNS_BY_FQN = {
+    lateral: _list_runs_select(_BY_FQN, lateral=lateral) for lateral in (True, False)
+}
+
+
+def list_runs(conn: Connection, job_uuid: str, limit: int, offset: int) -> Page[Run]:
+    params = {"job": job_uuid, "limit": limit, "offset": offset}
+    page = _runs_page(conn.execute(_LIST_RUNS[_lateral(conn)], params).all())
+    return page if page is not None else Page([], 0)
+
+
+def list_partition_runs(
+    conn: Connection, job_uuid: str, key: Mapping[str, Sequence[str]], limit: int, offset: int
+) -> Page[Run]:
+    """The runs of a partitioned transform's job for the partitions matching ``key`` (each
+    column named has one of its values), newest first."""
+    r = s.runs
+    # Keys are `col=value` joined by `/`, and no value holds `/` or `=`: a component
+    # found between slashes is that column's value, compared exactly on both backends.
+    find = sa.func.strpos if conn.dialect.name == "postgresql" else sa.func.instr
+    padded = sa.literal("/") + r.c.partition_key + sa.literal("/")
+    where = [r.c.job_uuid == job_uuid, r.c.partition_key.is_not(None)]
+    where += [
+        sa.or_(*[find(padded, f"/{col}={value}/") > 0 for value in values])
+        for col, values in key.items()
+    ]
+    total = conn.execute(sa.select(sa.func.count()).select_from(r).where(*where)).scalar_one()
+    ordered: list[str] = list(
+        conn.execute(
+            sa.select(r.c.uuid)
+            .where(*where)
+            .order_by(r.c.created_at.desc(), r.c.uuid.desc())
+            .limit(limit)
+            .offset(offset)
+        ).scalars()
+    )
+    found = runs_by_uuid(conn, ordered)
+    return Page([found[u] for u in ordered if u in found], int(total))
+
+
+def job_partition_columns(conn: Connection, job_uuid: str) -> list[str]:
+    """The partition columns of a partitioned transform's job, from its latest partition
+    run's key (none for any other job)."""
+    r = s.runs
+    key = conn.execute(
+        sa.select(r.c.partition_key)
+        .where(r.c.job_uuid == job_uuid, r.c.partition_key.is_not(None))
+        .order_by(r.c.created_at.desc(), r.c.uuid.desc())
+        .limit(1)
+    ).scalar()
+    return [part.split("=", 1)[0] for part in key.split("/")] if key else []
+
+
+@dataclass(frozen=True)
+class PartitionRun:
+    """A partitioned transform's latest run of one partition."""
+
+    partition: str
+    run_uuid: str
+    state: str | None
+    started_at: datetime | None
+    ended_at: datetime | None
+
+
+def latest_partition_runs(conn: Connection, job_uuid: str) -> list[PartitionRun]:
+    """The latest run of each partition of a partitioned transform's job (none for any
+    other job), by key."""
+    r = s.runs
+    ranked = (
+        sa.select(
+            r.c.partition_key,
+            r.c.uuid,
+            r.c.state,
+            r.c.started_at,
+            r.c.ended_at,
+            sa.func.row_number()
+            .over(partition_by=r.c.partition_key, order_by=(r.c.created_at.desc(), r.c.uuid.desc()))
+            .label("n"),
+        )
+        .where(r.c.job_uuid == job_uuid, r.c.partition_key.is_not(None))
+        .subquery()
+    )
+    rows = conn.execute(
+        sa.select(ranked).where(ranked.c.n == 1).order_by(ranked.c.partition_key)
+    ).all()
+    return [PartitionRun(x[0], x[1], x[2], x[3], x[4]) for x in rows]
+
+
+def list_job_runs(
+    conn: Connection, namespace: str, name: str, limit: int, offset: int
+) -> Page[Run] | None:
+    """The runs of the job whose FQN is ``name``; ``None`` if no job has it (see resolve_job)."""
+    params = {"namespace": namespace, "name": name, "limit": limit, "offset": offset}
+    return _runs_page(conn.execute(_LIST_RUNS_BY_FQN[_lateral(conn)], params).all())
+
+
+def _lateral(conn: Connection) -> bool:
+    return conn.dialect.name == "postgresql"
+
+
+def _runs_page(rows: Iterable[Sequence[Any]]) -> Page[Run] | None:
+    inputs: dict[str, list[DatasetVersionRef]] = defaultdict(list)
+    outputs: dict[str, list[DatasetVersionRef]] = defaultdict(list)
+    page: list[Sequence[Any]] = []
+    job: Sequence[Any] | None = None
+    # By position: SQLAlchemy's by-name row access costs more than the rest of this loop.
+    for x in rows:
+        kind = x[0]
+        if kind == "R":
+            page.append(x)
+        elif kind == "T":
+            job = x
+        else:
+            into = inputs if kind == "I" else outputs
+            into[x[2]].append(DatasetVersionRef(x[13], x[14], x[15]))
+    if job is None:
+        return None
+    job_namespace, job_name, job_uuid, total = job[13:17]
+    runs = [
+        Run(
+            uuid,
+            job_uuid,
+            job_namespace,
+            job_name,
+            job_version_uuid,
+            parent_run_uuid,
+            state,
+            created_at,
+            updated_at,
+            nominal_start_time,
+            nominal_end_time,
+            started_at,
+            ended_at,
+            dict(facets or {}),
+            inputs.get(uuid, []),
+            outputs.get(uuid, []),
+            dict(io_facets or {}),
+        )
+        for (
+            _,
+            created_at,
+            uuid,
+            job_version_uuid,
+            parent_run_uuid,
+            state,
+            updated_at,
+            nominal_start_time,
+            nominal_end_time,
+            started_at,
+            ended_at,
+            facets,
+            io_facets,
+            *_,
+        ) in page
+    ]
+    return Page(runs, int(total or 0))
+
+
+def run_job_facets(conn: Connection, run_id: str) -> dict[str, Any]:
+    """The job facets the run's own events sent, a later event's (by event time) over an
+    earlier one's, as Marquez answers ``?type=job``: a past run keeps the SQL it ran,
+    whatever the job's later edits. A run no event sent job facets for has none."""
+    get_run(conn, run_id)  # NotFound for an unknown run
+    e = s.lineage_events
+    rows = conn.execute(
+        sa.select(e.c.payload).where(e.c.run_uuid == run_id).order_by(e.c.event_time, e.c.uuid)
+    ).all()
+    out: dict[str, Any] = {}
+    for (payload,) in rows:
+        job = payload.get("job") if isinstance(payload, dict) else None
+        facets = job.get("facets") if isinstance(job, dict) else None
+        if isinstance(facets, dict):
+            out.update(facets)
+    return out

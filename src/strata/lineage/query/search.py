@@ -1,0 +1,110 @@
+"""Search over dataset and job names, and the raw events list."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from datetime import datetime
+from typing import Any, Literal
+
+import sqlalchemy as sa
+from sqlalchemy.engine import Connection
+
+from strata.errors import InvalidArgument
+from strata.lineage.query.common import Page
+from strata.store import schema as s
+
+# --- search and events --------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class SearchHit:
+    type: Literal["DATASET", "JOB"]
+    namespace: str
+    name: str
+    updated_at: datetime
+
+
+def search(
+    conn: Connection,
+    q: str,
+    filter: Literal["DATASET", "JOB"] | None,
+    sort: Literal["NAME", "UPDATE_AT", "RELEVANCE"],
+    limit: int,
+    namespace: str | None = None,
+) -> Page[SearchHit]:
+    """Case-insensitive pattern search; ``%`` and ``_`` in ``q`` are wildcards, as in Marquez.
+    ``RELEVANCE`` puts whole-name matches first, then names starting with ``q``, then names
+    with a part (after ``/``, ``.`` or ``-``) starting with it, then the rest; shorter first."""
+    pattern = f"%{q.lower()}%"
+    parts: list[sa.Select[Any]] = []
+    if filter in (None, "DATASET"):
+        d = s.datasets
+        cond = sa.and_(
+            sa.func.lower(d.c.name).like(pattern),
+            d.c.deleted_at.is_(None),
+            d.c.is_hidden.is_(False),
+        )
+        if namespace:
+            cond = sa.and_(cond, d.c.namespace == namespace)
+        parts.append(
+            sa.select(
+                sa.literal("DATASET").label("type"),
+                d.c.namespace,
+                d.c.name,
+                d.c.updated_at,
+            ).where(cond)
+        )
+    if filter in (None, "JOB"):
+        j = s.jobs
+        cond = sa.and_(sa.func.lower(j.c.name).like(pattern), j.c.is_hidden.is_(False))
+        if namespace:
+            cond = sa.and_(cond, j.c.namespace == namespace)
+        parts.append(
+            sa.select(
+                sa.literal("JOB").label("type"), j.c.namespace, j.c.name, j.c.updated_at
+            ).where(cond)
+        )
+    u = sa.union_all(*parts).subquery() if len(parts) > 1 else parts[0].subquery()
+    orders: dict[str, list[sa.ColumnElement[Any]]] = {
+        "NAME": [u.c.name, u.c.namespace, u.c.type],
+        "UPDATE_AT": [u.c.updated_at.desc(), u.c.name, u.c.type],
+        "RELEVANCE": [_match_rank(u.c.name, q), sa.func.length(u.c.name), u.c.name, u.c.type],
+    }
+    rows = conn.execute(sa.select(u).order_by(*orders[sort]).limit(limit)).all()
+    total = conn.execute(sa.select(sa.func.count()).select_from(u)).scalar_one()
+    return Page([SearchHit(r.type, r.namespace, r.name, r.updated_at) for r in rows], total)
+
+
+def _match_rank(name: sa.ColumnElement[str], q: str) -> sa.ColumnElement[int]:
+    """0 for a whole-name match, 1 a prefix, 2 a part's prefix, 3 anything else."""
+    low, needle = sa.func.lower(name), q.lower()
+    part = sa.or_(*[low.like(f"%{sep}{needle}%") for sep in ("/", ".", "-")])
+    return sa.case((low.like(needle), 0), (low.like(f"{needle}%"), 1), (part, 2), else_=3)
+
+
+def list_events(
+    conn: Connection,
+    before: datetime | None,
+    after: datetime | None,
+    ascending: bool,
+    limit: int,
+    offset: int,
+) -> Page[dict[str, Any]]:
+    """Raw run events by event time (``ix_lineage_events_time``): Marquez's lineage event
+    list, which keeps DatasetEvents and JobEvents apart and does not show them."""
+    e = s.lineage_events
+    conds: list[sa.ColumnElement[bool]] = [e.c.run_uuid.is_not(None)]
+    if before is not None:
+        conds.append(e.c.event_time <= before)
+    if after is not None:
+        conds.append(e.c.event_time >= after)
+    if before is not None and after is not None and after > before:
+        raise InvalidArgument(
+            "'after' is later than 'before'; swap them", before=str(before), after=str(after)
+        )
+    order = [e.c.event_time, e.c.uuid] if ascending else [e.c.event_time.desc(), e.c.uuid.desc()]
+    rows = conn.execute(
+        sa.select(e.c.payload).where(*conds).order_by(*order).limit(limit).offset(offset)
+    ).all()
+    total = conn.execute(sa.select(sa.func.count()).select_from(e).where(*conds)).scalar_one()
+    return Page([dict(r.payload) for r in rows], total)
