@@ -180,6 +180,26 @@ def side_by_side(
     }
 
 
+def time_requests(
+    client: Any, paths: dict[str, str], rounds: int, warm: int = 2
+) -> tuple[dict[str, list[float]], dict[str, Any]]:
+    """GET each of ``paths`` (label -> path) once per round, in order, on ``client`` (an
+    ``httpx.Client``); ``warm`` untimed rounds first. Returns each label's times in ms and
+    its last JSON body; a request that fails stops the run."""
+    times: dict[str, list[float]] = {k: [] for k in paths}
+    bodies: dict[str, Any] = {}
+    for r in range(rounds + warm):
+        for label, path in paths.items():
+            t0 = time.perf_counter()
+            answer = client.get(path)
+            took = (time.perf_counter() - t0) * 1000
+            answer.raise_for_status()
+            if r >= warm:
+                times[label].append(took)
+            bodies[label] = answer.json()
+    return times, bodies
+
+
 def fmt(value: Any) -> str:
     if isinstance(value, float):
         if math.isnan(value):

@@ -19,12 +19,11 @@ from __future__ import annotations
 
 import math
 import sys
-import time
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
 
-from _common import parser, print_table, summary, write_json
+from _common import parser, print_table, summary, time_requests, write_json
 
 HERE = Path(__file__).resolve().parent
 sys.path[:0] = [str(HERE.parent / "tests")]
@@ -76,23 +75,13 @@ def measure(backend: str, runs: int, rounds: int) -> dict[str, Any]:
         populate(engine, runs, 20, 0.8, seed=7)
         app = create_app(Settings(database_url=url, lineage_fold="thread"), engine)
         paths = requests_to_time(epoch)
-        times: dict[str, list[float]] = {k: [] for k in paths}
-        counted: dict[str, Any] = {}
         with serving(app) as base, httpx.Client(base_url=f"{base}/api/v1", timeout=60) as c:
-            for r in range(rounds + 2):
-                for label, path in paths.items():
-                    t0 = time.perf_counter()
-                    answer = c.get(path)
-                    took = (time.perf_counter() - t0) * 1000
-                    answer.raise_for_status()
-                    if r >= 2:  # two rounds warm the caches
-                        times[label].append(took)
-                    counted[label] = _size(answer.json())
+            times, bodies = time_requests(c, paths, rounds)  # two rounds warm the caches
     return {
         "backend": backend,
         "runs": runs,
         "ms": {k: summary(v) for k, v in times.items()},
-        "found": counted,
+        "found": {k: _size(body) for k, body in bodies.items()},
     }
 
 

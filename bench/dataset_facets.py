@@ -20,11 +20,10 @@ run that made it, so only the sources' lists are comparable).
 from __future__ import annotations
 
 import sys
-import time
 from pathlib import Path
 from typing import Any
 
-from _common import parser, print_table, summary, write_json
+from _common import parser, print_table, summary, time_requests, write_json
 
 HERE = Path(__file__).resolve().parent
 sys.path[:0] = [str(HERE.parent / "tests")]
@@ -81,20 +80,9 @@ def measure(backend: str, runs: int, rounds: int) -> dict[str, Any]:
             for name in DATASETS
             for kind, suffix in (("dataset", ""), ("versions", "/versions?limit=20"))
         }
-        times: dict[str, list[float]] = {k: [] for k in paths}
-        facets: dict[str, bool] = {}
         with serving(app) as base, httpx.Client(base_url=f"{base}/api/v1", timeout=60) as c:
-            for r in range(rounds + 2):
-                for label, path in paths.items():
-                    t0 = time.perf_counter()
-                    answer = c.get(path)
-                    took = (time.perf_counter() - t0) * 1000
-                    answer.raise_for_status()
-                    if r >= 2:  # two rounds warm the caches
-                        times[label].append(took)
-                    body = answer.json()
-                    shown = body["versions"][0] if "versions" in body else body
-                    facets[label] = "dataQualityAssertions" in shown["facets"]
+            times, bodies = time_requests(c, paths, rounds)
+    facets = {label: _shows_assertions(body) for label, body in bodies.items()}
     if not (facets["in-001 dataset"] and facets["in-001 versions"]):
         raise SystemExit("in-001 does not show its readers' assertions: the bench is broken")
     return {
@@ -103,6 +91,11 @@ def measure(backend: str, runs: int, rounds: int) -> dict[str, Any]:
         "ms": {k: summary(v) for k, v in times.items()},
         "shows_assertions": facets,
     }
+
+
+def _shows_assertions(body: dict[str, Any]) -> bool:
+    shown = body["versions"][0] if "versions" in body else body
+    return "dataQualityAssertions" in shown["facets"]
 
 
 def main() -> None:
