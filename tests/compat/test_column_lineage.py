@@ -3,13 +3,10 @@ dataset_b (col_c from both) → job2 → dataset_c (col_d from col_c)."""
 
 from __future__ import annotations
 
-import json
-import re
-import uuid
-from pathlib import Path
 from typing import Any
 
 import pytest
+from dataproc import dataproc_events
 from marquez_api import Marquez
 
 from ol_events import run_event
@@ -163,26 +160,6 @@ def test_input_fields_name_the_version_the_run_read(marquez: Marquez, chain: str
     }
 
 
-SPARK = (
-    Path(__file__).parents[2].parent
-    / "shared/conformance/events/compat/spark_dataproc_simple_producer_test_complete/events"
-)
-HOST = "dataproc-producer-test-m"
-
-
-def _spark_events(ns: str) -> list[dict[str, Any]]:
-    """OpenLineage's Dataproc scenario (create t1, insert, CTAS t2 from t1) moved to a
-    namespace and runs of this test's own: its last event writes a version of t2 without
-    a ``columnLineage`` facet."""
-    if not SPARK.is_dir():
-        pytest.fail(f"the conformance corpus is missing: expected {SPARK}")
-    texts = [SPARK.joinpath(f"{n}.json").read_text("utf-8") for n in range(1, 17)]
-    runs = set(re.findall(r'"runId": "([0-9a-f-]{36})"', "\n".join(texts)))
-    ours = {run: str(uuid.uuid5(uuid.NAMESPACE_URL, ns + run)) for run in runs}
-    pattern = re.compile("|".join([HOST, *runs]))
-    return [json.loads(pattern.sub(lambda m: ours.get(m[0], ns), text)) for text in texts]
-
-
 @pytest.mark.parametrize("order", ["as sent", "reversed"])
 def test_spark_column_lineage_outlives_a_version_that_carries_none(
     marquez: Marquez, ns: str, order: str
@@ -190,7 +167,7 @@ def test_spark_column_lineage_outlives_a_version_that_carries_none(
     """As Marquez, a dataset's column lineage is its latest recorded edges: the table
     written last without a ``columnLineage`` facet still shows where its columns came
     from, whatever order the events arrived in; asked by version, it has none."""
-    events = _spark_events(ns)
+    events = dataproc_events(ns)
     marquez.send(*(reversed(events) if order == "reversed" else events))
     hdfs, t1, t2 = f"hdfs://{ns}", "/user/hive/warehouse/t1", "/user/hive/warehouse/t2"
     graph = marquez.get("/column-lineage", nodeId=f"dataset:{hdfs}:{t2}")["graph"]

@@ -26,6 +26,11 @@ CLL = {
 }
 
 
+def _symlinks(*names: tuple[str, str]) -> dict[str, Any]:
+    """A ``symlinks`` facet naming ``db.source`` in each (namespace, type)."""
+    return {"identifiers": [{"namespace": ns, "name": "db.source", "type": t} for ns, t in names]}
+
+
 def story() -> list[dict[str, Any]]:
     raw = ds("lake", "raw", **SCHEMA)
     raw_v1 = ds("lake", "raw", version={"datasetVersion": "v1"}, **SCHEMA)
@@ -110,13 +115,23 @@ def story() -> list[dict[str, Any]]:
         },
         {
             "eventTime": at(11),
-            "dataset": ds("ext", "source", dataSource={"name": "warehouse", "uri": "s3://new"}),
+            "dataset": ds(
+                "ext",
+                "source",
+                dataSource={"name": "warehouse", "uri": "s3://new"},
+                symlinks=_symlinks(("hive", "TABLE")),
+            ),
             "producer": PRODUCER,
             "schemaURL": "https://openlineage.io/spec/2-0-2/OpenLineage.json#/$defs/DatasetEvent",
         },
         {
             "eventTime": at(9),
-            "dataset": ds("ext", "source", dataSource={"name": "warehouse", "uri": "s3://old"}),
+            "dataset": ds(
+                "ext",
+                "source",
+                dataSource={"name": "warehouse", "uri": "s3://old"},
+                symlinks=_symlinks(("hive", "VIEW"), ("glue", "TABLE")),
+            ),
             "producer": PRODUCER,
             "schemaURL": "https://openlineage.io/spec/2-0-2/OpenLineage.json#/$defs/DatasetEvent",
         },

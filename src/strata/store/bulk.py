@@ -520,6 +520,23 @@ def upsert(conn: Connection, table: sa.Table, columns: Sequence[str], index: Seq
     return cached(("upsert", dialect.__name__, table.name, tuple(columns), tuple(index)), build)
 
 
+def largest_upsert(conn: Connection, table: sa.Table, index: Sequence[str], column: str) -> Any:
+    """INSERT, or keep the larger non-NULL of the existing and the new ``column``: the
+    row then does not depend on which write came first."""
+    dialect = _dialect(conn)
+
+    def build() -> Any:
+        stmt = dialect.insert(table)
+        new, old = stmt.excluded[column], table.c[column]
+        return stmt.on_conflict_do_update(
+            index_elements=list(index),
+            set_={column: new},
+            where=sa.and_(new.is_not(None), sa.or_(old.is_(None), new > old)),
+        )
+
+    return cached(("largest", dialect.__name__, table.name, tuple(index), column), build)
+
+
 def widening_upsert(
     conn: Connection,
     table: sa.Table,

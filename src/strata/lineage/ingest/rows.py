@@ -21,9 +21,9 @@ from strata.lineage.ingest import facets as fx
 from strata.store import schema as s
 from strata.store.bulk import (
     cached,
-    delete_in,
     execute_many,
     insert_ignore,
+    largest_upsert,
     returning_many,
     update_rows,
     widening_upsert,
@@ -217,14 +217,27 @@ def write_dataset_facets(
     )
 
 
+Symlink = tuple[str, str, str]  # (dataset uuid, the symlink's namespace, its name)
+
+
+def add_symlinks(conn: Connection, links: dict[Symlink, str | None]) -> None:
+    """Record every symlink a dataset was ever given, with its ``type``, as Marquez does
+    (none is removed); where events disagree on a type the largest stays."""
+    rows = [
+        {"dataset_uuid": u, "namespace": ns, "name": name, "type": kind}
+        for (u, ns, name), kind in sorted(links.items())
+    ]
+    if rows:
+        index = ["dataset_uuid", "namespace", "name"]
+        execute_many(conn, largest_upsert(conn, s.dataset_symlinks, index, "type"), rows)
+
+
 def refresh_datasets(conn: Connection, facets: dict[str, dict[str, Any]]) -> None:
-    """Columns derived from each dataset's merged ``facets``: description, source,
-    symlinks."""
+    """Columns derived from each dataset's merged ``facets``: description, source."""
     if not facets:
         return
-    t, sl = s.datasets, s.dataset_symlinks
+    t = s.datasets
     updates: dict[tuple[str, ...], list[dict[str, Any]]] = {}
-    links: list[dict[str, Any]] = []
     for dataset_uuid in sorted(facets):
         merged = facets[dataset_uuid]
         values: dict[str, Any] = {}
@@ -236,12 +249,5 @@ def refresh_datasets(conn: Connection, facets: dict[str, dict[str, Any]]) -> Non
             values["source_name"] = source[0]
         if values:
             updates.setdefault(tuple(values), []).append({"uuid": dataset_uuid, **values})
-        links += [
-            {"dataset_uuid": dataset_uuid, "namespace": ns, "name": name, "type": kind}
-            for ns, name, kind in fx.symlinks(merged)
-        ]
     for params in updates.values():
         update_rows(conn, t, "uuid", params)
-    delete_in(conn, sl, "dataset_uuid", list(facets))
-    if links:
-        execute_many(conn, cached(("symlinks-insert",), sl.insert), links)

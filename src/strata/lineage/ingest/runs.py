@@ -17,6 +17,7 @@ from strata.lineage.ingest.events import Event
 from strata.lineage.ingest.fold import RunFold, fold_run
 from strata.lineage.ingest.rows import (
     DatasetRow,
+    add_symlinks,
     merge_dataset_facets,
     refresh_datasets,
     touch_dataset_rows,
@@ -129,6 +130,7 @@ def touch_events(
     names: dict[str, tuple[datetime, datetime]] = {}
     spans: dict[tuple[str, str], tuple[datetime, datetime]] = {}
     sources: set[tuple[str, str | None, datetime]] = set()
+    symlinks: dict[tuple[tuple[str, str], str, str], set[str | None]] = {}
     for ev in events:
         at = ev.event_time
         refs = (*ev.inputs, *ev.outputs, *((ev.dataset,) if ev.dataset else ()))
@@ -138,11 +140,22 @@ def touch_events(
         for ref in refs:
             widen(names, ref.namespace, at)
             widen(spans, ref.key, at)
+            for symlink_ns, symlink, kind in fx.symlinks(ref.facets):
+                widen(names, symlink_ns, at)  # a symlink's namespace exists, as in Marquez
+                kinds = symlinks.setdefault((ref.key, symlink_ns, symlink), set())
+                kinds.add(kind)
             source = fx.data_source(ref.facets)
             if source is not None:
                 sources.add((source[0], source[1], at))
     touch_namespaces(conn, names)
     found = touch_dataset_rows(conn, spans)
+    add_symlinks(
+        conn,
+        {
+            (found[key].uuid, ns, name): max((k for k in kinds if k is not None), default=None)
+            for (key, ns, name), kinds in symlinks.items()
+        },
+    )
     # Per dataset and facet, the group's latest (by stamp) value, merged once: a dataset
     # named by hundreds of the group's events was merged, copied and compared as often.
     latest: dict[tuple[str, str], dict[str, tuple[list[str], Any]]] = {}

@@ -229,11 +229,28 @@ def list_datasets(conn: Connection, namespace: str, limit: int, offset: int) -> 
     return Page(_datasets_from_rows(conn, rows), total)
 
 
+def symlink_target(conn: Connection, namespace: str, name: str) -> sa.Row[Any] | None:
+    """The visible dataset whose ``symlinks`` facet names ``namespace``/``name`` (a Hive
+    table behind a path, say), as Marquez resolves a symlink; where several do, the first
+    by namespace and name, so that the answer does not depend on arrival order."""
+    t, sl = s.datasets, s.dataset_symlinks
+    return conn.execute(
+        sa.select(t)
+        .join(sl, sl.c.dataset_uuid == t.c.uuid)
+        .where(sl.c.namespace == namespace, sl.c.name == name, t.c.is_hidden.is_(False))
+        .order_by(t.c.namespace, t.c.name)
+        .limit(1)
+    ).first()
+
+
 def dataset_row(conn: Connection, namespace: str, name: str) -> sa.Row[Any]:
+    """The visible dataset of that name, else the one it is a symlink of."""
     t = s.datasets
     row = conn.execute(
         sa.select(t).where(t.c.namespace == namespace, t.c.name == name, t.c.is_hidden.is_(False))
     ).first()
+    if row is None:
+        row = symlink_target(conn, namespace, name)
     if row is None:
         raise NotFound(
             f"dataset {name!r} not found in namespace {namespace!r}",

@@ -4,13 +4,13 @@
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Literal
+from typing import Any, Literal
 
 import sqlalchemy as sa
 from sqlalchemy.engine import Connection
 
 from strata.errors import InvalidArgument, NotFound
-from strata.lineage.query.queries import resolve_job
+from strata.lineage.query.queries import resolve_job, symlink_target
 from strata.store import schema as s
 
 NodeType = Literal["DATASET", "JOB", "DATASET_FIELD"]
@@ -55,6 +55,10 @@ def parse_node_id(conn: Connection, node_id: str) -> NodeRef:
             row = find_dataset(conn, ns, name, visible=True)
             if row is not None:
                 return NodeRef("DATASET", row, ns, name, version=version)
+        for ns, name in _splits(rest):
+            target = symlink_target(conn, ns, name)
+            if target is not None:
+                return NodeRef("DATASET", str(target.uuid), *target_name(target), version=version)
     elif kind == "job":
         for ns, name in _splits(rest):
             j = s.jobs
@@ -74,6 +78,12 @@ def parse_node_id(conn: Connection, node_id: str) -> NodeRef:
                 row = find_dataset(conn, ns, name, visible=True)
                 if row is not None and fld:
                     return NodeRef("DATASET_FIELD", row, ns, name, fld, version)
+        for head, fld in reversed(_splits(rest)):
+            for ns, name in _splits(head):
+                target = symlink_target(conn, ns, name)
+                if target is not None and fld:
+                    ref = (str(target.uuid), *target_name(target), fld, version)
+                    return NodeRef("DATASET_FIELD", *ref)
     else:
         raise InvalidArgument(
             f"nodeId {node_id!r} has unknown type {kind!r}; use dataset, job or datasetField",
@@ -94,6 +104,11 @@ def _moved_job(conn: Connection, rest: str) -> tuple[str, str, str] | None:
         if found.kind == "moved" and found.job_uuid and found.namespace and found.name:
             return found.job_uuid, found.namespace, found.name
     return None
+
+
+def target_name(row: sa.Row[Any]) -> tuple[str, str]:
+    """A symlink's target dataset by its own namespace and name."""
+    return str(row.namespace), str(row.name)
 
 
 def find_dataset(conn: Connection, ns: str, name: str, visible: bool = False) -> str | None:

@@ -32,6 +32,7 @@ from strata.lineage.query.datasets import (
     list_datasets,
     require_datasets,
     shown_schema,
+    symlink_target,
     version_row,
 )
 from strata.lineage.query.jobs import (
@@ -156,5 +157,6 @@ __all__ = [
     "runs_by_uuid",
     "search",
     "shown_schema",
+    "symlink_target",
     "version_row",
 ]
