@@ -251,3 +251,82 @@ def test_impact_lists_every_field_derived_from_a_column(built: tuple[Project, An
     assert direct["total"] == len(kinds) and direct["direct"] == len(direct["dependents"])
     ref = f"/api/v1/strata/impact/{quote('raw/users', safe='')}/country?direct=true"
     assert api.get(ref).json() == direct
+
+
+def _program_cause(status: dict[str, Any], dataset: str) -> dict[str, Any]:
+    [st] = [d for d in status["datasets"] if d["name"] == dataset]
+    [cause] = [c for c in st["causes"] if c["kind"] == "program_changed"]
+    return cause
+
+
+def test_status_columns_says_which_columns_a_program_change_touches(
+    built: tuple[Project, Any],
+) -> None:
+    """Planned on its inputs without running, the new program's lineage against the
+    built version's: a column now also fed by another input is changed, a new one is
+    added, the rest unchanged; a change that moves no column says so."""
+    p, api = built
+    folder = str(p.folder)
+    p.edit(
+        'return both.fillna(0, ["slow", "fast"])',
+        'filled = both.fillna(0, ["slow", "fast"])\n'
+        '    return filled.withColumn("fast", F.col("slow") + F.col("fast"))'
+        '.withColumn("total", F.lit(1))',
+    )
+    p.edit(
+        'slow.write_dataframe(df.filter(F.col("ms") >= SLOW_MS))',
+        'slow.write_dataframe(df.filter(F.col("ms") > SLOW_MS))',
+    )
+    plain = p.json("status", "--pipeline", folder)
+    assert "columns" not in _program_cause(plain, "report/users")  # not planned yet
+    versions = {d["name"]: d["version"] for d in plain["datasets"]}
+
+    answer = p.json("status", "--pipeline", folder, "--columns")
+    report = _program_cause(answer, "report/users")
+    assert report["columns"] == {
+        "changed": ["fast"],
+        "added": ["total"],
+        "removed": [],
+        "unchanged": ["user", "country", "slow"],
+    }
+    assert report["text"].endswith("; columns changed: fast; added: total")
+    for out in ("clicks/slow", "clicks/fast"):  # a stricter filter on the same column
+        cause = _program_cause(answer, out)
+        assert cause["columns"]["changed"] == cause["columns"]["added"] == []
+        assert cause["text"].endswith("; no column's lineage changed")
+    jobs = {d["name"]: d["transform"] for d in answer["datasets"]}
+    assert sorted(answer["planned"]) == sorted({jobs["report/users"], jobs["clicks/slow"]})
+    assert answer["unplanned"] == []
+    # Planning ran nothing and wrote nothing.
+    assert {d["name"]: d["version"] for d in answer["datasets"]} == versions
+
+    # Kept in the store: the API's status (and so the pages) says the same.
+    st = api.get("/api/v1/strata/status/report%2Fusers").json()
+    assert st["causes"][0]["columns"] == report["columns"]
+    again = p.json("status", "--pipeline", folder)  # no planning: what was kept
+    assert _program_cause(again, "report/users")["text"] == report["text"]
+
+    p.json("build", "--pipeline", folder, "report/users")
+    after = p.json("status", "--pipeline", folder, "report/users")
+    assert after["datasets"][0]["causes"] == []
+
+
+def test_the_api_plans_one_dataset_s_transform(built: tuple[Project, Any]) -> None:
+    p, api = built
+    p.edit(
+        'return users.groupBy("country").agg(F.count("*").alias("users"))',
+        'return users.groupBy("country").agg(F.countDistinct("user").alias("users"))',
+    )
+    answer = api.post("/api/v1/strata/plans", params={"dataset": "report/countries"})
+    assert answer.status_code == 200, answer.text
+    body = answer.json()
+    [st] = body["datasets"]
+    assert body["planned"] == [st["transform"]]
+    assert _program_cause(body, "report/countries")["columns"] == {
+        "changed": ["users"],
+        "added": [],
+        "removed": [],
+        "unchanged": ["country"],
+    }
+    missing = api.post("/api/v1/strata/plans", params={"dataset": "no/such"})
+    assert missing.status_code == 404 and "no/such" in missing.json()["message"]

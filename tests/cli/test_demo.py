@@ -43,6 +43,8 @@ def test_demo_tells_the_story_and_goes_on_where_it_stopped(
     for chapter in CHAPTERS:
         assert chapter in out, chapter
     assert "rebuilt exactly the 5 datasets `strata status` named" in out
+    # Planned before the build: the edit changed how clicks are counted, nothing else.
+    assert "the change touches metrics/customer_hourly's columns clicks;" in " ".join(out.split())
     assert "current versions untouched" in out
     assert "last build stopped by check 'every click names its customer'" in " ".join(out.split())
     assert "open http://127.0.0.1:5000/" in out  # the pages, served by `strata serve`

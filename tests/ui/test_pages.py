@@ -409,6 +409,42 @@ def test_status_page_lists_every_dataset_with_causes(site: Site) -> None:
     site.shot("status")
 
 
+def test_status_says_which_columns_a_program_change_touches(site: Site) -> None:
+    """A transform edited and planned (POST /strata/plans): its status row names the
+    column whose inputs changed. The edit is undone after, so nothing else sees it."""
+    hourly = site.settings.home / "demo" / "pipelines" / "hourly.py"
+    before = hourly.read_text()
+    edited = before.replace('F.count("latency_ms")', 'F.count("event_id")', 1)
+    assert edited != before
+    try:
+        hourly.write_text(edited)
+        planned = httpx.post(
+            f"{site.url}/api/v1/strata/plans",
+            params={"dataset": "metrics/customer_hourly"},
+            headers={"Authorization": f"Bearer {WRITE}"},
+            timeout=120,
+        )
+        assert planned.status_code == 200, planned.text
+        [cause] = [
+            c for c in planned.json()["datasets"][0]["causes"] if c["kind"] == "program_changed"
+        ]
+        assert cause["columns"]["changed"] == ["timed_clicks"]
+        site.go("#/status")
+        row = site.wait(
+            lambda d: d.find_element(By.XPATH, "//tr[.//a[.='metrics/customer_hourly']]"),
+            timeout=10,
+        )
+        assert isinstance(row, WebElement)
+        assert "program changed" in row.text and "columns changed: timed_clicks" in row.text
+    finally:
+        hourly.write_text(before)
+    site.service.reload()
+    assert all(
+        c.kind.value != "program_changed"
+        for c in site.service.dataset_status("metrics/customer_hourly").causes
+    )
+
+
 def test_column_lineage_page_draws_the_columns(site: Site) -> None:
     site.go(f"#/columns/strata/{quote('metrics/experiment_daily', safe='')}")
     columns = css(site, "svg.graph g.node")

@@ -117,7 +117,24 @@ def _program_changed(c: Cause) -> str:
     was = program_label(old, unnumbered="") if old else "written outside a build"
     kept = c.detail.get("semantic_version")
     tail = f" (semantic version {kept} kept: applies to new rows)" if kept is not None else ""
-    return f"program changed: {was} → {program_label(c.detail.get('new'))}{tail}"
+    columns = _columns_touched(c.detail.get("columns"))
+    return f"program changed: {was} → {program_label(c.detail.get('new'))}{tail}{columns}"
+
+
+def _columns_touched(columns: Mapping[str, list[str]] | None) -> str:
+    """``; columns changed: a, b; added: c`` from a planned comparison, if any."""
+    if columns is None:
+        return ""
+    parts = [
+        f"{label}: {', '.join(columns[key])}"
+        for key, label in (
+            ("changed", "columns changed"),
+            ("added", "added"),
+            ("removed", "removed"),
+        )
+        if columns.get(key)
+    ]
+    return "; " + "; ".join(parts) if parts else "; no column's lineage changed"
 
 
 def _foreign_program_changed(c: Cause) -> str:

@@ -17,7 +17,7 @@ from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING, Any
 
-from strata.builds import check_eval, check_keys, incremental, plan_lineage
+from strata.builds import check_eval, check_keys, incremental, plan_cache, plan_lineage
 from strata.builds.causes import Outcome
 from strata.builds.check_eval import Target
 from strata.builds.checks import Check, CheckResult, failure_message
@@ -367,13 +367,17 @@ def derive_lineage(
     files they read. Lineage describes the run; it is not part of it: a plan it cannot
     follow leaves that output without one, and never fails the build."""
     names = {v.dataset_uuid: v.dataset for v in read.values()}
+    state = BuildState(lake.engine, lake.namespace)
 
     def dataset_of(uri: str) -> str | None:
         rel = lake.storage.relative(uri)
         return names.get(rel.split("/", 1)[0]) if rel else None
 
+    def derived_of(plan: Any, columns: Sequence[str]) -> plan_lineage.Derived | None:
+        return plan_cache.derived(state, plan, columns)
+
     try:
-        return plan_lineage.column_lineage_fields(frame, lake.namespace, dataset_of)
+        return plan_lineage.column_lineage_fields(frame, lake.namespace, dataset_of, derived_of)
     except Exception as exc:
         why = f"{type(exc).__name__}: {str(exc).splitlines()[0] if str(exc) else ''}"
         log.warning("no column lineage for %s: its plan could not be followed (%s)", name, why)

@@ -80,7 +80,7 @@ class OutputHandle:
         lake: Lake,
         spark: SparkSession,
         item: Declared,
-        txn: Transaction,
+        txn: Transaction | None,  # None: the transform is planned, nothing is written
         name: str,
         allowed: Mapping[str, Version],
         plan: Plan,
@@ -103,7 +103,7 @@ class OutputHandle:
             )
         if self.written:
             raise self._error(f"set_mode({mode!r}) on {self.name!r} after writing it; set it first")
-        if self._plan.mode == "incremental":
+        if self._plan.mode == "incremental" and self._txn is not None:
             exclusive = WRITE_MODES[mode] == "APPEND"
             self._txn.set_type(self.name, WRITE_MODES[mode], exclusive=exclusive)
 
@@ -138,7 +138,8 @@ class OutputHandle:
             raise self._error(f"wrote {self.name!r} twice; union the frames and write once")
         if self._on_write is not None:
             self._on_write(self.name, df)
-        self._txn.write(df, dataset=self.name, within=self._within)
+        if self._txn is not None:
+            self._txn.write(df, dataset=self.name, within=self._within)
         self.written = True
 
     def _error(self, what: str) -> TransformError:

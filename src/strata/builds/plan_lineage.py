@@ -260,7 +260,7 @@ class FieldLineage:
     sources: dict[Source, frozenset[How]]
 
 
-def derive(plan_json: str, names: Sequence[str]) -> tuple[list[FieldLineage], int] | None:
+def derive(plan_json: str, names: Sequence[str]) -> Derived | None:
     """Each output column's lineage from an analyzed plan's JSON (``names``: the
     frame's columns, in order), and the plan's leaf count; None when the plan's output
     is not those columns."""
@@ -276,6 +276,11 @@ def derive(plan_json: str, names: Sequence[str]) -> tuple[list[FieldLineage], in
         _merge(sources, indirect)
         fields.append(FieldLineage(name, {s: frozenset(h) for s, h in sources.items()}))
     return fields, len(walk.leaves)
+
+
+def derive_plan(plan: Any, names: Sequence[str]) -> Derived | None:
+    """:func:`derive` of an analyzed plan (a JVM object), through its JSON."""
+    return derive(str(plan.toJSON()), names)
 
 
 def facet_fields(
@@ -322,9 +327,39 @@ def _merged(inputs: list[dict[str, Any]]) -> list[dict[str, Any]]:
     return list(by.values())
 
 
-def plan_and_leaves(frame: Any) -> tuple[str, list[str | None]]:
-    """A Spark frame's analyzed plan as JSON, and the first file each of its leaves
-    reads (None for a leaf that reads no files), in the plan's pre-order."""
+Derived = tuple[list[FieldLineage], int]  # each column's lineage, the plan's leaf count
+
+
+def encode(derived: Derived) -> str:
+    """``derived`` as JSON text, for :func:`decode`."""
+    fields, leaves = derived
+    rows = [
+        [
+            f.name,
+            [
+                [leaf, col, sorted([h.type, h.subtype] for h in hows)]
+                for (leaf, col), hows in sorted(f.sources.items())
+            ],
+        ]
+        for f in fields
+    ]
+    return json.dumps([leaves, rows])
+
+
+def decode(text: str) -> Derived:
+    leaves, fields = json.loads(text)
+    out = []
+    for name, sources in fields:
+        found: dict[Source, frozenset[How]] = {}
+        for leaf, col, hows in sources:
+            found[(int(leaf), str(col))] = frozenset(How(t, st) for t, st in hows)
+        out.append(FieldLineage(str(name), found))
+    return out, int(leaves)
+
+
+def plan_and_leaves(frame: Any) -> tuple[Any, list[str | None]]:
+    """A Spark frame's analyzed plan (a JVM object), and the first file each of its
+    leaves reads (None for a leaf that reads no files), in the plan's pre-order."""
     plan = frame._jdf.queryExecution().analyzed()
     leaves = plan.collectLeaves()
     files: list[str | None] = []
@@ -335,16 +370,20 @@ def plan_and_leaves(frame: Any) -> tuple[str, list[str | None]]:
             continue
         roots = leaf.relation().location().rootPaths()
         files.append(str(roots.head().toString()) if roots.nonEmpty() else None)
-    return str(plan.toJSON()), files
+    return plan, files
 
 
 def column_lineage_fields(
-    frame: Any, namespace: str, dataset_of_file: Callable[[str], str | None]
+    frame: Any,
+    namespace: str,
+    dataset_of_file: Callable[[str], str | None],
+    derived_of: Callable[[Any, Sequence[str]], Derived | None] | None = None,
 ) -> dict[str, Any] | None:
     """The ``columnLineage`` ``fields`` of what ``frame`` computes, its leaves named by
-    ``dataset_of_file``; None when the plan's leaves cannot be matched to its JSON."""
-    text, files = plan_and_leaves(frame)
-    derived = derive(text, frame.columns)
+    ``dataset_of_file``; None when the plan's leaves cannot be matched to its JSON.
+    ``derived_of(plan, columns)`` may answer a plan seen before (default: derive it)."""
+    plan, files = plan_and_leaves(frame)
+    derived = (derived_of or derive_plan)(plan, frame.columns)
     if derived is None or derived[1] != len(files):
         return None
     fields = derived[0]

@@ -9,7 +9,7 @@ from collections.abc import Collection, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from typing import TYPE_CHECKING, Any
 
-from strata.builds import column_trace, history, status
+from strata.builds import column_changes, column_trace, history, status
 from strata.builds.builder import Builder, BuildReport, Reporter
 from strata.builds.discovery import Pipelines, load_pipelines, source_stamp
 from strata.builds.history import Entry
@@ -72,6 +72,20 @@ class BuildService:
         if self.settings.foreign_status:
             found |= status.foreign(self.state)
         return found
+
+    def plan_columns(self, dataset: str | None = None) -> tuple[list[str], list[str]]:
+        """Plan each transform out of date by a program change (of ``dataset`` only, if
+        named) on its current inputs, so status can say which columns the change
+        touches; starts Spark, runs nothing. The transforms planned and those whose plan
+        could not be made."""
+        found = self.status() if dataset is None else {dataset: self.dataset_status(dataset)}
+        jobs = {job for _, job, _ in column_changes.program_changes(found)}
+        if not jobs:
+            return [], []
+        failed = column_changes.plan_changed(
+            self.lake, self._spark(), self.state, self.pipelines, jobs
+        )
+        return sorted(jobs - set(failed)), failed
 
     def dataset_status(self, name: str) -> DatasetStatus:
         """One dataset's status, reading only it and what is upstream of it."""

@@ -20,7 +20,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from strata.builds import incremental, partition_plan
+from strata.builds import column_changes, incremental, partition_plan
 from strata.builds.causes import Cause, CauseKind, Role, Status
 from strata.builds.discovery import Declared, Pipelines
 from strata.builds.incremental import Facts
@@ -294,7 +294,8 @@ def from_store(
     parts = partition_plan.gather(state, items, current, declared)
     ordinals = state.ordinals(programs_to_name(pipelines, current, keys, parts))
     failures = state.last_check_failures([i.fqn for i in items if i.transform.has_checks])
-    return assess(pipelines, current, ordinals, keys, facts, parts, failures)
+    found = assess(pipelines, current, ordinals, keys, facts, parts, failures)
+    return column_changes.with_columns(state, found)
 
 
 def check_causes(

@@ -22,6 +22,7 @@ from strata.errors import InvalidArgument, StrataError
 
 if TYPE_CHECKING:
     from strata.builds.builder import BuildReport
+    from strata.builds.service import BuildService
 
 
 def _progress_to(json: bool) -> tuple[Console, TextIO | None]:
@@ -36,15 +37,27 @@ def status(
         str | None, typer.Argument(help="One dataset (and what is upstream of it) only.")
     ] = None,
     pipeline: PipelineOpt = None,
+    columns: Annotated[
+        bool,
+        typer.Option(
+            "--columns",
+            help="Plan each transform whose program changed on its current inputs (starts "
+            "Spark, runs nothing) and say which columns the change touches.",
+        ),
+    ] = False,
     json: JsonOpt = False,
 ) -> None:
     """Every dataset (or DATASET): fresh or out of date, with every cause; a partitioned
-    dataset's partitions too. Starts no JVM."""
+    dataset's partitions too. Starts no JVM unless asked for --columns."""
     with reported():
         service = service_from(ctx, pipeline)
+        planned = _plan_columns(service, dataset, json) if columns else None
         result = service.status() if dataset is None else {dataset: service.dataset_status(dataset)}
         if json:
-            emit_json({"datasets": [s.to_dict() for s in result.values()]})
+            answer: dict[str, Any] = {"datasets": [s.to_dict() for s in result.values()]}
+            if planned is not None:
+                answer["planned"], answer["unplanned"] = planned
+            emit_json(answer)
             return
         rows = [
             (
@@ -63,6 +76,20 @@ def status(
 
 
 _PARTITIONS_SHOWN = 50
+
+
+def _plan_columns(
+    service: BuildService, dataset: str | None, json: bool
+) -> tuple[list[str], list[str]]:
+    """The transforms planned and those that could not be (each said in one line)."""
+    console, _ = _progress_to(json)
+    with console.status("planning the transforms whose program changed…"):
+        planned, failed = service.plan_columns(dataset)
+    for fqn in failed:
+        err_console.print(f"could not plan {fqn}: its columns are not compared (the log says why)")
+    if failed:
+        point_to_spark_log()
+    return planned, failed
 
 
 def causes_text(s: DatasetStatus) -> str:

@@ -456,6 +456,31 @@ program_versions = sa.Table(
     sa.UniqueConstraint("namespace", "job_name", "ordinal"),
 )
 
+# The column lineage a program version's plan gives each output, planned on the inputs of
+# the day without running it (``strata status --columns``): status compares it with the
+# lineage of the version the older program built, to say which columns a change touches.
+program_lineage = sa.Table(
+    "program_lineage",
+    metadata,
+    sa.Column("namespace", Name(), primary_key=True),
+    sa.Column("job_name", Name(), primary_key=True),
+    sa.Column("fingerprint", sa.String(64), primary_key=True),
+    # {output: {"columns": [names], "fields": columnLineage fields}}
+    sa.Column("outputs", JSONType, nullable=False),
+    ts_col("planned_at", nullable=False),
+)
+
+# Column lineage derived from a Spark plan, by the plan's signature (its tree with ids
+# renumbered, files aside): a rebuild of an unchanged program on inputs of unchanged
+# schemas finds it here instead of deriving it again.
+plan_lineage = sa.Table(
+    "plan_lineage",
+    metadata,
+    sa.Column("signature", sa.String(64), primary_key=True),
+    sa.Column("derived", sa.Text(), nullable=False),
+    ts_col("created_at", nullable=False),
+)
+
 # One holder at a time per transform: a build (CLI or worker) leases the transform's job
 # before it runs it and renews the lease while it works; an expired lease is free.
 build_leases = sa.Table(

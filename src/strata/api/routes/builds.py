@@ -45,6 +45,24 @@ def get_status(request: Request) -> Response:
     return views.json_response({"namespace": service.lake.namespace, "datasets": datasets})
 
 
+@router.post("/plans", response_model=views.Json, responses=errors(400, 404))
+def post_plans(
+    request: Request,
+    dataset: Annotated[
+        str | None, Query(max_length=1024, description="one dataset's transform only")
+    ] = None,
+) -> Response:
+    """Plan each transform out of date by a program change (``dataset``'s only, if
+    given) on its current inputs, as `strata status --columns` does: status then says
+    which columns each change touches. Starts Spark in the server on first use; runs
+    and writes no data."""
+    service = _service(request)
+    planned, unplanned = service.plan_columns(dataset)
+    result = service.status() if dataset is None else {dataset: service.dataset_status(dataset)}
+    datasets = [s.to_dict() for s in result.values()]
+    return views.json_response({"planned": planned, "unplanned": unplanned, "datasets": datasets})
+
+
 @router.get("/status/{dataset:seg}", response_model=views.Json)
 def get_dataset_status(request: Request, dataset: str) -> Response:
     """One dataset's status and causes."""

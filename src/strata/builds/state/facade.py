@@ -184,6 +184,34 @@ class BuildState:
             versions = {n.dataset_version for n in found if n.dataset_version}
             return ColumnWalk(at.commit_id, start, found, columns.commit_ids(conn, versions))
 
+    def current_columns(self, names: Collection[str]) -> dict[str, columns.VersionColumns]:
+        """Each lake dataset's current columns and the column lineage recorded with them."""
+        with read_tx(self.engine) as conn:
+            return columns.current_columns(conn, self.namespace, names)
+
+    def planned_lineage(
+        self, programs_: Collection[tuple[str, str]]
+    ) -> dict[tuple[str, str], dict[str, dict[str, Any]]]:
+        """``(transform, fingerprint) -> {output: {"columns", "fields"}}`` of those
+        program versions whose plan was derived (:meth:`record_planned_lineage`)."""
+        if not programs_:
+            return {}
+        with read_tx(self.engine) as conn:
+            return programs.planned(conn, self.namespace, programs_)
+
+    def record_planned_lineage(
+        self, job_name: str, fingerprint: str, outputs: dict[str, dict[str, Any]]
+    ) -> None:
+        programs.record_planned(self.engine, self.namespace, job_name, fingerprint, outputs)
+
+    def plan_lineage(self, signature: str) -> str | None:
+        """Lineage derived from the plan of ``signature`` by an earlier build."""
+        with read_tx(self.engine) as conn:
+            return programs.plan_lineage(conn, signature)
+
+    def keep_plan_lineage(self, signature: str, derived: str) -> None:
+        programs.keep_plan_lineage(self.engine, signature, derived)
+
     # -- partitions -------------------------------------------------------------------
 
     def job_versions(

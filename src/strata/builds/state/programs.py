@@ -8,6 +8,7 @@ program version that ran.
 
 from __future__ import annotations
 
+from collections.abc import Collection
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import Any
@@ -18,6 +19,7 @@ from sqlalchemy.engine import Connection, Engine
 from strata import ids
 from strata.errors import StoreConflict
 from strata.store import schema as s
+from strata.store.bulk import chunks, insert_ignore, upsert
 from strata.store.engine import write_tx
 
 # Each try loses only to a racer that registered another fingerprint of the same
@@ -133,3 +135,58 @@ def _program(row: dict[str, Any]) -> Program:
         entry=dict(row["entry"]),
         created_at=row["created_at"],
     )
+
+
+def record_planned(
+    engine: Engine,
+    namespace: str,
+    job_name: str,
+    fingerprint: str,
+    outputs: dict[str, dict[str, Any]],
+) -> None:
+    """Keep (replacing any earlier) the column lineage that program version's plan gives
+    each output: ``{output: {"columns": [...], "fields": columnLineage fields}}``."""
+    row = {
+        "namespace": namespace,
+        "job_name": job_name,
+        "fingerprint": fingerprint,
+        "outputs": outputs,
+        "planned_at": datetime.now(UTC),
+    }
+    with write_tx(engine) as conn:
+        stmt = upsert(conn, s.program_lineage, list(row), ["namespace", "job_name", "fingerprint"])
+        conn.execute(stmt, row)
+
+
+def planned(
+    conn: Connection, namespace: str, programs: Collection[tuple[str, str]]
+) -> dict[tuple[str, str], dict[str, dict[str, Any]]]:
+    """``(transform, fingerprint) -> outputs`` of those of ``programs`` planned."""
+    pl = s.program_lineage
+    out: dict[tuple[str, str], dict[str, dict[str, Any]]] = {}
+    for chunk in chunks(sorted({job for job, _ in programs})):
+        rows = conn.execute(
+            sa.select(pl.c.job_name, pl.c.fingerprint, pl.c.outputs).where(
+                pl.c.namespace == namespace, pl.c.job_name.in_(chunk)
+            )
+        )
+        for row in rows:
+            key = (str(row.job_name), str(row.fingerprint))
+            if key in programs:
+                out[key] = dict(row.outputs)
+    return out
+
+
+def plan_lineage(conn: Connection, signature: str) -> str | None:
+    """The lineage derived from the plan of that signature, as JSON text."""
+    pl = s.plan_lineage
+    found = conn.execute(sa.select(pl.c.derived).where(pl.c.signature == signature)).scalar()
+    return None if found is None else str(found)
+
+
+def keep_plan_lineage(engine: Engine, signature: str, derived: str) -> None:
+    """Keep what the plan of ``signature`` derived (the first writer's stays: the same
+    plan derives the same lineage)."""
+    row = {"signature": signature, "derived": derived, "created_at": datetime.now(UTC)}
+    with write_tx(engine) as conn:
+        insert_ignore(conn, s.plan_lineage, row, ["signature"])

@@ -19,7 +19,7 @@ from rich.markup import escape
 from rich.progress import BarColumn, Progress, SpinnerColumn, TextColumn, TimeElapsedColumn
 
 from strata import ids
-from strata.builds.causes import Outcome
+from strata.builds.causes import CauseKind, Outcome
 from strata.cli.build_commands import causes_line, how_it_ran
 from strata.cli.demo.example import DAILY, HOURLY, DemoState
 from strata.cli.output import console, emit_table
@@ -139,13 +139,27 @@ class Story:
             'hourly.py, customer_hourly: [red]F.count("*")[/] → '
             '[green]F.count(F.when(F.col("page") != "/home", 1))[/]'
         )
+        self.service.reload()
+        self.service.plan_columns()  # so status says which columns the change touches
         stale = self.stale()
+        self.say_columns_touched("metrics/customer_hourly")
         report = self.build(stale)
         built = {o for s in report.steps if s.outcome is Outcome.BUILT for o in s.outputs}
         outcomes(report)
         if built != set(stale):
             raise StrataError(f"status named {sorted(stale)} but the build ran {sorted(built)}")
         self.say(f"[green]✓[/] rebuilt exactly the {len(built)} datasets `strata status` named.")
+
+    def say_columns_touched(self, dataset: str) -> None:
+        """Which columns of ``dataset`` the program change touches, as planned."""
+        for cause in self.service.dataset_status(dataset).causes:
+            columns = cause.detail.get("columns")
+            if cause.kind is CauseKind.PROGRAM_CHANGED and columns:
+                changed = ", ".join(columns["changed"] + columns["added"]) or "none"
+                self.say(
+                    f"planned on its inputs before any build: the change touches {dataset}'s "
+                    f"columns {changed}; {len(columns['unchanged'])} others keep their lineage"
+                )
 
     def stale(self) -> list[str]:
         """Print the out-of-date datasets with their causes; return their names."""

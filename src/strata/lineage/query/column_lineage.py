@@ -470,3 +470,55 @@ def _field_nodes(
         n.in_edges.sort()
         n.out_edges.sort()
     return sorted(by_id.values(), key=lambda n: n.id)
+
+
+# One input of an output field, versions aside: (output field, input namespace, input
+# dataset, input field, transformation type, transformation description).
+FieldEdge = tuple[str, str, str, str, str | None, str | None]
+
+
+@dataclass(frozen=True)
+class VersionColumns:
+    """A version's columns and the column lineage recorded with it."""
+
+    columns: list[str]
+    edges: frozenset[FieldEdge]
+
+
+def current_columns(
+    conn: Connection, namespace: str, names: Iterable[str]
+) -> dict[str, VersionColumns]:
+    """Of each of ``names`` in ``namespace``, its current version's columns and recorded
+    column lineage (datasets without a current version are left out)."""
+    d, dv, cl = s.datasets, s.dataset_versions, s.column_lineage
+    src = d.alias("src")
+    out: dict[str, VersionColumns] = {}
+    for chunk in q.chunks(names):
+        versions = {
+            str(r.uuid): (str(r.name), r.schema_fields)
+            for r in conn.execute(
+                sa.select(dv.c.uuid, d.c.name, dv.c.schema_fields)
+                .join(d, d.c.current_version_uuid == dv.c.uuid)
+                .where(d.c.namespace == namespace, d.c.name.in_(chunk))
+            )
+        }
+        edges: dict[str, set[FieldEdge]] = defaultdict(set)
+        rows = conn.execute(
+            sa.select(
+                cl.c.dataset_version_uuid,
+                cl.c.output_field,
+                src.c.namespace,
+                src.c.name,
+                cl.c.input_field,
+                cl.c.transformation_type,
+                cl.c.transformation_description,
+            )
+            .join(src, src.c.uuid == cl.c.input_dataset_uuid)
+            .where(cl.c.dataset_version_uuid.in_(sorted(versions)))
+        )
+        for version, *edge in rows:
+            edges[str(version)].add(tuple(edge))  # type: ignore[arg-type]
+        for version, (name, schema) in versions.items():
+            cols = [str(f["name"]) for f in schema or () if isinstance(f, dict) and "name" in f]
+            out[name] = VersionColumns(cols, frozenset(edges.get(version, ())))
+    return out
