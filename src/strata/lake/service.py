@@ -17,10 +17,11 @@ from strata.errors import InvalidArgument, UndeclaredInput
 from strata.ids import new_id
 from strata.lake import partition_hashes, partition_index, registry, schemas
 from strata.lake import partitions as pkeys
+from strata.lake.commit import Part
 from strata.lake.names import validate_dataset_name
 from strata.lake.registry import DatasetInfo, Version
 from strata.lake.storage import FileEntry, Storage
-from strata.lake.transaction import TYPES, Transaction, _Part, parse_type
+from strata.lake.transaction import TYPES, Transaction, parse_type
 from strata.settings import Settings
 from strata.store import migrate
 from strata.store.bulk import insert_ignore
@@ -137,7 +138,7 @@ class Lake:
             raise InvalidArgument(f"dataset listed twice in one transaction: {names}")
         group = new_id()
         now = datetime.now(UTC)
-        parts: list[_Part] = []
+        parts: list[Part] = []
         with write_tx(self.engine) as conn:
             insert_ignore(
                 conn,
@@ -167,7 +168,7 @@ class Lake:
                         path=folder,
                     )
                 )
-                part = _Part(name, ds_uuid, txn_uuid, base, base_schema, folder, type=kind)
+                part = Part(name, ds_uuid, txn_uuid, base, base_schema, folder, type=kind)
                 part.partition_limit = self.settings.partition_limit
                 part.dataset_by = partition_index.partition_by(conn, ds_uuid)
                 part.partition_by, part.replace = pkeys.plan(

@@ -11,8 +11,8 @@ import sqlalchemy as sa
 from sqlalchemy.engine import Connection
 
 from strata import ids
+from strata.lineage.ingest import bindings, jobs, parsed, versions
 from strata.lineage.ingest import facets as fx
-from strata.lineage.ingest import jobs, parsed, versions
 from strata.lineage.ingest.events import Event
 from strata.lineage.ingest.fold import RunFold, fold_run
 from strata.lineage.ingest.rows import (
@@ -483,18 +483,18 @@ def _job_version_changes(
 
 def _runs_to_rebind(
     conn: Connection, steps: Sequence[_Step], uuids: dict[Key, str], lake: set[str]
-) -> tuple[dict[str, versions.Rebind], set[str], set[str]]:
+) -> tuple[dict[str, bindings.Rebind], set[str], set[str]]:
     """The group's runs whose inputs may bind otherwise, the datasets whose outputs moved,
     and the runs outside those that read a moved output."""
-    rebind: dict[str, versions.Rebind] = {}
+    rebind: dict[str, bindings.Rebind] = {}
     moved_outputs: list[versions.Moved] = []
     moved: set[str] = set()
     for st in steps:
         run, old = st.run, st.old
         retimed = old is None or old.bind_time != run.bind_time
         if old is None or retimed or _read_facets(old) != _read_facets(run):
-            rebind[run.run_id] = versions.Rebind(
-                run, fresh=old is None, retimed=retimed, said=versions.sent_input_facets(old)
+            rebind[run.run_id] = bindings.Rebind(
+                run, fresh=old is None, retimed=retimed, said=bindings.sent_input_facets(old)
             )
         for key in sorted(run.outputs):
             dataset = uuids[key]
@@ -514,7 +514,7 @@ def _runs_to_rebind(
 def _bind_inputs(
     conn: Connection,
     steps: Sequence[_Step],
-    rebind: dict[str, versions.Rebind],
+    rebind: dict[str, bindings.Rebind],
     consumers: set[str],
     uuids: dict[Key, str],
     lake: set[str],
@@ -528,14 +528,14 @@ def _bind_inputs(
         if run_of is None and run_uuid in others:
             run_of = fold_run(others[run_uuid])
         if run_of is not None:
-            said = versions.sent_input_facets(run_of)
-            rebind[run_uuid] = versions.Rebind(run_of, retimed=False, said=said)
+            said = bindings.sent_input_facets(run_of)
+            rebind[run_uuid] = bindings.Rebind(run_of, retimed=False, said=said)
     extra = {k for r in rebind.values() for k in r.run.inputs} - set(uuids)
     for k, (u, is_lake) in _lookup_datasets(conn, sorted(extra)).items():
         uuids[k] = u
         if is_lake:
             lake.add(u)
-    return versions.bind_runs(conn, [rebind[r] for r in sorted(rebind)], uuids, lake)
+    return bindings.bind_runs(conn, [rebind[r] for r in sorted(rebind)], uuids, lake)
 
 
 def _io_facets(run: RunFold) -> dict[str, Any] | None:

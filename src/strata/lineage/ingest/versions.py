@@ -8,9 +8,8 @@
 - A run's output to a lake dataset creates nothing: the committed version
   named by its ``version`` facet (commit id or version uuid) gets the run.
 - A run input binds the version named by its ``version`` facet, or else the
-  candidate current at the run's first event time. When there is none, a
-  synthetic version stands in: ``initial`` for an unnamed one, or a
-  placeholder for a named one not seen yet. Synthetic versions have no run,
+  candidate current at the run's first event time, or a synthetic stand-in
+  (:mod:`strata.lineage.ingest.bindings`). Synthetic versions have no run,
   are dated by the earliest run bound to them and are removed when no run
   is bound to them, so they depend only on the final bindings.
 - A DatasetEvent (a dataset PUT sends one) declares a version of a non-lake
@@ -27,8 +26,7 @@ from __future__ import annotations
 
 import hashlib
 import uuid as uuidlib
-from collections.abc import Iterable, Mapping, Sequence
-from collections.abc import Set as AbstractSet
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
@@ -48,17 +46,15 @@ from strata.store.bulk import (
     chunks,
     delete_in,
     execute_many,
-    insert_ignore_many,
     one_of,
     update_rows,
     upsert,
     values_query,
 )
 from strata.store.jsoncodec import canonical
-from strata.store.types import UTCDateTime
 
 
-def _by_label(
+def by_label(
     conn: Connection, dataset_uuid: str, label: str, lake: bool
 ) -> tuple[str, bool] | None:
     """The version ``label`` names, and whether it is synthetic (no run, no commit)."""
@@ -100,259 +96,9 @@ def _found(row: Any) -> tuple[str, bool]:
     return str(row.uuid), row.run_uuid is None and row.commit_id is None and not row.declared
 
 
-def _synthetic(dv: sa.Table) -> Any:
+def is_synthetic(dv: sa.Table) -> Any:
     """A stand-in version: no run, no commit, not declared."""
     return sa.and_(dv.c.run_uuid.is_(None), dv.c.commit_id.is_(None), dv.c.declared.is_(False))
-
-
-_CURRENT_AT = {
-    # The candidate current at the run's bind time: its latest completed output (not the
-    # run's own), or for a lake dataset its latest commit.
-    False: (
-        "SELECT dv.uuid FROM dataset_versions dv LEFT JOIN runs r ON r.uuid = dv.run_uuid"
-        " WHERE dv.dataset_uuid = q.d"
-        " AND ((r.state = 'COMPLETED' AND r.uuid != q.r) OR dv.declared)"
-        " AND dv.created_at <= q.t ORDER BY dv.created_at DESC, dv.uuid DESC LIMIT 1"
-    ),
-    True: (
-        "SELECT dv.uuid FROM dataset_versions dv WHERE dv.dataset_uuid = q.d"
-        " AND dv.commit_id IS NOT NULL AND dv.created_at <= q.t"
-        " ORDER BY dv.commit_id DESC LIMIT 1"
-    ),
-}
-
-
-def _current_at_many(
-    conn: Connection, wanted: Sequence[tuple[str, bool, RunFold]]
-) -> list[str | None]:
-    """For each ``(dataset, lake, run)``, the candidate current at the run's bind time."""
-    out: list[str | None] = [None] * len(wanted)
-    for lake in (False, True):
-        picked = [i for i, w in enumerate(wanted) if w[1] is lake]
-        for chunk in chunks(picked):
-            rows = [
-                {"k": i, "d": wanted[i][0], "r": wanted[i][2].run_id, "t": wanted[i][2].bind_time}
-                for i in chunk
-            ]
-            stmt, params = values_query(
-                conn,
-                ("current-at", lake),
-                "q",
-                {"k": None, "d": None, "r": None, "t": UTCDateTime()},
-                rows,
-                f"SELECT q.k, ({_CURRENT_AT[lake]}) FROM q",
-            )
-            for row in conn.execute(stmt, params).all():
-                out[int(row[0])] = str(row[1]) if row[1] is not None else None
-    return out
-
-
-def _synthetic_uuid(dataset_uuid: str, label: str | None) -> str:
-    if label:
-        return ids.named_version_uuid(dataset_uuid, label)
-    return ids.initial_version_uuid(dataset_uuid)
-
-
-@dataclass(frozen=True)
-class Rebind:
-    """A run whose inputs are to be bound again.
-
-    ``fresh``: it has never been bound (it had no events), which saves reading its
-    bindings back. ``retimed``: its bind time moved. ``said``: its stored fold sent
-    inputFacets, so ``run_input_facets`` may hold rows of it to rewrite.
-    """
-
-    run: RunFold
-    fresh: bool = False
-    retimed: bool = True
-    said: bool = False
-
-
-def sent_input_facets(run: RunFold | None) -> bool:
-    """Whether the run's events sent inputFacets about any of its inputs."""
-    return run is not None and any(io.io_facets for io in run.inputs.values())
-
-
-Bindings = dict[str, dict[str, tuple[str, bool]]]  # run -> version -> (dataset, synthetic)
-
-
-def bind_runs(
-    conn: Connection,
-    items: Sequence[Rebind],
-    datasets: Mapping[tuple[str, str], str],
-    lake: AbstractSet[str],
-) -> set[str]:
-    """Rewrite the runs' ``run_inputs``; returns the datasets :func:`settle` must visit.
-
-    Only synthetic versions depend on bindings (their dates and existence), so a
-    dataset needs settling when a synthetic version of it was bound or unbound, or
-    when a run's bind time moved while bound to one.
-    """
-    had = _bound_now(conn, items)
-    wanted, named = _wanted_bindings(conn, items, datasets, lake)
-    _write_synthetic_versions(conn, items, had, wanted, named)
-    settle = _rewrite_bindings(conn, items, had, wanted)
-    _rewrite_input_facets(conn, items, wanted, datasets)
-    return settle
-
-
-def _rewrite_input_facets(
-    conn: Connection,
-    items: Sequence[Rebind],
-    wanted: Bindings,
-    datasets: Mapping[tuple[str, str], str],
-) -> None:
-    """``run_input_facets`` holds, for each bound input the run sent inputFacets about, the
-    facets under the version it is bound to (before :func:`settle` may drop a version)."""
-    rif = s.run_input_facets
-    rows: list[dict[str, Any]] = []
-    for item in items:
-        run = item.run
-        version_of = {dataset: v for v, (dataset, _) in wanted[run.run_id].items()}
-        for key, io in sorted(run.inputs.items()):
-            version = version_of.get(datasets[key])
-            if io.io_facets and version is not None:
-                rows.append(
-                    {
-                        "run_uuid": run.run_id,
-                        "dataset_version_uuid": version,
-                        "facets": io.io_facets,
-                        "sent_at": run.updated_at,
-                    }
-                )
-    delete_in(conn, rif, "run_uuid", sorted(i.run.run_id for i in items if i.said))
-    if rows:
-        execute_many(conn, cached(("input-facets",), rif.insert), rows)
-
-
-def _bound_now(conn: Connection, items: Sequence[Rebind]) -> Bindings:
-    """The versions each run's inputs are bound to as stored (none for a fresh run)."""
-    ri, dv = s.run_inputs, s.dataset_versions
-    had: Bindings = {i.run.run_id: {} for i in items}
-    stale = sorted(i.run.run_id for i in items if not i.fresh)
-    for chunk in chunks(stale):
-        found = conn.execute(
-            cached(
-                ("bound", conn.dialect.name),
-                lambda: (
-                    sa.select(
-                        ri.c.run_uuid,
-                        ri.c.dataset_version_uuid,
-                        dv.c.dataset_uuid,
-                        _synthetic(dv).label("synth"),
-                    )
-                    .join(dv, ri.c.dataset_version_uuid == dv.c.uuid)
-                    .where(one_of(conn.dialect.name, ri.c.run_uuid, "r"))
-                ),
-            ),
-            {"r": chunk},
-        ).all()
-        for row in found:
-            had[str(row.run_uuid)][str(row.dataset_version_uuid)] = (
-                str(row.dataset_uuid),
-                bool(row.synth),
-            )
-    return had
-
-
-def _wanted_bindings(
-    conn: Connection,
-    items: Sequence[Rebind],
-    datasets: Mapping[tuple[str, str], str],
-    lake: AbstractSet[str],
-) -> tuple[Bindings, dict[str, str | None]]:
-    """The versions each run's inputs name or see, and the label of each synthetic one:
-    by label first, else the candidate current at the run's bind time, else a stand-in."""
-    wanted: Bindings = {i.run.run_id: {} for i in items}
-    by_time: list[tuple[str, bool, RunFold]] = []
-    named: dict[str, str | None] = {}  # synthetic version -> its label
-    for item in items:
-        run = item.run
-        for key, io in sorted(run.inputs.items()):
-            dataset = datasets[key]
-            label = fx.dataset_version_label({**io.facets, **io.io_facets})
-            if label:
-                found_label = _by_label(conn, dataset, label, dataset in lake)
-                if found_label is not None:
-                    wanted[run.run_id][found_label[0]] = (dataset, found_label[1])
-                    continue
-            else:
-                by_time.append((dataset, dataset in lake, run))
-                continue
-            if dataset not in lake:
-                placeholder = _synthetic_uuid(dataset, label)
-                wanted[run.run_id][placeholder] = (dataset, True)
-                named[placeholder] = label
-    for (dataset, is_lake, run), found_uuid in zip(
-        by_time, _current_at_many(conn, by_time), strict=True
-    ):
-        if found_uuid is not None:
-            wanted[run.run_id][found_uuid] = (dataset, False)
-        elif not is_lake:
-            wanted[run.run_id][_synthetic_uuid(dataset, None)] = (dataset, True)
-    return wanted, named
-
-
-def _write_synthetic_versions(
-    conn: Connection,
-    items: Sequence[Rebind],
-    had: Bindings,
-    wanted: Bindings,
-    named: dict[str, str | None],
-) -> None:
-    """Every stand-in version newly bound exists, dated by its earliest binding run."""
-    synthetic: dict[str, dict[str, Any]] = {}
-    for item in items:
-        for version, (dataset, synth) in wanted[item.run.run_id].items():
-            if synth and version not in had[item.run.run_id]:
-                known = synthetic.get(version)
-                if known is None or item.run.bind_time < known["created_at"]:
-                    synthetic[version] = {
-                        "uuid": version,
-                        "dataset_uuid": dataset,
-                        "created_at": item.run.bind_time,
-                        "external_version": named.get(version),
-                    }
-    rows = [synthetic[v] for v in sorted(synthetic)]
-    insert_ignore_many(conn, s.dataset_versions, rows, ["uuid"])
-
-
-def _rewrite_bindings(
-    conn: Connection, items: Sequence[Rebind], had: Bindings, wanted: Bindings
-) -> set[str]:
-    """Stored bindings equal the wanted ones; returns the datasets to settle."""
-    ri = s.run_inputs
-    gone: list[dict[str, str]] = []
-    new: list[dict[str, str]] = []
-    settle: set[str] = set()
-    for item in items:
-        run_id = item.run.run_id
-        before, after = had[run_id], wanted[run_id]
-        for v in sorted(set(before) - set(after)):
-            gone.append({"r": run_id, "v": v})
-            if before[v][1]:
-                settle.add(before[v][0])
-        for v in sorted(set(after) - set(before)):
-            new.append({"run_uuid": run_id, "dataset_version_uuid": v})
-            if after[v][1]:
-                settle.add(after[v][0])
-        if item.retimed:
-            settle |= {d for d, synth in after.values() if synth}
-    if gone:
-        execute_many(
-            conn,
-            cached(
-                ("unbind",),
-                lambda: ri.delete().where(
-                    ri.c.run_uuid == sa.bindparam("r"),
-                    ri.c.dataset_version_uuid == sa.bindparam("v"),
-                ),
-            ),
-            gone,
-        )
-    if new:
-        execute_many(conn, cached(("bind",), ri.insert), new)
-    return settle
 
 
 @dataclass(frozen=True)
@@ -475,7 +221,7 @@ def check_lake_outputs(conn: Connection, events: Sequence[Event]) -> None:
             ),
             {"ns": ref.namespace, "n": ref.name},
         ).first()
-        if row is not None and _by_label(conn, str(row.uuid), label, lake=True) is None:
+        if row is not None and by_label(conn, str(row.uuid), label, lake=True) is None:
             raise _missing_commit(ev.run_id, label)
 
 
@@ -494,7 +240,7 @@ def _bind_lake_output(
     """Name ``run`` as the producer of the lake commit it wrote; that version's uuid."""
     if label is None:
         return None  # nothing says which commit the run wrote; the transaction service may
-    found = _by_label(conn, dataset, label, lake=True)
+    found = by_label(conn, dataset, label, lake=True)
     if found is None:
         raise _missing_commit(run.run_id, label)
     dv = s.dataset_versions
@@ -662,7 +408,7 @@ def settle(conn: Connection, datasets: Iterable[str]) -> None:
                     .select_from(dv)
                     .outerjoin(ri, ri.c.dataset_version_uuid == dv.c.uuid)
                     .outerjoin(r, r.c.uuid == ri.c.run_uuid)
-                    .where(one_of(conn.dialect.name, dv.c.dataset_uuid, "d"), _synthetic(dv))
+                    .where(one_of(conn.dialect.name, dv.c.dataset_uuid, "d"), is_synthetic(dv))
                     .group_by(dv.c.uuid, dv.c.created_at)
                 ),
             ),
@@ -700,7 +446,7 @@ def set_current(conn: Connection, datasets: Iterable[str]) -> None:
         )
         synthetic = (
             sa.select(dv.c.uuid)
-            .where(dv.c.dataset_uuid == d.c.uuid, _synthetic(dv))
+            .where(dv.c.dataset_uuid == d.c.uuid, is_synthetic(dv))
             .order_by(*order)
             .limit(1)
             .scalar_subquery()
