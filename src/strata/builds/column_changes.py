@@ -10,6 +10,7 @@ more about a ``program_changed`` cause.
 from __future__ import annotations
 
 import dataclasses
+import logging
 from collections.abc import Collection, Mapping
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
@@ -28,6 +29,9 @@ if TYPE_CHECKING:
     from pyspark.sql import SparkSession
 
     from strata.builds.status import DatasetStatus
+
+
+log = logging.getLogger(__name__)
 
 
 @dataclass(frozen=True)
@@ -50,13 +54,14 @@ def compare(before: VersionColumns, after: Mapping[str, Any]) -> ColumnChanges:
     planned = column_edges({"columnLineage": {"fields": after.get("fields") or {}}})
     new = _by_field(frozenset(_edge(e) for e in planned))
     was, now = before.columns, [str(c) for c in after.get("columns") or ()]
-    both = [c for c in now if c in was]
-    return ColumnChanges(
-        changed=[c for c in both if old.get(c, frozenset()) != new.get(c, frozenset())],
-        added=[c for c in now if c not in was],
-        removed=[c for c in was if c not in now],
-        unchanged=[c for c in both if old.get(c, frozenset()) == new.get(c, frozenset())],
+    changes = ColumnChanges(
+        [], [c for c in now if c not in was], [c for c in was if c not in now], []
     )
+    for c in now:
+        if c in was:
+            same = old.get(c, frozenset()) == new.get(c, frozenset())
+            (changes.unchanged if same else changes.changed).append(c)
+    return changes
 
 
 def _edge(e: ColumnEdge) -> FieldEdge:
@@ -127,7 +132,7 @@ def plan_changed(
         try:
             outputs = planned_outputs(lake, spark, item)
         except Exception:
-            execute.log.warning("could not plan %s to compare its columns", fqn, exc_info=True)
+            log.warning("could not plan %s to compare its columns", fqn, exc_info=True)
             failed.append(fqn)
             continue
         state.record_planned_lineage(fqn, item.fingerprint, outputs)
