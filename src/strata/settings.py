@@ -43,6 +43,8 @@ class Settings:
     partition_limit: int = 10_000
     # ``[[schedule]]`` tables of strata.toml, as written: checked by strata.builds.schedules.
     schedules: tuple[dict[str, Any], ...] = ()
+    # ``[[retention]]`` tables of strata.toml, as written: checked by strata.retention.
+    retention: tuple[dict[str, Any], ...] = ()
     verbose: bool = False
     # `status` lists datasets of jobs Strata does not build whose program moved on.
     foreign_status: bool = True
@@ -104,6 +106,13 @@ class Settings:
         return cls(**{k: _coerce(k, v) for k, v in merged.items()})
 
 
+# Arrays of tables in strata.toml: each key's setting, and an example for its error.
+_ARRAYS = {
+    "schedule": ("schedules", 'name = "hourly", cron = "5 * * * *", build = ["metrics/*"]'),
+    "retention": ("retention", 'datasets = ["raw/*"], keep_days = 30, grace = "7d"'),
+}
+
+
 def _from_toml(config_file: str | Path | None, names: set[str]) -> dict[str, Any]:
     path = Path(config_file or os.environ.get(f"{ENV_PREFIX}CONFIG") or CONFIG_FILE)
     if not path.exists():
@@ -116,18 +125,19 @@ def _from_toml(config_file: str | Path | None, names: set[str]) -> dict[str, Any
         data = tomllib.loads(path.read_text(encoding="utf-8"))
     except (tomllib.TOMLDecodeError, UnicodeDecodeError) as exc:
         raise ConfigError(f"cannot parse {str(path)!r}: {exc}; fix the TOML syntax") from exc
-    schedules = data.pop("schedule", None)
+    arrays = {key: data.pop(key, None) for key in _ARRAYS}
     table = data.get("strata", data)
     if not isinstance(table, dict):
         raise ConfigError(f"[strata] in {str(path)!r} must be a table")
-    schedules = table.pop("schedule", schedules)
-    if schedules is not None:
-        if not isinstance(schedules, list) or not all(isinstance(x, dict) for x in schedules):
+    for key, (setting, example) in _ARRAYS.items():
+        tables = table.pop(key, arrays[key])
+        if tables is None:
+            continue
+        if not isinstance(tables, list) or not all(isinstance(x, dict) for x in tables):
             raise ConfigError(
-                f"schedule in {str(path)!r} must be tables: write [[schedule]] then "
-                'name = "hourly", cron = "5 * * * *", build = ["metrics/*"]'
+                f"{key} in {str(path)!r} must be tables: write [[{key}]] then {example}"
             )
-        table["schedules"] = schedules
+        table[setting] = tables
     unknown = set(table) - names
     if unknown:
         raise ConfigError(
@@ -149,7 +159,7 @@ def _from_toml(config_file: str | Path | None, names: set[str]) -> dict[str, Any
 
 def _from_env(names: set[str]) -> dict[str, Any]:
     out: dict[str, Any] = {}
-    for name in names - {"extra", "schedules"}:
+    for name in names - {"extra", *(setting for setting, _ in _ARRAYS.values())}:
         value = os.environ.get(ENV_PREFIX + name.upper())
         if value is not None and value != "":
             out[name] = value
@@ -181,7 +191,7 @@ def _coerce(name: str, value: Any) -> Any:
             return float(value)
         if hint == tuple[dict[str, Any], ...]:
             if not isinstance(value, list | tuple):
-                raise TypeError("expected [[schedule]] tables")
+                raise TypeError("expected [[...]] tables")
             return tuple(dict(x) for x in value)
         if hint == tuple[str, ...]:
             if isinstance(value, str):

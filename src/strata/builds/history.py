@@ -14,26 +14,12 @@ from typing import Any
 from strata.builds.state import BuildState
 from strata.builds.state.catalog import VersionEntry
 from strata.builds.state.programs import Program
-from strata.errors import InvalidArgument, NotFound
+from strata.errors import NotFound
 from strata.lake import partitions as pkeys
 from strata.lake.partition_index import summary_dicts, touched_keys
 from strata.lineage.query.provenance import ProvenanceNode
 
 TRACE_DEPTH = 100
-
-
-def parse_ref(text: str) -> tuple[str, int | None]:
-    """``DATASET`` or ``DATASET@VERSION``."""
-    name, at, version = text.rpartition("@")
-    if not at:
-        return text, None
-    if not version.isdigit() or int(version) < 1:
-        raise InvalidArgument(
-            f"{text!r} names version {version!r}; write DATASET@N with a commit number such as "
-            f"{name}@3",
-            value=text,
-        )
-    return name, int(version)
 
 
 def _program_json(job: str | None, ordinal: int | None, fp: str | None) -> dict[str, Any] | None:

@@ -38,7 +38,7 @@ def trace(
     json: JsonOpt = False,
 ) -> None:
     """The provenance tree of a version down to raw datasets, with exact versions."""
-    from strata.builds.history import parse_ref
+    from strata.lake.names import parse_ref
     from strata.lake.partitions import parse_alternatives
 
     with reported():
@@ -163,8 +163,8 @@ def show_program(
     json: JsonOpt = False,
 ) -> None:
     """The stored source files of the program version that built a dataset version."""
-    from strata.builds.history import parse_ref
     from strata.builds.program_files import files_diff
+    from strata.lake.names import parse_ref
 
     with reported():
         name, version = parse_ref(ref)
@@ -215,7 +215,7 @@ def reproduce(
 ) -> None:
     """Run a version's stored program on its recorded inputs; compare the rows. A version
     built partition by partition is run again partition by partition."""
-    from strata.builds.history import parse_ref
+    from strata.lake.names import parse_ref
     from strata.lake.partitions import parse_alternatives
 
     with reported():

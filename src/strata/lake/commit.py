@@ -192,8 +192,14 @@ def lock(conn: Connection, parts: Sequence[Part]) -> None:
     """Hold each dataset of ``parts`` against other commits until the SQL transaction ends."""
     # SQLite already holds the database write lock (BEGIN IMMEDIATE); PostgreSQL
     # serialises commits per dataset on the dataset rows, in a fixed order.
+    lock_datasets(conn, [p.dataset_uuid for p in parts])
+
+
+def lock_datasets(conn: Connection, uuids: Sequence[str]) -> None:
+    """Hold datasets ``uuids`` against commits (and retention) until the SQL transaction
+    ends."""
     if conn.dialect.name == "postgresql":
-        ids = sorted(p.dataset_uuid for p in parts)
+        ids = sorted(uuids)
         conn.execute(
             sa.select(datasets.c.uuid)
             .where(datasets.c.uuid.in_(ids))

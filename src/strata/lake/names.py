@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import unicodedata
 
-from strata.errors import InvalidName
+from strata.errors import InvalidArgument, InvalidName
 from strata.limits import MAX_NAME_BYTES
 
 
@@ -41,3 +41,27 @@ def _problem(name: str) -> str | None:
         if unicodedata.category(ch) in ("Cc", "Cf", "Zl", "Zp"):
             return f"it contains the control character U+{ord(ch):04X}"
     return None
+
+
+def parse_ref(text: str) -> tuple[str, int | None]:
+    """``DATASET`` or ``DATASET@VERSION``."""
+    name, at, version = text.rpartition("@")
+    if not at:
+        return text, None
+    if not version.isdigit() or int(version) < 1:
+        raise InvalidArgument(
+            f"{text!r} names version {version!r}; write DATASET@N with a commit number such as "
+            f"{name}@3",
+            value=text,
+        )
+    return name, int(version)
+
+
+def parse_version_ref(text: str) -> tuple[str, int]:
+    """``DATASET@N``: a ref that must name one version."""
+    name, version = parse_ref(text)
+    if version is None or not name:
+        raise InvalidArgument(
+            f"{text!r} names no version; write DATASET@N, such as raw/clicks@3", value=text
+        )
+    return name, version

@@ -58,11 +58,16 @@ class Version:
     # A partitioned dataset's: the key texts this version added, appended to, replaced
     # and removed (see :mod:`strata.lake.partition_index`).
     partitions: dict[str, Any] | None = None
+    # Retention purged it (when, and by which policy): its catalog entry stays, its data
+    # cannot be read.
+    purged_at: datetime | None = None
+    purged_by: str | None = None
 
     def to_dict(self) -> dict[str, Any]:
         skip = ("facets", "row_hash", "partitions")
         out = {k: v for k, v in self.__dict__.items() if k not in skip}
         out["committed_at"] = self.committed_at.isoformat()
+        out["purged_at"] = self.purged_at.isoformat() if self.purged_at else None
         if self.partitions is not None:
             out["partitions"] = summary_dicts(self.partitions)
         return out
@@ -148,6 +153,25 @@ def _to_version(name: str, row: RowMapping) -> Version:
         data_fingerprint=row["data_fingerprint"],
         row_hash=row["row_hash"],
         partitions=row["partitions"],
+        purged_at=row["purged_at"],
+        purged_by=row["purged_by"],
+    )
+
+
+def refuse_purged(v: Version) -> Version:
+    """``v``, if its data can still be read; a purged version is one clear error naming
+    when, by which policy, and where its history remains."""
+    if v.purged_at is None:
+        return v
+    ref = f"{v.dataset}@{v.commit_id}"
+    raise PurgedVersion(
+        f"{ref} was purged on {v.purged_at.isoformat(timespec='seconds')} by retention "
+        f"policy {v.purged_by}; its history remains (strata trace {ref}); read a version "
+        f"that is kept (strata history {v.dataset})",
+        dataset=v.dataset,
+        commit_id=v.commit_id,
+        purged_at=v.purged_at.isoformat(),
+        policy=v.purged_by,
     )
 
 

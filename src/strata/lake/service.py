@@ -279,6 +279,7 @@ class Lake:
             v = registry.resolve_version(
                 conn, self.namespace, dataset, version=version, as_of=as_of
             )
+            registry.refuse_purged(v)
             if wanted is None:
                 return v, registry.version_files(conn, v.dataset_uuid, v.commit_id)
             by = partition_index.partition_by(conn, v.dataset_uuid)
@@ -355,7 +356,9 @@ class Lake:
         validate_dataset_name(dataset)
         _check_declared(dataset)
         with read_tx(self.engine) as conn:
-            v = registry.resolve_version(conn, self.namespace, dataset, version=version)
+            v = registry.refuse_purged(
+                registry.resolve_version(conn, self.namespace, dataset, version=version)
+            )
             files = registry.partition_files(conn, v.dataset_uuid, v.commit_id, keys)
         return self._frame(spark or get_spark(self.settings), v, files)
 
@@ -369,7 +372,9 @@ class Lake:
         validate_dataset_name(dataset)
         _check_declared(dataset)
         with read_tx(self.engine) as conn:
-            v = registry.resolve_version(conn, self.namespace, dataset, version=upto)
+            v = registry.refuse_purged(
+                registry.resolve_version(conn, self.namespace, dataset, version=upto)
+            )
             files = registry.added_files(conn, v.dataset_uuid, after, upto)
         session = spark or get_spark(self.settings)
         return self._frame(session, v, files)

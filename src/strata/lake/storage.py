@@ -91,6 +91,14 @@ class Storage:
         self.fs.delete_dir(path)
         return True
 
+    def delete_file(self, rel: str) -> bool:
+        """Remove one container; False when it was not there."""
+        try:
+            self.fs.delete_file(self.local(rel))
+        except FileNotFoundError:
+            return False
+        return True
+
     def discard(self, folder: str, paths: list[str]) -> None:
         """Delete fresh containers under ``folder``, with any writer folder they sit in."""
         import pyarrow.fs as pafs

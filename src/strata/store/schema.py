@@ -111,6 +111,10 @@ dataset_versions = sa.Table(
     # Lake commits of a partitioned dataset: the key texts it added, appended to,
     # replaced and removed ({"added": [...], ...}).
     sa.Column("partitions", JSONType, nullable=True),
+    # Retention purged the version (strata.retention): its row and catalog entry stay,
+    # its files that no kept version reads are gone. ``purged_by`` names the policy.
+    ts_col("purged_at", nullable=True),
+    sa.Column("purged_by", sa.Text(), nullable=True),
     sa.UniqueConstraint("dataset_uuid", "commit_id"),
     sa.Index(
         "ix_dataset_versions_external",
@@ -545,6 +549,51 @@ check_results = sa.Table(
     sa.Index("ix_check_results_dataset_uuid_commit_id", "dataset_uuid", "commit_id"),
     sa.Index("ix_check_results_run_uuid", "run_uuid"),
     sa.Index("ix_check_results_job_id", "job", "id"),
+)
+
+# Retention (strata.retention, migration 0024): the versions a policy selected, waiting
+# out their grace; versions pinned against every policy; files a purge listed for
+# deletion, until they are gone (a pass killed between the two is finished by the
+# next); and each pass.
+retention_marks = sa.Table(
+    "retention_marks",
+    metadata,
+    uuid_col("dataset_uuid", sa.ForeignKey("datasets.uuid"), primary_key=True),
+    sa.Column("commit_id", sa.BigInteger(), primary_key=True),
+    sa.Column("policy", sa.Text(), nullable=False),
+    ts_col("marked_at", nullable=False),
+    sa.Column("bytes", sa.BigInteger(), nullable=False),
+)
+
+version_pins = sa.Table(
+    "version_pins",
+    metadata,
+    uuid_col("dataset_uuid", sa.ForeignKey("datasets.uuid"), primary_key=True),
+    sa.Column("commit_id", sa.BigInteger(), primary_key=True),
+    ts_col("pinned_at", nullable=False),
+    sa.Column("note", sa.Text(), nullable=True),
+)
+
+retention_pending = sa.Table(
+    "retention_pending",
+    metadata,
+    sa.Column("path", sa.String(400), primary_key=True),
+    ts_col("listed_at", nullable=False),
+)
+
+retention_passes = sa.Table(
+    "retention_passes",
+    metadata,
+    serial_col("id"),
+    ts_col("started_at", nullable=False),
+    ts_col("ended_at", nullable=False),
+    sa.Column("marked", sa.BigInteger(), nullable=False),
+    sa.Column("unmarked", sa.BigInteger(), nullable=False),
+    sa.Column("purged", sa.BigInteger(), nullable=False),
+    sa.Column("files", sa.BigInteger(), nullable=False),
+    sa.Column("bytes", sa.BigInteger(), nullable=False),
+    sa.Column("trigger", sa.String(16), nullable=False),
+    sa.Index("ix_retention_passes_ended_at", "ended_at"),
 )
 
 # Schedules (strata.builds.schedules): when a worker first saw each (firings missed before

@@ -1,0 +1,270 @@
+"""Every statement retention makes: version facts, what protects a version, marks, pins,
+purges, the files a purge listed for deletion, and passes."""
+
+from __future__ import annotations
+
+from collections import defaultdict
+from collections.abc import Collection, Iterable, Mapping
+from dataclasses import dataclass
+from datetime import datetime
+from typing import Any
+
+import sqlalchemy as sa
+from sqlalchemy.engine import Connection
+
+from strata.retention.selection import FileSpan, VersionFacts
+from strata.store.bulk import chunks
+from strata.store.schema import (
+    dataset_files,
+    dataset_versions,
+    datasets,
+    partition_builds,
+    retention_marks,
+    retention_passes,
+    retention_pending,
+    run_inputs,
+    transactions,
+    version_pins,
+)
+
+_DV, _F, _M, _P = dataset_versions.c, dataset_files.c, retention_marks.c, version_pins.c
+
+
+@dataclass(frozen=True, slots=True)
+class Mark:
+    """A version a policy selected, waiting out its grace before the purge."""
+
+    dataset: str
+    commit_id: int
+    policy: str
+    marked_at: datetime
+    bytes: int
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "dataset": self.dataset,
+            "version": self.commit_id,
+            "policy": self.policy,
+            "marked_at": self.marked_at.isoformat(),
+            "bytes": self.bytes,
+        }
+
+
+def version_facts(conn: Connection, dataset_uuid: str) -> list[VersionFacts]:
+    """Every committed version of one lake dataset, oldest first."""
+    rows = conn.execute(
+        sa.select(
+            _DV.commit_id,
+            _DV.created_at,
+            sa.func.coalesce(transactions.c.type, "EXTERNAL"),
+            _M.marked_at,
+            _DV.purged_at,
+        )
+        .select_from(
+            dataset_versions.outerjoin(
+                transactions, transactions.c.uuid == _DV.transaction_uuid
+            ).outerjoin(
+                retention_marks,
+                sa.and_(_M.dataset_uuid == _DV.dataset_uuid, _M.commit_id == _DV.commit_id),
+            )
+        )
+        .where(_DV.dataset_uuid == dataset_uuid, _DV.commit_id.is_not(None))
+        .order_by(_DV.commit_id)
+    ).all()
+    return [VersionFacts(int(r[0]), r[1], r[2], r[3] is not None, r[4] is not None) for r in rows]
+
+
+def mark_times(conn: Connection, dataset_uuid: str) -> dict[int, datetime]:
+    rows = conn.execute(
+        sa.select(_M.commit_id, _M.marked_at).where(_M.dataset_uuid == dataset_uuid)
+    ).all()
+    return {int(r.commit_id): r.marked_at for r in rows}
+
+
+def file_spans(conn: Connection, dataset_uuid: str) -> list[FileSpan]:
+    """The containers older versions alone read (removed since) and not purged yet."""
+    rows = conn.execute(
+        sa.select(_F.path, _F.bytes, _F.added_commit_id, _F.removed_commit_id).where(
+            _F.dataset_uuid == dataset_uuid,
+            _F.removed_commit_id.is_not(None),
+            _F.purged_at.is_(None),
+        )
+    ).all()
+    return [
+        FileSpan(r.path, int(r.bytes), int(r.added_commit_id), int(r.removed_commit_id))
+        for r in rows
+    ]
+
+
+def pinned(conn: Connection, dataset_uuid: str) -> set[int]:
+    rows = conn.execute(sa.select(_P.commit_id).where(_P.dataset_uuid == dataset_uuid))
+    return {int(r.commit_id) for r in rows}
+
+
+def inputs_in_use(conn: Connection) -> dict[str, set[int]]:
+    """``dataset uuid -> commit ids`` that a current version of any dataset (or a current
+    partition of one) was built from."""
+    iv = dataset_versions.alias("iv")
+    cv = dataset_versions.alias("cv")
+    read = sa.select(iv.c.dataset_uuid, iv.c.commit_id).join(
+        run_inputs, run_inputs.c.dataset_version_uuid == iv.c.uuid
+    )
+    of_current = read.join(cv, cv.c.run_uuid == run_inputs.c.run_uuid).join(
+        datasets, datasets.c.current_version_uuid == cv.c.uuid
+    )
+    of_partitions = read.join(
+        partition_builds, partition_builds.c.run_uuid == run_inputs.c.run_uuid
+    )
+    out: dict[str, set[int]] = defaultdict(set)
+    for r in conn.execute(sa.union(of_current, of_partitions)):
+        if r.commit_id is not None:
+            out[r.dataset_uuid].add(int(r.commit_id))
+    return dict(out)
+
+
+def marks(conn: Connection, dataset_uuid: str | None = None) -> list[Mark]:
+    q = (
+        sa.select(datasets.c.name, _M.commit_id, _M.policy, _M.marked_at, _M.bytes)
+        .join(datasets, datasets.c.uuid == _M.dataset_uuid)
+        .order_by(datasets.c.name, _M.commit_id)
+    )
+    if dataset_uuid is not None:
+        q = q.where(_M.dataset_uuid == dataset_uuid)
+    return [
+        Mark(r.name, int(r.commit_id), r.policy, r.marked_at, int(r.bytes)) for r in conn.execute(q)
+    ]
+
+
+def add_marks(
+    conn: Connection, dataset_uuid: str, marked: Mapping[int, tuple[str, int]], at: datetime
+) -> None:
+    """Mark ``commit id -> (policy, bytes its purge would free)``."""
+    if marked:
+        conn.execute(
+            retention_marks.insert(),
+            [
+                {
+                    "dataset_uuid": dataset_uuid,
+                    "commit_id": c,
+                    "policy": p,
+                    "marked_at": at,
+                    "bytes": b,
+                }
+                for c, (p, b) in marked.items()
+            ],
+        )
+
+
+def drop_marks(conn: Connection, dataset_uuid: str, commit_ids: Collection[int]) -> int:
+    count = 0
+    for part in chunks(sorted(commit_ids), 500):
+        count += conn.execute(
+            retention_marks.delete().where(_M.dataset_uuid == dataset_uuid, _M.commit_id.in_(part))
+        ).rowcount
+    return count
+
+
+def purge(
+    conn: Connection,
+    dataset_uuid: str,
+    policies: Mapping[int, str],
+    files: Iterable[FileSpan],
+    at: datetime,
+) -> list[str]:
+    """Purge versions ``commit id -> policy`` and list ``files`` for deletion, in the
+    caller's SQL transaction: the versions read as purged from the moment it commits,
+    and a pass killed before the files are gone leaves them listed for the next."""
+    by_policy: dict[str, list[int]] = defaultdict(list)
+    for cid, policy in policies.items():
+        by_policy[policy].append(cid)
+    for policy, cids in by_policy.items():
+        for part in chunks(sorted(cids), 500):
+            conn.execute(
+                dataset_versions.update()
+                .where(_DV.dataset_uuid == dataset_uuid, _DV.commit_id.in_(part))
+                .values(purged_at=at, purged_by=policy)
+            )
+    drop_marks(conn, dataset_uuid, list(policies))
+    paths = sorted(f.path for f in files)
+    for names in chunks(paths, 500):
+        conn.execute(
+            dataset_files.update()
+            .where(_F.dataset_uuid == dataset_uuid, _F.path.in_(names))
+            .values(purged_at=at)
+        )
+    if paths:
+        conn.execute(retention_pending.insert(), [{"path": p, "listed_at": at} for p in paths])
+    return paths
+
+
+def pending(conn: Connection) -> list[str]:
+    return [r.path for r in conn.execute(sa.select(retention_pending.c.path))]
+
+
+def forget_pending(conn: Connection, paths: Collection[str]) -> None:
+    for part in chunks(sorted(paths), 500):
+        conn.execute(retention_pending.delete().where(retention_pending.c.path.in_(part)))
+
+
+def pins(conn: Connection) -> list[dict[str, Any]]:
+    rows = conn.execute(
+        sa.select(datasets.c.name, _P.commit_id, _P.pinned_at, _P.note)
+        .join(datasets, datasets.c.uuid == _P.dataset_uuid)
+        .order_by(datasets.c.name, _P.commit_id)
+    )
+    return [
+        {
+            "dataset": r.name,
+            "version": int(r.commit_id),
+            "pinned_at": r.pinned_at.isoformat(),
+            "note": r.note,
+        }
+        for r in rows
+    ]
+
+
+def add_pin(
+    conn: Connection, dataset_uuid: str, commit_id: int, at: datetime, note: str | None
+) -> bool:
+    """Pin a version; False when it was pinned already."""
+    if commit_id in pinned(conn, dataset_uuid):
+        return False
+    conn.execute(
+        version_pins.insert().values(
+            dataset_uuid=dataset_uuid, commit_id=commit_id, pinned_at=at, note=note
+        )
+    )
+    return True
+
+
+def drop_pin(conn: Connection, dataset_uuid: str, commit_id: int) -> bool:
+    gone = conn.execute(
+        version_pins.delete().where(_P.dataset_uuid == dataset_uuid, _P.commit_id == commit_id)
+    )
+    return bool(gone.rowcount)
+
+
+def record_pass(conn: Connection, row: Mapping[str, Any]) -> None:
+    conn.execute(retention_passes.insert().values(**row))
+
+
+def passes(conn: Connection, limit: int) -> list[dict[str, Any]]:
+    rp = retention_passes.c
+    rows = conn.execute(
+        sa.select(retention_passes).order_by(rp.ended_at.desc(), rp.id.desc()).limit(limit)
+    ).mappings()
+    return [
+        {
+            **{k: v for k, v in r.items() if k not in ("id", "started_at", "ended_at")},
+            "started_at": r["started_at"].isoformat(),
+            "ended_at": r["ended_at"].isoformat(),
+        }
+        for r in rows
+    ]
+
+
+def last_pass_end(conn: Connection) -> datetime | None:
+    value: datetime | None = conn.execute(
+        sa.select(sa.func.max(retention_passes.c.ended_at))
+    ).scalar()
+    return value
