@@ -25,6 +25,7 @@ CHAPTERS = (
     "an upstream rewrite",
     "history and trace",
     "partitions: one job, a run per region and hour",
+    "retention: old versions' data goes, their history stays",
     "explore what it built",
 )
 
@@ -74,6 +75,7 @@ def test_demo_tells_the_story_and_goes_on_where_it_stopped(
     assert hourly[1]["read"]["clean/clicks"]["from"] == 1
     tree = service.trace("metrics/experiment_cumulative", 1)
     assert _leaves(tree) == {("raw/clicks", 2), ("raw/experiments", 1)}
+    _retention_chapter(out, service, lake)
 
     again = run_demo(*where, "--home", str(settings.home), "demo", "--hours", "1")
     assert "going on from 2026-11-24T00:00:00+00:00" in again
@@ -151,3 +153,20 @@ def _leaves(node: dict[str, object]) -> set[tuple[object, object]]:
     if not inputs:
         return {(node["dataset"], node["version"])}
     return set().union(*(_leaves(child) for child in inputs))
+
+
+def _retention_chapter(out: str, service: BuildService, lake: Lake) -> None:
+    """All but the newest two versions of each daily metric purged, except the versions
+    the current ones were built from; each purged version's history intact."""
+    words = " ".join(out.split())
+    assert "was purged on" in words and "by retention policy metrics/*_daily" in words
+    customer = service.history("metrics/customer_daily")["versions"]
+    purged = [v["version"] for v in customer if v["purged"]]
+    latest = customer[-1]["version"]
+    assert purged and latest - 1 not in purged and latest not in purged
+    # What the current experiment metrics read stays whole.
+    for name in ("metrics/experiment_daily", "metrics/experiment_cumulative"):
+        used = service.history(name)["versions"][-1]["inputs"]["metrics/customer_daily"]
+        assert used not in purged
+        assert lake.read_arrow("metrics/customer_daily", version=used).num_rows > 0
+    assert all(v["run"] and v["program"] for v in customer if v["purged"])

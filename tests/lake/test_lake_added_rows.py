@@ -72,3 +72,19 @@ def test_added_rows_of_purged_containers_are_refused(lake: Lake) -> None:
             registry.added_files(conn, uuid, 1, 2)
         with pytest.raises(PurgedVersion, match="version 2 can no longer be read"):
             registry.version_files(conn, uuid, 2)
+
+
+def test_a_range_holding_a_version_retention_purged_is_named(lake: Lake) -> None:
+    """An incremental read of a range with a purged version runs whole: the move says
+    which version went."""
+    from strata.retention.policies import Policy
+    from strata.retention.service import Retention
+
+    commit(lake, "SNAPSHOT", ids(1))
+    commit(lake, "APPEND", ids(2))
+    commit(lake, "APPEND", ids(3))
+    commit(lake, "SNAPSHOT", ids(4))
+    policy = Policy("old", ("t",), keep_versions=1, grace_seconds=0)
+    assert Retention(lake, [policy]).run().count("purged") == 3
+    assert moved(lake, 1, 3) == registry.Moved(commits=2, rows=0, rewrite=(2, "PURGED"))
+    assert moved(lake, 1, 4).rewrite == (4, "SNAPSHOT")  # a rewrite is named first

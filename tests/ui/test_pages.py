@@ -556,6 +556,52 @@ def test_a_partitioned_dataset_shows_its_partitions(site: Site) -> None:
     site.shot("partitions")
 
 
+def test_purged_versions_show_as_such_with_their_history(site: Site) -> None:
+    """The demo's retention chapter purged old daily versions: the versions table marks
+    each one the API says is purged, offers no preview of it, and its trace says so."""
+    name = "metrics/customer_daily"
+    history = api(site, f"/strata/history/{quote(name, safe='')}")["versions"]
+    purged = {v["version"] for v in history if v["purged"]}
+    assert purged, "the demo's retention chapter purged nothing"
+    site.go(ds(name))
+    rows = section(site, "Versions").find_elements(By.CSS_SELECTOR, "tbody tr")
+    shown: set[int] = set()
+    for row in rows:
+        cells = row.find_elements(By.CSS_SELECTOR, "td")
+        version = int(cells[0].text.split()[0].removeprefix("v"))
+        badges = [b.text for b in cells[0].find_elements(By.CSS_SELECTOR, ".badge")]
+        if badges == ["purged"]:
+            shown.add(version)
+            assert not row.find_elements(By.LINK_TEXT, "Preview")
+            assert row.find_elements(By.LINK_TEXT, "Trace")
+        else:
+            assert badges == [] and row.find_elements(By.LINK_TEXT, "Preview")
+    assert shown == purged
+    oldest = min(purged)
+    site.go(ds(name, f"?trace={oldest}"))
+    node = one(site, ".trace-node")
+    assert node.text.startswith(f"{name}@{oldest}")
+    badge = node.find_element(By.CSS_SELECTOR, ".badge")
+    assert badge.text == "purged"
+    assert "retention policy metrics/*_daily" in (badge.get_attribute("title") or "")
+    site.shot("purged-versions")
+
+
+def test_the_status_page_says_how_the_last_retention_pass_went(site: Site) -> None:
+    found = api(site, "/strata/retention")
+    last = found["passes"][0]  # the demo's
+    site.go("#/status")
+    summary = one(site, ".retention-summary").text
+    assert (
+        f"({last['trigger']}): purged {last['purged']} version(s), {last['files']} file(s)"
+        in summary
+    )
+    assert (
+        f"{len(found['marks'])} version(s) marked for purging, {len(found['pins'])} pinned"
+        in summary
+    )
+
+
 def test_a_pipeline_job_links_its_children_and_they_link_back(site: Site) -> None:
     site.go("#/jobs/strata/hourly")
     family = section(site, "Parent and child jobs")

@@ -24,6 +24,7 @@ from strata.api.routes import (
     jobs,
     lineage,
     namespaces,
+    retention,
     runs,
     search,
     server,
@@ -86,7 +87,8 @@ def create_app(settings: Settings, engine: Engine | None = None) -> FastAPI:
     # Each module's router straight under the app: every level of router nesting is
     # matched again on every request.
     checks = [Depends(read_your_writes), Depends(check_request)]
-    for module in (namespaces, datasets, jobs, runs, tags, search, lineage, strata, builds):
+    routers = (namespaces, datasets, jobs, runs, tags, search, lineage, strata, builds, retention)
+    for module in routers:
         app.include_router(module.router, prefix=API_PREFIX, dependencies=checks)
     include_extra_routes(app, API_PREFIX, checks)
     # No token, no wait for the fold.

@@ -164,6 +164,11 @@ def _input_appended(c: Cause) -> str:
 
 def _input_rewritten(c: Cause) -> str:
     d = c.detail
+    if d["type"] == "PURGED":
+        return (
+            f"input {c.dependency}: retention purged version {d['version']} "
+            f"({d['built_from']} → {d['current']}), so the next build runs whole"
+        )
     return (
         f"input {c.dependency}: rewritten by {d['type']} {d['version']} "
         f"({d['built_from']} → {d['current']}), so the next build runs whole"

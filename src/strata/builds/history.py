@@ -9,6 +9,7 @@ as for current ones; ``program_of`` is the stored program version that built one
 from __future__ import annotations
 
 from dataclasses import dataclass
+from datetime import datetime
 from typing import Any
 
 from strata.builds.state import BuildState
@@ -18,6 +19,7 @@ from strata.errors import NotFound
 from strata.lake import partitions as pkeys
 from strata.lake.partition_index import summary_dicts, touched_keys
 from strata.lineage.query.provenance import ProvenanceNode
+from strata.retention.state import Mark
 
 TRACE_DEPTH = 100
 
@@ -37,6 +39,7 @@ def history(
     there."""
     rows, inputs = state.history(dataset)
     warned = state.warned_versions(dataset)
+    marks = state.retention_marks(dataset)
     if partition is not None:
         by = state.partition_by([dataset]).get(dataset)
         wanted = pkeys.Chosen(dataset, by, partition)
@@ -53,12 +56,26 @@ def history(
             "program": _program_json(x.job, x.ordinal, x.fingerprint),
             "inputs": inputs.get(x.run, {}) if x.run else {},
             "warnings": warned.get(x.version, []),
+            "purged": _purged(x.purged_at, x.purged_by),
+            "marked": _marked(marks.get(x.version)),
             **_how_read(x, inputs.get(x.run, {}) if x.run else {}),
             **_partitions(x, wanted if partition is not None else None),
         }
         for x in rows
     ]
     return {"dataset": dataset, "versions": versions}
+
+
+def _purged(at: datetime | None, policy: str | None) -> dict[str, Any] | None:
+    """``{"at", "policy"}`` of a version retention purged: its history stays, its data
+    is gone."""
+    return {"at": at.isoformat(), "policy": policy} if at is not None else None
+
+
+def _marked(mark: Mark | None) -> dict[str, Any] | None:
+    """``{"at", "policy"}`` of a version marked for purging (undone by a pin or
+    ``strata retention --unmark``)."""
+    return {"at": mark.marked_at.isoformat(), "policy": mark.policy} if mark else None
 
 
 def _partitions(x: VersionEntry, wanted: pkeys.Chosen | None) -> dict[str, Any]:
@@ -103,6 +120,13 @@ def _job_versions(node: ProvenanceNode) -> set[str]:
     return found
 
 
+def _versions(node: ProvenanceNode) -> set[str]:
+    found = {node.version}
+    for child in node.inputs:
+        found |= _versions(child)
+    return found
+
+
 def _runs(node: ProvenanceNode) -> set[str]:
     found = {node.run.id} if node.run else set()
     for child in node.inputs:
@@ -118,11 +142,13 @@ class _Tracer:
         self.ordinals: dict[str, tuple[str, int]] = {}
         self.builds: dict[str, dict[str, Any]] = {}
         self.made: dict[str, ProvenanceNode] = {}
+        self.purged: dict[str, tuple[datetime, str]] = {}
 
     def node(self, root: ProvenanceNode, depth: int = TRACE_DEPTH) -> dict[str, Any]:
         self.ordinals.update(self.state.ordinals_of(_job_versions(root)))
         self.builds.update(self.state.build_facets(_runs(root)))
         self.made.update(_expanded(root, {}))
+        self.purged.update(self.state.purged(_versions(root)))
         return self._json(root, depth)
 
     def _json(self, node: ProvenanceNode, depth: int) -> dict[str, Any]:
@@ -146,6 +172,8 @@ class _Tracer:
         previous = {k: v for k, v in (build.get("previous") or {}).items() if v is not None}
         if build.get("mode") == "incremental" and previous:
             out["previous"] = previous
+        if node.version in self.purged:
+            out["purged"] = _purged(*self.purged[node.version])
         if node.repeated:
             out["repeated"] = True
         return out

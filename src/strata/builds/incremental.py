@@ -130,7 +130,10 @@ def whole_because(
         moved = facts.moves.get((name, was.commit_id, to))
         if moved is not None and moved.rewrite is not None:
             version, kind = moved.rewrite
-            reasons.append(f"input {name} was rewritten: version {version} is a {kind}")
+            if kind == "PURGED":
+                reasons.append(f"input {name}: retention purged version {version} of the range")
+            else:
+                reasons.append(f"input {name} was rewritten: version {version} is a {kind}")
     return reasons
 
 

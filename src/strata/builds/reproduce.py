@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import sys
 import tempfile
-from collections.abc import Callable, Iterator, Mapping
+from collections.abc import Callable, Iterable, Iterator, Mapping
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -27,7 +27,7 @@ from strata.builds.partition_trace import partition_runs, whole_key
 from strata.builds.state import BuildState
 from strata.builds.state.catalog import RunDetail
 from strata.builds.state.programs import Program
-from strata.errors import NotFound
+from strata.errors import NotFound, PurgedVersion
 from strata.lake import partitions as pkeys
 from strata.lake.registry import Version
 from strata.lake.rowhash import RowHash, fingerprint
@@ -87,6 +87,7 @@ def reproduce(
             p: lake.version(i.name, version=built.inputs.get(i.name))
             for p, i in item.inputs.items()
         }
+        refuse_purged_inputs(built, inputs.values())
         plan = _recorded_plan(item, inputs, state.build_facets([built.run]).get(built.run))
         spark = start_spark()
         txn = lake.transaction(list(item.output_names), write_type(item, plan))
@@ -120,6 +121,26 @@ def reproduce(
     )
 
 
+def refuse_purged_inputs(built: Entry, inputs: Iterable[Version]) -> None:
+    """Raise :class:`PurgedVersion` naming every recorded input retention purged: a
+    version cannot be reproduced without the data it was built from."""
+    gone = sorted((v for v in inputs if v.purged_at is not None), key=lambda v: v.dataset)
+    if not gone:
+        return
+    named = ", ".join(
+        f"{v.dataset}@{v.commit_id} (purged {v.purged_at:%Y-%m-%d} by policy {v.purged_by})"
+        for v in gone
+    )
+    ref = f"{built.dataset}@{built.version}"
+    raise PurgedVersion(
+        f"{ref} cannot be reproduced: retention purged its input(s) {named}; its catalog "
+        f"entry remains (strata trace {ref}); pin inputs with strata pin to keep them",
+        dataset=built.dataset,
+        version=built.version,
+        purged_inputs=[f"{v.dataset}@{v.commit_id}" for v in gone],
+    )
+
+
 def reproduce_partitions(
     lake: Lake,
     state: BuildState,
@@ -146,6 +167,10 @@ def reproduce_partitions(
     chosen = {k: str(runs[k]) for k in keys}
     details = state.run_details(chosen.values())
     inputs_of = state.run_inputs(chosen.values())
+    read = {(name, n) for run in chosen.values() for name, n in inputs_of[run].items()}
+    refuse_purged_inputs(
+        built, [lake.version(name, n) for name, n in sorted(read) if n is not None]
+    )
     by_program: dict[str, list[str]] = {}
     for key, run in chosen.items():
         by_program.setdefault(str(details[run].job_version), []).append(key)

@@ -1,5 +1,6 @@
 """Commit-triggered and scheduled builds: the worker fires due schedules
-(:mod:`strata.builds.scheduler`) and takes triggers (the commit outbox, see
+(:mod:`strata.builds.scheduler`), runs retention daily where a policy exists
+(:mod:`strata.retention`), and takes triggers (the commit outbox, see
 :mod:`strata.builds.state.triggers`) and builds the out-of-date dependents of each committed
 dataset. The new versions' own triggers carry the build down the graph.
 
@@ -30,6 +31,7 @@ from strata.builds.service import BuildService
 from strata.builds.state.triggers import Claim, backoff
 from strata.errors import PipelineError, StoreError, StrataError, can_pass
 from strata.ids import new_id
+from strata.retention.service import DailyPass, Retention, RetentionReport
 
 log = logging.getLogger(__name__)
 
@@ -58,6 +60,7 @@ class WorkerReport:
     builds: list[dict[str, Any]] = field(default_factory=list)
     pending: list[dict[str, Any]] = field(default_factory=list)  # left to retry
     firings: list[dict[str, Any]] = field(default_factory=list)  # schedules it fired
+    retention: list[dict[str, Any]] = field(default_factory=list)  # retention passes it ran
 
     def to_dict(self) -> dict[str, Any]:
         return {
@@ -65,6 +68,7 @@ class WorkerReport:
             "builds": self.builds,
             "pending": self.pending,
             "firings": self.firings,
+            "retention": self.retention,
         }
 
 
@@ -105,6 +109,7 @@ def run_worker(
     reporter: Reporter | None = None,
     on_build: Callable[[Claim, Attempt], None] | None = None,
     on_fire: Callable[[Fired], None] | None = None,
+    on_retention: Callable[[RetentionReport], None] | None = None,
 ) -> WorkerReport:
     """Fire due schedules and take triggers until stopped (or, with ``once``, until every
     due firing was built and every pending trigger was tried once: triggers waiting out
@@ -115,6 +120,7 @@ def run_worker(
     tried: set[int] = set()
     outage = 0
     clock = Clock()
+    daily = DailyPass(Retention(service.lake))
     while True:
         try:
             if clock.due(datetime.now(UTC)):
@@ -122,6 +128,13 @@ def run_worker(
                     report.firings.append(f.to_dict())
                     if on_fire is not None:
                         on_fire(f)
+            swept = daily.run_if_due(datetime.now(UTC))
+            if swept is not None:
+                report.retention.append(
+                    {k: v for k, v in swept.to_dict().items() if k != "versions"}
+                )
+                if on_retention is not None:
+                    on_retention(swept)
             claimed = _claim(service, holder, tried if once else (), once)
         except StoreError as exc:
             if once:

@@ -259,12 +259,13 @@ def worker(
     json: JsonOpt = False,
 ) -> None:
     """Build the out-of-date dependents of each commit, as commits land, and what each
-    schedule names when it is due."""
+    schedule names when it is due; run retention daily where a policy exists."""
     from rich.markup import escape
 
     from strata.builds.scheduler import Fired
     from strata.builds.state.triggers import Claim
     from strata.builds.worker import Attempt, run_worker
+    from strata.retention.service import RetentionReport
 
     with reported():
         service = service_from(ctx, pipeline)
@@ -285,9 +286,23 @@ def worker(
             line = f"schedule {f.schedule} due {f.due_at:%Y-%m-%d %H:%M %Z}: {f.outcome}{tail}"
             err_console.print(escape(line), highlight=False)
 
+        def swept(r: RetentionReport) -> None:
+            if not json:
+                err_console.print(
+                    f"retention: marked {r.count('marked')}, purged {r.count('purged')} "
+                    f"version(s) ({r.freed_files} file(s) deleted)",
+                    highlight=False,
+                )
+
         with _sigterm_interrupts(), progress:
             report = run_worker(
-                service, once=once, poll=poll, reporter=progress, on_build=told, on_fire=fired
+                service,
+                once=once,
+                poll=poll,
+                reporter=progress,
+                on_build=told,
+                on_fire=fired,
+                on_retention=swept,
             )
         if json:
             emit_json(report.to_dict())

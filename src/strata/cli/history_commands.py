@@ -113,6 +113,12 @@ def print_history(dataset: str, result: dict[str, Any]) -> None:
         + ((_partitions_label(v),) if partitioned else ())
         for v in result["versions"]
     ]
+    purged = any(v.get("purged") for v in result["versions"])
+    if purged:  # versions whose data retention purged: their history stays
+        rows = [
+            (*row, _purged_label(v["purged"]))
+            for row, v in zip(rows, result["versions"], strict=True)
+        ]
     warned = any(v.get("warnings") for v in result["versions"])
     if warned:  # versions committed although a WARN check failed
         rows = [
@@ -123,6 +129,7 @@ def print_history(dataset: str, result: dict[str, Any]) -> None:
         f"history of {dataset}",
         ["version", "committed at", "type", "rows", "run", "program", "inputs"]
         + (["partitions"] if partitioned else [])
+        + (["retention"] if purged else [])
         + (["warnings"] if warned else []),
         rows,
     )
@@ -211,3 +218,7 @@ def _inputs_read(version: dict[str, Any]) -> str:
         r = read.get(name) or {}
         out.append(f"{name}({r['from']}, {n}]" if r.get("from") is not None else f"{name}@{n}")
     return ", ".join(out)
+
+
+def _purged_label(purged: dict[str, Any] | None) -> str:
+    return f"purged {purged['at'][:10]} by {purged['policy']}" if purged else ""

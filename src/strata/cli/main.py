@@ -7,7 +7,13 @@ from typing import Annotated
 
 import typer
 
-from strata.cli import build_commands, history_commands, lake_commands, trace_commands
+from strata.cli import (
+    build_commands,
+    history_commands,
+    lake_commands,
+    retention_commands,
+    trace_commands,
+)
 from strata.cli.changes import changes
 from strata.cli.common import reported, settings_from
 from strata.cli.demo import demo
@@ -97,6 +103,9 @@ app.command()(lake_commands.datasets)
 app.command()(lake_commands.versions)
 app.command()(lake_commands.read)
 app.command()(lake_commands.gc)
+app.command()(retention_commands.retention)
+app.command()(retention_commands.pin)
+app.command()(retention_commands.unpin)
 app.command()(demo)
 app.command()(changes)
 app.command()(build_commands.status)

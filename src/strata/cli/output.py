@@ -49,16 +49,36 @@ def emit_versions(dataset: str, versions: Sequence[Version]) -> None:
     """A dataset's version history as a table (with what each did to which partitions,
     when partitioned)."""
     partitioned = any(v.partitions is not None for v in versions)
+    purged = any(v.purged_at is not None for v in versions)
     emit_table(
         f"versions of {dataset}",
         ["version", "committed at", "type", "rows", "files", "content hash"]
-        + (["partitions"] if partitioned else []),
+        + (["partitions"] if partitioned else [])
+        + (["retention"] if purged else []),
         [
             (v.commit_id, v.committed_at, v.type, v.row_count, v.file_count, v.content_hash[:12])
             + ((partition_words(v.partitions, shown=0),) if partitioned else ())
+            + ((purge_words(v),) if purged else ())
             for v in versions
         ],
     )
+
+
+def size_words(count: int) -> str:
+    """``1.2 MB``: a byte count as a person reads it."""
+    size = float(count)
+    for unit in ("bytes", "kB", "MB", "GB", "TB"):
+        if size < 1000 or unit == "TB":
+            return f"{int(size)} {unit}" if unit == "bytes" else f"{size:.1f} {unit}"
+        size /= 1000
+    raise AssertionError("unreachable")
+
+
+def purge_words(v: Version) -> str:
+    """``purged 2026-11-29 by raw/*``, or nothing for a kept version."""
+    if v.purged_at is None:
+        return ""
+    return f"purged {v.purged_at.date().isoformat()} by {v.purged_by}"
 
 
 def partition_words(summary: Mapping[str, Sequence[str]] | None, shown: int = 2) -> str:

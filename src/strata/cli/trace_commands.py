@@ -137,6 +137,9 @@ def _label(node: dict[str, Any]) -> str:
     ref = f"({read['from']}, {read['to']}]" if read else f"@{node['version']}"
     # A version met again (a diamond): its inputs were shown where it first appeared.
     again = " [dim](repeated, see above)[/]" if node.get("repeated") else ""
+    if node.get("purged"):  # its history is all here; its data is gone
+        gone = node["purged"]
+        again += f" [yellow]purged {gone['at'][:10]} by {escape(gone['policy'])}[/]"
     where = node.get("partition")
     part = escape(f"[{', '.join(f'{k}={v}' for k, v in where.items())}]") if where else ""
     return f"[bold]{escape(node['dataset'])}{part}{ref}[/]{made}{how}{state}{again}"

@@ -324,7 +324,8 @@ class Moved:
 
     commits: int
     rows: int  # rows added, when every version between was an APPEND
-    rewrite: tuple[int, str] | None  # the first version that was not an APPEND, its type
+    # The first version that was not an APPEND, and its type ("PURGED": retention purged it).
+    rewrite: tuple[int, str] | None
 
 
 def moves(conn: Connection, spans: list[tuple[str, int, int]]) -> dict[tuple[str, int, int], Moved]:
@@ -342,7 +343,7 @@ def moves(conn: Connection, spans: list[tuple[str, int, int]]) -> dict[tuple[str
             ]
         )
         rows = conn.execute(
-            sa.select(dv.dataset_uuid, dv.commit_id, dv.row_count, t.type)
+            sa.select(dv.dataset_uuid, dv.commit_id, dv.row_count, t.type, dv.purged_at)
             .select_from(dataset_versions.outerjoin(transactions, t.uuid == dv.transaction_uuid))
             .where(where)
             .order_by(dv.dataset_uuid, dv.commit_id)
@@ -364,6 +365,10 @@ def _moved(span: list[Any], after: int) -> Moved:
     )
     if base is None and after > 0:
         rewrite = rewrite or (after, "MISSING")
+    # Rows retention purged cannot be read as added rows: such a range is read whole.
+    purged = next((int(r.commit_id) for r in later if r.purged_at is not None), None)
+    if purged is not None:
+        rewrite = rewrite or (purged, "PURGED")
     rows = (int(later[-1].row_count) - (int(base.row_count) if base else 0)) if later else 0
     return Moved(len(later), rows if rewrite is None else 0, rewrite)
 

@@ -23,6 +23,8 @@ from strata.errors import ConfigError
 from strata.lake.transaction import TYPES
 
 DEFAULT_GRACE = "7d"
+# Longer than any store will run: a limit that keeps date arithmetic in range.
+MAX_DAYS = 365_000
 _KEYS = {"name", "datasets", "keep_versions", "keep_days", "grace", "types", "protect_inputs"}
 _UNITS = {"s": 1, "m": 60, "h": 3600, "d": 86400, "w": 604800}
 _DURATION = re.compile(r"\s*(\d+(?:\.\d+)?)\s*([smhdw])\s*")
@@ -74,7 +76,10 @@ def parse_duration(text: Any, what: str) -> float:
             f"{what} is {text!r}, which is not a duration; write a number and a unit, "
             'such as "7d", "12h", "30m" or "0s"'
         )
-    return float(found.group(1)) * _UNITS[found.group(2)]
+    seconds = float(found.group(1)) * _UNITS[found.group(2)]
+    if seconds > MAX_DAYS * 86400:
+        raise ConfigError(f"{what} is {text!r}, more than {MAX_DAYS:,} days; give a shorter one")
+    return seconds
 
 
 def policy_for(policies: Sequence[Policy], dataset: str) -> Policy | None:
@@ -143,8 +148,8 @@ def _count(value: Any, what: str) -> int | None:
 def _days(value: Any, what: str) -> float | None:
     if value is None:
         return None
-    if isinstance(value, bool) or not isinstance(value, int | float) or value < 0:
-        raise ConfigError(f"{what} is {value!r}; give a number of days, 0 or more")
+    if isinstance(value, bool) or not isinstance(value, int | float) or not 0 <= value <= MAX_DAYS:
+        raise ConfigError(f"{what} is {value!r}; give a number of days, 0 to {MAX_DAYS:,}")
     return float(value)
 
 

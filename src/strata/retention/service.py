@@ -15,7 +15,7 @@ from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
-from strata.errors import InvalidArgument, NotFound
+from strata.errors import InvalidArgument, InvalidName, NotFound
 from strata.lake import registry
 from strata.lake.commit import lock_datasets
 from strata.lake.service import Lake
@@ -26,6 +26,7 @@ from strata.store.engine import read_tx, write_tx
 
 # The worker runs a pass when the last one ended this long ago.
 DAILY = timedelta(days=1)
+_LONG_AGO = datetime(1970, 1, 1, tzinfo=UTC)
 
 
 @dataclass(frozen=True, slots=True)
@@ -218,7 +219,10 @@ class Retention:
         return {"dataset": dataset, "version": version, "pinned": False, "changed": True}
 
     def _version(self, dataset: str, version: int) -> tuple[str, registry.Version]:
-        v = self.lake.version(dataset, version)
+        try:
+            v = self.lake.version(dataset, version)
+        except InvalidName as exc:  # a name that cannot exist names no version
+            raise NotFound(f"no dataset {dataset!r} in the lake: {exc}", dataset=dataset) from exc
         return v.dataset_uuid, v
 
     def overview(self, passes: int = 10) -> dict[str, Any]:
@@ -231,6 +235,23 @@ class Retention:
                 "passes": state.passes(conn, passes),
                 "pending_files": len(state.pending(conn)),
             }
+
+
+@dataclass
+class DailyPass:
+    """A pass when one is due (a policy exists and none ran for a day), for a worker
+    that looks about once a minute."""
+
+    retention: Retention
+    next_look: datetime = _LONG_AGO
+
+    def run_if_due(self, now: datetime) -> RetentionReport | None:
+        if now < self.next_look:
+            return None
+        self.next_look = now + timedelta(minutes=1)
+        if not self.retention.due(now):
+            return None
+        return self.retention.run(trigger="worker")
 
 
 @dataclass

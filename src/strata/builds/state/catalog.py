@@ -139,6 +139,8 @@ class VersionEntry:
     fingerprint: str | None
     build: dict[str, Any] | None = None  # the run's build facet: mode and read ranges
     partitions: dict[str, Any] | None = None  # what it did to which partition (and by which run)
+    purged_at: datetime | None = None  # retention purged its data (by policy ``purged_by``)
+    purged_by: str | None = None
 
 
 def version_entries(conn: Connection, dataset_uuid: str) -> list[VersionEntry]:
@@ -158,6 +160,8 @@ def version_entries(conn: Connection, dataset_uuid: str) -> list[VersionEntry]:
             pv.c.fingerprint,
             r.c.facets.label("run_facets"),
             dv.c.partitions,
+            dv.c.purged_at,
+            dv.c.purged_by,
         )
         .select_from(dv)
         .outerjoin(t, t.c.uuid == dv.c.transaction_uuid)
@@ -180,9 +184,26 @@ def version_entries(conn: Connection, dataset_uuid: str) -> list[VersionEntry]:
             x.fingerprint,
             dict(x.run_facets or {}).get(BUILD_FACET),
             x.partitions,
+            x.purged_at,
+            x.purged_by,
         )
         for x in rows
     ]
+
+
+def purged(conn: Connection, version_uuids: Collection[str]) -> dict[str, tuple[datetime, str]]:
+    """``version uuid -> (purged at, policy)`` of those of ``version_uuids`` retention
+    purged."""
+    dv = s.dataset_versions.c
+    out: dict[str, tuple[datetime, str]] = {}
+    for part in chunks(sorted(version_uuids), 500):
+        rows = conn.execute(
+            sa.select(dv.uuid, dv.purged_at, dv.purged_by).where(
+                dv.uuid.in_(part), dv.purged_at.is_not(None)
+            )
+        )
+        out.update({x.uuid: (x.purged_at, x.purged_by) for x in rows})
+    return out
 
 
 def run_inputs(conn: Connection, runs: Collection[str]) -> dict[str, dict[str, int | None]]:

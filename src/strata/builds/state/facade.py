@@ -41,6 +41,8 @@ from strata.lake.registry import Moved
 from strata.lineage.query import column_lineage as columns
 from strata.lineage.query import queries as lineage_queries
 from strata.lineage.query.provenance import ProvenanceNode, provenance
+from strata.retention import state as retention_state
+from strata.retention.state import Mark
 from strata.store.engine import read_tx, write_tx
 
 
@@ -124,6 +126,17 @@ class BuildState:
             ds = registry.require_lake_dataset(conn, self.namespace, dataset)
             rows = catalog.version_entries(conn, str(ds["uuid"]))
             return rows, catalog.run_inputs(conn, {x.run for x in rows if x.run})
+
+    def retention_marks(self, dataset: str) -> dict[int, Mark]:
+        """The versions of ``dataset`` a retention policy marked, waiting for their purge."""
+        with read_tx(self.engine) as conn:
+            found = catalog.dataset_uuids(conn, self.namespace, [dataset]).get(dataset)
+            return {m.commit_id: m for m in retention_state.marks(conn, found)} if found else {}
+
+    def purged(self, version_uuids: Collection[str]) -> dict[str, tuple[datetime, str]]:
+        """When, and by which policy, retention purged those of ``version_uuids`` it did."""
+        with read_tx(self.engine) as conn:
+            return catalog.purged(conn, version_uuids)
 
     def run_details(self, runs: Collection[str]) -> dict[str, RunDetail]:
         """Each run's state, program version uuid and facets."""

@@ -31,8 +31,8 @@ def demo(
     Hourly (incremental) and daily pipelines over a synthetic clickstream for three
     regions: builds, a no-op build, a program change, late data through the worker, a
     failure and its fix, an upstream rewrite, history, trace and time travel, and a
-    partitioned pipeline where late JP clicks rebuild only JP's partitions. Run it again
-    to go on where it stopped.
+    partitioned pipeline where late JP clicks rebuild only JP's partitions, and a
+    retention policy at work. Run it again to go on where it stopped.
     """
     from strata.builds.service import BuildService
     from strata.cli.demo.example import (
@@ -70,6 +70,7 @@ def demo(
         story.rewrite()
         story.provenance()
         story.partitions()
+        story.retention()
         _explore(settings, pipelines, time.perf_counter() - t0)
 
 

@@ -1,7 +1,8 @@
 """The demo's steps, in the order a data engineer meets them: hours arrive and are built
 incrementally, a day is built, nothing to do, a program changes, late data arrives, a
 transform breaks and is fixed, a check stops a bad batch, withdrawing it (an upstream
-rewrite) makes a build whole, and every version can be traced and read again."""
+rewrite) makes a build whole, every version can be traced and read again, and a
+retention policy purges old versions' data while their history stays."""
 
 from __future__ import annotations
 
@@ -35,6 +36,7 @@ if TYPE_CHECKING:
 
 RESULT = "metrics/experiment_cumulative"
 REGIONAL = "regions/daily"
+RETAINED = "metrics/*_daily"  # the demo's retention policy
 
 
 @dataclass
@@ -400,6 +402,40 @@ class Story:
             "one job each in the lineage graph; partitions by region (each with its latest run)",
             ["job", "partitions"],
             rows,
+        )
+
+    # -- 11: retention ---------------------------------------------------------------
+
+    def retention(self) -> None:
+        """A policy purges the data of old daily versions; their history stays, and a
+        version a current version was built from stays whole."""
+        from strata.cli.retention_commands import print_report
+        from strata.errors import PurgedVersion
+        from strata.retention.policies import Policy
+        from strata.retention.service import Retention
+
+        self.chapter("retention: old versions' data goes, their history stays")
+        policy = Policy(RETAINED, (RETAINED,), keep_versions=2, grace_seconds=0)
+        self.say(
+            f'as `[[retention]] datasets = ["{RETAINED}"], keep_versions = 2, grace = "0s"` '
+            "in strata.toml would, `strata retention` purges all but the newest two versions "
+            "of each daily metric, except those a current version was built from:"
+        )
+        report = Retention(self.lake, [policy]).run(trigger="demo")
+        print_report(report)
+        purged = [t for t in report.touched if t.action == "purged"]
+        if not purged:
+            return
+        ref = f"{purged[0].dataset}@{purged[0].version}"
+        try:
+            self.lake.read_arrow(purged[0].dataset, version=purged[0].version)
+        except PurgedVersion as exc:
+            self.say(f"`strata read {ref}`: {escape(exc.message)}")
+        else:
+            raise StrataError(f"{ref} was purged but still reads")
+        self.say(
+            f"[green]✓[/] `strata history {purged[0].dataset}` still lists every version, "
+            "each purged one with its run, program and inputs."
         )
 
     # -- helpers -------------------------------------------------------------------

@@ -106,7 +106,7 @@ function schemaTable(fields, editing) {
 
 function historyTable(ns, versions, here) {
   const rows = [...versions].reverse().map((v) => [
-    `v${v.version}`,
+    h("span", null, `v${v.version}`, retentionBadge(v)),
     when(v.committed_at),
     v.type,
     count(v.rows),
@@ -117,11 +117,23 @@ function historyTable(ns, versions, here) {
       ? a(here({ checks: v.version }), h("span", { class: "badge warn", title: "committed although these checks warned" }, `⚠ ${v.warnings.join(", ")}`))
       : "",
     h("span", { class: "row-actions" },
-      a(here({ preview: v.version }), "Preview"), " ",
+      v.purged ? null : a(here({ preview: v.version }), "Preview"), " ",
       a(here({ trace: v.version }), "Trace"), " ",
       v.version > 1 ? a(here({ diff: `${v.version - 1}..${v.version}` }), "Schema change") : null),
   ]);
   return table(["Version", "Committed", "Type", "Rows", "Run", "Program", "Inputs", "Checks", ""], rows);
+}
+
+// Retention: a purged version keeps its history (run, program, inputs) but not its data;
+// a marked one is purged once its grace is over, unless pinned first.
+function retentionBadge(v) {
+  if (v.purged) {
+    return [" ", h("span", { class: "badge bad", title: `data purged ${v.purged.at.slice(0, 10)} by retention policy ${v.purged.policy}; its history remains` }, "purged")];
+  }
+  if (v.marked) {
+    return [" ", h("span", { class: "badge warn", title: `marked ${v.marked.at.slice(0, 19).replace("T", " ")} by retention policy ${v.marked.policy}; purged after its grace unless pinned (strata pin)` }, "marked")];
+  }
+  return null;
 }
 
 function inputsOf(ns, inputs) {
@@ -170,7 +182,8 @@ function traceNode(ns, n) {
     a(to.dataset(ns, n.dataset, { trace: n.version }), `${n.dataset}@${n.version}`), " ",
     n.run ? [runLink(n.run), " ", runState(n.state)] : h("span", { class: "quiet" }, "raw"),
     n.program ? h("span", { class: "quiet" }, ` ${n.program.transform} v${n.program.ordinal || "?"}`) : null,
-    n.mode ? h("span", { class: "quiet" }, ` · ${n.mode}`) : null);
+    n.mode ? h("span", { class: "quiet" }, ` · ${n.mode}`) : null,
+    retentionBadge(n));
   const kids = n.inputs && n.inputs.length ? h("ul", null, n.inputs.map((c) => traceNode(ns, c))) : null;
   return h("li", null, label, kids);
 }

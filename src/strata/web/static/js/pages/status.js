@@ -8,7 +8,9 @@ const POLL_MS = 700;
 export async function status(_parts, params, rerender) {
   const offered = await offer();
   if (!offered.builds) return noPipelines();
-  const [result, planned] = await Promise.all([api("/strata/status"), maybe("/strata/schedules")]);
+  const [result, planned, retention] = await Promise.all([
+    api("/strata/status"), maybe("/strata/schedules"), maybe("/strata/retention"),
+  ]);
   const canBuild = offered.access === "write";
   const onlyStale = params.get("only") === "stale";
   const shown = result.datasets.filter((d) => !onlyStale || d.state !== "fresh");
@@ -33,6 +35,7 @@ export async function status(_parts, params, rerender) {
       "Building needs a write token; this one may only read. ", a("#/token", "Enter a write token"), "."),
     progress,
     planned && planned.schedules.length ? schedulesSection(planned.schedules) : null,
+    retention ? retentionSection(retention, result.namespace) : null,
     section("Datasets", table(["State", "Dataset", "Kind", "Version", "Why", ""], rows, {
       cls: "status-table", empty: onlyStale ? "✓ Everything is fresh." : "No datasets: the pipelines declare none.",
     })));
@@ -54,6 +57,41 @@ function schedulesSection(schedules) {
     outcome(s.last),
   ]);
   return section("Schedules", table(["Schedule", "Cron", "Time zone", "Builds", "Next firing", "Last firing"], rows, { cls: "schedules-table" }));
+}
+
+// Retention: the policies, what waits for its purge, what is pinned, and the last pass.
+function retentionSection(r, ns) {
+  if (!r.policies.length && !r.passes.length && !r.marks.length && !r.pins.length) return null;
+  const keeps = (p) => [p.keep_versions && `newest ${p.keep_versions}`, p.keep_days !== null && `${p.keep_days} days`]
+    .filter(Boolean).join(" or ");
+  const policies = r.policies.map((p) => [
+    h("strong", null, p.name), p.datasets.join(", "), keeps(p), span(p.grace_seconds),
+    p.protect_inputs ? "yes" : "no",
+  ]);
+  const last = r.passes[0];
+  const summary = h("p", { class: "summary retention-summary" },
+    last ? ["Last pass ", when(last.ended_at), ` (${last.trigger}): purged ${last.purged} version(s), `,
+      `${last.files} file(s), ${bytes(last.bytes)} freed. `] : "No pass has run yet. ",
+    `${r.marks.length} version(s) marked for purging, ${r.pins.length} pinned.`);
+  const marks = r.marks.map((m) => [
+    a(to.dataset(ns, m.dataset, { trace: m.version }), `${m.dataset}@${m.version}`), m.policy, when(m.marked_at), bytes(m.bytes),
+  ]);
+  return section("Retention", summary,
+    policies.length ? table(["Policy", "Datasets", "Keeps", "Grace", "Keeps inputs"], policies, { cls: "retention-policies" }) : null,
+    marks.length ? table(["Marked", "Policy", "Since", "Frees"], marks, { cls: "retention-marks" }) : null);
+}
+
+function span(seconds) {
+  if (seconds >= 86400 && seconds % 86400 === 0) return `${seconds / 86400} d`;
+  if (seconds >= 3600 && seconds % 3600 === 0) return `${seconds / 3600} h`;
+  return `${seconds} s`;
+}
+
+function bytes(n) {
+  const units = ["bytes", "kB", "MB", "GB", "TB"];
+  let i = 0;
+  while (n >= 1000 && i < units.length - 1) { n /= 1000; i += 1; }
+  return i ? `${n.toFixed(1)} ${units[i]}` : `${n} bytes`;
 }
 
 // A server with no pipelines has nothing to build or judge: say so, and how to start one.

@@ -1,0 +1,86 @@
+"""Retention routes: the policies, marks, pins and last passes; a pass; marks undone;
+versions pinned and unpinned. Dataset names go in one path segment (``raw%2Fclicks``)."""
+
+from __future__ import annotations
+
+from typing import Annotated
+
+from fastapi import APIRouter, Body, Path, Query, Request, Response
+from pydantic import BaseModel, Field
+
+from strata.api import views
+from strata.api.contract import errors
+from strata.retention.policies import parse_duration
+from strata.retention.service import Retention
+
+router = APIRouter(prefix="/strata", tags=["Strata retention"])
+
+VersionPath = Annotated[int, Path(ge=1, le=2**62, description="commit id")]
+
+
+def _retention(request: Request) -> Retention:
+    return Retention(request.app.state.builds.lake)
+
+
+@router.get("/retention", response_model=views.Json, responses=errors(400))
+def get_retention(request: Request, passes: Annotated[int, Query(ge=1, le=1000)] = 10) -> Response:
+    """The policies of ``strata.toml``, the versions marked for purging, the pinned
+    versions and the last passes."""
+    return views.json_response(_retention(request).overview(passes))
+
+
+@router.post("/retention", response_model=views.Json, responses=errors(400))
+def post_retention(
+    request: Request,
+    dry_run: Annotated[
+        bool, Query(description="list what a pass would do; change nothing")
+    ] = False,
+    grace: Annotated[
+        str | None,
+        Query(
+            pattern=r"^\d{1,4}(\.\d{1,3})?[smhdw]$",
+            description='this pass\'s grace, e.g. "0s" or "12h"',
+        ),
+    ] = None,
+) -> Response:
+    """Run a retention pass, as `strata retention` does: every version it marked,
+    unmarked or purged."""
+    seconds = parse_duration(grace, "grace") if grace is not None else None
+    report = _retention(request).run(dry_run=dry_run, grace_seconds=seconds, trigger="api")
+    return views.json_response(report.to_dict())
+
+
+@router.delete(
+    "/retention/marks/{dataset:seg}/{version}",
+    response_model=views.Json,
+    responses=errors(400, 404),
+)
+def delete_mark(request: Request, dataset: str, version: VersionPath) -> Response:
+    """Undo a version's mark before its purge."""
+    return views.json_response(_retention(request).unmark(dataset, version).to_dict())
+
+
+class NewPin(BaseModel):
+    """Why a version is kept."""
+
+    note: str | None = Field(default=None, max_length=1000)
+
+
+@router.put("/pins/{dataset:seg}/{version}", response_model=views.Json, responses=errors(400, 404))
+def put_pin(
+    request: Request,
+    dataset: str,
+    version: VersionPath,
+    body: Annotated[NewPin | None, Body()] = None,
+) -> Response:
+    """Keep a version from every retention policy."""
+    note = body.note if body is not None else None
+    return views.json_response(_retention(request).pin(dataset, version, note))
+
+
+@router.delete(
+    "/pins/{dataset:seg}/{version}", response_model=views.Json, responses=errors(400, 404)
+)
+def delete_pin(request: Request, dataset: str, version: VersionPath) -> Response:
+    """Let retention policies select a pinned version again."""
+    return views.json_response(_retention(request).unpin(dataset, version))

@@ -1,0 +1,137 @@
+"""`strata retention`, `pin` and `unpin`: retention of lake data."""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Annotated
+
+import typer
+
+from strata.cli.common import reported, settings_from
+from strata.cli.output import console, emit_json, emit_table, size_words
+from strata.lake.names import parse_version_ref
+from strata.lake.service import connect
+
+if TYPE_CHECKING:
+    from strata.retention.service import RetentionReport
+
+_DONE = {"marked": "marked", "unmarked": "unmarked", "purged": "purged"}
+_DRY = {"marked": "would mark", "unmarked": "would unmark", "purged": "would purge"}
+
+
+def retention(
+    ctx: typer.Context,
+    dry_run: Annotated[
+        bool,
+        typer.Option("--dry-run", help="List what a pass would mark and purge; change nothing."),
+    ] = False,
+    grace: Annotated[
+        str | None,
+        typer.Option(
+            "--grace",
+            help='How long a mark waits before its purge, for this pass (e.g. "0s", "12h"); '
+            "default: each policy's grace.",
+        ),
+    ] = None,
+    unmark: Annotated[
+        list[str] | None,
+        typer.Option("--unmark", help="Undo the mark of DATASET@N before its purge (repeatable)."),
+    ] = None,
+    json_out: Annotated[bool, typer.Option("--json", help="Print JSON.")] = False,
+) -> None:
+    """Mark the versions the [[retention]] policies of strata.toml select, and purge the
+    marks older than their grace: the files no kept version reads are deleted, every
+    version's history stays."""
+    from strata.retention.policies import parse_duration
+    from strata.retention.service import Retention
+
+    with reported():
+        refs = [parse_version_ref(r) for r in unmark or []]
+        seconds = parse_duration(grace, "--grace") if grace is not None else None
+        service = Retention(connect(settings_from(ctx)))
+        if refs:
+            undone = [service.unmark(name, n) for name, n in refs]
+            if json_out:
+                emit_json({"versions": [t.to_dict() for t in undone]})
+            else:
+                for t in undone:
+                    console.print(f"unmarked {t.dataset}@{t.version} (policy {t.policy})")
+            return
+        if not service.policies:
+            console.print(
+                "no retention policy: add a [[retention]] table to strata.toml "
+                '(datasets = ["raw/*"], keep_days = 30) to select versions to purge'
+            )
+        report = service.run(dry_run=dry_run, grace_seconds=seconds)
+        if json_out:
+            emit_json(report.to_dict())
+        else:
+            print_report(report)
+
+
+def print_report(report: RetentionReport) -> None:
+    words = _DRY if report.dry_run else _DONE
+    if report.touched:
+        emit_table(
+            "retention (dry run: nothing changed)" if report.dry_run else "retention",
+            ["version", "action", "policy", "files", "frees"],
+            [
+                (
+                    f"{t.dataset}@{t.version}",
+                    words[t.action],
+                    t.policy,
+                    t.files,
+                    size_words(t.bytes),
+                )
+                for t in report.touched
+            ],
+        )
+    purged = report.count("purged")
+    console.print(
+        f"{words['marked']} {report.count('marked')} version(s); {words['purged']} {purged} "
+        f"({report.freed_files} file(s), {size_words(report.freed_bytes)})"
+        + (f"; unmarked {report.count('unmarked')}" if report.count("unmarked") else "")
+        + (
+            f"; finished deleting {report.finished_files} file(s) an earlier pass left"
+            if report.finished_files
+            else ""
+        )
+    )
+
+
+def pin(
+    ctx: typer.Context,
+    ref: Annotated[str, typer.Argument(help="The version to keep: DATASET@N.")],
+    note: Annotated[str | None, typer.Option("--note", help="Why it is kept.")] = None,
+    json_out: Annotated[bool, typer.Option("--json", help="Print JSON.")] = False,
+) -> None:
+    """Keep a version from every retention policy (until `strata unpin`)."""
+    from strata.retention.service import Retention
+
+    with reported():
+        name, version = parse_version_ref(ref)
+        done = Retention(connect(settings_from(ctx))).pin(name, version, note)
+        if json_out:
+            emit_json(done)
+        else:
+            console.print(
+                f"pinned {name}@{version}"
+                + ("" if done["changed"] else " (it was pinned already)")
+                + ("; its retention mark is undone" if done["unmarked"] else "")
+            )
+
+
+def unpin(
+    ctx: typer.Context,
+    ref: Annotated[str, typer.Argument(help="The pinned version: DATASET@N.")],
+    json_out: Annotated[bool, typer.Option("--json", help="Print JSON.")] = False,
+) -> None:
+    """Let retention policies select a pinned version again."""
+    from strata.retention.service import Retention
+
+    with reported():
+        name, version = parse_version_ref(ref)
+        done = Retention(connect(settings_from(ctx))).unpin(name, version)
+        if json_out:
+            emit_json(done)
+        else:
+            console.print(f"unpinned {name}@{version}")

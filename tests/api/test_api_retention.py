@@ -1,0 +1,129 @@
+"""Retention over HTTP: the policies, marks, pins and passes; a pass; marks undone;
+pins; a purged version answered 410 with its history intact; writes need a write
+token."""
+
+from __future__ import annotations
+
+import dataclasses
+from collections.abc import Iterator
+from urllib.parse import quote
+
+import pyarrow as pa
+import pytest
+import sqlalchemy as sa
+from fastapi.testclient import TestClient
+
+from strata.api import create_app
+from strata.lake.service import Lake
+from strata.settings import Settings
+
+POLICY = {"name": "raw", "datasets": ["raw/*"], "keep_versions": 1, "grace": "1d"}
+DS = quote("raw/users", safe="")
+
+
+@pytest.fixture
+def lake(settings: Settings) -> Iterator[Lake]:
+    lk = Lake(settings)
+    for country in ("UK", "US", "FR", "DE"):
+        with lk.transaction("raw/users", "SNAPSHOT") as txn:
+            txn.write(pa.table({"user": ["ada"], "country": [country]}))
+    yield lk
+    lk.engine.dispose()
+
+
+@pytest.fixture
+def api(settings: Settings, engine: sa.Engine, lake: Lake) -> Iterator[TestClient]:
+    configured = dataclasses.replace(settings, retention=(POLICY,))
+    with TestClient(create_app(configured, engine)) as c:
+        yield c
+
+
+def ok(response: object) -> dict:  # type: ignore[type-arg]
+    assert response.status_code == 200, response.text  # type: ignore[attr-defined]
+    return response.json()  # type: ignore[attr-defined, no-any-return]
+
+
+def test_a_pass_its_marks_and_purges_over_http(api: TestClient) -> None:
+    overview = ok(api.get("/api/v1/strata/retention"))
+    assert [p["name"] for p in overview["policies"]] == ["raw"]
+    assert overview["policies"][0]["grace_seconds"] == 86400
+    assert overview["marks"] == [] and overview["passes"] == []
+
+    dry = ok(api.post("/api/v1/strata/retention?dry_run=true"))
+    assert [(v["version"], v["action"]) for v in dry["versions"]] == [
+        (1, "marked"),
+        (2, "marked"),
+        (3, "marked"),
+    ]
+    assert ok(api.get("/api/v1/strata/retention"))["marks"] == []  # a dry run marks nothing
+    ok(api.post("/api/v1/strata/retention"))
+    overview = ok(api.get("/api/v1/strata/retention"))
+    assert [m["version"] for m in overview["marks"]] == [1, 2, 3]
+    assert overview["passes"][0]["marked"] == 3 and overview["passes"][0]["trigger"] == "api"
+
+    assert ok(api.delete(f"/api/v1/strata/retention/marks/{DS}/3"))["action"] == "unmarked"
+    pinned = ok(api.put(f"/api/v1/strata/pins/{DS}/2", json={"note": "audit"}))
+    assert pinned["pinned"] is True and pinned["unmarked"] is True
+    swept = ok(api.post("/api/v1/strata/retention?grace=0s"))
+    assert [(v["version"], v["action"]) for v in swept["versions"]] == [
+        (1, "purged"),
+        (3, "purged"),
+    ]
+    overview = ok(api.get("/api/v1/strata/retention"))
+    assert overview["pins"] == [
+        {
+            "dataset": "raw/users",
+            "version": 2,
+            "pinned_at": overview["pins"][0]["pinned_at"],
+            "note": "audit",
+        }
+    ]
+
+    gone = api.get(f"/api/v1/strata/preview/{DS}?version=1")
+    assert gone.status_code == 410
+    assert gone.json()["code"] == "purged_version"
+    assert gone.json()["message"].startswith("raw/users@1 was purged on ")
+    history = ok(api.get(f"/api/v1/strata/history/{DS}"))["versions"]
+    assert [v["purged"]["policy"] if v["purged"] else None for v in history] == [
+        "raw",
+        None,
+        "raw",
+        None,
+    ]
+    assert ok(api.get(f"/api/v1/strata/preview/{DS}?version=2"))["version"] == 2
+
+
+def test_bad_requests_get_a_clear_4xx(api: TestClient) -> None:
+    bad = api.post("/api/v1/strata/retention?grace=tomorrow")
+    assert bad.status_code == 400 and "grace" in bad.json()["message"], bad.text
+    bad_name = api.put("/api/v1/strata/pins/%12/1")
+    assert bad_name.status_code == 404 and "no dataset" in bad_name.json()["message"]
+    missing = api.put(f"/api/v1/strata/pins/{DS}/99")
+    assert missing.status_code == 404 and "has no version 99" in missing.json()["message"]
+    unknown = api.put(f"/api/v1/strata/pins/{quote('raw/nothing', safe='')}/1")
+    assert unknown.status_code == 404
+    assert api.delete(f"/api/v1/strata/pins/{DS}/1").status_code == 404
+    assert api.delete(f"/api/v1/strata/retention/marks/{DS}/1").status_code == 404
+    assert api.put(f"/api/v1/strata/pins/{DS}/0").status_code == 400
+    long = ok(api.post("/api/v1/strata/retention?grace=9999w"))  # marks; nothing purged
+    assert {v["action"] for v in long["versions"]} == {"marked"}
+    ok(api.post("/api/v1/strata/retention?grace=0s"))
+    purged = api.put(f"/api/v1/strata/pins/{DS}/1")
+    assert purged.status_code == 400 and "no data left to keep" in purged.json()["message"]
+
+
+def test_retention_writes_need_a_write_token(
+    settings: Settings, engine: sa.Engine, lake: Lake
+) -> None:
+    secured = dataclasses.replace(
+        settings, retention=(POLICY,), read_tokens=("r",), write_tokens=("w",)
+    )
+    with TestClient(create_app(secured, engine)) as c:
+        read = {"Authorization": "Bearer r"}
+        write = {"Authorization": "Bearer w"}
+        assert c.get("/api/v1/strata/retention", headers=read).status_code == 200
+        assert c.post("/api/v1/strata/retention", headers=read).status_code == 403
+        assert c.put(f"/api/v1/strata/pins/{DS}/1", headers=read).status_code == 403
+        assert c.delete(f"/api/v1/strata/pins/{DS}/1", headers=read).status_code == 403
+        assert c.post("/api/v1/strata/retention", headers=write).status_code == 200
+        assert c.put(f"/api/v1/strata/pins/{DS}/1", headers=write).status_code == 200
