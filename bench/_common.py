@@ -274,7 +274,7 @@ def app_factory() -> Any:
     """The ASGI app for ``uvicorn --factory`` (settings from ``STRATA_*``), set up as
     ``strata serve`` sets it up."""
     from strata.api import create_app
-    from strata.lineage.ingest.fold_process import freeze_startup_objects
+    from strata.lineage.record.fold_process import freeze_startup_objects
     from strata.settings import Settings
 
     app = create_app(Settings.load())

@@ -80,7 +80,7 @@ def populate(lake: Any, service: Any, history: int) -> float:
     from strata.builds import run_events as ev
     from strata.builds.program_files import program_text
     from strata.ids import new_id
-    from strata.lineage.ingest.transactions import ingest_batch
+    from strata.lineage.record.apply import record_batch
 
     t0 = time.monotonic()
     table = pa.table({"x": [1, 2, 3]})
@@ -121,7 +121,7 @@ def populate(lake: Any, service: Any, history: int) -> float:
                         "COMPLETE", spec, namespace=lake.namespace, inputs=ins, outputs=out
                     )
                 )
-            results = ingest_batch(lake.engine, payloads)
+            results = record_batch(lake.engine, payloads)
             bad = [r for r in results if isinstance(r, Exception)]
             assert not bad, bad[:1]
     return time.monotonic() - t0

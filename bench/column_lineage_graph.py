@@ -67,12 +67,12 @@ def _event(i: int, fields: int) -> dict[str, Any]:
 
 
 def load(engine: Any, datasets: int, fields: int) -> float:
-    from strata.lineage.ingest.transactions import ingest_batch
+    from strata.lineage.record.apply import record_batch
 
     started = time.perf_counter()
     for first in range(0, datasets, 50):
         events = [_event(i, fields) for i in range(first, min(datasets, first + 50))]
-        ingest_batch(engine, events)
+        record_batch(engine, events)
     return time.perf_counter() - started
 
 

@@ -19,7 +19,7 @@ import orjson
 
 from strata.api.body import decode_json
 from strata.errors import StrataError
-from strata.lineage.ingest.events import parse_event
+from strata.lineage.record.events import parse_event
 
 CORPUS = Path(__file__).resolve().parents[2] / "shared" / "conformance" / "events"
 

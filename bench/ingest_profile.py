@@ -108,7 +108,7 @@ def run_once(
     backend: str, events: list[dict[str, Any]], mode: str, batch: int, profile: bool, window: int
 ) -> tuple[float, float, float]:
     """Overall events/s, and events/s over the first and the last ``window`` events."""
-    from strata.lineage.ingest.transactions import ingest_batch, ingest_event
+    from strata.lineage.record.apply import record_batch, record_event
 
     step = 1 if mode == "single" else batch
     window = max(step, min(window, len(events)) // step * step)
@@ -119,9 +119,9 @@ def run_once(
             prof.enable()
         for i in range(0, len(events), step):
             if mode == "single":
-                ingest_event(engine, events[i])
+                record_event(engine, events[i])
             else:
-                for result in ingest_batch(engine, events[i : i + batch]):
+                for result in record_batch(engine, events[i : i + batch]):
                     if isinstance(result, Exception):
                         raise result
             marks.append(time.perf_counter())
@@ -139,7 +139,7 @@ def run_once(
 def main() -> None:
     p = parser(__doc__.splitlines()[0])
     p.add_argument("--events", type=int, default=2000)
-    p.add_argument("--batch", type=int, default=100, help="events per ingest_batch call")
+    p.add_argument("--batch", type=int, default=100, help="events per record_batch call")
     p.add_argument("--mode", choices=["single", "batch", "both"], default="both")
     p.add_argument("--shuffle", action="store_true", help="deliver events in random order")
     p.add_argument("--profile", action="store_true")

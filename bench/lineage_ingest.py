@@ -470,7 +470,7 @@ def profile(backend: str, events: int, seed: int, top: int) -> str:
     """Ingest ``events`` in process under cProfile; the report as text."""
     from sqlalchemy import event as sa_event
 
-    from strata.lineage.ingest.transactions import ingest_event
+    from strata.lineage.record.apply import record_event
     from strata.store.engine import create_engine
 
     runs = make_runs(events // 2, 200, 500, seed + 9, "profile")
@@ -488,13 +488,13 @@ def profile(backend: str, events: int, seed: int, top: int) -> str:
         t0 = time.perf_counter()
         prof.enable()
         for p in payloads:
-            ingest_event(engine, p)
+            record_event(engine, p)
         prof.disable()
         elapsed = time.perf_counter() - t0
         engine.dispose()
     buf = io.StringIO()
     buf.write(
-        f"in-process ingest_event, {backend}: {len(payloads)} events in {elapsed:.1f} s "
+        f"in-process record_event, {backend}: {len(payloads)} events in {elapsed:.1f} s "
         f"({len(payloads) / elapsed:.0f} events/s under cProfile), "
         f"{statements / len(payloads):.0f} SQL statements per event\n"
     )

@@ -17,7 +17,7 @@ from strata.api import create_app
 from strata.settings import Settings
 from strata.store import schema as s
 
-pytest.importorskip("strata.lineage.ingest.transactions")
+pytest.importorskip("strata.lineage.record.apply")
 
 P = "https://example.com/producer"
 SCHEMA = "https://openlineage.io/spec/2-0-2/OpenLineage.json#/$defs/"

@@ -12,7 +12,7 @@ from api_seed import Seeder, chain
 from fastapi import FastAPI
 from fastapi.testclient import TestClient
 
-from strata.api import create_app, direct, ingest, job_runs
+from strata.api import create_app, direct, job_runs, lineage_post
 from strata.settings import Settings
 
 
@@ -115,7 +115,7 @@ def test_tokens_are_checked_first(settings: Settings, engine: sa.Engine, seed: S
 
 
 def test_which_requests_are_answered_directly() -> None:
-    assert direct.direct_handler("POST", "/api/v1/lineage") is ingest.post_lineage
+    assert direct.direct_handler("POST", "/api/v1/lineage") is lineage_post.post_lineage
     assert direct.direct_handler("GET", "/api/v1/namespaces/a/jobs/b/runs") is job_runs.get_job_runs
     for method, path in [
         ("GET", "/api/v1/lineage"),

@@ -14,7 +14,7 @@ from live_server import serving
 from strata.api import create_app
 from strata.settings import Settings
 
-pytest.importorskip("strata.lineage.ingest.transactions")
+pytest.importorskip("strata.lineage.record.apply")
 marquez_client = pytest.importorskip("marquez_client")
 pytest.importorskip("openlineage.client")
 

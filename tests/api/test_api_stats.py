@@ -14,7 +14,7 @@ from fastapi.testclient import TestClient
 
 from strata.lineage.query import stats
 
-pytest.importorskip("strata.lineage.ingest.transactions")
+pytest.importorskip("strata.lineage.record.apply")
 
 P = "https://example.com/producer"
 SCHEMA = "https://openlineage.io/spec/2-0-2/OpenLineage.json#/$defs/RunEvent"

@@ -8,7 +8,7 @@ import pytest
 import sqlalchemy as sa
 from fastapi.testclient import TestClient
 
-from strata.lineage.ingest.transactions import ingest_event
+from strata.lineage.record.apply import record_event
 from strata.store import schema as s
 from strata.store.schema import metadata
 
@@ -110,8 +110,8 @@ def test_marquez_lifecycle_equals_openlineage_events(
     }
     base = {"producer": P, "job": {"namespace": "ns", "name": "etl", "facets": job_facets}, **io}
     for event in declared:
-        ingest_event(engine, event)
-    ingest_event(engine, {**base, "eventTime": "2023-12-31T00:00:00Z"})
+        record_event(engine, event)
+    record_event(engine, {**base, "eventTime": "2023-12-31T00:00:00Z"})
     run_job = {
         "namespace": "ns",
         "name": "etl",
@@ -131,7 +131,7 @@ def test_marquez_lifecycle_equals_openlineage_events(
         if event_type is not None:  # the NEW run's event carries the job's io
             event.update(inputs=[], outputs=[], job={"namespace": "ns", "name": "etl"})
             event["eventType"] = event_type
-        ingest_event(engine, event)
+        record_event(engine, event)
     assert _model(engine) == via_api
 
 

@@ -12,8 +12,8 @@ from typing import Any
 import sqlalchemy as sa
 
 from ol_events import facet, run_event
-from strata.lineage.ingest.transactions import ingest_event
 from strata.lineage.query import queries as q
+from strata.lineage.record.apply import record_event
 from strata.store import migrate
 from strata.store.engine import read_tx
 
@@ -70,7 +70,7 @@ def test_each_reader_files_its_facets_under_the_version_it_read(engine: sa.Engin
             _read("2024-05-01T13:00:00Z", second, ok=False, ns=ns),
         ]
         for i in order:
-            ingest_event(engine, events[i])
+            record_event(engine, events[i])
         rows = _stored(engine, {first, second})
         assert {(r, ok) for r, _, ok in rows} == {(first, True), (second, False)}, order
         # Each read a different version: the one current when it ran.
@@ -80,18 +80,18 @@ def test_each_reader_files_its_facets_under_the_version_it_read(engine: sa.Engin
 
 def test_a_later_event_of_the_run_replaces_what_it_said(engine: sa.Engine) -> None:
     run = str(uuid.uuid4())
-    ingest_event(engine, _write("2024-05-01T10:00:00Z"))
-    ingest_event(engine, _read("2024-05-01T11:00:00Z", run, ok=True, event="START"))
-    ingest_event(engine, _read("2024-05-01T11:05:00Z", run, ok=False))
+    record_event(engine, _write("2024-05-01T10:00:00Z"))
+    record_event(engine, _read("2024-05-01T11:00:00Z", run, ok=True, event="START"))
+    record_event(engine, _read("2024-05-01T11:05:00Z", run, ok=False))
     assert [ok for _, _, ok in _stored(engine)] == [False]
     assert _shown(engine)["assertions"][0]["success"] is False
 
 
 def test_the_upgrade_to_0022_fills_the_table_from_the_runs(engine: sa.Engine) -> None:
     runs = [str(uuid.uuid4()) for _ in range(2)]
-    ingest_event(engine, _write("2024-05-01T10:00:00Z"))
+    record_event(engine, _write("2024-05-01T10:00:00Z"))
     for run, at, ok in zip(runs, ("11:00", "12:00"), itertools.cycle((True, False))):
-        ingest_event(engine, _read(f"2024-05-01T{at}:00Z", run, ok=ok))
+        record_event(engine, _read(f"2024-05-01T{at}:00Z", run, ok=ok))
     before = _stored(engine)
     assert len(before) == 2
     migrate.downgrade(engine, "0021")

@@ -23,10 +23,10 @@ from lineage_support import (
 
 from strata import ids
 from strata.errors import InvalidEvent, NotFound
-from strata.lineage.ingest import marquez_writes as writes
-from strata.lineage.ingest import rows as rowlib
-from strata.lineage.ingest.transactions import ingest_batch, ingest_event
-from strata.lineage.ingest.validate import parse_time
+from strata.lineage.record import marquez_writes as writes
+from strata.lineage.record import rows as rowlib
+from strata.lineage.record.apply import record_batch, record_event
+from strata.lineage.record.validate import parse_time
 from strata.store import schema as s
 
 
@@ -50,11 +50,11 @@ def _job(engine: sa.Engine, namespace: str, raw: str) -> Any:
 
 
 def test_lifecycle_and_history(engine: sa.Engine) -> None:
-    ingest_event(engine, run_event("OTHER", 0, "r", "job"))
+    record_event(engine, run_event("OTHER", 0, "r", "job"))
     assert _run(engine, "r").state == "RUNNING"
-    ingest_event(engine, run_event("START", 1, "r", "job"))
-    ingest_event(engine, run_event("COMPLETE", 3, "r", "job"))
-    ingest_event(engine, run_event("RUNNING", 4, "r", "job", run_facets={"late": {"x": 1}}))
+    record_event(engine, run_event("START", 1, "r", "job"))
+    record_event(engine, run_event("COMPLETE", 3, "r", "job"))
+    record_event(engine, run_event("RUNNING", 4, "r", "job", run_facets={"late": {"x": 1}}))
     run = _run(engine, "r")
     assert run.state == "COMPLETED"
     assert run.started_at == parse_time(at(1), "t")
@@ -70,8 +70,8 @@ def test_lifecycle_and_history(engine: sa.Engine) -> None:
 
 def test_terminal_is_final_and_error_facet(engine: sa.Engine) -> None:
     err = {"errorMessage": {"message": "disk full", "programmingLanguage": "python"}}
-    ingest_event(engine, run_event("FAIL", 2, "r", "job", run_facets=err))
-    ingest_event(engine, run_event("COMPLETE", 5, "r", "job"))
+    record_event(engine, run_event("FAIL", 2, "r", "job", run_facets=err))
+    record_event(engine, run_event("COMPLETE", 5, "r", "job"))
     run = _run(engine, "r")
     assert run.state == "FAILED"
     assert run.error["message"] == "disk full"
@@ -79,19 +79,19 @@ def test_terminal_is_final_and_error_facet(engine: sa.Engine) -> None:
 
 def test_duplicates_are_ignored(engine: sa.Engine) -> None:
     event = run_event("START", 1, "r", "job", outputs=[ds("n", "d")])
-    first = ingest_event(engine, event)
+    first = record_event(engine, event)
     before = dump(engine)
-    again = ingest_event(engine, dict(event))
+    again = record_event(engine, dict(event))
     assert not first.duplicate and again.duplicate
     assert dump(engine) == before
 
 
 def test_failed_runs_never_move_the_current_version(engine: sa.Engine) -> None:
-    ingest_event(engine, run_event("COMPLETE", 1, "ok", "p", outputs=[ds("n", "d")]))
+    record_event(engine, run_event("COMPLETE", 1, "ok", "p", outputs=[ds("n", "d")]))
     good = ids.output_version_uuid(rid("ok"), _dataset(engine, "n", "d").uuid)
     assert _dataset(engine, "n", "d").current_version_uuid == good
-    ingest_event(engine, run_event("FAIL", 5, "bad", "p", outputs=[ds("n", "d")]))
-    ingest_event(engine, run_event("ABORT", 6, "gone", "p", outputs=[ds("n", "d")]))
+    record_event(engine, run_event("FAIL", 5, "bad", "p", outputs=[ds("n", "d")]))
+    record_event(engine, run_event("ABORT", 6, "gone", "p", outputs=[ds("n", "d")]))
     assert _dataset(engine, "n", "d").current_version_uuid == good
     dv = s.dataset_versions
     count = rows(
@@ -100,31 +100,31 @@ def test_failed_runs_never_move_the_current_version(engine: sa.Engine) -> None:
     )
     assert count[0][0] == 3
     # A consumer after the failure still reads the good version.
-    ingest_event(engine, run_event("START", 7, "c", "consumer", inputs=[ds("n", "d")]))
+    record_event(engine, run_event("START", 7, "c", "consumer", inputs=[ds("n", "d")]))
     assert _inputs(engine, "c") == [good]
 
 
 def test_late_earlier_completion_rebinds_consumers(engine: sa.Engine) -> None:
-    ingest_event(engine, run_event("COMPLETE", 1, "p1", "p", outputs=[ds("n", "d")]))
-    ingest_event(engine, run_event("START", 10, "c", "consumer", inputs=[ds("n", "d")]))
+    record_event(engine, run_event("COMPLETE", 1, "p1", "p", outputs=[ds("n", "d")]))
+    record_event(engine, run_event("START", 10, "c", "consumer", inputs=[ds("n", "d")]))
     d = _dataset(engine, "n", "d").uuid
     assert _inputs(engine, "c") == [ids.output_version_uuid(rid("p1"), d)]
-    ingest_event(engine, run_event("COMPLETE", 5, "p2", "p", outputs=[ds("n", "d")]))
+    record_event(engine, run_event("COMPLETE", 5, "p2", "p", outputs=[ds("n", "d")]))
     assert _inputs(engine, "c") == [ids.output_version_uuid(rid("p2"), d)]
     # A later completion does not move what an earlier consumer read.
-    ingest_event(engine, run_event("COMPLETE", 20, "p3", "p", outputs=[ds("n", "d")]))
+    record_event(engine, run_event("COMPLETE", 20, "p3", "p", outputs=[ds("n", "d")]))
     assert _inputs(engine, "c") == [ids.output_version_uuid(rid("p2"), d)]
     assert _dataset(engine, "n", "d").current_version_uuid == ids.output_version_uuid(rid("p3"), d)
 
 
 def test_unknown_input_gets_an_initial_version(engine: sa.Engine) -> None:
-    ingest_event(engine, run_event("START", 3, "c", "consumer", inputs=[ds("ext", "table")]))
+    record_event(engine, run_event("START", 3, "c", "consumer", inputs=[ds("ext", "table")]))
     d = _dataset(engine, "ext", "table")
     initial = ids.initial_version_uuid(d.uuid)
     assert d.current_version_uuid == initial
     assert _inputs(engine, "c") == [initial]
     # Once a producer before the consumer is known, the stand-in disappears.
-    ingest_event(engine, run_event("COMPLETE", 1, "p", "p", outputs=[ds("ext", "table")]))
+    record_event(engine, run_event("COMPLETE", 1, "p", "p", outputs=[ds("ext", "table")]))
     assert _inputs(engine, "c") == [ids.output_version_uuid(rid("p"), d.uuid)]
     dv = s.dataset_versions
     assert not rows(engine, sa.select(dv.c.uuid).where(dv.c.uuid == initial))
@@ -132,16 +132,16 @@ def test_unknown_input_gets_an_initial_version(engine: sa.Engine) -> None:
 
 def test_version_facet_binding(engine: sa.Engine) -> None:
     v1 = ds("n", "d", version={"datasetVersion": "v1"})
-    ingest_event(engine, run_event("COMPLETE", 1, "p1", "p", outputs=[v1]))
-    ingest_event(engine, run_event("COMPLETE", 2, "p2", "p", outputs=[ds("n", "d")]))
-    ingest_event(engine, run_event("START", 5, "c", "consumer", inputs=[v1]))
+    record_event(engine, run_event("COMPLETE", 1, "p1", "p", outputs=[v1]))
+    record_event(engine, run_event("COMPLETE", 2, "p2", "p", outputs=[ds("n", "d")]))
+    record_event(engine, run_event("START", 5, "c", "consumer", inputs=[v1]))
     d = _dataset(engine, "n", "d").uuid
     assert _inputs(engine, "c") == [ids.output_version_uuid(rid("p1"), d)]
     # Named before it is produced: a placeholder, replaced when the producer shows up.
     v7 = ds("n", "d", version={"datasetVersion": "v7"})
-    ingest_event(engine, run_event("START", 6, "c7", "consumer", inputs=[v7]))
+    record_event(engine, run_event("START", 6, "c7", "consumer", inputs=[v7]))
     assert _inputs(engine, "c7") == [ids.named_version_uuid(d, "v7")]
-    ingest_event(engine, run_event("COMPLETE", 9, "p7", "p", outputs=[v7]))
+    record_event(engine, run_event("COMPLETE", 9, "p7", "p", outputs=[v7]))
     assert _inputs(engine, "c7") == [ids.output_version_uuid(rid("p7"), d)]
 
 
@@ -169,16 +169,16 @@ def test_lake_outputs_bind_committed_versions(engine: sa.Engine) -> None:
             )
         )
     out = ds("strata", "raw/clicks", version={"datasetVersion": "1"})
-    ingest_event(engine, run_event("COMPLETE", 1, "w", "writer", outputs=[out]))
+    record_event(engine, run_event("COMPLETE", 1, "w", "writer", outputs=[out]))
     dv = s.dataset_versions
     versions = rows(engine, sa.select(dv.c.uuid, dv.c.run_uuid))
     assert versions == [("22222222-2222-4222-8222-222222222222", rid("w"))]
-    ingest_event(engine, run_event("START", 2, "r", "reader", inputs=[ds("strata", "raw/clicks")]))
+    record_event(engine, run_event("START", 2, "r", "reader", inputs=[ds("strata", "raw/clicks")]))
     assert _inputs(engine, "r") == ["22222222-2222-4222-8222-222222222222"]
     assert _dataset(engine, "strata", "raw/clicks").current_version_uuid == versions[0][0]
     with pytest.raises(InvalidEvent):
         bad = ds("strata", "raw/clicks", version={"datasetVersion": "9"})
-        ingest_event(engine, run_event("COMPLETE", 3, "w2", "writer", outputs=[bad]))
+        record_event(engine, run_event("COMPLETE", 3, "w2", "writer", outputs=[bad]))
 
 
 @pytest.mark.parametrize("child_first", [True, False])
@@ -188,23 +188,23 @@ def test_parent_and_child_in_either_order(engine: sa.Engine, child_first: bool) 
         "COMPLETE", 1, "task", "dag.task", parent=("dag", "dag"), outputs=[ds("n", "o")]
     )
     for event in [child, parent] if child_first else [parent, child]:
-        ingest_event(engine, event)
+        record_event(engine, event)
     job = _job(engine, "ns", "dag.task")
     assert (job.name, job.simple_name) == ("dag.task", "task")
     assert job.parent_job_uuid == ids.job_uuid("ns", "dag")
     assert _run(engine, "task").parent_run_uuid == rid("dag")
     assert _run(engine, "dag").state == "RUNNING"
     # The parent's failure does not touch the child's dataset.
-    ingest_event(engine, run_event("FAIL", 5, "dag", "dag"))
+    record_event(engine, run_event("FAIL", 5, "dag", "dag"))
     o = _dataset(engine, "n", "o")
     assert o.current_version_uuid == ids.output_version_uuid(rid("task"), o.uuid)
 
 
 def test_reparenting_keeps_an_alias_and_the_parent_sticks(engine: sa.Engine) -> None:
-    ingest_event(engine, run_event("COMPLETE", 1, "a", "etl_step"))
+    record_event(engine, run_event("COMPLETE", 1, "a", "etl_step"))
     assert _job(engine, "ns", "etl_step").name == "etl_step"
-    ingest_event(engine, run_event("COMPLETE", 2, "b", "etl_step", parent=("dag", "dag")))
-    ingest_event(engine, run_event("COMPLETE", 3, "c", "etl_step"))
+    record_event(engine, run_event("COMPLETE", 2, "b", "etl_step", parent=("dag", "dag")))
+    record_event(engine, run_event("COMPLETE", 3, "c", "etl_step"))
     job = _job(engine, "ns", "etl_step")
     assert (job.name, job.simple_name) == ("dag.etl_step", "etl_step")
     assert job.parent_job_uuid == ids.job_uuid("ns", "dag")
@@ -217,25 +217,25 @@ def test_invalid_events_store_nothing(engine: sa.Engine) -> None:
     bad = run_event("START", 1, "r", "job")
     bad["run"]["runId"] = "not-a-uuid"
     with pytest.raises(InvalidEvent) as err:
-        ingest_event(engine, bad)
+        record_event(engine, bad)
     assert err.value.details["path"] == "$.run.runId"
     missing = run_event("START", 1, "r", "job")
     del missing["job"]["name"]
     with pytest.raises(InvalidEvent) as err:
-        ingest_event(engine, missing)
+        record_event(engine, missing)
     assert err.value.details["path"] == "$.job"
     wrong = run_event("START", 1, "r", "job")
     wrong["eventType"] = "EXPLODE"
     with pytest.raises(InvalidEvent) as err:
-        ingest_event(engine, wrong)
+        record_event(engine, wrong)
     assert err.value.details["path"] == "$.eventType"
     nul = run_event("START", 1, "r", "jo\x00b")
     with pytest.raises(InvalidEvent):
-        ingest_event(engine, nul)
+        record_event(engine, nul)
     for junk in ([], {"eventTime": "x"}, {**run_event("START", 1, "r", "j"), "eventTime": "noon"}):
         with pytest.raises(InvalidEvent):
-            ingest_event(engine, junk)  # type: ignore[arg-type]
-    results = ingest_batch(engine, [bad, run_event("START", 1, "ok", "job")])
+            record_event(engine, junk)  # type: ignore[arg-type]
+    results = record_batch(engine, [bad, run_event("START", 1, "ok", "job")])
     assert isinstance(results[0], InvalidEvent) and not isinstance(results[1], InvalidEvent)
     after = dump(engine)
     assert after["runs"] and len(after["lineage_events"]) == len(before["lineage_events"]) + 1
@@ -244,7 +244,7 @@ def test_invalid_events_store_nothing(engine: sa.Engine) -> None:
 def test_unicode_and_sql_metacharacter_names(engine: sa.Engine) -> None:
     name = "ro'bert\"); DROP TABLE runs;--🕷"
     ns = "名前空間 %_\\"
-    ingest_event(
+    record_event(
         engine,
         run_event(
             "COMPLETE", 1, "r", name, namespace=ns, outputs=[ds(ns, name)], inputs=[ds("x", "%")]
@@ -257,12 +257,12 @@ def test_unicode_and_sql_metacharacter_names(engine: sa.Engine) -> None:
 
 def test_zone_less_and_nanosecond_times(engine: sa.Engine) -> None:
     naive = load("marquez/open_lineage/event_required_no_timezone.json")
-    ingest_event(engine, naive)
+    record_event(engine, naive)
     run = one(engine, sa.select(s.runs).where(s.runs.c.uuid == naive["run"]["runId"]))
     assert run.created_at == datetime(2020, 12, 28, 19, 51, 1, 641499, tzinfo=UTC)
     nanos = run_event("START", 0, "n", "job")
     nanos["eventTime"] = "2024-01-01T10:00:00.123456789+02:00"
-    ingest_event(engine, nanos)
+    record_event(engine, nanos)
     assert _run(engine, "n").created_at == datetime(2024, 1, 1, 8, 0, 0, 123456, tzinfo=UTC)
 
 
@@ -279,7 +279,7 @@ def test_apples_story(engine: sa.Engine) -> None:
     ]
     events = {n: load(f"marquez/apples/{n}.json") for n in names}
     for event in reversed(list(events.values())):
-        ingest_event(engine, event)
+        record_event(engine, event)
     run_of = {n: e["run"]["runId"] for n, e in events.items()}
     apples = _dataset(engine, "grandmas.kitchen", "apples")
     filling = _dataset(engine, "grandmas.kitchen", "apple.filling")
@@ -341,7 +341,7 @@ def _inputs_of(engine: sa.Engine, run_id: str, dataset_uuid: str) -> str:
 
 def test_spark_statistics_from_running_events_accumulate(engine: sa.Engine) -> None:
     for n in (1, 2, 3, 4):
-        ingest_event(engine, load(f"compat/spark_dataproc_simple_producer_test/events/{n}.json"))
+        record_event(engine, load(f"compat/spark_dataproc_simple_producer_test/events/{n}.json"))
     t2 = _dataset(engine, "hdfs://dataproc-producer-test-m", "/user/hive/warehouse/t2")
     version = one(
         engine,
@@ -368,7 +368,7 @@ def test_spark_statistics_from_running_events_accumulate(engine: sa.Engine) -> N
 
 def test_column_lineage_old_and_new_shapes(engine: sa.Engine) -> None:
     for n in range(1, 10):
-        ingest_event(engine, load(f"compat/CLL/events/{n}.json"))
+        record_event(engine, load(f"compat/CLL/events/{n}.json"))
     tbl = _dataset(engine, "file", "/tmp/cll_test/tbl1")
     cl = s.column_lineage
     edges = rows(engine, sa.select(cl).where(cl.c.dataset_version_uuid == tbl.current_version_uuid))
@@ -386,7 +386,7 @@ def test_column_lineage_old_and_new_shapes(engine: sa.Engine) -> None:
             }
         }
     }
-    ingest_event(
+    record_event(
         engine,
         run_event(
             "COMPLETE",
@@ -409,7 +409,7 @@ def test_column_lineage_old_and_new_shapes(engine: sa.Engine) -> None:
 
 
 def test_job_and_dataset_events(engine: sa.Engine) -> None:
-    ingest_event(engine, load("marquez/open_lineage/event_job_event.json"))
+    record_event(engine, load("marquez/open_lineage/event_job_event.json"))
     job = _job(engine, "my-scheduler-namespace", "myjob")
     assert job.current_version_uuid is not None
     io = s.job_version_io
@@ -417,7 +417,7 @@ def test_job_and_dataset_events(engine: sa.Engine) -> None:
         len(rows(engine, sa.select(io).where(io.c.job_version_uuid == job.current_version_uuid)))
         == 2
     )
-    ingest_event(engine, load("marquez/open_lineage/event_dataset_event.json"))
+    record_event(engine, load("marquez/open_lineage/event_dataset_event.json"))
     d = _dataset(engine, "my-dataset-namespace", "my-dataset-name")
     assert d.facets["schema"]["fields"][0]["name"] == "col_a"
     # A DatasetEvent declares a version, as in Marquez: current, with the event's fields.
@@ -444,7 +444,7 @@ def test_declared_versions_are_dated_by_their_latest_declaration(engine: sa.Engi
     for order in (events, list(reversed(events))):
         wipe(engine)
         for event in order:
-            ingest_event(engine, event)
+            record_event(engine, event)
         d = _dataset(engine, "n", "table")
         dv = s.dataset_versions
         got = {
@@ -458,7 +458,7 @@ def test_declared_versions_are_dated_by_their_latest_declaration(engine: sa.Engi
 
 
 def test_job_facets_map_to_columns(engine: sa.Engine) -> None:
-    ingest_event(engine, load("marquez/open_lineage/event_full.json"))
+    record_event(engine, load("marquez/open_lineage/event_full.json"))
     job = _job(engine, "my-scheduler-namespace", "myjob.mytask")
     assert job.description == "string"
     assert job.location == "http://example.com"
@@ -507,7 +507,7 @@ def test_marquez_style_writes(engine: sa.Engine) -> None:
 
 
 def test_events_name_their_producer(engine: sa.Engine) -> None:
-    result = ingest_event(engine, run_event("START", 1, "r", "job"))
+    result = record_event(engine, run_event("START", 1, "r", "job"))
     e = s.lineage_events
     row = one(engine, sa.select(e).where(e.c.uuid == result.event_uuid))
     assert row.producer == PRODUCER and row.job_name == "job" and row.run_uuid == rid("r")
@@ -539,7 +539,7 @@ def test_a_parent_run_id_claimed_by_two_jobs_belongs_to_one_whatever_the_order(
     for order in (children, list(reversed(children))):
         wipe(engine)
         for event in order:
-            ingest_event(engine, event)
+            record_event(engine, event)
         owners.add(_run(engine, "dag").job_uuid)
     assert owners == {min(ids.job_uuid("a", "dag"), ids.job_uuid("b", "dag"))}
 
@@ -579,7 +579,7 @@ def test_a_wide_column_lineage_facet_names_its_input_datasets_once(
         return touch(conn, spans)
 
     monkeypatch.setattr(rowlib, "touch_dataset_rows", counted)
-    ingest_event(engine, event)
+    record_event(engine, event)
     cl = s.column_lineage
     edges = rows(engine, sa.select(cl.c.output_field, cl.c.input_field))
     assert len(edges) == 200 and ("f0", "f1") in edges and ("f99", "f0") in edges

@@ -12,9 +12,9 @@ from lineage_support import dump, run_event, wipe
 from scenario import story
 
 from strata.errors import InvalidEvent
-from strata.lineage.ingest import runs
-from strata.lineage.ingest.events import Event
-from strata.lineage.ingest.transactions import ingest_batch, ingest_event
+from strata.lineage.record import runs
+from strata.lineage.record.apply import record_batch, record_event
+from strata.lineage.record.events import Event
 
 EVENTS = story()
 
@@ -22,7 +22,7 @@ EVENTS = story()
 def replay(engine: sa.Engine, order: list[dict[str, Any]]) -> dict[str, Any]:
     wipe(engine)
     for event in order:
-        ingest_event(engine, event)
+        record_event(engine, event)
     return dump(engine)
 
 
@@ -79,7 +79,7 @@ def test_batches_give_the_same_tables_as_single_events(engine: sa.Engine, monkey
         wipe(engine)
         results = []
         for i in range(0, len(order), size):
-            results += ingest_batch(engine, order[i : i + size])
+            results += record_batch(engine, order[i : i + size])
         assert isinstance(results[-1], InvalidEvent)
         assert not any(isinstance(r, Exception) for r in results[:-1])
         got = dump(engine)

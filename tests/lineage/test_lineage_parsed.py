@@ -7,9 +7,9 @@ from typing import Any
 import sqlalchemy as sa
 from lineage_support import dump, rid, run_event
 
-from strata.lineage.ingest import parsed
-from strata.lineage.ingest.events import parse_event
-from strata.lineage.ingest.transactions import ingest_event
+from strata.lineage.record import parsed
+from strata.lineage.record.apply import record_event
+from strata.lineage.record.events import parse_event
 from strata.store.engine import read_tx
 
 
@@ -43,9 +43,9 @@ def _payload_reads(engine: sa.Engine) -> list[str]:
 
 def test_a_runs_earlier_events_are_read_once(engine: sa.Engine, monkeypatch: Any) -> None:
     monkeypatch.setattr(parsed, "PARSED", parsed.ParsedEvents(100))
-    ingest_event(engine, run_event("START", 0, "a", "j"))
+    record_event(engine, run_event("START", 0, "a", "j"))
     reads = _payload_reads(engine)
-    ingest_event(engine, run_event("COMPLETE", 1, "a", "j"))
+    record_event(engine, run_event("COMPLETE", 1, "a", "j"))
     assert reads == [], "the START just folded was read from the store again"
     with read_tx(engine) as conn:
         loaded = parsed.load_events(conn, [rid("a")])
@@ -55,8 +55,8 @@ def test_a_runs_earlier_events_are_read_once(engine: sa.Engine, monkeypatch: Any
 
 def test_a_cold_cache_reads_the_same_model(engine: sa.Engine, monkeypatch: Any) -> None:
     monkeypatch.setattr(parsed, "PARSED", parsed.ParsedEvents(100))
-    ingest_event(engine, run_event("START", 0, "a", "j"))
-    ingest_event(engine, run_event("COMPLETE", 1, "a", "j"))
+    record_event(engine, run_event("START", 0, "a", "j"))
+    record_event(engine, run_event("COMPLETE", 1, "a", "j"))
     warm = dump(engine)
     with read_tx(engine) as conn:
         before = parsed.load_events(conn, [rid("a")])

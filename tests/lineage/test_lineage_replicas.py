@@ -23,8 +23,8 @@ from lineage_support import ds, dump, run_event
 from scenario import story
 
 from serve_process import EXE, Served, free_port
-from strata.lineage.ingest.events import parse_event
-from strata.lineage.ingest.transactions import IngestResult, accept_parsed, ingest_event
+from strata.lineage.record.apply import RecordResult, accept_parsed, record_event
+from strata.lineage.record.events import parse_event
 from strata.store import migrate
 from strata.store import schema as s
 from strata.store.engine import create_engine
@@ -88,7 +88,7 @@ def _reference(url: str, events: list[dict[str, Any]]) -> dict[str, Any]:
     engine = create_engine(url, poolclass=sa.pool.NullPool)
     try:
         for event in events:
-            ingest_event(engine, event)
+            record_event(engine, event)
         return dump(engine)
     finally:
         engine.dispose()
@@ -121,7 +121,7 @@ def _queue_directly(url: str, events: list[dict[str, Any]]) -> None:
     engine = create_engine(url, poolclass=sa.pool.NullPool)
     try:
         queued = accept_parsed(engine, engine, [parse_event(e) for e in events])
-        assert all(isinstance(q, IngestResult) and not q.duplicate for q in queued)
+        assert all(isinstance(q, RecordResult) and not q.duplicate for q in queued)
     finally:
         engine.dispose()
 

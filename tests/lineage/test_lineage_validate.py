@@ -10,7 +10,7 @@ from hypothesis import strategies as st
 from lineage_support import corpus, load
 from scenario import story
 
-from strata.lineage.ingest import validate as v
+from strata.lineage.record import validate as v
 
 JSON = st.recursive(
     st.none() | st.booleans() | st.integers() | st.text(max_size=5),

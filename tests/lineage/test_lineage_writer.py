@@ -11,13 +11,12 @@ import sqlalchemy as sa
 from lineage_support import ds, dump, rid, run_event
 
 from strata.errors import InvalidEvent, StrataError
-from strata.lineage.ingest import runs, versions
-from strata.lineage.ingest import transactions as ingest
-from strata.lineage.ingest import writer as writer_module
-from strata.lineage.ingest.events import Event, parse_event
-from strata.lineage.ingest.transactions import IngestResult, ingest_event
-from strata.lineage.ingest.unfolded import Unfolded
-from strata.lineage.ingest.writer import GroupWriter
+from strata.lineage.record import apply, runs, versions
+from strata.lineage.record import writer as writer_module
+from strata.lineage.record.apply import RecordResult, record_event
+from strata.lineage.record.events import Event, parse_event
+from strata.lineage.record.unfolded import Unfolded
+from strata.lineage.record.writer import GroupWriter
 from strata.store import schema as s
 from strata.store.engine import write_tx
 from strata.store.journal import journal_for
@@ -41,7 +40,7 @@ def _story(n: int) -> list[dict[str, Any]]:
 def test_concurrent_submissions_are_grouped(engine: sa.Engine, monkeypatch: Any) -> None:
     stored: list[int] = []
     folded: list[int] = []
-    real_accept, real_fold = ingest.accept_parsed, ingest.fold_pending
+    real_accept, real_fold = apply.accept_parsed, apply.fold_pending
 
     def counting(
         eng: sa.Engine, journal: sa.Engine, items: list[Event | StrataError], **kw: Any
@@ -54,12 +53,12 @@ def test_concurrent_submissions_are_grouped(engine: sa.Engine, monkeypatch: Any)
         folded.append(len(done))
         return done
 
-    monkeypatch.setattr("strata.lineage.ingest.writer.accept_parsed", counting)
-    monkeypatch.setattr("strata.lineage.ingest.writer.fold_pending", folding)
+    monkeypatch.setattr("strata.lineage.record.writer.accept_parsed", counting)
+    monkeypatch.setattr("strata.lineage.record.writer.fold_pending", folding)
     events = _story(20)
     writer = GroupWriter(engine)
     gate = threading.Barrier(8)
-    answers: dict[int, list[IngestResult | StrataError]] = {}
+    answers: dict[int, list[RecordResult | StrataError]] = {}
 
     def client(k: int) -> None:
         gate.wait()
@@ -73,7 +72,7 @@ def test_concurrent_submissions_are_grouped(engine: sa.Engine, monkeypatch: Any)
         t.join()
     writer.close()
     assert sorted(answers) == list(range(len(events)))
-    assert all(isinstance(a[0], IngestResult) and not a[0].duplicate for a in answers.values())
+    assert all(isinstance(a[0], RecordResult) and not a[0].duplicate for a in answers.values())
     assert sum(stored) == len(events) == sum(folded)
     assert len(stored) < len(events), "no two requests were ever stored together"
     assert len([n for n in folded if n]) < len(events), "no two events were ever folded together"
@@ -95,13 +94,13 @@ def test_grouped_result_equals_one_by_one(engine: sa.Engine, tmp_path: Any, fold
     results = [f.result(timeout=60) for f in futures]
     assert writer.wait_folded(60)
     writer.close()
-    assert [r[0].duplicate for r in results if isinstance(r[0], IngestResult)] == [False] * len(
+    assert [r[0].duplicate for r in results if isinstance(r[0], RecordResult)] == [False] * len(
         events
     ) + [True]
     other = create_engine(f"sqlite:///{tmp_path / 'one.db'}")
     migrate.upgrade(other)
     for e in events:
-        ingest_event(other, e)
+        record_event(other, e)
     assert dump(engine) == dump(other)
     other.dispose()
 
@@ -136,13 +135,13 @@ def test_an_event_refused_when_stored_is_answered_alone(
         ]
     )
     after = writer.submit([parse_event(run_event("COMPLETE", 4, "ok", "job_a"))])
-    assert isinstance(good.result(timeout=60)[0], IngestResult)
+    assert isinstance(good.result(timeout=60)[0], RecordResult)
     got = mixed.result(timeout=60)
     writer.close()
-    assert isinstance(got[0], IngestResult)
+    assert isinstance(got[0], RecordResult)
     assert isinstance(got[1], InvalidEvent) and got[1].message == "refused by the store"
     assert isinstance(got[2], InvalidEvent) and got[2].message == "bad"
-    assert isinstance(after.result(timeout=60)[0], IngestResult)
+    assert isinstance(after.result(timeout=60)[0], RecordResult)
     with engine.connect() as conn:
         state = conn.execute(sa.select(s.runs.c.state).where(s.runs.c.uuid == rid("ok")))
         assert state.scalar() == "COMPLETED"
@@ -170,7 +169,7 @@ def test_an_event_the_fold_refuses_is_set_aside(engine: sa.Engine, monkeypatch: 
             parse_event(run_event("START", 2, "r2", "refused", outputs=[ds("ns", "ghost")])),
         ]
     ).result(timeout=60)
-    assert all(isinstance(r, IngestResult) for r in got)  # stored and acknowledged
+    assert all(isinstance(r, RecordResult) for r in got)  # stored and acknowledged
     assert writer.wait_folded(60), "a refused event must not hold reads back"
     writer.close()
     with engine.connect() as conn:
@@ -184,7 +183,7 @@ def test_an_event_the_fold_refuses_is_set_aside(engine: sa.Engine, monkeypatch: 
 def test_a_write_the_database_refuses_after_it_was_sent_refuses_only_its_event(
     engine: sa.Engine, monkeypatch: Any
 ) -> None:
-    """On PostgreSQL the fold does not wait for its writes (strata.lineage.ingest.deferred): a
+    """On PostgreSQL the fold does not wait for its writes (strata.lineage.record.deferred): a
     write's error comes back at a later statement, and must still refuse only its event."""
     from strata.store import bulk
 
@@ -205,7 +204,7 @@ def test_a_write_the_database_refuses_after_it_was_sent_refuses_only_its_event(
             parse_event(run_event("COMPLETE", 3, "r1", "job_b", outputs=[ds("ns", "kept")])),
         ]
     ).result(timeout=60)
-    assert all(isinstance(r, IngestResult) for r in got)
+    assert all(isinstance(r, RecordResult) for r in got)
     assert writer.wait_folded(60)
     writer.close()
     with engine.connect() as conn:
@@ -248,13 +247,13 @@ def test_reads_wait_for_the_fold(engine: sa.Engine, monkeypatch: Any) -> None:
     import asyncio
     import time
 
-    real = ingest.fold_pending
+    real = apply.fold_pending
 
     def slow(eng: sa.Engine, journal: sa.Engine, limit: int, known: Any = None) -> Any:
         time.sleep(0.3)
         return real(eng, journal, limit, known)
 
-    monkeypatch.setattr("strata.lineage.ingest.writer.fold_pending", slow)
+    monkeypatch.setattr("strata.lineage.record.writer.fold_pending", slow)
     writer = GroupWriter(engine)
 
     async def post_then_read() -> str | None:
@@ -280,10 +279,10 @@ def test_events_queued_by_another_process_are_folded_in_order(
     done = run_event("COMPLETE", 1, "r", "j", outputs=[ds("ns", "out")])
     reader = run_event("START", 2, "c", "k", inputs=[ds("ns", "out")])
     journal = journal_for(engine)
-    [stored] = ingest.accept_parsed(engine, journal, [parse_event(start)])
-    assert isinstance(stored, IngestResult) and not stored.duplicate
-    ingest_event(engine, done)
-    ingest_event(engine, reader)
+    [stored] = apply.accept_parsed(engine, journal, [parse_event(start)])
+    assert isinstance(stored, RecordResult) and not stored.duplicate
+    record_event(engine, done)
+    record_event(engine, reader)
     assert _pending(journal) == [(stored.payload_hash, None)]
     writer = GroupWriter(engine, journal)
     writer.submit([run_event("START", 3, "other", "j2")]).result(timeout=60)
@@ -293,7 +292,7 @@ def test_events_queued_by_another_process_are_folded_in_order(
     other = create_engine(f"sqlite:///{tmp_path / 'one.db'}")
     migrate.upgrade(other)
     for e in (start, done, reader, run_event("START", 3, "other", "j2")):
-        ingest_event(other, e)
+        record_event(other, e)
     assert dump(engine) == dump(other)
     other.dispose()
 
@@ -302,23 +301,23 @@ def test_a_fold_that_falls_behind_slows_senders_then_refuses(
     engine: sa.Engine, monkeypatch: Any
 ) -> None:
     gate = threading.Event()
-    real = ingest.fold_pending
+    real = apply.fold_pending
 
     def stuck(eng: sa.Engine, journal: sa.Engine, limit: int, known: Any = None) -> Any:
         gate.wait(60)
         return real(eng, journal, limit, known)
 
-    monkeypatch.setattr("strata.lineage.ingest.writer.fold_pending", stuck)
+    monkeypatch.setattr("strata.lineage.record.writer.fold_pending", stuck)
     writer = GroupWriter(engine, max_backlog=1, backlog_wait=0.3)
     first = writer.submit([run_event("START", 0, "a", "j")]).result(timeout=60)
-    assert isinstance(first[0], IngestResult)
+    assert isinstance(first[0], RecordResult)
     [busy] = writer.submit([run_event("START", 1, "b", "j")]).result(timeout=60)
     assert isinstance(busy, StrataError) and busy.http_status == 503
     assert "behind" in busy.message and "again" in busy.message
     gate.set()
     assert writer.wait_folded(60)
     [late] = writer.submit([run_event("START", 1, "b", "j")]).result(timeout=60)
-    assert isinstance(late, IngestResult) and not late.duplicate  # nothing was stored before
+    assert isinstance(late, RecordResult) and not late.duplicate  # nothing was stored before
     writer.close()
 
 
@@ -336,16 +335,16 @@ def test_a_fold_takes_at_most_its_share_of_json(
     event, however large)."""
     events = [parse_event(e) for e in _story(4)]  # 8 events
     size = max(len(e.json_text()) for e in events)
-    monkeypatch.setattr(ingest, "_GROUP_CHARS", 3 * size)
+    monkeypatch.setattr(apply, "_GROUP_CHARS", 3 * size)
     journal = journal_for(engine)
-    ingest.accept_parsed(engine, journal, events)
+    apply.accept_parsed(engine, journal, events)
     hashes = [e.payload_hash for e in events]
-    assert ingest.fold_pending(engine, journal, 100).folded == hashes[:3]
-    assert ingest.fold_pending(engine, journal, 2).folded == hashes[3:5]  # the count still binds
-    monkeypatch.setattr(ingest, "_GROUP_CHARS", 1)
-    assert ingest.fold_pending(engine, journal, 100).folded == hashes[5:6]
+    assert apply.fold_pending(engine, journal, 100).folded == hashes[:3]
+    assert apply.fold_pending(engine, journal, 2).folded == hashes[3:5]  # the count still binds
+    monkeypatch.setattr(apply, "_GROUP_CHARS", 1)
+    assert apply.fold_pending(engine, journal, 100).folded == hashes[5:6]
     monkeypatch.undo()
-    assert ingest.fold_pending(engine, journal, 100).folded == hashes[6:]
+    assert apply.fold_pending(engine, journal, 100).folded == hashes[6:]
     assert _pending(journal) == []
 
 
@@ -357,7 +356,7 @@ def test_an_event_sent_again_after_its_fold_changes_nothing(engine: sa.Engine) -
     assert writer.wait_folded(60)
     before = dump(engine)
     [again] = writer.submit([events[1]]).result(timeout=60)
-    assert isinstance(again, IngestResult)  # queued again: the fold finds it stored
+    assert isinstance(again, RecordResult)  # queued again: the fold finds it stored
     assert writer.wait_folded(60)
     writer.close()
     assert dump(engine) == before
@@ -401,7 +400,7 @@ def test_coroutines_get_their_own_answers_in_one_wake_up_per_group(
 
     answers = asyncio.run(main())
     writer.close()
-    assert [type(a[0]) for a in answers] == [IngestResult] * len(events) + [InvalidEvent]
+    assert [type(a[0]) for a in answers] == [RecordResult] * len(events) + [InvalidEvent]
     assert [a[0].payload_hash for a in answers[:-1]] == [
         parse_event(e).payload_hash for e in events
     ]
@@ -447,17 +446,17 @@ def test_events_another_writer_folded_release_this_ones_readers(
     """Two servers on one store: events stored by one and folded by the other's fold
     must not hold the first one's reads back."""
     idle = sa.create_engine(engine.url)  # the first server's: its fold never wins the lock
-    real = ingest.fold_pending
+    real = apply.fold_pending
 
     def fold(eng: sa.Engine, journal: sa.Engine, limit: int, known: Any = None) -> Any:
-        return ingest.Folded([], {}) if eng is idle else real(eng, journal, limit, known)
+        return apply.Folded([], {}) if eng is idle else real(eng, journal, limit, known)
 
     monkeypatch.setattr(writer_module, "fold_pending", fold)
     first = GroupWriter(idle, journal_for(engine), poll=0.05)
     second = GroupWriter(engine, poll=0.05)
     try:
         results = first.submit(_story(20)).result(60)
-        assert all(isinstance(r, IngestResult) for r in results)
+        assert all(isinstance(r, RecordResult) for r in results)
         second.start()
         assert first.wait_folded(30)  # released by looking the queue up, not by folding
         assert _pending(journal_for(engine)) == []
@@ -473,7 +472,7 @@ def test_events_another_writer_folded_release_this_ones_readers(
 def test_start_returns_once_the_fold_has_folded_a_group(engine: sa.Engine, fold_in: str) -> None:
     journal = journal_for(engine)
     left = [parse_event(e) for e in _story(2)]
-    ingest.accept_parsed(engine, journal, left)  # acknowledged by a server that stopped
+    apply.accept_parsed(engine, journal, left)  # acknowledged by a server that stopped
     writer = GroupWriter(engine, fold_in=fold_in)
     assert writer.start(60)
     assert _pending(journal) == []  # one group held all four
@@ -486,8 +485,8 @@ def test_start_does_not_wait_for_a_whole_backlog(engine: sa.Engine, monkeypatch:
     # A server that left thousands of events queued takes requests once its fold runs,
     # not once it has folded all of them.
     journal = journal_for(engine)
-    ingest.accept_parsed(engine, journal, [parse_event(e) for e in _story(3)])
-    real_fold = ingest.fold_pending
+    apply.accept_parsed(engine, journal, [parse_event(e) for e in _story(3)])
+    real_fold = apply.fold_pending
     second = threading.Event()
     release = threading.Event()
     calls: list[int] = []
@@ -499,7 +498,7 @@ def test_start_does_not_wait_for_a_whole_backlog(engine: sa.Engine, monkeypatch:
             release.wait(60)
         return real_fold(eng, jrn, limit, known)
 
-    monkeypatch.setattr("strata.lineage.ingest.writer.fold_pending", slow_after_first)
+    monkeypatch.setattr("strata.lineage.record.writer.fold_pending", slow_after_first)
     writer = GroupWriter(engine, fold_events=2)
     try:
         assert writer.start(30)
@@ -521,7 +520,7 @@ def test_the_fold_plans_lookups_without_workers_or_compiling(engine: sa.Engine) 
     with engine.connect() as conn:
         before = conn.exec_driver_sql("SHOW max_parallel_workers_per_gather").scalar()
     with write_tx(engine) as conn:
-        ingest._lock(conn)
+        apply._lock(conn)
         inside = {name: conn.exec_driver_sql(f"SHOW {name}").scalar() for name in settings}
     with engine.connect() as conn:  # for the fold's transaction only
         after = conn.exec_driver_sql("SHOW max_parallel_workers_per_gather").scalar()
@@ -542,7 +541,7 @@ class _Dies(BaseException):
 def test_a_store_thread_that_dies_is_replaced_and_its_callers_answered(
     engine: sa.Engine, monkeypatch: Any
 ) -> None:
-    real = ingest.accept_parsed
+    real = apply.accept_parsed
     calls = {"n": 0}
 
     def dying(*args: Any, **kw: Any) -> Any:
@@ -551,13 +550,13 @@ def test_a_store_thread_that_dies_is_replaced_and_its_callers_answered(
             raise _Dies
         return real(*args, **kw)
 
-    monkeypatch.setattr("strata.lineage.ingest.writer.accept_parsed", dying)
+    monkeypatch.setattr("strata.lineage.record.writer.accept_parsed", dying)
     writer = GroupWriter(engine, watch=0.05)
     lost = writer.submit([run_event("START", 0, "a", "j")])
     with pytest.raises(StrataError, match="send it again"):
         lost.result(timeout=30)
     [stored] = writer.submit([run_event("START", 1, "b", "j")]).result(timeout=30)
-    assert isinstance(stored, IngestResult)
+    assert isinstance(stored, RecordResult)
     assert writer.wait_folded(60)
     health = writer.health()
     assert health["running"] and health["restarts"] == 1
@@ -577,7 +576,7 @@ def test_health_reports_a_dead_thread_until_the_watchdog_replaces_it(
     writer = GroupWriter(engine, watch=3600)
     writer.start(30)
     assert writer.health()["running"]
-    monkeypatch.setattr("strata.lineage.ingest.writer.accept_parsed", dying)
+    monkeypatch.setattr("strata.lineage.record.writer.accept_parsed", dying)
     writer.submit([run_event("START", 0, "a", "j")])
     writer._threads["store"].join(30)
     health = writer.health()
@@ -588,7 +587,7 @@ def test_health_reports_a_dead_thread_until_the_watchdog_replaces_it(
 def test_an_event_that_breaks_parsing_is_refused_alone(engine: sa.Engine, monkeypatch: Any) -> None:
     """An exception validation did not foresee refuses that event; the others of its group
     are stored."""
-    from strata.lineage.ingest import writer as writer_mod
+    from strata.lineage.record import writer as writer_mod
 
     real = writer_mod.parse_event
 
@@ -603,5 +602,5 @@ def test_an_event_that_breaks_parsing_is_refused_alone(engine: sa.Engine, monkey
         [run_event("START", 0, "a", "boom"), run_event("START", 0, "b", "j")]
     ).result(timeout=30)
     assert isinstance(bad, InvalidEvent) and "RecursionError" in bad.message
-    assert isinstance(good, IngestResult)
+    assert isinstance(good, RecordResult)
     writer.close()

@@ -7,7 +7,7 @@ from datetime import UTC, datetime
 import pytest
 import sqlalchemy as sa
 
-from strata.lineage.ingest import rows
+from strata.lineage.record import rows
 from strata.store import bulk
 from strata.store import schema as s
 

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from datetime import UTC, datetime
 
-from strata.lineage.ingest.events import iso
+from strata.lineage.record.events import iso
 
 
 def test_iso_is_fixed_width_and_sorts_as_time() -> None:

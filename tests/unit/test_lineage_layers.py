@@ -1,4 +1,4 @@
-"""The lineage package's layers: ingest and query never import each other, and no
+"""The lineage package's layers: record and query never import each other, and no
 function in it is longer than a reader can follow."""
 
 from __future__ import annotations
@@ -24,7 +24,7 @@ def _imported(path: Path) -> set[str]:
     return imported(path, ["strata", "lineage", *path.relative_to(ROOT).parent.parts])
 
 
-@pytest.mark.parametrize(("sub", "other"), [("query", "ingest"), ("ingest", "query")])
+@pytest.mark.parametrize(("sub", "other"), [("query", "record"), ("record", "query")])
 def test_a_path_never_imports_the_other(sub: str, other: str) -> None:
     modules = _modules(sub)
     assert modules, f"no modules under lineage/{sub}"
@@ -44,7 +44,7 @@ def test_the_shared_modules_import_neither_path() -> None:
         f"{path.name} imports {name}"
         for path in shared
         for name in _imported(path)
-        if name.startswith(("strata.lineage.ingest", "strata.lineage.query"))
+        if name.startswith(("strata.lineage.record", "strata.lineage.query"))
     }
     assert not bad, sorted(bad)
 

@@ -35,8 +35,8 @@ from strata.api.routes.extra import include_extra_routes
 from strata.builds.service import BuildService
 from strata.errors import StoreError
 from strata.lake.service import Lake
-from strata.lineage.ingest import marquez_writes
-from strata.lineage.ingest.writer import GroupWriter
+from strata.lineage.record import marquez_writes
+from strata.lineage.record.writer import GroupWriter
 from strata.settings import Settings
 from strata.store.engine import engine_for
 from strata.web import pages as web

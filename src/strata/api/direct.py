@@ -18,7 +18,7 @@ from collections.abc import Awaitable, Callable
 from fastapi import FastAPI
 from starlette.types import Message, Receive, Scope, Send
 
-from strata.api import ingest, job_runs
+from strata.api import job_runs, lineage_post
 
 # Answers the request and returns True, or returns False having sent nothing.
 Handler = Callable[[FastAPI, Scope, Receive, Send], Awaitable[bool]]
@@ -57,8 +57,8 @@ def _without_body(send: Send) -> Send:
 
 def direct_handler(method: str, path: str) -> Handler | None:
     """The handler answering ``method path`` ahead of routing, if any."""
-    if method == "POST" and path == ingest.PATH:
-        return ingest.post_lineage
+    if method == "POST" and path == lineage_post.PATH:
+        return lineage_post.post_lineage
     if method == "GET" and job_runs.matches(path):
         return job_runs.get_job_runs
     return None

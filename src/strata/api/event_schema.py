@@ -17,7 +17,7 @@ from strata.limits import MAX_NAME_BYTES
 Schema = dict[str, Any]
 _REF = "#/components/schemas/"
 
-# A date-time :func:`strata.lineage.ingest.validate.parse_time` reads for any value the
+# A date-time :func:`strata.lineage.record.validate.parse_time` reads for any value the
 # pattern admits: a real calendar day (days 29 to 31 left out), an offset within ±23:59.
 EVENT_TIME = (
     "^[1-9][0-9]{3}-(0[1-9]|1[0-2])-(0[1-9]|1[0-9]|2[0-8])"

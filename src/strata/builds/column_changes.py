@@ -22,8 +22,8 @@ from strata.builds.handles import InputHandle, OutputHandle, require_dataframe
 from strata.builds.state import BuildState
 from strata.builds.transforms import DF_OUTPUT
 from strata.lake.service import Lake, reads_limited_to
-from strata.lineage.ingest.facets import ColumnEdge, column_edges
 from strata.lineage.query.column_lineage import FieldEdge, VersionColumns
+from strata.lineage.record.facets import ColumnEdge, column_edges
 
 if TYPE_CHECKING:
     from pyspark.sql import SparkSession

@@ -50,7 +50,7 @@ from strata.lake import partitions as pkeys
 from strata.lake.registry import Version
 from strata.lake.service import reads_limited_to
 from strata.lake.transaction import Transaction
-from strata.lineage.ingest.facets import PARTITION_FACET
+from strata.lineage.record.facets import PARTITION_FACET
 
 
 @dataclass

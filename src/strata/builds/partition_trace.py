@@ -16,7 +16,7 @@ from strata.builds.state.catalog import VersionEntry
 from strata.errors import InvalidArgument, NotFound
 from strata.lake import partitions as pkeys
 from strata.lake.partition_index import touched_keys
-from strata.lineage.ingest.facets import PARTITION_FACET
+from strata.lineage.record.facets import PARTITION_FACET
 
 
 def partition_trace(

@@ -33,7 +33,7 @@ from strata.lake.registry import Version
 from strata.lake.rowhash import RowHash, fingerprint
 from strata.lake.service import Lake, reads_limited_to
 from strata.lake.transaction import Transaction
-from strata.lineage.ingest.facets import PARTITION_FACET
+from strata.lineage.record.facets import PARTITION_FACET
 
 if TYPE_CHECKING:
     from pyspark.sql import DataFrame, SparkSession

@@ -1,6 +1,6 @@
 """The builder's lineage: OpenLineage run events, ingested in process like any producer's.
 
-Every event goes through :func:`strata.lineage.ingest.transactions.ingest_event` (the build
+Every event goes through :func:`strata.lineage.record.apply.record_event` (the build
 catalog is the lineage model), and also to a remote OpenLineage server when openlineage-python is
 configured the standard way (``OPENLINEAGE_URL``, ``OPENLINEAGE_CONFIG``, an
 ``openlineage.yml`` or ``OPENLINEAGE__TRANSPORT__*``): then the store is a transport put
@@ -17,8 +17,8 @@ from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import TYPE_CHECKING, Any
 
-from strata.lineage.ingest.facets import BUILD_FACET, PROGRAM_FACET
-from strata.lineage.ingest.transactions import ingest_event
+from strata.lineage.record.apply import record_event
+from strata.lineage.record.facets import BUILD_FACET, PROGRAM_FACET
 
 if TYPE_CHECKING:
     from openlineage.client.client import OpenLineageClient
@@ -209,7 +209,7 @@ class Emitter:
 
     def emit(self, event: dict[str, Any]) -> None:
         if self.transport is None:
-            ingest_event(self.engine, event)  # the usual case: no client to load
+            record_event(self.engine, event)  # the usual case: no client to load
             return
         from strata.builds.transports import emit
 

@@ -14,7 +14,7 @@ from typing import TYPE_CHECKING, Any
 from openlineage.client.transport.composite import CompositeConfig, CompositeTransport
 from openlineage.client.transport.transport import Transport
 
-from strata.lineage.ingest.transactions import ingest_event
+from strata.lineage.record.apply import record_event
 
 if TYPE_CHECKING:
     from sqlalchemy.engine import Engine
@@ -32,7 +32,7 @@ class StoreTransport(Transport):
         self.engine = engine
 
     def emit(self, event: Any) -> None:
-        ingest_event(self.engine, event)
+        record_event(self.engine, event)
 
 
 class Tolerant(Transport):

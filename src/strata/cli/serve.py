@@ -32,7 +32,7 @@ def _serve(settings: Settings, engine: Engine, host: str | None, port: int | Non
     import uvicorn
 
     from strata.api import create_app
-    from strata.lineage.ingest.fold_process import freeze_startup_objects
+    from strata.lineage.record.fold_process import freeze_startup_objects
 
     if settings.is_embedded:
         migrate.upgrade(engine)

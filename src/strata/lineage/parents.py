@@ -1,4 +1,4 @@
-"""Which run facet names a run's parent, read the same way by ingest and by queries."""
+"""Which run facet names a run's parent, read the same way by the record and query paths."""
 
 from __future__ import annotations
 

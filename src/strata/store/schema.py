@@ -356,7 +356,7 @@ lineage_events = sa.Table(
 )
 
 # The server's queue of acknowledged events not yet folded into the model (see
-# strata.lineage.ingest.writer): stored, valid, and waiting for the fold to store them in
+# strata.lineage.record.writer): stored, valid, and waiting for the fold to store them in
 # ``lineage_events`` and apply them. A row leaves when its event is folded; one the fold
 # refuses stays with its ``error`` and is not tried again. On SQLite the queue lives in a
 # file of its own beside the store, so storing never waits for the fold's write lock.

@@ -11,8 +11,8 @@ from strata.api import views
 from strata.api.deps import Eng, LakeRoot, Limit, Offset, reading
 from strata.api.models import DatasetIn
 from strata.errors import NotFound
-from strata.lineage.ingest import marquez_writes as w
 from strata.lineage.query import queries as q
+from strata.lineage.record import marquez_writes as w
 from strata.store.engine import read_tx
 
 router = APIRouter(tags=["Datasets"])

@@ -11,7 +11,7 @@ from fastapi import APIRouter, Request, Response
 from strata.api import views
 from strata.api.contract import errors
 from strata.errors import StrataError
-from strata.lineage.ingest.writer import GroupWriter
+from strata.lineage.record.writer import GroupWriter
 from strata.store.errors import mapped
 
 router = APIRouter(tags=["Strata"])

@@ -17,8 +17,8 @@ from strata.api.models import JobIn, RunIn
 from strata.api.redirects import job_uuid
 from strata.errors import InvalidArgument, NotFound, StoreConflict
 from strata.lake.partitions import check_filter, parse_alternatives
-from strata.lineage.ingest import marquez_writes as w
 from strata.lineage.query import queries as q
+from strata.lineage.record import marquez_writes as w
 from strata.store.engine import read_tx
 from strata.times import Zoneless, aware
 

@@ -13,10 +13,10 @@ from strata.api.contract import Responses, errors
 from strata.api.deps import Conn, Depth, Eng, LakeRoot, Limit, Offset, QueryTime, time_param
 from strata.api.inputs import aware_time
 from strata.errors import InvalidEvent, StrataError
-from strata.lineage.ingest.writer import GroupWriter, Results
 from strata.lineage.query import column_lineage as cl
 from strata.lineage.query import graph as g
 from strata.lineage.query import queries as q
+from strata.lineage.record.writer import GroupWriter, Results
 from strata.store.engine import read_tx
 
 router = APIRouter(tags=["Lineage"])
@@ -42,7 +42,7 @@ _BATCH_BODY = {
 
 
 def _writer(request: Request) -> GroupWriter:
-    """The app's group-commit writer (see :mod:`strata.lineage.ingest.writer`)."""
+    """The app's group-commit writer (see :mod:`strata.lineage.record.writer`)."""
     writer: GroupWriter = request.app.state.lineage_writer
     return writer
 

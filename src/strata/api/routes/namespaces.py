@@ -9,8 +9,8 @@ from fastapi import APIRouter, Request, Response
 from strata.api import views
 from strata.api.deps import Eng, Limit, Offset, reading
 from strata.api.models import NamespaceIn, SourceIn
-from strata.lineage.ingest import marquez_writes as w
 from strata.lineage.query import queries as q
+from strata.lineage.record import marquez_writes as w
 from strata.store.engine import read_tx
 
 router = APIRouter(tags=["Namespaces"])

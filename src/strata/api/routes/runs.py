@@ -14,9 +14,9 @@ from strata.api import views
 from strata.api.contract import errors
 from strata.api.deps import At, Depth, Eng, reading
 from strata.api.inputs import check_time
-from strata.lineage.ingest import marquez_writes as w
 from strata.lineage.query import queries as q
 from strata.lineage.query import upstream_runs as ur
+from strata.lineage.record import marquez_writes as w
 from strata.store.engine import read_tx
 
 router = APIRouter(tags=["Runs"])

@@ -18,7 +18,7 @@ from typing import Any
 import sqlalchemy as sa
 from sqlalchemy.engine import Connection
 
-from strata.lineage.ingest.facets import BUILD_FACET
+from strata.lineage.record.facets import BUILD_FACET
 from strata.store import schema as s
 from strata.store.bulk import chunks
 from strata.store.fetch import plain_rows

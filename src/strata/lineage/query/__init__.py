@@ -1,1 +1,1 @@
-"""The read path: the Marquez REST API's answers, read from the model the ingest keeps."""
+"""The read path: the Marquez REST API's answers, read from the model the record path keeps."""

@@ -1,12 +1,12 @@
-"""Ingest OpenLineage events: one SQL transaction per event or per batch.
+"""Apply OpenLineage events to the model: one SQL transaction per event or per batch.
 
 The raw event is kept in ``lineage_events`` (an identical event is a no-op)
 and the model is kept equal to a function of the stored event set: a run
 event brings its run's rows up to the fold of all of its events (see
-:mod:`strata.lineage.ingest.runs`), a JobEvent upserts the job, its io
+:mod:`strata.lineage.record.runs`), a JobEvent upserts the job, its io
 edges and a job version, a DatasetEvent upserts the dataset and its facets and
 declares a version of it (as Marquez makes one; see
-:func:`strata.lineage.ingest.versions.declare`). Invalid events store nothing.
+:func:`strata.lineage.record.versions.declare`). Invalid events store nothing.
 """
 
 from __future__ import annotations
@@ -22,9 +22,9 @@ from sqlalchemy.engine import Connection, Engine
 
 from strata import ids
 from strata.errors import InvalidEvent, StoreConflict, StoreError, StoreRefused, StrataError
-from strata.lineage.ingest import jobs, runs, versions
-from strata.lineage.ingest.events import Event, parse_event
-from strata.lineage.ingest.validate import EventKind
+from strata.lineage.record import jobs, runs, versions
+from strata.lineage.record.events import Event, parse_event
+from strata.lineage.record.validate import EventKind
 from strata.store import bulk, jsoncodec
 from strata.store import schema as s
 from strata.store.deferred import deferred_writes
@@ -37,7 +37,7 @@ _PG_LOCK_KEY = 0x4C696E65  # serialises lineage writers on PostgreSQL; SQLite lo
 
 
 @dataclass(frozen=True)
-class IngestResult:
+class RecordResult:
     """What one event did."""
 
     kind: EventKind
@@ -74,14 +74,14 @@ def _lock(conn: Connection) -> None:
         conn.exec_driver_sql(_INDEXED)
 
 
-def ingest_event(
+def record_event(
     engine: Engine, payload: dict[str, Any], *, received_at: datetime | None = None
-) -> IngestResult:
+) -> RecordResult:
     """Validate and store one event; raises :class:`InvalidEvent` and stores nothing if bad."""
     return store_event(engine, parse_event(payload), received_at or datetime.now(UTC))
 
 
-def store_event(engine: Engine, event: Event, received: datetime) -> IngestResult:
+def store_event(engine: Engine, event: Event, received: datetime) -> RecordResult:
     """Store one parsed event and fold it in, in its own SQL transaction."""
     result = _one(engine, event, received)
     if isinstance(result, StrataError):
@@ -93,8 +93,8 @@ def _conflict(exc: StoreConflict) -> InvalidEvent:
     return InvalidEvent(f"event conflicts with stored lineage: {exc.message}", path="$")
 
 
-def _result(event: Event, duplicate: bool) -> IngestResult:
-    return IngestResult(
+def _result(event: Event, duplicate: bool) -> RecordResult:
+    return RecordResult(
         kind=event.kind,
         event_uuid=ids.event_uuid(event.payload_hash),
         payload_hash=event.payload_hash,
@@ -106,9 +106,9 @@ def _result(event: Event, duplicate: bool) -> IngestResult:
     )
 
 
-def ingest_batch(
+def record_batch(
     engine: Engine, payloads: list[dict[str, Any]]
-) -> list[IngestResult | StrataError]:
+) -> list[RecordResult | StrataError]:
     """Ingest many events in one SQL transaction; one bad event does not stop the others."""
     parsed: list[Event | StrataError] = []
     for payload in payloads:
@@ -116,12 +116,12 @@ def ingest_batch(
             parsed.append(parse_event(payload))
         except StrataError as exc:
             parsed.append(exc)
-    return ingest_parsed(engine, parsed)
+    return record_parsed(engine, parsed)
 
 
-def ingest_parsed(
+def record_parsed(
     engine: Engine, items: list[Event | StrataError]
-) -> list[IngestResult | StrataError]:
+) -> list[RecordResult | StrataError]:
     """Store already parsed events and fold them into the model, in one SQL transaction;
     errors pass through in place."""
     return _in_groups(engine, items)
@@ -133,7 +133,7 @@ def accept_parsed(
     items: list[Event | StrataError],
     *,
     statements: StatementConnection | None = None,
-) -> list[IngestResult | StrataError]:
+) -> list[RecordResult | StrataError]:
     """Queue already parsed events for :func:`fold_pending` in ``journal``, one SQL
     statement (on ``statements``, a connection to ``journal`` its caller keeps); errors
     pass through in place.
@@ -146,7 +146,7 @@ def accept_parsed(
     is queued again and the fold finds it stored (looking it up here cost every group a
     read of the store, for the rare client that sends an event again).
     """
-    out: list[IngestResult | StrataError | None] = [
+    out: list[RecordResult | StrataError | None] = [
         None if isinstance(item, Event) else item for item in items
     ]
     events = [(at, item) for at, item in enumerate(items) if isinstance(item, Event)]
@@ -162,7 +162,7 @@ def accept_parsed(
     todo = [(at, ev) for at, ev in events if out[at] is None]
     received = datetime.now(UTC)
     held = statements if statements is not None else StatementConnection(journal)
-    results: list[IngestResult | StrataError]
+    results: list[RecordResult | StrataError]
     try:
         results = list(_queue_alone(held, [ev for _, ev in todo], received))
     except (StoreConflict, StoreRefused):
@@ -180,7 +180,7 @@ def accept_parsed(
 
 def _queue_alone(
     statements: StatementConnection, events: list[Event], received: datetime
-) -> list[IngestResult]:
+) -> list[RecordResult]:
     """Queue ``events`` in one statement, committed by itself."""
     if not events:
         return []
@@ -190,7 +190,7 @@ def _queue_alone(
 
 def _queue_one(
     statements: StatementConnection, event: Event, received: datetime
-) -> IngestResult | StrataError:
+) -> RecordResult | StrataError:
     try:
         [result] = _queue_alone(statements, [event], received)
     except StoreConflict as exc:
@@ -204,7 +204,7 @@ def _queue_one(
 
 def _in_groups(
     engine: Engine, items: list[Event | StrataError]
-) -> list[IngestResult | StrataError]:
+) -> list[RecordResult | StrataError]:
     """Store and apply the events of ``items`` in one SQL transaction under the writer
     lock.
 
@@ -216,7 +216,7 @@ def _in_groups(
     not an event), every event is retried on its own so each gets its own answer.
     """
     parsed: list[Event | None] = [i if isinstance(i, Event) else None for i in items]
-    out: list[IngestResult | StrataError | None] = [
+    out: list[RecordResult | StrataError | None] = [
         None if isinstance(i, Event) else i for i in items
     ]
     if not any(parsed):
@@ -245,9 +245,9 @@ class _Refused(Exception):
 def _batch_whole(
     engine: Engine,
     parsed: list[Event | None],
-    out: list[IngestResult | StrataError | None],
+    out: list[RecordResult | StrataError | None],
     received: datetime,
-) -> list[IngestResult | StrataError]:
+) -> list[RecordResult | StrataError]:
     done = list(out)
     events = [e for e in parsed if e is not None]
     try:
@@ -266,7 +266,7 @@ def _batch_whole(
     return [r for r in done if r is not None]
 
 
-def _nested(conn: Connection, event: Event, received: datetime) -> IngestResult | StrataError:
+def _nested(conn: Connection, event: Event, received: datetime) -> RecordResult | StrataError:
     """One event stored and applied under a savepoint: its result, or why it was refused."""
     try:
         with mapped(), conn.begin_nested():
@@ -278,7 +278,7 @@ def _nested(conn: Connection, event: Event, received: datetime) -> IngestResult 
     return result
 
 
-def _one(engine: Engine, event: Event, received: datetime) -> IngestResult | StrataError:
+def _one(engine: Engine, event: Event, received: datetime) -> RecordResult | StrataError:
     try:
         with write_tx(engine) as conn:
             _lock(conn)
@@ -292,7 +292,7 @@ def _one(engine: Engine, event: Event, received: datetime) -> IngestResult | Str
 
 def _store_and_apply(
     conn: Connection, events: list[Event], received: datetime | Mapping[str, datetime]
-) -> list[IngestResult]:
+) -> list[RecordResult]:
     """Store the raw events and bring the model up to date with the new ones."""
     new = _store(conn, events, received)
     with deferred_writes(conn):
@@ -300,7 +300,7 @@ def _store_and_apply(
     return [_result(e, not is_new) for e, is_new in zip(events, new, strict=True)]
 
 
-def _queue(queue: Connection, events: list[Event], received: datetime) -> list[IngestResult]:
+def _queue(queue: Connection, events: list[Event], received: datetime) -> list[RecordResult]:
     """Queue the events for the fold; an event queued already is a duplicate."""
     rows = {
         ev.payload_hash: {

@@ -9,7 +9,7 @@
   named by its ``version`` facet (commit id or version uuid) gets the run.
 - A run input binds the version named by its ``version`` facet, or else the
   candidate current at the run's first event time, or a synthetic stand-in
-  (:mod:`strata.lineage.ingest.bindings`). Synthetic versions have no run,
+  (:mod:`strata.lineage.record.bindings`). Synthetic versions have no run,
   are dated by the earliest run bound to them and are removed when no run
   is bound to them, so they depend only on the final bindings.
 - A DatasetEvent (a dataset PUT sends one) declares a version of a non-lake
@@ -36,10 +36,10 @@ from sqlalchemy.engine import Connection
 
 from strata import ids
 from strata.errors import InvalidEvent
-from strata.lineage.ingest import facets as fx
-from strata.lineage.ingest.events import DatasetRef, Event
-from strata.lineage.ingest.fold import IoFold, RunFold
-from strata.lineage.ingest.rows import touch_datasets
+from strata.lineage.record import facets as fx
+from strata.lineage.record.events import DatasetRef, Event
+from strata.lineage.record.fold import IoFold, RunFold
+from strata.lineage.record.rows import touch_datasets
 from strata.store import schema as s
 from strata.store.bulk import (
     cached,

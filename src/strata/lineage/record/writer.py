@@ -3,7 +3,7 @@
 Two threads per writer own the lineage writes of a process:
 
 - The **store** thread takes everything queued by requests (up to ``max_events``),
-  validates it, and queues it with :func:`~strata.lineage.ingest.transactions.accept_parsed`: a
+  validates it, and queues it with :func:`~strata.lineage.record.apply.accept_parsed`: a
   queue row per event, one SQL statement for the group (on PostgreSQL committed
   alone, on a connection the thread keeps). Each caller is answered
   when its group commits: a 201 means the event is valid, durable and will be part of
@@ -11,19 +11,19 @@ Two threads per writer own the lineage writes of a process:
   queue is a file of its own (:mod:`strata.store.journal`), since SQLite has one writer
   per file and the fold's transaction would hold storing back.
 - The **fold** thread folds queued events into the model with
-  :func:`~strata.lineage.ingest.transactions.fold_pending`, oldest first, in groups of up to
+  :func:`~strata.lineage.record.apply.fold_pending`, oldest first, in groups of up to
   ``fold_events``. While it folds, the store thread goes on storing, so under load
   the fold takes hundreds of events at a time and pays its per-statement costs once
   per group rather than once per event: that is what makes ingest fast. With
   ``fold_in="process"`` the thread hosts the fold in a process of its own
-  (:class:`~strata.lineage.ingest.fold_process.FoldProcess`).
+  (:class:`~strata.lineage.record.fold_process.FoldProcess`).
 
 Reads wait for the fold: :meth:`GroupWriter.barrier` returns once every event this
 process acknowledged before the call is folded, so a client that reads after its
 POST sees its event. Events queued by another process (another worker on the same
 PostgreSQL store, or a crash before the fold) are folded by whichever writer runs
 next; the fold thread looks for them every ``poll`` seconds. Which events wait for the
-fold, and who waits for them, is kept by :class:`~strata.lineage.ingest.unfolded.Unfolded`.
+fold, and who waits for them, is kept by :class:`~strata.lineage.record.unfolded.Unfolded`.
 
 The store thread stops taking requests while more than ``max_backlog`` of this
 process's events wait for the fold, so a fold that falls behind slows senders down
@@ -46,19 +46,19 @@ from typing import Any
 from sqlalchemy.engine import Engine
 
 from strata.errors import InvalidEvent, StoreError, StrataError
-from strata.lineage.ingest.events import Event, parse_event
-from strata.lineage.ingest.fold_process import FoldProcess
-from strata.lineage.ingest.transactions import (
-    IngestResult,
+from strata.lineage.record.apply import (
+    RecordResult,
     accept_parsed,
     fold_pending,
     still_queued,
 )
-from strata.lineage.ingest.unfolded import Unfolded
+from strata.lineage.record.events import Event, parse_event
+from strata.lineage.record.fold_process import FoldProcess
+from strata.lineage.record.unfolded import Unfolded
 from strata.store.engine import StatementConnection
 from strata.store.journal import journal_for
 
-Results = list[IngestResult | StrataError]
+Results = list[RecordResult | StrataError]
 Item = Event | StrataError | Any  # parsed, already refused, or a raw JSON payload
 
 log = logging.getLogger(__name__)
@@ -323,7 +323,7 @@ class GroupWriter:
                 raise  # the thread dies of it; the watchdog answers the group
             _answer([(req, exc) for req in group])
             return
-        kept = {r.payload_hash for r in results if isinstance(r, IngestResult) and not r.duplicate}
+        kept = {r.payload_hash for r in results if isinstance(r, RecordResult) and not r.duplicate}
         with self._unfolded.state:
             self._unfolded.mark_committed(upto)
             self._unfolded.release([u for u in mine if u not in kept])

@@ -17,7 +17,7 @@ import logging
 import threading
 from dataclasses import dataclass
 
-from strata.lineage.ingest.events import Event
+from strata.lineage.record.events import Event
 
 log = logging.getLogger(__name__)
 

@@ -17,7 +17,7 @@ import sqlalchemy as sa
 from sqlalchemy.engine import Connection
 
 from strata import ids
-from strata.lineage.ingest import facets as fx
+from strata.lineage.record import facets as fx
 from strata.store import schema as s
 from strata.store.bulk import (
     cached,

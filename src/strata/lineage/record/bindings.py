@@ -18,9 +18,9 @@ import sqlalchemy as sa
 from sqlalchemy.engine import Connection
 
 from strata import ids
-from strata.lineage.ingest import facets as fx
-from strata.lineage.ingest import versions
-from strata.lineage.ingest.fold import RunFold
+from strata.lineage.record import facets as fx
+from strata.lineage.record import versions
+from strata.lineage.record.fold import RunFold
 from strata.store import schema as s
 from strata.store.bulk import (
     cached,

@@ -7,8 +7,8 @@ from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
 
-from strata.lineage.ingest.events import canonical_json
-from strata.lineage.ingest.validate import parse_time
+from strata.lineage.record.events import canonical_json
+from strata.lineage.record.validate import parse_time
 
 
 def get(facets: dict[str, Any], name: str) -> dict[str, Any]:

@@ -20,9 +20,9 @@ import sqlalchemy as sa
 from sqlalchemy.engine import Connection
 
 from strata import ids
-from strata.lineage.ingest import facets as fx
-from strata.lineage.ingest.events import Event
-from strata.lineage.ingest.rows import merge_stamped, touch_namespace
+from strata.lineage.record import facets as fx
+from strata.lineage.record.events import Event
+from strata.lineage.record.rows import merge_stamped, touch_namespace
 from strata.store import schema as s
 from strata.store.bulk import (
     cached,

@@ -10,13 +10,13 @@ from typing import Any
 from strata import ids
 from strata.errors import InvalidEvent
 from strata.limits import MAX_JSON_DEPTH
-from strata.lineage.ingest.validate import (
+from strata.lineage.parents import parent_facet
+from strata.lineage.record.validate import (
     EventKind,
     check_uuid,
     parse_time,
     validate,
 )
-from strata.lineage.parents import parent_facet
 from strata.store import jsoncodec
 from strata.store.jsoncodec import JsonText
 

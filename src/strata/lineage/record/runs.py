@@ -11,11 +11,11 @@ import sqlalchemy as sa
 from sqlalchemy.engine import Connection
 
 from strata import ids
-from strata.lineage.ingest import bindings, jobs, parsed, versions
-from strata.lineage.ingest import facets as fx
-from strata.lineage.ingest.events import Event
-from strata.lineage.ingest.fold import RunFold, fold_run
-from strata.lineage.ingest.rows import (
+from strata.lineage.record import bindings, jobs, parsed, versions
+from strata.lineage.record import facets as fx
+from strata.lineage.record.events import Event
+from strata.lineage.record.fold import RunFold, fold_run
+from strata.lineage.record.rows import (
     DatasetRow,
     add_symlinks,
     merge_dataset_facets,

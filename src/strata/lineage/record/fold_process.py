@@ -24,7 +24,7 @@ from multiprocessing.connection import Connection
 from sqlalchemy.engine import Engine
 
 from strata.errors import StoreError
-from strata.lineage.ingest.transactions import fold_pending
+from strata.lineage.record.apply import fold_pending
 from strata.store.engine import create_engine
 
 log = logging.getLogger(__name__)
@@ -216,7 +216,7 @@ def _collect() -> None:
     """Collect cycles, then leave what survived out of later collections.
 
     A collection walks every object alive: the parsed events the fold keeps
-    (:data:`~strata.lineage.ingest.parsed.PARSED`, some 160,000 objects) cost each one 150-250 ms,
+    (:data:`~strata.lineage.record.parsed.PARSED`, some 160,000 objects) cost each one 150-250 ms,
     taken whenever the queue ran empty, so while senders waited for the fold. Frozen
     objects are still freed when no longer referenced; only a cycle among them would
     outlive its use, and the fold's objects form next to none."""

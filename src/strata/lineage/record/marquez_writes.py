@@ -2,7 +2,7 @@
 
 Namespaces, sources and tags are plain upserts. Datasets, jobs and run lifecycle
 calls are turned into OpenLineage events (DatasetEvent, JobEvent, RunEvent)
-and go through :func:`~strata.lineage.ingest.transactions.ingest_event`, so they build
+and go through :func:`~strata.lineage.record.apply.record_event`, so they build
 exactly the model the equivalent events build. ``create_run`` sends a
 RunEvent without ``eventType`` (the run stays NEW); its ``args`` are kept as
 the ``runArgs`` run facet.
@@ -19,10 +19,10 @@ from sqlalchemy.engine import Connection, Engine
 
 from strata.errors import InvalidArgument, NotFound
 from strata.ids import new_id
-from strata.lineage.ingest.events import iso
-from strata.lineage.ingest.transactions import IngestResult, ingest_event
-from strata.lineage.ingest.validate import check_uuid
 from strata.lineage.producer import PRODUCER
+from strata.lineage.record.apply import RecordResult, record_event
+from strata.lineage.record.events import iso
+from strata.lineage.record.validate import check_uuid
 from strata.store import schema as s
 from strata.store.bulk import insert_ignore
 from strata.store.engine import read_tx, write_tx
@@ -126,7 +126,7 @@ def upsert_dataset(
     run_id: str | None = None,
     schema_location: str | None = None,
     at: datetime | None = None,
-) -> IngestResult:
+) -> RecordResult:
     """Create or update a dataset and make a version of it, as Marquez does: a
     DatasetEvent, or with ``run_id`` an output of that run (a RunEvent of the run without
     a type), so the version names the run that made it."""
@@ -156,7 +156,7 @@ def upsert_dataset(
             "producer": PRODUCER,
             "schemaURL": _SCHEMA + "DatasetEvent",
         }
-    result = ingest_event(engine, event)
+    result = record_event(engine, event)
     d = s.datasets
     with write_tx(engine) as conn:
         conn.execute(
@@ -179,7 +179,7 @@ def upsert_job(
     facets: dict[str, Any] | None = None,
     type: str | None = None,
     at: datetime | None = None,
-) -> IngestResult:
+) -> RecordResult:
     """Create or update a job and declare a version for its io (a JobEvent)."""
     now = _now(at)
     job_facets: dict[str, Any] = dict(facets or {})
@@ -200,7 +200,7 @@ def upsert_job(
         "producer": PRODUCER,
         "schemaURL": _SCHEMA + "JobEvent",
     }
-    return ingest_event(engine, event)
+    return record_event(engine, event)
 
 
 def _job_raw_name(engine: Engine, namespace: str, name: str) -> str:
@@ -274,13 +274,13 @@ def create_run(
         facets["nominalTime"] = _facet(**nominal)
     if args:
         facets["runArgs"] = _facet(args=dict(args))
-    ingest_event(engine, _job_version_event(engine, namespace, job, run, _now(at), facets))
+    record_event(engine, _job_version_event(engine, namespace, job, run, _now(at), facets))
     return run
 
 
-def relink_run(engine: Engine, namespace: str, job: str, run_id: str) -> IngestResult:
+def relink_run(engine: Engine, namespace: str, job: str, run_id: str) -> RecordResult:
     """Move run ``run_id`` to the job's current version, as a job PUT naming it does."""
-    return ingest_event(engine, _job_version_event(engine, namespace, job, run_id, _now(None), {}))
+    return record_event(engine, _job_version_event(engine, namespace, job, run_id, _now(None), {}))
 
 
 def _job_version_event(
@@ -300,7 +300,7 @@ def _job_version_event(
 
 def mark_run(
     engine: Engine, run_id: str, action: str, *, at: datetime | None = None
-) -> IngestResult:
+) -> RecordResult:
     """Move a run: ``start``, ``complete``, ``fail`` or ``abort`` at ``at`` (default now)."""
     event_type = _ACTIONS.get(action.lower())
     if event_type is None:
@@ -309,7 +309,7 @@ def mark_run(
         )
     run = check_uuid(run_id, "runId")
     namespace, job = _run_job(engine, run)
-    return ingest_event(engine, _run_event(namespace, job, run, event_type, _now(at), {}))
+    return record_event(engine, _run_event(namespace, job, run, event_type, _now(at), {}))
 
 
 def _run_job(engine: Engine, run_id: str) -> tuple[str, str]:

@@ -16,7 +16,7 @@ from collections.abc import Sequence
 import sqlalchemy as sa
 from sqlalchemy.engine import Connection
 
-from strata.lineage.ingest.events import Event, parse_event
+from strata.lineage.record.events import Event, parse_event
 from strata.store import schema as s
 from strata.store.bulk import cached, chunks, one_of
 

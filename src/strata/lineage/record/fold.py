@@ -11,7 +11,7 @@ from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any
 
-from strata.lineage.ingest.events import ACTIVE, TERMINAL, DatasetRef, Event, ParentRef
+from strata.lineage.record.events import ACTIVE, TERMINAL, DatasetRef, Event, ParentRef
 
 
 @dataclass

@@ -54,7 +54,7 @@ _TIME = re.compile(
 @cache
 def _schema() -> dict[str, Any]:
     text = (
-        resources.files("strata.lineage.ingest.spec")
+        resources.files("strata.lineage.record.spec")
         .joinpath("OpenLineage.json")
         .read_text("utf-8")
     )
