@@ -296,3 +296,38 @@ def test_a_pass_racing_commits_never_deletes_a_file_a_kept_version_reads(lake: L
     latest_snapshot = max(v.commit_id for v in versions if v.type == "SNAPSHOT")
     assert all(v.purged_at is None for v in versions if v.commit_id >= latest_snapshot)
     assert lake.read_arrow(ds).num_rows == versions[-1].row_count
+
+
+class _ReadOnlyLake:
+    """A lake file system that refuses deletes, as a read-only mount or bucket does."""
+
+    def __init__(self, fs: object) -> None:
+        self.fs = fs
+
+    def delete_file(self, path: str) -> None:
+        raise PermissionError(f"[Errno 13] Permission denied: '{path}'")
+
+    def __getattr__(self, name: str) -> object:
+        return getattr(self.fs, name)
+
+
+def test_a_lake_that_refuses_deletes_is_one_error_and_the_next_pass_finishes(
+    lake: Lake, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from strata.errors import LakeError
+
+    ds = "raw/readonly"
+    for n in range(1, 4):
+        commit(lake, ds, "SNAPSHOT", n)
+    [old] = files_of(lake, ds, 1)
+    retention = Retention(lake, [policy(keep_versions=2, grace_seconds=0)])
+    fs = lake.storage.fs
+    monkeypatch.setattr(lake.storage, "_fs", _ReadOnlyLake(fs))
+    with pytest.raises(LakeError, match=r"cannot delete file://.* from the lake \(.*Permission"):
+        retention.run()
+    assert retention.overview()["pending_files"] == 1 and on_disk(lake, old)
+    with pytest.raises(PurgedVersion):
+        lake.read_arrow(ds, version=1)
+    monkeypatch.setattr(lake.storage, "_fs", fs)
+    assert retention.run().finished_files == 1
+    assert not on_disk(lake, old) and retention.overview()["pending_files"] == 0

@@ -97,6 +97,12 @@ class Storage:
             self.fs.delete_file(self.local(rel))
         except FileNotFoundError:
             return False
+        except OSError as exc:
+            raise LakeError(
+                f"cannot delete {self.spark_uri(rel)} from the lake ({exc}); let this "
+                "process delete files there, then run `strata retention` again to finish",
+                path=rel,
+            ) from exc
         return True
 
     def discard(self, folder: str, paths: list[str]) -> None:
