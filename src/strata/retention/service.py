@@ -116,9 +116,8 @@ class Retention:
             policy = pol.policy_for(self.policies, ds.name)
             if policy is None and ds.name not in marked:
                 continue
-            pass_ = _DatasetPass(ds.name, ds.uuid, policy, in_use.get(ds.uuid, set()))
-            pass_.grace = grace_seconds
-            report.touched += self._pass(pass_, report.started_at, dry_run)
+            one = _DatasetPass(ds.name, ds.uuid, policy, in_use.get(ds.uuid, set()), grace_seconds)
+            report.touched += self._pass(one, report.started_at, dry_run)
         report.ended_at = datetime.now(UTC)
         if not dry_run:
             with write_tx(self.lake.engine) as conn:
