@@ -7,7 +7,6 @@ import uuid
 from functools import partial
 from typing import Any
 
-import pytest
 import sqlalchemy as sa
 from api_seed import Seeder, chain
 from fastapi.testclient import TestClient
@@ -16,8 +15,6 @@ import ol_events
 from strata.api import create_app
 from strata.settings import Settings
 from strata.store import schema as s
-
-pytest.importorskip("strata.lineage.record.apply")
 
 P = "https://example.com/producer"
 SCHEMA = "https://openlineage.io/spec/2-0-2/OpenLineage.json#/$defs/"

@@ -9,8 +9,6 @@ from fastapi.testclient import TestClient
 
 import ol_events
 
-pytest.importorskip("strata.lineage.record.apply")
-
 P = "https://example.com/producer"
 SCHEMA = "https://openlineage.io/spec/2-0-2/OpenLineage.json#/$defs/"
 

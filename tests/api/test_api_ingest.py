@@ -15,8 +15,6 @@ from fastapi.testclient import TestClient
 from ol_events import run_event
 from strata.store import schema as s
 
-pytest.importorskip("strata.lineage.record.apply")
-
 PRODUCER = "https://example.com/producer"
 SCHEMA = "https://openlineage.io/spec/2-0-2/OpenLineage.json#/$defs/RunEvent"
 

@@ -7,16 +7,13 @@ import uuid
 from collections.abc import Iterator
 from datetime import UTC, datetime
 
+import marquez_client
 import pytest
 import sqlalchemy as sa
 
 from live_server import serving
 from strata.api import create_app
 from strata.settings import Settings
-
-pytest.importorskip("strata.lineage.record.apply")
-marquez_client = pytest.importorskip("marquez_client")
-pytest.importorskip("openlineage.client")
 
 WRITE, READ = "w-token", "r-token"
 

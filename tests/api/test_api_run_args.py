@@ -10,8 +10,6 @@ from fastapi.testclient import TestClient
 
 from strata.lineage.query.run_args import run_args
 
-pytest.importorskip("strata.lineage.record.apply")
-
 P = "https://example.com/producer"
 SCHEMA = "https://openlineage.io/spec/2-0-2/OpenLineage.json#/$defs/RunEvent"
 

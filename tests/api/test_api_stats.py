@@ -14,8 +14,6 @@ from fastapi.testclient import TestClient
 
 from strata.lineage.query import stats
 
-pytest.importorskip("strata.lineage.record.apply")
-
 P = "https://example.com/producer"
 SCHEMA = "https://openlineage.io/spec/2-0-2/OpenLineage.json#/$defs/RunEvent"
 

@@ -21,8 +21,6 @@ from strata.api import create_app
 from strata.cli.main import app as cli
 from strata.settings import Settings
 
-pytest.importorskip("openlineage.client")
-
 ORDERS_V1 = "select id, amount from raw.orders"
 ORDERS_V2 = "select id, amount, currency from raw.orders where amount > 0"
 
