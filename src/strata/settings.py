@@ -45,6 +45,8 @@ class Settings:
     schedules: tuple[dict[str, Any], ...] = ()
     # ``[[retention]]`` tables of strata.toml, as written: checked by strata.retention.
     retention: tuple[dict[str, Any], ...] = ()
+    # ``[[archive]]`` tables of strata.toml, as written: checked by strata.retention.
+    archive: tuple[dict[str, Any], ...] = ()
     verbose: bool = False
     # `status` lists datasets of jobs Strata does not build whose program moved on.
     foreign_status: bool = True
@@ -110,6 +112,7 @@ class Settings:
 _ARRAYS = {
     "schedule": ("schedules", 'name = "hourly", cron = "5 * * * *", build = ["metrics/*"]'),
     "retention": ("retention", 'datasets = ["raw/*"], keep_days = 30, grace = "7d"'),
+    "archive": ("archive", 'datasets = ["raw/*"], older_than = "90d", uri = "file:///cold"'),
 }
 
 

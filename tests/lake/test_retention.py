@@ -17,7 +17,7 @@ from strata.errors import InvalidArgument, NotFound, PurgedVersion
 from strata.lake.service import Lake
 from strata.retention.policies import Policy
 from strata.retention.service import Retention
-from strata.store.schema import dataset_files, retention_pending
+from strata.store.schema import dataset_files, pending_deletes
 
 HOUR = 3600.0
 
@@ -248,7 +248,7 @@ def test_a_pass_killed_after_the_purge_leaves_nothing_a_read_trusts(
     assert report.finished_files == 3 and report.touched == []
     assert not any(on_disk(lake, p) for p in doomed)
     with lake.engine.connect() as conn:
-        assert conn.execute(sa.select(sa.func.count()).select_from(retention_pending)).scalar() == 0
+        assert conn.execute(sa.select(sa.func.count()).select_from(pending_deletes)).scalar() == 0
         purged = conn.execute(
             sa.select(sa.func.count()).where(dataset_files.c.purged_at.is_not(None))
         ).scalar()

@@ -15,7 +15,7 @@ import sqlalchemy as sa
 
 from strata.errors import PurgedVersion
 from strata.lake.service import Lake
-from strata.store.schema import dataset_versions, retention_pending
+from strata.store.schema import dataset_versions, pending_deletes
 
 DATASETS = [f"raw/part{i}" for i in range(4)]
 VERSIONS = 60
@@ -56,7 +56,7 @@ def test_a_pass_killed_while_deleting_leaves_nothing_a_read_trusts(
 ) -> None:
     _fill(lake)
     proc = _pass(lake, tmp_path)
-    listed = sa.select(sa.func.count()).select_from(retention_pending)
+    listed = sa.select(sa.func.count()).select_from(pending_deletes)
     deadline = time.monotonic() + 60
     while _count(lake, listed) == 0:  # the first dataset's purge committed: files listed
         assert proc.poll() is None, "the pass ended before it could be killed"

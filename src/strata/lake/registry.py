@@ -300,7 +300,7 @@ def _live_files(
     ``what``) if retention purged any of them."""
     f = dataset_files.c
     rows = conn.execute(
-        sa.select(f.path, f.bytes, f.rows, f.purged_at, f.partition_key)
+        sa.select(f.path, f.bytes, f.rows, f.purged_at, f.partition_key, f.archive_uri)
         .where(
             f.dataset_uuid == dataset_uuid,
             added,
@@ -315,7 +315,10 @@ def _live_files(
             "newer version",
             commit_id=at,
         )
-    return [FileEntry(r.path, int(r.bytes), int(r.rows), r.partition_key) for r in rows]
+    return [
+        FileEntry(r.path, int(r.bytes), int(r.rows), r.partition_key, archive=r.archive_uri)
+        for r in rows
+    ]
 
 
 @dataclass(frozen=True)

@@ -87,6 +87,15 @@ class Lake:
         self.engine = engine or engine_for(settings)
         self.storage = Storage(settings.lake_uri)
         self.namespace = settings.namespace
+        self._archives: dict[str, Storage] = {}
+
+    def tier(self, archive: str | None) -> Storage:
+        """The storage a file lives on: the lake, or the archive root it was moved to."""
+        if archive is None:
+            return self.storage
+        if archive not in self._archives:
+            self._archives[archive] = Storage(archive)
+        return self._archives[archive]
 
     # -- transactions -------------------------------------------------------------
 
@@ -324,12 +333,28 @@ class Lake:
         schema = self._arrow_schema(v)
         if not files:
             return pads.dataset(schema.empty_table())
-        return pads.dataset(
-            [self.storage.local(f.path) for f in files],
-            schema=schema,
-            format="parquet",
-            filesystem=self.storage.fs,
-        )
+        parts = [
+            pads.dataset(
+                [tier.local(f.path) for f in run],
+                schema=schema,
+                format="parquet",
+                filesystem=tier.fs,
+            )
+            for tier, run in self._by_tier(files)
+        ]
+        # One file system: a plain dataset; archived files too: a union in file order.
+        return parts[0] if len(parts) == 1 else pads.dataset(parts)  # type: ignore[arg-type]
+
+    def _by_tier(self, files: list[FileEntry]) -> list[tuple[Storage, list[FileEntry]]]:
+        """``files`` in order, cut into runs that live on one tier each."""
+        runs: list[tuple[Storage, list[FileEntry]]] = []
+        for f in files:
+            tier = self.tier(f.archive)
+            if runs and runs[-1][0] is tier:
+                runs[-1][1].append(f)
+            else:
+                runs.append((tier, [f]))
+        return runs
 
     def read(
         self,
@@ -385,7 +410,7 @@ class Lake:
             from pyspark.sql.pandas.types import from_arrow_schema
 
             return session.createDataFrame([], from_arrow_schema(self._arrow_schema(v)))
-        uris = [self.storage.spark_uri(f.path) for f in files]
+        uris = [self.tier(f.archive).spark_uri(f.path) for f in files]
         return schemas.read_parquet(session, uris, self._known_schema(v))
 
     def _arrow_schema(self, v: Version) -> pa.Schema:

@@ -30,6 +30,7 @@ class FileEntry:
     # rows of the write, the others nothing (a write's containers of one partition are
     # only ever kept or dropped together).
     row_hash: RowHash | None = None
+    archive: str | None = None  # the archive root it was moved to; None: in the lake
 
 
 class Storage:

@@ -37,6 +37,7 @@ class FileSpan:
     bytes: int
     added: int
     removed: int | None  # None: the newest version still reads it
+    archive: str | None = None  # the archive root it was moved to; None: in the lake
 
 
 def view_start(versions: Sequence[VersionFacts]) -> int:

@@ -19,8 +19,10 @@ from strata.errors import InvalidArgument, InvalidName, NotFound
 from strata.lake import registry
 from strata.lake.commit import lock_datasets
 from strata.lake.service import Lake
+from strata.retention import pending as pend
 from strata.retention import policies as pol
-from strata.retention import selection, state
+from strata.retention import selection, state, tiers
+from strata.retention.pending import Pending
 from strata.retention.policies import Policy
 from strata.store.engine import read_tx, write_tx
 
@@ -125,7 +127,7 @@ class Retention:
         return report
 
     def _pass(self, p: _DatasetPass, now: datetime, dry_run: bool) -> list[Touched]:
-        paths: list[str] = []
+        listed: list[Pending] = []
         with write_tx(self.lake.engine) as conn:
             lock_datasets(conn, [p.uuid])
             versions = state.version_facts(conn, p.uuid)
@@ -139,24 +141,17 @@ class Retention:
             if not dry_run:
                 state.drop_marks(conn, p.uuid, plan.unmark)
                 state.add_marks(conn, p.uuid, plan.mark, now)
-                paths = state.purge(conn, p.uuid, plan.purge, plan.freed, now)
-        if paths:
-            self._delete(paths)
+                listed = state.purge(conn, p.uuid, plan.purge, plan.freed, now)
+        tiers.finish_deletes(self.lake, listed)
         return plan.touched(p)
 
-    def _delete(self, paths: Sequence[str]) -> None:
-        for path in paths:
-            self.lake.storage.delete_file(path)
-        with write_tx(self.lake.engine) as conn:
-            state.forget_pending(conn, paths)
-
     def finish_pending(self) -> int:
-        """Delete the files an earlier pass purged but did not get to (it was killed)."""
+        """Delete the files an earlier pass or move listed but did not get to (it was
+        killed); how many were listed."""
         with read_tx(self.lake.engine) as conn:
-            paths = state.pending(conn)
-        if paths:
-            self._delete(paths)
-        return len(paths)
+            listed = pend.pending(conn)
+        tiers.finish_deletes(self.lake, listed)
+        return len(listed)
 
     def due(self, now: datetime) -> bool:
         """Whether a daily pass is due: a policy exists and no pass ended in a day."""
@@ -232,7 +227,7 @@ class Retention:
                 "marks": [m.to_dict() for m in state.marks(conn)],
                 "pins": state.pins(conn),
                 "passes": state.passes(conn, passes),
-                "pending_files": len(state.pending(conn)),
+                "pending_files": len(pend.pending(conn)),
             }
 
 

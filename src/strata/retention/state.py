@@ -12,6 +12,7 @@ from typing import Any
 import sqlalchemy as sa
 from sqlalchemy.engine import Connection
 
+from strata.retention.pending import LAKE, Pending, list_deletes
 from strata.retention.selection import FileSpan, VersionFacts
 from strata.store.bulk import chunks
 from strata.store.schema import (
@@ -21,7 +22,6 @@ from strata.store.schema import (
     partition_builds,
     retention_marks,
     retention_passes,
-    retention_pending,
     run_inputs,
     transactions,
     version_pins,
@@ -84,14 +84,18 @@ def mark_times(conn: Connection, dataset_uuid: str) -> dict[int, datetime]:
 def file_spans(conn: Connection, dataset_uuid: str) -> list[FileSpan]:
     """The containers older versions alone read (removed since) and not purged yet."""
     rows = conn.execute(
-        sa.select(_F.path, _F.bytes, _F.added_commit_id, _F.removed_commit_id).where(
+        sa.select(
+            _F.path, _F.bytes, _F.added_commit_id, _F.removed_commit_id, _F.archive_uri
+        ).where(
             _F.dataset_uuid == dataset_uuid,
             _F.removed_commit_id.is_not(None),
             _F.purged_at.is_(None),
         )
     ).all()
     return [
-        FileSpan(r.path, int(r.bytes), int(r.added_commit_id), int(r.removed_commit_id))
+        FileSpan(
+            r.path, int(r.bytes), int(r.added_commit_id), int(r.removed_commit_id), r.archive_uri
+        )
         for r in rows
     ]
 
@@ -170,7 +174,7 @@ def purge(
     policies: Mapping[int, str],
     files: Iterable[FileSpan],
     at: datetime,
-) -> list[str]:
+) -> list[Pending]:
     """Purge versions ``commit id -> policy`` and list ``files`` for deletion, in the
     caller's SQL transaction: the versions read as purged from the moment it commits,
     and a pass killed before the files are gone leaves them listed for the next."""
@@ -185,25 +189,16 @@ def purge(
                 .values(purged_at=at, purged_by=policy)
             )
     drop_marks(conn, dataset_uuid, list(policies))
-    paths = sorted(f.path for f in files)
-    for names in chunks(paths, 500):
+    gone = sorted(files, key=lambda f: f.path)
+    for names in chunks([f.path for f in gone], 500):
         conn.execute(
             dataset_files.update()
             .where(_F.dataset_uuid == dataset_uuid, _F.path.in_(names))
             .values(purged_at=at)
         )
-    if paths:
-        conn.execute(retention_pending.insert(), [{"path": p, "listed_at": at} for p in paths])
-    return paths
-
-
-def pending(conn: Connection) -> list[str]:
-    return [r.path for r in conn.execute(sa.select(retention_pending.c.path))]
-
-
-def forget_pending(conn: Connection, paths: Collection[str]) -> None:
-    for part in chunks(sorted(paths), 500):
-        conn.execute(retention_pending.delete().where(retention_pending.c.path.in_(part)))
+    listed = [Pending(f.archive or LAKE, f.path) for f in gone]
+    list_deletes(conn, listed, at)
+    return listed
 
 
 def pins(conn: Connection) -> list[dict[str, Any]]:
@@ -249,6 +244,7 @@ def record_pass(conn: Connection, row: Mapping[str, Any]) -> None:
 
 
 def passes(conn: Connection, limit: int) -> list[dict[str, Any]]:
+    """The last ``limit`` passes of every kind (retention, archive, restore)."""
     rp = retention_passes.c
     rows = conn.execute(
         sa.select(retention_passes).order_by(rp.ended_at.desc(), rp.id.desc()).limit(limit)
@@ -263,8 +259,9 @@ def passes(conn: Connection, limit: int) -> list[dict[str, Any]]:
     ]
 
 
-def last_pass_end(conn: Connection) -> datetime | None:
+def last_pass_end(conn: Connection, kind: str = "retention") -> datetime | None:
+    rp = retention_passes.c
     value: datetime | None = conn.execute(
-        sa.select(sa.func.max(retention_passes.c.ended_at))
+        sa.select(sa.func.max(rp.ended_at)).where(rp.kind == kind)
     ).scalar()
     return value

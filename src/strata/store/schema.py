@@ -174,6 +174,8 @@ dataset_files = sa.Table(
     sa.Column("added_commit_id", sa.BigInteger(), nullable=False),
     sa.Column("removed_commit_id", sa.BigInteger(), nullable=True),
     ts_col("purged_at", nullable=True),
+    # The archive root the file was moved to, at the same path (null: in the lake).
+    sa.Column("archive_uri", sa.Text(), nullable=True),
     # The container's partition key text (`region=JP/day=2026-11-01`); null: unpartitioned.
     sa.Column("partition_key", sa.Text(), nullable=True),
     sa.Index("ix_dataset_files_added", "dataset_uuid", "added_commit_id"),
@@ -574,9 +576,12 @@ version_pins = sa.Table(
     sa.Column("note", sa.Text(), nullable=True),
 )
 
-retention_pending = sa.Table(
-    "retention_pending",
+# Files to delete once the SQL transaction that listed them has committed (a purge, or
+# the source copy of an archive move or a restore); root '' is the lake.
+pending_deletes = sa.Table(
+    "pending_deletes",
     metadata,
+    sa.Column("root", sa.Text(), primary_key=True),
     sa.Column("path", sa.String(400), primary_key=True),
     ts_col("listed_at", nullable=False),
 )
@@ -593,6 +598,8 @@ retention_passes = sa.Table(
     sa.Column("files", sa.BigInteger(), nullable=False),
     sa.Column("bytes", sa.BigInteger(), nullable=False),
     sa.Column("trigger", sa.String(16), nullable=False),
+    # retention | archive | restore
+    sa.Column("kind", sa.String(16), nullable=False, server_default="retention"),
     sa.Index("ix_retention_passes_ended_at", "ended_at"),
 )
 

@@ -1,0 +1,73 @@
+"""Files listed for deletion (``pending_deletes``): a purge lists what it frees, and a
+move (to the archive or back) lists the copy it leaves behind, in the SQL transaction
+that records it; the file is deleted after that transaction commits, then unlisted. A
+process killed in between leaves the list for the next one to finish."""
+
+from __future__ import annotations
+
+from collections.abc import Collection, Sequence
+from dataclasses import dataclass
+from datetime import datetime
+
+import sqlalchemy as sa
+from sqlalchemy.engine import Connection
+
+from strata.store.bulk import chunks
+from strata.store.schema import dataset_files, pending_deletes
+
+LAKE = ""  # the root of a file listed on the lake itself
+_F, _D = dataset_files.c, pending_deletes.c
+
+
+@dataclass(frozen=True, slots=True, order=True)
+class Pending:
+    """One file to delete: its root (``LAKE`` or an archive URI) and its path there."""
+
+    root: str
+    path: str
+
+    @property
+    def dataset_uuid(self) -> str:
+        return self.path.split("/", 1)[0]
+
+
+def list_deletes(conn: Connection, items: Sequence[Pending], at: datetime) -> None:
+    if items:
+        conn.execute(
+            pending_deletes.insert(),
+            [{"root": p.root, "path": p.path, "listed_at": at} for p in items],
+        )
+
+
+def pending(conn: Connection) -> list[Pending]:
+    rows = conn.execute(sa.select(_D.root, _D.path).order_by(_D.path, _D.root))
+    return [Pending(r.root, r.path) for r in rows]
+
+
+def forget(conn: Connection, items: Collection[Pending]) -> None:
+    for root in {p.root for p in items}:
+        paths = sorted(p.path for p in items if p.root == root)
+        for part in chunks(paths, 500):
+            conn.execute(pending_deletes.delete().where(_D.root == root, _D.path.in_(part)))
+
+
+def obsolete(conn: Connection, dataset_uuid: str, items: Sequence[Pending]) -> list[Pending]:
+    """Of ``items`` (files of one dataset), those the catalog no longer reads where they
+    are listed: purged, or recorded on the other tier. A copy the catalog still reads
+    there (a move undone since) is never deleted."""
+    rows = {
+        r.path: r
+        for part in chunks(sorted({p.path for p in items}), 500)
+        for r in conn.execute(
+            sa.select(_F.path, _F.purged_at, _F.archive_uri).where(
+                _F.dataset_uuid == dataset_uuid, _F.path.in_(part)
+            )
+        )
+    }
+    out = []
+    for p in items:
+        row = rows.get(p.path)
+        where = (row.archive_uri or LAKE) if row is not None else None
+        if row is None or row.purged_at is not None or where != p.root:
+            out.append(p)
+    return out
