@@ -198,7 +198,9 @@ def test_a_leftover_copy_is_never_deleted_while_the_catalog_reads_it(
     commit(lake, ds, "SNAPSHOT", 1)
     path = lake.files(ds)[0].path
     with lake.engine.begin() as conn:
-        conn.execute(pending_deletes.insert().values(root="", path=path, listed_at=datetime.now(UTC)))
+        conn.execute(
+            pending_deletes.insert().values(root="", path=path, listed_at=datetime.now(UTC))
+        )
     assert Archive(lake, []).finish_pending() == 1
     assert in_lake(lake, path)
     assert lake.read_arrow(ds).num_rows == 1
@@ -219,7 +221,7 @@ def test_a_pass_racing_commits_and_reads_loses_nothing(lake: Lake, tmp_path: Pat
         while not stop.is_set():
             try:
                 every_version_reads(lake, ds)
-            except Exception as exc:  # noqa: BLE001 - collected for the assertion below
+            except Exception as exc:  # collected for the assertion below
                 errors.append(exc)
 
     threads = [threading.Thread(target=writer), threading.Thread(target=reader)]

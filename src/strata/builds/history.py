@@ -40,6 +40,7 @@ def history(
     rows, inputs = state.history(dataset)
     warned = state.warned_versions(dataset)
     marks = state.retention_marks(dataset)
+    archived = state.archived(dataset)
     if partition is not None:
         by = state.partition_by([dataset]).get(dataset)
         wanted = pkeys.Chosen(dataset, by, partition)
@@ -58,6 +59,7 @@ def history(
             "warnings": warned.get(x.version, []),
             "purged": _purged(x.purged_at, x.purged_by),
             "marked": _marked(marks.get(x.version)),
+            "archived": _archived(archived.get(x.version)),
             **_how_read(x, inputs.get(x.run, {}) if x.run else {}),
             **_partitions(x, wanted if partition is not None else None),
         }
@@ -76,6 +78,12 @@ def _marked(mark: Mark | None) -> dict[str, Any] | None:
     """``{"at", "policy"}`` of a version marked for purging (undone by a pin or
     ``strata retention --unmark``)."""
     return {"at": mark.marked_at.isoformat(), "policy": mark.policy} if mark else None
+
+
+def _archived(counts: tuple[int, int] | None) -> dict[str, int] | None:
+    """``{"files", "of"}``: how many of a version's files lie in an archive (reads work
+    from there, only slower; ``strata restore`` brings them back)."""
+    return {"files": counts[0], "of": counts[1]} if counts else None
 
 
 def _partitions(x: VersionEntry, wanted: pkeys.Chosen | None) -> dict[str, Any]:

@@ -1,6 +1,6 @@
 """Commit-triggered and scheduled builds: the worker fires due schedules
-(:mod:`strata.builds.scheduler`), runs retention daily where a policy exists
-(:mod:`strata.retention`), and takes triggers (the commit outbox, see
+(:mod:`strata.builds.scheduler`), runs retention and the archive tier daily where a policy
+exists (:mod:`strata.retention`), and takes triggers (the commit outbox, see
 :mod:`strata.builds.state.triggers`) and builds the out-of-date dependents of each committed
 dataset. The new versions' own triggers carry the build down the graph.
 
@@ -31,6 +31,7 @@ from strata.builds.service import BuildService
 from strata.builds.state.triggers import Claim, backoff
 from strata.errors import PipelineError, StoreError, StrataError, can_pass
 from strata.ids import new_id
+from strata.retention.archive import Archive
 from strata.retention.service import DailyPass, Retention, RetentionReport
 
 log = logging.getLogger(__name__)
@@ -61,6 +62,7 @@ class WorkerReport:
     pending: list[dict[str, Any]] = field(default_factory=list)  # left to retry
     firings: list[dict[str, Any]] = field(default_factory=list)  # schedules it fired
     retention: list[dict[str, Any]] = field(default_factory=list)  # retention passes it ran
+    archive: list[dict[str, Any]] = field(default_factory=list)  # archive passes it ran
 
     def to_dict(self) -> dict[str, Any]:
         return {
@@ -69,6 +71,7 @@ class WorkerReport:
             "pending": self.pending,
             "firings": self.firings,
             "retention": self.retention,
+            "archive": self.archive,
         }
 
 
@@ -121,6 +124,7 @@ def run_worker(
     outage = 0
     clock = Clock()
     daily = DailyPass(Retention(service.lake))
+    cold = DailyPass(Archive(service.lake))
     while True:
         try:
             if clock.due(datetime.now(UTC)):
@@ -135,6 +139,9 @@ def run_worker(
                 )
                 if on_retention is not None:
                     on_retention(swept)
+            moved = cold.run_if_due(datetime.now(UTC))
+            if moved is not None:
+                report.archive.append({k: v for k, v in moved.to_dict().items() if k != "datasets"})
             claimed = _claim(service, holder, tried if once else (), once)
         except StoreError as exc:
             if once:

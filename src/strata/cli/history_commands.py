@@ -113,10 +113,10 @@ def print_history(dataset: str, result: dict[str, Any]) -> None:
         + ((_partitions_label(v),) if partitioned else ())
         for v in result["versions"]
     ]
-    purged = any(v.get("purged") for v in result["versions"])
-    if purged:  # versions whose data retention purged: their history stays
+    purged = any(v.get("purged") or v.get("archived") for v in result["versions"])
+    if purged:  # versions whose data was purged (their history stays) or archived
         rows = [
-            (*row, _purged_label(v["purged"]))
+            (*row, _purged_label(v["purged"]) or _archived_label(v.get("archived")))
             for row, v in zip(rows, result["versions"], strict=True)
         ]
     warned = any(v.get("warnings") for v in result["versions"])
@@ -222,3 +222,10 @@ def _inputs_read(version: dict[str, Any]) -> str:
 
 def _purged_label(purged: dict[str, Any] | None) -> str:
     return f"purged {purged['at'][:10]} by {purged['policy']}" if purged else ""
+
+
+def _archived_label(archived: dict[str, int] | None) -> str:
+    if not archived:
+        return ""
+    whole = archived["files"] == archived["of"]
+    return "archived" if whole else f"archived {archived['files']} of {archived['of']} files"

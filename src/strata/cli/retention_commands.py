@@ -135,3 +135,77 @@ def unpin(
             emit_json(done)
         else:
             console.print(f"unpinned {name}@{version}")
+
+
+def archive(
+    ctx: typer.Context,
+    dry_run: Annotated[
+        bool, typer.Option("--dry-run", help="List what a pass would move; change nothing.")
+    ] = False,
+    json_out: Annotated[bool, typer.Option("--json", help="Print JSON.")] = False,
+) -> None:
+    """Move the files of versions older than the [[archive]] policies of strata.toml to
+    their archive root: copied, verified, recorded, then deleted from the lake. Reads of
+    those versions work as before."""
+    from strata.retention.archive import Archive
+
+    with reported():
+        service = Archive(connect(settings_from(ctx)))
+        if not service.policies and not json_out:
+            console.print(
+                "no archive policy: add an [[archive]] table to strata.toml "
+                '(datasets = ["raw/*"], older_than = "90d", uri = "file:///mnt/cold") '
+                "to move old versions' files"
+            )
+        report = service.run(dry_run=dry_run)
+        if json_out:
+            emit_json(report.to_dict())
+            return
+        if report.moved:
+            emit_table(
+                "archive (dry run: nothing moved)" if report.dry_run else "archive",
+                ["dataset", "versions", "files", "size", "to"],
+                [
+                    (
+                        m.dataset,
+                        f"{m.first_version} to {m.last_version}",
+                        m.files,
+                        size_words(m.bytes),
+                        m.uri,
+                    )
+                    for m in report.moved
+                ],
+            )
+        console.print(
+            f"{'would move' if report.dry_run else 'moved'} {report.files} file(s) "
+            f"({size_words(report.bytes)})"
+            + (
+                f"; finished deleting {report.finished_files} copy(ies) an earlier move left"
+                if report.finished_files
+                else ""
+            )
+        )
+
+
+def restore(
+    ctx: typer.Context,
+    ref: Annotated[str, typer.Argument(help="The version to bring back: DATASET@N.")],
+    json_out: Annotated[bool, typer.Option("--json", help="Print JSON.")] = False,
+) -> None:
+    """Bring an archived version's files back to the lake, and pin it so the next
+    archive pass leaves it there (`strata unpin` lets it go)."""
+    from strata.retention.archive import Archive
+
+    with reported():
+        name, version = parse_version_ref(ref)
+        done = Archive(connect(settings_from(ctx))).restore(name, version)
+        if json_out:
+            emit_json(done)
+        elif done["files"]:
+            console.print(
+                f"restored {done['files']} file(s) ({size_words(done['bytes'])}) of "
+                f"{name}@{version} to the lake; pinned it (strata unpin {name}@{version} "
+                "lets the archive take it again)"
+            )
+        else:
+            console.print(f"{name}@{version} has no file in an archive: nothing to restore")

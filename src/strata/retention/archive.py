@@ -25,6 +25,7 @@ from strata.retention import pending as pend
 from strata.retention import state, tiers
 from strata.retention.archive_policies import ArchivePolicy
 from strata.retention.archive_state import Placed
+from strata.retention.service import DAILY
 from strata.store.engine import read_tx, write_tx
 
 _BATCH = 200  # files copied, then recorded in one SQL transaction
@@ -156,7 +157,7 @@ class Archive:
             return False
         with read_tx(self.lake.engine) as conn:
             last = state.last_pass_end(conn, "archive")
-        return last is None or last <= now - timedelta(days=1)
+        return last is None or last <= now - DAILY
 
     def _move(self, dataset_uuid: str, files: Sequence[Placed], to: str | None) -> list[Placed]:
         """Copy, verify, record, delete, in batches; the files recorded at ``to``."""

@@ -13,7 +13,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
-from typing import Any
+from typing import Any, Generic, Protocol, TypeVar
 
 from strata.errors import InvalidArgument, InvalidName, NotFound
 from strata.lake import registry
@@ -26,6 +26,7 @@ from strata.retention.pending import Pending
 from strata.retention.policies import Policy
 from strata.store.engine import read_tx, write_tx
 
+R_co = TypeVar("R_co", covariant=True)
 # The worker runs a pass when the last one ended this long ago.
 DAILY = timedelta(days=1)
 _LONG_AGO = datetime(1970, 1, 1, tzinfo=UTC)
@@ -231,21 +232,29 @@ class Retention:
             }
 
 
+class Periodic(Protocol[R_co]):
+    """A pass the worker runs daily: a retention pass or an archive pass."""
+
+    def due(self, now: datetime) -> bool: ...
+
+    def run(self, *, trigger: str) -> R_co: ...
+
+
 @dataclass
-class DailyPass:
+class DailyPass(Generic[R_co]):
     """A pass when one is due (a policy exists and none ran for a day), for a worker
     that looks about once a minute."""
 
-    retention: Retention
+    job: Periodic[R_co]
     next_look: datetime = _LONG_AGO
 
-    def run_if_due(self, now: datetime) -> RetentionReport | None:
+    def run_if_due(self, now: datetime) -> R_co | None:
         if now < self.next_look:
             return None
         self.next_look = now + timedelta(minutes=1)
-        if not self.retention.due(now):
+        if not self.job.due(now):
             return None
-        return self.retention.run(trigger="worker")
+        return self.job.run(trigger="worker")
 
 
 @dataclass

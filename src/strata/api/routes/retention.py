@@ -1,5 +1,6 @@
-"""Retention routes: the policies, marks, pins and last passes; a pass; marks undone;
-versions pinned and unpinned. Dataset names go in one path segment (``raw%2Fclicks``)."""
+"""Retention and archive routes: the policies, marks, pins, archives and last passes; a
+retention pass; an archive pass; a restore; marks undone; versions pinned and unpinned.
+Dataset names go in one path segment (``raw%2Fclicks``)."""
 
 from __future__ import annotations
 
@@ -10,6 +11,7 @@ from pydantic import BaseModel, Field
 
 from strata.api import views
 from strata.api.contract import errors
+from strata.retention.archive import Archive
 from strata.retention.policies import parse_duration
 from strata.retention.service import Retention
 
@@ -22,11 +24,18 @@ def _retention(request: Request) -> Retention:
     return Retention(request.app.state.builds.lake)
 
 
+def _archive(request: Request) -> Archive:
+    return Archive(request.app.state.builds.lake)
+
+
 @router.get("/retention", response_model=views.Json, responses=errors(400))
 def get_retention(request: Request, passes: Annotated[int, Query(ge=1, le=1000)] = 10) -> Response:
     """The policies of ``strata.toml``, the versions marked for purging, the pinned
-    versions and the last passes."""
-    return views.json_response(_retention(request).overview(passes))
+    versions, the last passes (retention, archive and restore) and, under ``archive``,
+    the archive policies and how many files lie in each archive."""
+    overview = _retention(request).overview(passes)
+    overview["archive"] = _archive(request).overview()
+    return views.json_response(overview)
 
 
 @router.post("/retention", response_model=views.Json, responses=errors(400))
@@ -84,3 +93,25 @@ def put_pin(
 def delete_pin(request: Request, dataset: str, version: VersionPath) -> Response:
     """Let retention policies select a pinned version again."""
     return views.json_response(_retention(request).unpin(dataset, version))
+
+
+@router.post("/archive", response_model=views.Json, responses=errors(400))
+def post_archive(
+    request: Request,
+    dry_run: Annotated[
+        bool, Query(description="list what a pass would move; change nothing")
+    ] = False,
+) -> Response:
+    """Run an archive pass, as `strata archive` does: per dataset, the files moved."""
+    report = _archive(request).run(dry_run=dry_run, trigger="api")
+    return views.json_response(report.to_dict())
+
+
+@router.post(
+    "/archive/restore/{dataset:seg}/{version}",
+    response_model=views.Json,
+    responses=errors(400, 404, 410),
+)
+def post_restore(request: Request, dataset: str, version: VersionPath) -> Response:
+    """Bring a version's archived files back to the lake and pin it."""
+    return views.json_response(_archive(request).restore(dataset, version))

@@ -41,6 +41,7 @@ from strata.lake.registry import Moved
 from strata.lineage.query import column_lineage as columns
 from strata.lineage.query import queries as lineage_queries
 from strata.lineage.query.provenance import ProvenanceNode, provenance
+from strata.retention import archive_state
 from strata.retention import state as retention_state
 from strata.retention.state import Mark
 from strata.store.engine import read_tx, write_tx
@@ -132,6 +133,12 @@ class BuildState:
         with read_tx(self.engine) as conn:
             found = catalog.dataset_uuids(conn, self.namespace, [dataset]).get(dataset)
             return {m.commit_id: m for m in retention_state.marks(conn, found)} if found else {}
+
+    def archived(self, dataset: str) -> dict[int, tuple[int, int]]:
+        """Per version of ``dataset`` with files in an archive: (archived files, all)."""
+        with read_tx(self.engine) as conn:
+            found = catalog.dataset_uuids(conn, self.namespace, [dataset]).get(dataset)
+            return archive_state.archived_counts(conn, found) if found else {}
 
     def purged(self, version_uuids: Collection[str]) -> dict[str, tuple[datetime, str]]:
         """When, and by which policy, retention purged those of ``version_uuids`` it did."""
