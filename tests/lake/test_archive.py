@@ -4,6 +4,7 @@ a version back; every step leaves each file readable from the place the catalog 
 
 from __future__ import annotations
 
+import dataclasses
 import threading
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
@@ -20,6 +21,7 @@ from strata.retention.archive_policies import ArchivePolicy, load
 from strata.retention.policies import Policy
 from strata.retention.service import Retention
 from strata.retention.tiers import copy_verified
+from strata.settings import Settings
 from strata.store.schema import dataset_files, pending_deletes
 
 DAY = 86400.0
@@ -97,6 +99,25 @@ def test_an_append_chain_keeps_the_files_its_current_version_reads(
     assert where_files_lie(lake, ds, 2) == [cold(tmp_path), cold(tmp_path)]
     assert where_files_lie(lake, ds, 4) == [None, None]
     every_version_reads(lake, ds)
+
+
+def test_the_copy_a_move_leaves_waits_out_the_gc_grace(settings: Settings, tmp_path: Path) -> None:
+    """A read that listed a file in the lake before the move still finds it there."""
+    lake = Lake(dataclasses.replace(settings, gc_grace_seconds=3600))
+    ds = "raw/daily"
+    for day in range(1, 3):
+        commit(lake, ds, "SNAPSHOT", day)
+    path = lake.files(ds, version=1)[0].path
+    report = archive(lake, tmp_path).run()
+    assert report.files == 1 and report.waiting_files == 1
+    assert in_lake(lake, path) and in_archive(tmp_path, path)
+    assert where_files_lie(lake, ds, 1) == [cold(tmp_path)]
+    assert archive(lake, tmp_path).run().finished_files == 0  # still within the grace
+    later = archive(lake, tmp_path).run(now=datetime.now(UTC) + timedelta(hours=2))
+    assert later.finished_files == 1 and later.waiting_files == 0
+    assert not in_lake(lake, path)
+    every_version_reads(lake, ds)
+    lake.engine.dispose()
 
 
 def test_only_versions_older_than_the_policy_move(lake: Lake, tmp_path: Path) -> None:
@@ -201,8 +222,10 @@ def test_a_leftover_copy_is_never_deleted_while_the_catalog_reads_it(
         conn.execute(
             pending_deletes.insert().values(root="", path=path, listed_at=datetime.now(UTC))
         )
-    assert Archive(lake, []).finish_pending() == 1
+    assert Archive(lake, []).finish_pending() == 0
     assert in_lake(lake, path)
+    with lake.engine.connect() as conn:
+        assert conn.execute(sa.select(sa.func.count()).select_from(pending_deletes)).scalar() == 0
     assert lake.read_arrow(ds).num_rows == 1
 
 

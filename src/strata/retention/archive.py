@@ -61,7 +61,8 @@ class ArchiveReport:
     started_at: datetime
     ended_at: datetime | None = None
     moved: list[Moved] = field(default_factory=list)
-    finished_files: int = 0  # copies a killed move had listed, deleted now
+    finished_files: int = 0  # copies earlier moves had left, deleted now
+    waiting_files: int = 0  # copies left behind that wait out gc_grace_seconds
 
     @property
     def files(self) -> int:
@@ -79,6 +80,7 @@ class ArchiveReport:
             "files": self.files,
             "bytes": self.bytes,
             "finished_files": self.finished_files,
+            "waiting_files": self.waiting_files,
             "datasets": [m.to_dict() for m in self.moved],
         }
 
@@ -100,7 +102,7 @@ class Archive:
         """One pass: every governed dataset's movable files go to its policy's archive."""
         report = ArchiveReport(dry_run, now or datetime.now(UTC))
         if not dry_run:
-            report.finished_files = self.finish_pending()
+            report.finished_files = self.finish_pending(report.started_at)
         with read_tx(self.lake.engine) as conn:
             found = registry.list_datasets(conn, self.lake.namespace)
         for ds in found:
@@ -115,6 +117,8 @@ class Archive:
             if files:
                 report.moved.append(_moved(ds.name, policy, files))
         report.ended_at = datetime.now(UTC)
+        with read_tx(self.lake.engine) as conn:
+            report.waiting_files = len(pend.pending(conn))
         if not dry_run:
             self._record_pass(
                 report.started_at, report.ended_at, report.files, report.bytes, trigger, "archive"
@@ -144,12 +148,12 @@ class Archive:
             "newly_pinned": pinned,
         }
 
-    def finish_pending(self) -> int:
-        """Delete the old copies a killed move had recorded but not deleted."""
+    def finish_pending(self, now: datetime | None = None) -> int:
+        """Delete the old copies whose grace has passed (and any a killed move left);
+        how many were deleted."""
         with read_tx(self.lake.engine) as conn:
             listed = pend.pending(conn)
-        tiers.finish_deletes(self.lake, listed)
-        return len(listed)
+        return tiers.finish_deletes(self.lake, listed, now)
 
     def due(self, now: datetime) -> bool:
         """Whether a daily pass is due: a policy exists and no pass ended in a day."""
@@ -167,10 +171,13 @@ class Archive:
             batch = files[start : start + _BATCH]
             for f in batch:
                 tiers.copy_verified(self.lake.tier(f.archive), target, f.path, f.bytes)
+            at = datetime.now(UTC)
             with write_tx(self.lake.engine) as conn:
                 lock_datasets(conn, [dataset_uuid])
-                recorded = astate.record_moves(conn, dataset_uuid, batch, to, datetime.now(UTC))
-            tiers.finish_deletes(self.lake, [_old_copy(f) for f in recorded])
+                # Held now, the copies cannot go: record those still whole.
+                whole = [f for f in batch if tiers.has_copy(target, f.path, f.bytes)]
+                recorded = astate.record_moves(conn, dataset_uuid, whole, to, at)
+            tiers.finish_deletes(self.lake, [_old_copy(f, at) for f in recorded])
             done += recorded
         return done
 
@@ -204,8 +211,8 @@ class Archive:
         return {"policies": [p.to_dict() for p in self.policies], "archives": placed}
 
 
-def _old_copy(f: Placed) -> pend.Pending:
-    return pend.Pending(f.archive or pend.LAKE, f.path)
+def _old_copy(f: Placed, at: datetime) -> pend.Pending:
+    return pend.Pending(f.archive or pend.LAKE, f.path, at)
 
 
 def _moved(dataset: str, policy: ArchivePolicy, files: Sequence[Placed]) -> Moved:

@@ -1,13 +1,17 @@
 """Files listed for deletion (``pending_deletes``): a purge lists what it frees, and a
 move (to the archive or back) lists the copy it leaves behind, in the SQL transaction
 that records it; the file is deleted after that transaction commits, then unlisted. A
-process killed in between leaves the list for the next one to finish."""
+process killed in between leaves the list for the next one to finish.
+
+A purged file goes at once (its version's mark waited out the policy's grace). A copy a
+move left behind waits ``gc_grace_seconds``, as an orphan does for gc: a read that
+listed the file where it was before the move still finds it there."""
 
 from __future__ import annotations
 
 from collections.abc import Collection, Sequence
-from dataclasses import dataclass
-from datetime import datetime
+from dataclasses import dataclass, field
+from datetime import UTC, datetime
 
 import sqlalchemy as sa
 from sqlalchemy.engine import Connection
@@ -25,6 +29,7 @@ class Pending:
 
     root: str
     path: str
+    listed_at: datetime = field(default=datetime.max.replace(tzinfo=UTC), compare=False)
 
     @property
     def dataset_uuid(self) -> str:
@@ -40,8 +45,8 @@ def list_deletes(conn: Connection, items: Sequence[Pending], at: datetime) -> No
 
 
 def pending(conn: Connection) -> list[Pending]:
-    rows = conn.execute(sa.select(_D.root, _D.path).order_by(_D.path, _D.root))
-    return [Pending(r.root, r.path) for r in rows]
+    rows = conn.execute(sa.select(_D.root, _D.path, _D.listed_at).order_by(_D.path, _D.root))
+    return [Pending(r.root, r.path, r.listed_at) for r in rows]
 
 
 def forget(conn: Connection, items: Collection[Pending]) -> None:
@@ -51,10 +56,13 @@ def forget(conn: Connection, items: Collection[Pending]) -> None:
             conn.execute(pending_deletes.delete().where(_D.root == root, _D.path.in_(part)))
 
 
-def obsolete(conn: Connection, dataset_uuid: str, items: Sequence[Pending]) -> list[Pending]:
-    """Of ``items`` (files of one dataset), those the catalog no longer reads where they
-    are listed: purged, or recorded on the other tier. A copy the catalog still reads
-    there (a move undone since) is never deleted."""
+def settle(
+    conn: Connection, dataset_uuid: str, items: Sequence[Pending], moved_before: datetime
+) -> tuple[list[Pending], list[Pending]]:
+    """Of ``items`` (files of one dataset): those to delete now, and those to unlist
+    without deleting. A purged file is deleted; a copy a move left behind is deleted
+    once listed before ``moved_before`` (until then it stays listed); a copy the catalog
+    reads where it lies (a move undone since) is never deleted, only unlisted."""
     rows = {
         r.path: r
         for part in chunks(sorted({p.path for p in items}), 500)
@@ -64,10 +72,13 @@ def obsolete(conn: Connection, dataset_uuid: str, items: Sequence[Pending]) -> l
             )
         )
     }
-    out = []
+    delete, unlist = [], []
     for p in items:
         row = rows.get(p.path)
-        where = (row.archive_uri or LAKE) if row is not None else None
-        if row is None or row.purged_at is not None or where != p.root:
-            out.append(p)
-    return out
+        if row is None or row.purged_at is not None:
+            delete.append(p)
+        elif (row.archive_uri or LAKE) == p.root:
+            unlist.append(p)
+        elif p.listed_at <= moved_before:
+            delete.append(p)
+    return delete, unlist

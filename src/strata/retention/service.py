@@ -147,12 +147,11 @@ class Retention:
         return plan.touched(p)
 
     def finish_pending(self) -> int:
-        """Delete the files an earlier pass or move listed but did not get to (it was
-        killed); how many were listed."""
+        """Delete the files an earlier pass listed but did not get to (it was killed), and
+        the copies moves left behind once their grace has passed; how many went."""
         with read_tx(self.lake.engine) as conn:
             listed = pend.pending(conn)
-        tiers.finish_deletes(self.lake, listed)
-        return len(listed)
+        return tiers.finish_deletes(self.lake, listed)
 
     def due(self, now: datetime) -> bool:
         """Whether a daily pass is due: a policy exists and no pass ended in a day."""

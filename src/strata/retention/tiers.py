@@ -15,6 +15,7 @@ import hashlib
 import uuid
 from collections import defaultdict
 from collections.abc import Sequence
+from datetime import UTC, datetime, timedelta
 from typing import Any
 
 from strata.errors import LakeError
@@ -61,6 +62,14 @@ def copy_verified(source: Storage, target: Storage, path: str, size: int) -> Non
         )
 
 
+def has_copy(storage: Storage, path: str, size: int) -> bool:
+    """Whether ``path`` lies on ``storage`` whole (``size`` bytes)."""
+    import pyarrow.fs as pafs
+
+    info = storage.fs.get_file_info(storage.local(path))
+    return info.type == pafs.FileType.File and info.size == size
+
+
 def _pipe(src: Any, dst: Any | None) -> tuple[int, str]:
     """Bytes read from ``src`` (written to ``dst`` when given): count and SHA-256."""
     digest, count = hashlib.sha256(), 0
@@ -78,20 +87,25 @@ def _discard(storage: Storage, path: str) -> None:
         storage.delete_file(path)
 
 
-def finish_deletes(lake: Lake, items: Sequence[Pending]) -> int:
-    """Delete listed files the catalog no longer reads where they lie, then unlist all of
-    ``items``; each dataset's share is done holding it, so a restore cannot record a copy
-    between the check and the delete. Returns how many files were deleted."""
+def finish_deletes(lake: Lake, items: Sequence[Pending], now: datetime | None = None) -> int:
+    """Delete the listed files that are due (:func:`pending.settle`) and unlist them;
+    each dataset's share is done holding it, so a restore cannot record a copy between
+    the check and the delete. Returns how many listed files are gone now (a file a
+    killed process deleted before it could unlist it counts too)."""
+    moved_before = (now or datetime.now(UTC)) - timedelta(seconds=lake.settings.gc_grace_seconds)
     by_dataset: dict[str, list[Pending]] = defaultdict(list)
     for item in items:
         by_dataset[item.dataset_uuid].append(item)
     deleted = 0
     for dataset_uuid, share in sorted(by_dataset.items()):
         for start in range(0, len(share), _BATCH):
-            batch = share[start : start + _BATCH]
             with write_tx(lake.engine) as conn:
                 lock_datasets(conn, [dataset_uuid])
-                for item in pend.obsolete(conn, dataset_uuid, batch):
-                    deleted += lake.tier(item.root or None).delete_file(item.path)
-                pend.forget(conn, batch)
+                delete, unlist = pend.settle(
+                    conn, dataset_uuid, share[start : start + _BATCH], moved_before
+                )
+                for item in delete:
+                    lake.tier(item.root or None).delete_file(item.path)
+                deleted += len(delete)
+                pend.forget(conn, delete + unlist)
     return deleted
