@@ -26,6 +26,7 @@ CHAPTERS = (
     "history and trace",
     "partitions: one job, a run per region and hour",
     "retention: old versions' data goes, their history stays",
+    "archive: old versions' files move to cheaper storage, reads stay the same",
     "explore what it built",
 )
 
@@ -76,6 +77,7 @@ def test_demo_tells_the_story_and_goes_on_where_it_stopped(
     tree = service.trace("metrics/experiment_cumulative", 1)
     assert _leaves(tree) == {("raw/clicks", 2), ("raw/experiments", 1)}
     _retention_chapter(out, service, lake)
+    _archive_chapter(out, service, lake)
 
     again = run_demo(*where, "--home", str(settings.home), "demo", "--hours", "1")
     assert "going on from 2026-11-24T00:00:00+00:00" in again
@@ -155,10 +157,25 @@ def _leaves(node: dict[str, object]) -> set[tuple[object, object]]:
     return set().union(*(_leaves(child) for child in inputs))
 
 
+def _archive_chapter(out: str, service: BuildService, lake: Lake) -> None:
+    """The raw files only older versions read lie in the archive, named so in history,
+    and those versions read whole; the current view stays in the lake."""
+    words = " ".join(out.split())
+    assert 'as `[[archive]] datasets = ["raw/*"]' in words
+    clicks = service.history("raw/clicks")["versions"]
+    archived = [v for v in clicks if v["archived"]]
+    assert archived and clicks[-1]["archived"] is None
+    for v in archived:
+        assert lake.read_arrow("raw/clicks", version=v["version"]).num_rows == v["rows"]
+    current = lake.files("raw/clicks")
+    assert current and all(f.archive is None for f in current)
+
+
 def _retention_chapter(out: str, service: BuildService, lake: Lake) -> None:
     """All but the newest two versions of each daily metric purged, except the versions
     the current ones were built from; each purged version's history intact."""
     words = " ".join(out.split())
+    assert 'as `[[retention]] datasets = ["metrics/*_daily"]' in words
     assert "was purged on" in words and "by retention policy metrics/*_daily" in words
     customer = service.history("metrics/customer_daily")["versions"]
     purged = [v["version"] for v in customer if v["purged"]]

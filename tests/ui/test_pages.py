@@ -586,9 +586,46 @@ def test_purged_versions_show_as_such_with_their_history(site: Site) -> None:
     site.shot("purged-versions")
 
 
+def test_archived_versions_show_as_such_and_still_preview(site: Site) -> None:
+    """The demo's archive chapter moved old raw/clicks files: the versions table marks
+    each version the API says is archived, and its preview reads from the archive."""
+    name = "raw/clicks"
+    history = api(site, f"/strata/history/{quote(name, safe='')}")["versions"]
+    archived = {v["version"] for v in history if v["archived"]}
+    assert archived, "the demo's archive chapter moved nothing"
+    site.go(ds(name))
+    shown: set[int] = set()
+    for row in section(site, "Versions").find_elements(By.CSS_SELECTOR, "tbody tr"):
+        first = row.find_elements(By.CSS_SELECTOR, "td")[0]
+        badges = first.find_elements(By.CSS_SELECTOR, ".badge")
+        if [b.text for b in badges] == ["archived"]:
+            shown.add(int(first.text.split()[0].removeprefix("v")))
+            assert "in the archive" in (badges[0].get_attribute("title") or "")
+    assert shown == archived
+    oldest = min(archived)
+    site.go(ds(name, f"?preview={oldest}"))
+    preview = section(site, "Preview of")
+    assert preview.find_elements(By.CSS_SELECTOR, "tbody tr")  # read from the archive
+    site.go(ds(name))
+    site.driver.execute_script("arguments[0].scrollIntoView()", section(site, "Versions"))
+    site.shot("archived-versions")
+
+
+def test_the_status_page_shows_the_archive(site: Site) -> None:
+    found = api(site, "/strata/retention?passes=50")
+    last = next(p for p in found["passes"] if p["kind"] == "archive")  # the demo's
+    site.go("#/status")
+    summary = one(site, ".archive-summary").text
+    assert f"({last['trigger']}): moved {last['files']} file(s)" in summary
+    files = sum(x["files"] for x in found["archive"]["archives"])
+    assert f"{files} file(s) archived" in summary
+    [place] = css(site, "table.archive-places tbody tr")
+    assert found["archive"]["archives"][0]["uri"] in place.text
+
+
 def test_the_status_page_says_how_the_last_retention_pass_went(site: Site) -> None:
-    found = api(site, "/strata/retention")
-    last = found["passes"][0]  # the demo's
+    found = api(site, "/strata/retention?passes=50")
+    last = next(p for p in found["passes"] if p["kind"] == "retention")  # the demo's
     site.go("#/status")
     summary = one(site, ".retention-summary").text
     assert (

@@ -12,6 +12,7 @@ from strata.lake.names import parse_version_ref
 from strata.lake.service import connect
 
 if TYPE_CHECKING:
+    from strata.retention.archive import ArchiveReport
     from strata.retention.service import RetentionReport
 
 _DONE = {"marked": "marked", "unmarked": "unmarked", "purged": "purged"}
@@ -161,30 +162,40 @@ def archive(
         if json_out:
             emit_json(report.to_dict())
             return
-        if report.moved:
-            emit_table(
-                "archive (dry run: nothing moved)" if report.dry_run else "archive",
-                ["dataset", "versions", "files", "size", "to"],
-                [
-                    (
-                        m.dataset,
-                        f"{m.first_version} to {m.last_version}",
-                        m.files,
-                        size_words(m.bytes),
-                        m.uri,
-                    )
-                    for m in report.moved
-                ],
-            )
-        console.print(
-            f"{'would move' if report.dry_run else 'moved'} {report.files} file(s) "
-            f"({size_words(report.bytes)})"
-            + (
-                f"; finished deleting {report.finished_files} copy(ies) an earlier move left"
-                if report.finished_files
-                else ""
-            )
+        print_archive(report)
+
+
+def print_archive(report: ArchiveReport) -> None:
+    if report.moved:
+        emit_table(
+            "archive (dry run: nothing moved)" if report.dry_run else "archive",
+            ["dataset", "versions", "files", "size", "to"],
+            [
+                (
+                    m.dataset,
+                    f"{m.first_version} to {m.last_version}",
+                    m.files,
+                    size_words(m.bytes),
+                    m.uri,
+                )
+                for m in report.moved
+            ],
         )
+    console.print(
+        f"{'would move' if report.dry_run else 'moved'} {report.files} file(s) "
+        f"({size_words(report.bytes)})"
+        + (
+            f"; deleted {report.finished_files} copy(ies) earlier moves left"
+            if report.finished_files
+            else ""
+        )
+        + (
+            f"; {report.waiting_files} lake copy(ies) stay until gc_grace_seconds has passed "
+            "(a read that listed them still finds them), then the next pass deletes them"
+            if report.waiting_files and not report.dry_run
+            else ""
+        )
+    )
 
 
 def restore(

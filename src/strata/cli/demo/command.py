@@ -32,7 +32,7 @@ def demo(
     regions: builds, a no-op build, a program change, late data through the worker, a
     failure and its fix, an upstream rewrite, history, trace and time travel, and a
     partitioned pipeline where late JP clicks rebuild only JP's partitions, and a
-    retention policy at work. Run it again to go on where it stopped.
+    retention policy and an archive policy at work. Run it again to go on where it stopped.
     """
     from strata.builds.service import BuildService
     from strata.cli.demo.example import (
@@ -71,6 +71,7 @@ def demo(
         story.provenance()
         story.partitions()
         story.retention()
+        story.archive()
         _explore(settings, pipelines, time.perf_counter() - t0)
 
 

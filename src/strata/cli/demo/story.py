@@ -2,7 +2,8 @@
 incrementally, a day is built, nothing to do, a program changes, late data arrives, a
 transform breaks and is fixed, a check stops a bad batch, withdrawing it (an upstream
 rewrite) makes a build whole, every version can be traced and read again, and a
-retention policy purges old versions' data while their history stays."""
+retention policy purges old versions' data while their history stays, and an archive policy
+moves old raw files to cheaper storage."""
 
 from __future__ import annotations
 
@@ -37,6 +38,7 @@ if TYPE_CHECKING:
 RESULT = "metrics/experiment_cumulative"
 REGIONAL = "regions/daily"
 RETAINED = "metrics/*_daily"  # the demo's retention policy
+ARCHIVED = "raw/*"  # the demo's archive policy
 
 
 @dataclass
@@ -57,6 +59,10 @@ class Story:
 
     def say(self, text: str) -> None:
         console.print(text, highlight=False)
+
+    def say_plain(self, text: str) -> None:
+        """``text`` as written: brackets (``[[retention]]``) are not markup."""
+        console.print(escape(text), highlight=False)
 
     # -- 1-2: hours and a day -------------------------------------------------------
 
@@ -416,7 +422,7 @@ class Story:
 
         self.chapter("retention: old versions' data goes, their history stays")
         policy = Policy(RETAINED, (RETAINED,), keep_versions=2, grace_seconds=0)
-        self.say(
+        self.say_plain(
             f'as `[[retention]] datasets = ["{RETAINED}"], keep_versions = 2, grace = "0s"` '
             "in strata.toml would, `strata retention` purges all but the newest two versions "
             "of each daily metric, except those a current version was built from:"
@@ -436,6 +442,36 @@ class Story:
         self.say(
             f"[green]✓[/] `strata history {purged[0].dataset}` still lists every version, "
             "each purged one with its run, program and inputs."
+        )
+
+    # -- 12: the archive tier --------------------------------------------------------
+
+    def archive(self) -> None:
+        """A policy moves the files of old raw versions to an archive root; they read
+        as before."""
+        from strata.cli.retention_commands import print_archive
+        from strata.retention.archive import Archive
+        from strata.retention.archive_policies import ArchivePolicy
+
+        self.chapter("archive: old versions' files move to cheaper storage, reads stay the same")
+        root = (Path(self.lake.settings.home) / "archive").as_uri()
+        policy = ArchivePolicy(ARCHIVED, (ARCHIVED,), 0.0, root)
+        self.say_plain(
+            f'as `[[archive]] datasets = ["{ARCHIVED}"], older_than = "0s", uri = "{root}"` '
+            "in strata.toml would, `strata archive` moves the files only older versions read "
+            "(copied, verified, recorded, then deleted from the lake):"
+        )
+        report = Archive(self.lake, [policy]).run(trigger="demo")
+        print_archive(report)
+        if not report.moved:
+            return
+        moved = report.moved[0]
+        table = self.lake.read_arrow(moved.dataset, version=moved.first_version)
+        self.say(
+            f"[green]✓[/] `strata read {moved.dataset}@{moved.first_version}` reads its "
+            f"{table.num_rows:,} rows from the archive; `strata history {moved.dataset}` "
+            f"marks it archived, and `strata restore {moved.dataset}@{moved.first_version}` "
+            "would bring it back."
         )
 
     # -- helpers -------------------------------------------------------------------

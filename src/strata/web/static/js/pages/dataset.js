@@ -125,13 +125,18 @@ function historyTable(ns, versions, here) {
 }
 
 // Retention: a purged version keeps its history (run, program, inputs) but not its data;
-// a marked one is purged once its grace is over, unless pinned first.
+// a marked one is purged once its grace is over, unless pinned first; an archived one
+// reads as before, from the archive.
 function retentionBadge(v) {
   if (v.purged) {
     return [" ", h("span", { class: "badge bad", title: `data purged ${v.purged.at.slice(0, 10)} by retention policy ${v.purged.policy}; its history remains` }, "purged")];
   }
   if (v.marked) {
     return [" ", h("span", { class: "badge warn", title: `marked ${v.marked.at.slice(0, 19).replace("T", " ")} by retention policy ${v.marked.policy}; purged after its grace unless pinned (strata pin)` }, "marked")];
+  }
+  if (v.archived) {
+    const some = v.archived.files === v.archived.of ? "its files lie" : `${v.archived.files} of its ${v.archived.of} files lie`;
+    return [" ", h("span", { class: "badge cold", title: `${some} in the archive: reads work as before, only slower (strata restore brings them back)` }, "archived")];
   }
   return null;
 }

@@ -9,7 +9,7 @@ export async function status(_parts, params, rerender) {
   const offered = await offer();
   if (!offered.builds) return noPipelines();
   const [result, planned, retention] = await Promise.all([
-    api("/strata/status"), maybe("/strata/schedules"), maybe("/strata/retention"),
+    api("/strata/status"), maybe("/strata/schedules"), maybe("/strata/retention?passes=50"),
   ]);
   const canBuild = offered.access === "write";
   const onlyStale = params.get("only") === "stale";
@@ -36,6 +36,7 @@ export async function status(_parts, params, rerender) {
     progress,
     planned && planned.schedules.length ? schedulesSection(planned.schedules) : null,
     retention ? retentionSection(retention, result.namespace) : null,
+    retention && retention.archive ? archiveSection(retention) : null,
     section("Datasets", table(["State", "Dataset", "Kind", "Version", "Why", ""], rows, {
       cls: "status-table", empty: onlyStale ? "✓ Everything is fresh." : "No datasets: the pipelines declare none.",
     })));
@@ -68,7 +69,7 @@ function retentionSection(r, ns) {
     h("strong", null, p.name), p.datasets.join(", "), keeps(p), span(p.grace_seconds),
     p.protect_inputs ? "yes" : "no",
   ]);
-  const last = r.passes[0];
+  const last = r.passes.find((p) => p.kind === "retention");
   const summary = h("p", { class: "summary retention-summary" },
     last ? ["Last pass ", when(last.ended_at), ` (${last.trigger}): purged ${last.purged} version(s), `,
       `${last.files} file(s), ${bytes(last.bytes)} freed. `] : "No pass has run yet. ",
@@ -79,6 +80,22 @@ function retentionSection(r, ns) {
   return section("Retention", summary,
     policies.length ? table(["Policy", "Datasets", "Keeps", "Grace", "Keeps inputs"], policies, { cls: "retention-policies" }) : null,
     marks.length ? table(["Marked", "Policy", "Since", "Frees"], marks, { cls: "retention-marks" }) : null);
+}
+
+// The archive tier: its policies, what lies in each archive, and the last pass.
+function archiveSection(r) {
+  const arc = r.archive;
+  if (!arc.policies.length && !arc.archives.length) return null;
+  const last = r.passes.find((p) => p.kind === "archive");
+  const summary = h("p", { class: "summary archive-summary" },
+    last ? ["Last pass ", when(last.ended_at), ` (${last.trigger}): moved ${last.files} file(s), ${bytes(last.bytes)}. `]
+      : "No archive pass has run yet. ",
+    `${arc.archives.reduce((n, x) => n + x.files, 0)} file(s) archived; archived versions read as before, only slower.`);
+  const policies = arc.policies.map((p) => [h("strong", null, p.name), p.datasets.join(", "), span(p.older_than_seconds), p.uri]);
+  const places = arc.archives.map((x) => [x.uri, x.files, bytes(x.bytes)]);
+  return section("Archive", summary,
+    policies.length ? table(["Policy", "Datasets", "Older than", "Archive"], policies, { cls: "archive-policies" }) : null,
+    places.length ? table(["Archive", "Files", "Size"], places, { cls: "archive-places" }) : null);
 }
 
 function span(seconds) {
