@@ -47,6 +47,9 @@ class Settings:
     retention: tuple[dict[str, Any], ...] = ()
     # ``[[archive]]`` tables of strata.toml, as written: checked by strata.retention.
     archive: tuple[dict[str, Any], ...] = ()
+    # ``[lineage_retention] days = 90``: runs, their events and facets older than this go
+    # (strata.lineage.record.prune); None keeps every run.
+    lineage_retention_days: float | None = None
     verbose: bool = False
     # `status` lists datasets of jobs Strata does not build whose program moved on.
     foreign_status: bool = True
@@ -116,6 +119,23 @@ _ARRAYS = {
 }
 
 
+# Tables in strata.toml whose keys are settings of their own: [lineage_retention] days
+# is lineage_retention_days (STRATA_LINEAGE_RETENTION_DAYS).
+_TABLES = {"lineage_retention": ("days",)}
+
+
+def _flattened(key: str, value: Any, path: Path) -> dict[str, Any]:
+    if value is None:
+        return {}
+    known = _TABLES[key]
+    if not isinstance(value, dict) or set(value) - set(known):
+        raise ConfigError(
+            f"[{key}] in {str(path)!r} must be a table of {list(known)}, such as "
+            f"[{key}] {known[0]} = 90; it holds {value!r}"
+        )
+    return {f"{key}_{k}": v for k, v in value.items()}
+
+
 def _from_toml(config_file: str | Path | None, names: set[str]) -> dict[str, Any]:
     path = Path(config_file or os.environ.get(f"{ENV_PREFIX}CONFIG") or CONFIG_FILE)
     if not path.exists():
@@ -129,9 +149,12 @@ def _from_toml(config_file: str | Path | None, names: set[str]) -> dict[str, Any
     except (tomllib.TOMLDecodeError, UnicodeDecodeError) as exc:
         raise ConfigError(f"cannot parse {str(path)!r}: {exc}; fix the TOML syntax") from exc
     arrays = {key: data.pop(key, None) for key in _ARRAYS}
+    tables = {key: data.pop(key, None) for key in _TABLES}
     table = data.get("strata", data)
     if not isinstance(table, dict):
         raise ConfigError(f"[strata] in {str(path)!r} must be a table")
+    for key, value in tables.items():
+        table.update(_flattened(key, table.pop(key, value), path))
     for key, (setting, example) in _ARRAYS.items():
         tables = table.pop(key, arrays[key])
         if tables is None:
@@ -192,6 +215,8 @@ def _coerce(name: str, value: Any) -> Any:
             return int(value)
         if hint is float:
             return float(value)
+        if hint == float | None:
+            return _days(value)
         if hint == tuple[dict[str, Any], ...]:
             if not isinstance(value, list | tuple):
                 raise TypeError("expected [[...]] tables")
@@ -210,6 +235,13 @@ def _coerce(name: str, value: Any) -> Any:
             f"setting {name!r} has bad value {value!r} ({exc}); fix {env} or strata.toml"
         ) from exc
     return value
+
+
+def _days(value: Any) -> float:
+    days = float(value)
+    if not 0 < days <= 365_000:
+        raise ValueError("give a number of days, more than 0")
+    return days
 
 
 _TRUE = ("1", "true", "yes", "on")

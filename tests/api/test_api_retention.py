@@ -127,3 +127,30 @@ def test_retention_writes_need_a_write_token(
         assert c.delete(f"/api/v1/strata/pins/{DS}/1", headers=read).status_code == 403
         assert c.post("/api/v1/strata/retention", headers=write).status_code == 200
         assert c.put(f"/api/v1/strata/pins/{DS}/1", headers=write).status_code == 200
+
+
+def test_lineage_retention_over_http(settings: Settings, engine: sa.Engine, lake: Lake) -> None:
+    """Old runs posted through the lineage API go; the Marquez run list and its total
+    agree afterwards; the overview shows the limit and the pass."""
+    import ol_events
+
+    configured = dataclasses.replace(settings, lineage_retention_days=90)
+    with TestClient(create_app(configured, engine)) as c:
+        for day in (1, 2, 3):
+            at = f"2024-01-0{day}T10:00:00Z"
+            run = ol_events.run_event("COMPLETE", job="loader", namespace="ops", at=at)
+            assert c.post("/api/v1/lineage", json=run).status_code in (200, 201)
+        c.get("/api/v1/namespaces/ops/jobs/loader")  # the fold has caught up
+        before = ok(c.get("/api/v1/namespaces/ops/jobs/loader/runs"))
+        assert before["totalCount"] == 3
+        dry = ok(c.post("/api/v1/strata/retention?lineage=true&dry_run=true"))
+        assert dry["dry_run"] and dry["runs"] == 2
+        done = ok(c.post("/api/v1/strata/retention?lineage=true"))
+        assert done["runs"] == 2 and done["events"] == 2
+        after = ok(c.get("/api/v1/namespaces/ops/jobs/loader/runs"))
+        assert after["totalCount"] == 1 and len(after["runs"]) == 1
+        assert after["runs"][0]["id"] == before["runs"][0]["id"]  # the newest stays
+        overview = ok(c.get("/api/v1/strata/retention"))
+        assert overview["lineage"] == {"days": 90}
+        [last] = [p for p in overview["passes"] if p["kind"] == "lineage"]
+        assert last["details"]["runs"] == 2 and last["trigger"] == "api"

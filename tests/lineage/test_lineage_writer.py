@@ -520,7 +520,7 @@ def test_the_fold_plans_lookups_without_workers_or_compiling(engine: sa.Engine) 
     with engine.connect() as conn:
         before = conn.exec_driver_sql("SHOW max_parallel_workers_per_gather").scalar()
     with write_tx(engine) as conn:
-        apply._lock(conn)
+        apply.lock_writers(conn)
         inside = {name: conn.exec_driver_sql(f"SHOW {name}").scalar() for name in settings}
     with engine.connect() as conn:  # for the fold's transaction only
         after = conn.exec_driver_sql("SHOW max_parallel_workers_per_gather").scalar()

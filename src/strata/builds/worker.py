@@ -32,6 +32,7 @@ from strata.builds.state.triggers import Claim, backoff
 from strata.errors import PipelineError, StoreError, StrataError, can_pass
 from strata.ids import new_id
 from strata.retention.archive import Archive
+from strata.retention.lineage import LineageRetention
 from strata.retention.service import DailyPass, Retention, RetentionReport
 
 log = logging.getLogger(__name__)
@@ -63,6 +64,7 @@ class WorkerReport:
     firings: list[dict[str, Any]] = field(default_factory=list)  # schedules it fired
     retention: list[dict[str, Any]] = field(default_factory=list)  # retention passes it ran
     archive: list[dict[str, Any]] = field(default_factory=list)  # archive passes it ran
+    lineage: list[dict[str, Any]] = field(default_factory=list)  # lineage passes it ran
 
     def to_dict(self) -> dict[str, Any]:
         return {
@@ -72,7 +74,37 @@ class WorkerReport:
             "firings": self.firings,
             "retention": self.retention,
             "archive": self.archive,
+            "lineage": self.lineage,
         }
+
+
+class _Daily:
+    """The passes a worker runs once a day where configured: lake retention, the
+    archive tier, and lineage retention."""
+
+    def __init__(self, service: BuildService) -> None:
+        lake = service.lake
+        self.retention = DailyPass(Retention(lake))
+        self.archive = DailyPass(Archive(lake))
+        self.lineage = DailyPass(LineageRetention(lake.engine, lake.settings))
+
+    def run_due(
+        self,
+        now: datetime,
+        report: WorkerReport,
+        on_retention: Callable[[RetentionReport], None] | None,
+    ) -> None:
+        swept = self.retention.run_if_due(now)
+        if swept is not None:
+            report.retention.append({k: v for k, v in swept.to_dict().items() if k != "versions"})
+            if on_retention is not None:
+                on_retention(swept)
+        moved = self.archive.run_if_due(now)
+        if moved is not None:
+            report.archive.append({k: v for k, v in moved.to_dict().items() if k != "datasets"})
+        pruned = self.lineage.run_if_due(now)
+        if pruned is not None:
+            report.lineage.append(pruned.to_dict())
 
 
 def handle(service: BuildService, claimed: Claim, reporter: Reporter | None) -> BuildReport | None:
@@ -123,8 +155,7 @@ def run_worker(
     tried: set[int] = set()
     outage = 0
     clock = Clock()
-    daily = DailyPass(Retention(service.lake))
-    cold = DailyPass(Archive(service.lake))
+    daily = _Daily(service)
     while True:
         try:
             if clock.due(datetime.now(UTC)):
@@ -132,16 +163,7 @@ def run_worker(
                     report.firings.append(f.to_dict())
                     if on_fire is not None:
                         on_fire(f)
-            swept = daily.run_if_due(datetime.now(UTC))
-            if swept is not None:
-                report.retention.append(
-                    {k: v for k, v in swept.to_dict().items() if k != "versions"}
-                )
-                if on_retention is not None:
-                    on_retention(swept)
-            moved = cold.run_if_due(datetime.now(UTC))
-            if moved is not None:
-                report.archive.append({k: v for k, v in moved.to_dict().items() if k != "datasets"})
+            daily.run_due(datetime.now(UTC), report, on_retention)
             claimed = _claim(service, holder, tried if once else (), once)
         except StoreError as exc:
             if once:

@@ -37,14 +37,25 @@ def retention(
         list[str] | None,
         typer.Option("--unmark", help="Undo the mark of DATASET@N before its purge (repeatable)."),
     ] = None,
+    lineage: Annotated[
+        bool,
+        typer.Option(
+            "--lineage",
+            help="Delete lineage runs and their events older than [lineage_retention] days "
+            "instead (never a run that made a lake version, nor a job's newest run).",
+        ),
+    ] = False,
     json_out: Annotated[bool, typer.Option("--json", help="Print JSON.")] = False,
 ) -> None:
     """Mark the versions the [[retention]] policies of strata.toml select, and purge the
     marks older than their grace: the files no kept version reads are deleted, every
-    version's history stays."""
+    version's history stays. With --lineage, the lineage store's old runs go instead."""
     from strata.retention.policies import parse_duration
     from strata.retention.service import Retention
 
+    if lineage:
+        _lineage(ctx, dry_run, json_out)
+        return
     with reported():
         refs = [parse_version_ref(r) for r in unmark or []]
         seconds = parse_duration(grace, "--grace") if grace is not None else None
@@ -67,6 +78,26 @@ def retention(
             emit_json(report.to_dict())
         else:
             print_report(report)
+
+
+def _lineage(ctx: typer.Context, dry_run: bool, json_out: bool) -> None:
+    from strata.retention.lineage import LineageRetention
+
+    with reported():
+        lake = connect(settings_from(ctx))
+        report = LineageRetention(lake.engine, lake.settings).run(dry_run=dry_run)
+        if json_out:
+            emit_json(report.to_dict())
+            return
+        p = report.pruned
+        done = "would delete at least" if dry_run else "deleted"
+        console.print(
+            f"{done} {p.runs:,} run(s) with {p.events:,} event(s)"
+            + (f" and {p.versions:,} dataset version(s) they made" if p.versions else "")
+            + f", older than {report.days:g} days (before {report.cutoff:%Y-%m-%d %H:%M} UTC); "
+            f"kept {p.kept_lake:,} older run(s) that made lake versions and {p.kept:,} other(s) "
+            "(each job's newest run, a job version's latest, a parent with children left)"
+        )
 
 
 def print_report(report: RetentionReport) -> None:

@@ -244,7 +244,7 @@ def record_pass(conn: Connection, row: Mapping[str, Any]) -> None:
 
 
 def passes(conn: Connection, limit: int) -> list[dict[str, Any]]:
-    """The last ``limit`` passes of every kind (retention, archive, restore)."""
+    """The last ``limit`` passes of every kind (retention, archive, restore, lineage)."""
     rp = retention_passes.c
     rows = conn.execute(
         sa.select(retention_passes).order_by(rp.ended_at.desc(), rp.id.desc()).limit(limit)

@@ -598,8 +598,10 @@ retention_passes = sa.Table(
     sa.Column("files", sa.BigInteger(), nullable=False),
     sa.Column("bytes", sa.BigInteger(), nullable=False),
     sa.Column("trigger", sa.String(16), nullable=False),
-    # retention | archive | restore
+    # retention | archive | restore | lineage
     sa.Column("kind", sa.String(16), nullable=False, server_default="retention"),
+    # A pass's own counts: a lineage pass's runs, events and versions deleted.
+    sa.Column("details", JSONType, nullable=True),
     sa.Index("ix_retention_passes_ended_at", "ended_at"),
 )
 

@@ -12,6 +12,7 @@ from pydantic import BaseModel, Field
 from strata.api import views
 from strata.api.contract import errors
 from strata.retention.archive import Archive
+from strata.retention.lineage import LineageRetention
 from strata.retention.policies import parse_duration
 from strata.retention.service import Retention
 
@@ -28,6 +29,11 @@ def _archive(request: Request) -> Archive:
     return Archive(request.app.state.builds.lake)
 
 
+def _lineage(request: Request) -> LineageRetention:
+    lake = request.app.state.builds.lake
+    return LineageRetention(lake.engine, lake.settings)
+
+
 @router.get("/retention", response_model=views.Json, responses=errors(400))
 def get_retention(request: Request, passes: Annotated[int, Query(ge=1, le=1000)] = 10) -> Response:
     """The policies of ``strata.toml``, the versions marked for purging, the pinned
@@ -35,6 +41,7 @@ def get_retention(request: Request, passes: Annotated[int, Query(ge=1, le=1000)]
     the archive policies and how many files lie in each archive."""
     overview = _retention(request).overview(passes)
     overview["archive"] = _archive(request).overview()
+    overview["lineage"] = _lineage(request).overview()
     return views.json_response(overview)
 
 
@@ -51,9 +58,16 @@ def post_retention(
             description='this pass\'s grace, e.g. "0s" or "12h"',
         ),
     ] = None,
+    lineage: Annotated[
+        bool, Query(description="a pass over the lineage store's old runs instead")
+    ] = False,
 ) -> Response:
     """Run a retention pass, as `strata retention` does: every version it marked,
-    unmarked or purged."""
+    unmarked or purged (with ``lineage=true``, as `strata retention --lineage` does: the
+    runs and events it deleted)."""
+    if lineage:
+        done = _lineage(request).run(dry_run=dry_run, trigger="api")
+        return views.json_response(done.to_dict())
     seconds = parse_duration(grace, "grace") if grace is not None else None
     report = _retention(request).run(dry_run=dry_run, grace_seconds=seconds, trigger="api")
     return views.json_response(report.to_dict())

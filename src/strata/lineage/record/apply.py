@@ -67,7 +67,7 @@ _INDEXED = (
 )
 
 
-def _lock(conn: Connection) -> None:
+def lock_writers(conn: Connection) -> None:
     """Take the writer lock (PostgreSQL; SQLite locks at BEGIN) and plan by index."""
     if conn.dialect.name == "postgresql":
         conn.execute(_LOCK, {"k": _PG_LOCK_KEY})
@@ -228,7 +228,7 @@ def _in_groups(
         pass
     try:
         with write_tx(engine) as conn:
-            _lock(conn)
+            lock_writers(conn)
             for i, event in enumerate(parsed):
                 if event is not None:
                     out[i] = _nested(conn, event, received)
@@ -252,7 +252,7 @@ def _batch_whole(
     events = [e for e in parsed if e is not None]
     try:
         with write_tx(engine) as conn:
-            _lock(conn)
+            lock_writers(conn)
             try:
                 with mapped():
                     results = iter(_store_and_apply(conn, events, received))
@@ -281,7 +281,7 @@ def _nested(conn: Connection, event: Event, received: datetime) -> RecordResult 
 def _one(engine: Engine, event: Event, received: datetime) -> RecordResult | StrataError:
     try:
         with write_tx(engine) as conn:
-            _lock(conn)
+            lock_writers(conn)
             [result] = _store_and_apply(conn, [event], received)
     except StoreConflict as exc:
         return _conflict(exc)
@@ -363,7 +363,7 @@ def fold_pending(
         with read_tx(journal) as jconn:
             queued = _queued(jconn, limit, known)
     with write_tx(engine) as conn:
-        _lock(conn)
+        lock_writers(conn)
         if queued is None:
             queued = _queued(conn, limit, known)
         if not queued:

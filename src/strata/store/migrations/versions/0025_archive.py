@@ -4,7 +4,8 @@
 lake), at the same path under that root. ``pending_deletes`` replaces
 ``retention_pending``: a file listed for deletion names the root it is deleted from
 (``''``: the lake), since a purge or a move deletes from either tier. ``retention_passes``
-gains ``kind`` (retention, archive, restore) so one table records every pass.
+gains ``kind`` (retention, archive, restore, lineage) so one table records every pass,
+and ``details``: a pass's own counts (a lineage pass's runs, events and versions).
 
 Revision ID: 0025
 Revises: 0024
@@ -15,7 +16,7 @@ from __future__ import annotations
 import sqlalchemy as sa
 from alembic import op
 
-from strata.store.types import UTCDateTime
+from strata.store.types import JSONType, UTCDateTime
 
 revision = "0025"
 down_revision = "0024"
@@ -29,6 +30,7 @@ def upgrade() -> None:
         "retention_passes",
         sa.Column("kind", sa.String(16), nullable=False, server_default="retention"),
     )
+    op.add_column("retention_passes", sa.Column("details", JSONType, nullable=True))
     op.create_table(
         "pending_deletes",
         sa.Column("root", sa.Text(), primary_key=True),
@@ -54,6 +56,7 @@ def downgrade() -> None:
     )
     op.drop_table("pending_deletes")
     with op.batch_alter_table("retention_passes") as batch:
+        batch.drop_column("details")
         batch.drop_column("kind")
     with op.batch_alter_table("dataset_files") as batch:
         batch.drop_column("archive_uri")

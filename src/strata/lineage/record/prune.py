@@ -1,0 +1,172 @@
+"""Lineage retention: runs older than a limit deleted with their events, states, inputs,
+input facets and check results, in small batches that each hold the writer lock for a
+moment, so the fold goes on between them.
+
+Never deleted: a run that produced a lake version (its provenance is the catalog's, kept
+as long as the version's row, purged or not), the newest run of each job, and a run with
+a child run left (children go first; their parent in a later batch). A dataset version
+the deleted run produced goes with it, unless it is its dataset's current version or
+another run read it: then it stays, with no producing run. A job version's latest run
+moves to the newest one left; a job version with no run left goes, as the fold drops
+one. Events that belong to no run (dataset and job events) are left alone.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from datetime import datetime
+
+import sqlalchemy as sa
+from sqlalchemy.engine import Connection, Engine
+
+from strata.lineage.record import jobs
+from strata.lineage.record.apply import lock_writers
+from strata.store import schema as s
+from strata.store.bulk import chunks
+from strata.store.engine import read_tx, write_tx
+
+BATCH = 500  # runs per SQL transaction: what a fold may wait for
+
+_R, _DV = s.runs.c, s.dataset_versions.c
+
+
+@dataclass
+class Pruned:
+    """What a pass deleted (or, dry, would delete at least)."""
+
+    runs: int = 0
+    events: int = 0
+    versions: int = 0  # dataset versions deleted with the run that produced them
+    unlinked: int = 0  # versions kept (current, or read by a kept run) without their run
+    batches: int = 0
+    kept_lake: int = 0  # runs older than the limit kept: they produced lake versions
+    kept: int = 0  # runs older than the limit kept otherwise (newest, a child left, …)
+
+    def to_dict(self) -> dict[str, object]:
+        return {
+            "runs": self.runs,
+            "events": self.events,
+            "versions": self.versions,
+            "unlinked_versions": self.unlinked,
+            "batches": self.batches,
+            "kept_lake_runs": self.kept_lake,
+            "kept_other_runs": self.kept,
+        }
+
+
+def _old(cutoff: datetime) -> sa.ColumnElement[bool]:
+    """Runs whose every event is older than ``cutoff`` (created_at leads: it is indexed)."""
+    return sa.and_(_R.created_at < cutoff, _R.updated_at < cutoff)
+
+
+def _lake_producer() -> sa.ColumnElement[bool]:
+    return sa.exists().where(_DV.run_uuid == _R.uuid, _DV.transaction_uuid.is_not(None))
+
+
+def _deletable(cutoff: datetime) -> sa.ColumnElement[bool]:
+    newer = s.runs.alias("newer")
+    child = s.runs.alias("child")
+    return sa.and_(
+        _old(cutoff),
+        ~_lake_producer(),
+        sa.exists().where(
+            newer.c.job_uuid == _R.job_uuid,
+            sa.or_(
+                newer.c.created_at > _R.created_at,
+                sa.and_(newer.c.created_at == _R.created_at, newer.c.uuid > _R.uuid),
+            ),
+        ),
+        ~sa.exists().where(child.c.parent_run_uuid == _R.uuid),
+    )
+
+
+def expire(engine: Engine, cutoff: datetime, *, batch: int = BATCH) -> Pruned:
+    """Delete what the rules allow of the runs older than ``cutoff``, batch by batch,
+    until a batch finds nothing."""
+    out = Pruned()
+    while True:
+        with write_tx(engine) as conn:
+            lock_writers(conn)
+            oldest = sa.select(_R.uuid).where(_deletable(cutoff)).order_by(_R.created_at)
+            found = sorted(_uuids(conn, oldest.limit(batch)))
+            if not found:
+                break
+            _delete_runs(conn, found, out)
+            out.batches += 1
+    with read_tx(engine) as conn:
+        _count_kept(conn, cutoff, out)
+    return out
+
+
+def would_expire(engine: Engine, cutoff: datetime) -> Pruned:
+    """A dry run: the runs a pass deletes at least (their parents may follow them)."""
+    out = Pruned()
+    with read_tx(engine) as conn:
+        out.runs = int(
+            conn.execute(sa.select(sa.func.count()).where(_deletable(cutoff))).scalar() or 0
+        )
+        e = s.lineage_events.c
+        out.events = int(
+            conn.execute(
+                sa.select(sa.func.count()).where(
+                    e.run_uuid.in_(sa.select(_R.uuid).where(_deletable(cutoff)))
+                )
+            ).scalar()
+            or 0
+        )
+        _count_kept(conn, cutoff, out)
+    return out
+
+
+def _count_kept(conn: Connection, cutoff: datetime, out: Pruned) -> None:
+    older = int(conn.execute(sa.select(sa.func.count()).where(_old(cutoff))).scalar() or 0)
+    out.kept_lake = int(
+        conn.execute(sa.select(sa.func.count()).where(_old(cutoff), _lake_producer())).scalar() or 0
+    )
+    out.kept = older - out.kept_lake - (0 if out.batches else out.runs)
+
+
+def _delete_runs(conn: Connection, runs: list[str], out: Pruned) -> None:
+    """Delete ``runs`` and what hangs on them, children of the schema first."""
+    produced = sorted(_uuids(conn, sa.select(_DV.uuid).where(_DV.run_uuid.in_(runs))))
+    for table in (s.run_input_facets, s.run_inputs, s.run_states):
+        conn.execute(table.delete().where(table.c.run_uuid.in_(runs)))
+    conn.execute(s.check_results.delete().where(s.check_results.c.run_uuid.in_(runs)))
+    out.events += conn.execute(
+        s.lineage_events.delete().where(s.lineage_events.c.run_uuid.in_(runs))
+    ).rowcount
+    gone, kept = _versions_to_delete(conn, produced)
+    for part in chunks(gone, 500):
+        conn.execute(
+            s.column_lineage.delete().where(s.column_lineage.c.dataset_version_uuid.in_(part))
+        )
+        conn.execute(s.dataset_versions.delete().where(_DV.uuid.in_(part)))
+    for part in chunks(kept, 500):
+        conn.execute(s.dataset_versions.update().where(_DV.uuid.in_(part)).values(run_uuid=None))
+    out.versions += len(gone)
+    out.unlinked += len(kept)
+    versions = _uuids(conn, sa.select(_R.job_version_uuid).where(_R.uuid.in_(runs)))
+    out.runs += conn.execute(s.runs.delete().where(_R.uuid.in_(runs))).rowcount
+    # A job version's latest run moves to the newest left; one with none left goes.
+    jobs.refresh_job_versions(conn, versions)
+
+
+def _versions_to_delete(conn: Connection, produced: list[str]) -> tuple[list[str], list[str]]:
+    """Of versions whose run goes: those that go too, and those kept (a dataset's current
+    version, or one another run read)."""
+    if not produced:
+        return [], []
+    ri, d = s.run_inputs.c, s.datasets.c
+    held: set[str] = set()
+    for part in chunks(sorted(produced), 500):
+        held |= _uuids(
+            conn, sa.select(ri.dataset_version_uuid).where(ri.dataset_version_uuid.in_(part))
+        )
+        held |= _uuids(
+            conn, sa.select(d.current_version_uuid).where(d.current_version_uuid.in_(part))
+        )
+    return sorted(set(produced) - held), sorted(held)
+
+
+def _uuids(conn: Connection, query: sa.Select[tuple[str | None]]) -> set[str]:
+    return {str(u) for u in conn.execute(query).scalars() if u is not None}
