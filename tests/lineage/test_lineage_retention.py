@@ -100,12 +100,13 @@ def test_a_version_another_run_read_stays_and_an_unread_one_goes(
     engine: sa.Engine, settings: Settings
 ) -> None:
     one_run(engine, 0, "w0", "writer", outputs=[ds("db", "orders")])
+    one_run(engine, 1, "r1", "reader", inputs=[ds("db", "orders")])  # reads w0's, goes too
     one_run(engine, 2, "w2", "writer", outputs=[ds("db", "orders")])
     one_run(engine, 3, "w3", "writer", outputs=[ds("db", "orders")])
     one_run(engine, 50, "r50", "reader", inputs=[ds("db", "orders")])  # reads w3's version
     one_run(engine, 60, "w60", "writer", outputs=[ds("db", "orders")])
     done = expire(engine, settings)
-    assert done["runs"] == 3 and done["versions"] == 2 and done["unlinked_versions"] == 1
+    assert done["runs"] == 4 and done["versions"] == 2 and done["unlinked_versions"] == 1
     with engine.connect() as conn:
         versions = conn.execute(sa.select(s.dataset_versions.c.run_uuid)).scalars().all()
     assert sorted(str(v) for v in versions) == sorted(["None", rid("w60")])
@@ -121,7 +122,8 @@ def test_parents_go_after_their_children_and_stay_while_one_is_left(
     one_run(engine, 2, "dag2", "dag")
     one_run(engine, 40, "task40", "dag.task", parent=("dag2", "dag"))  # a young child
     one_run(engine, 50, "dag50", "dag")
-    pruned = prune.expire(engine, NOW - timedelta(days=90), batch=1)
+    one = prune.Pacer(size=1, smallest=1, largest=1, rest=0)
+    pruned = prune.expire(engine, NOW - timedelta(days=90), pacer=one)
     assert pruned.runs == 4 and pruned.batches == 4  # dag0 and dag1 went after task0, task1
     assert runs(engine) == {rid("dag2"), rid("task40"), rid("dag50")}
     nothing_points_at_a_missing_run(engine)
@@ -165,7 +167,8 @@ def test_ingest_during_a_pass_loses_nothing(engine: sa.Engine, settings: Setting
     thread = threading.Thread(target=ingest)
     thread.start()
     try:
-        pruned = prune.expire(engine, NOW - timedelta(days=90), batch=20)
+        pacer = prune.Pacer(size=20, smallest=20, largest=20)
+        pruned = prune.expire(engine, NOW - timedelta(days=90), pacer=pacer)
     finally:
         stop.set()
         thread.join()

@@ -280,6 +280,8 @@ runs = sa.Table(
         postgresql_where=sa.text("partition_key IS NOT NULL"),
     ),
     sa.Index("ix_runs_created", "created_at"),
+    # A job version's runs, for lineage retention's refresh of the versions it pruned.
+    sa.Index("ix_runs_job_version", "job_version_uuid"),
     # Runs not completed are few: where a job's newest program has not caught up.
     sa.Index(
         "ix_runs_unfinished",

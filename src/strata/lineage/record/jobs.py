@@ -431,6 +431,57 @@ _LATEST_RUN = (
 )
 
 
+def refresh_pruned_versions(conn: Connection, version_uuids: set[str]) -> None:
+    """:func:`refresh_job_versions` for versions whose runs lineage retention deleted,
+    set by set: a version with no run left (nor a JobEvent's) goes, one with runs left
+    takes their times and its newest as latest run, and each job's current moves."""
+    jv, r, io = s.job_versions, s.runs, s.job_version_io
+    rows: dict[str, tuple[str, str]] = {}  # version -> (job, fingerprint)
+    spans: dict[str, list[Any]] = {}  # version -> its runs' first and last times
+    for part in chunks(sorted(version_uuids)):
+        found = sa.select(jv.c.uuid, jv.c.job_uuid, jv.c.version).where(jv.c.uuid.in_(part))
+        rows.update((str(u), (str(j), str(fp))) for u, j, fp in conn.execute(found))
+        runs_left = (
+            sa.select(
+                r.c.job_version_uuid, sa.func.min(r.c.created_at), sa.func.max(r.c.updated_at)
+            )
+            .where(r.c.job_version_uuid.in_(part))
+            .group_by(r.c.job_version_uuid)
+        )
+        spans.update((str(v), [lo, hi]) for v, lo, hi in conn.execute(runs_left))
+    jobs = {job for job, _ in rows.values()}
+    states = {job: _state(conn, job)[1] for job in sorted(jobs)}
+    gone: list[str] = []
+    writes: list[dict[str, Any]] = []
+    for v, (job, fp) in sorted(rows.items()):
+        times = list(spans.get(v, ()))
+        static = (states.get(job, {}).get("static") or {}).get(fp)
+        if static:
+            times.append(_from_stamp(static))
+        if not times:
+            gone.append(v)
+            continue
+        latest = conn.execute(
+            sa.select(r.c.uuid)
+            .where(r.c.job_version_uuid == v)
+            .order_by(r.c.updated_at.desc(), r.c.uuid.desc())
+            .limit(1)
+        ).scalar()
+        writes.append(
+            {
+                "uuid": v,
+                "created_at": min(times),
+                "updated_at": max(times),
+                "latest_run_uuid": latest,
+            }
+        )
+    for part in chunks(gone):
+        conn.execute(io.delete().where(io.c.job_version_uuid.in_(part)))
+        conn.execute(jv.delete().where(jv.c.uuid.in_(part)))
+    update_rows(conn, jv, "uuid", writes)
+    refresh_current_versions(conn, {job: (states[job], False) for job in jobs})
+
+
 def refresh_current_versions(
     conn: Connection, jobs: dict[str, tuple[dict[str, Any] | None, str | bool | None]]
 ) -> None:

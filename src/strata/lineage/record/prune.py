@@ -1,6 +1,6 @@
 """Lineage retention: runs older than a limit deleted with their events, states, inputs,
 input facets and check results, in small batches that each hold the writer lock for a
-moment, so the fold goes on between them.
+moment (:class:`Pacer`), so the fold goes on between them.
 
 Never deleted: a run that produced a lake version (its provenance is the catalog's, kept
 as long as the version's row, purged or not), the newest run of each job, and a run with
@@ -13,6 +13,7 @@ one. Events that belong to no run (dataset and job events) are left alone.
 
 from __future__ import annotations
 
+import time
 from dataclasses import dataclass
 from datetime import datetime
 
@@ -24,8 +25,6 @@ from strata.lineage.record.apply import lock_writers
 from strata.store import schema as s
 from strata.store.bulk import chunks
 from strata.store.engine import read_tx, write_tx
-
-BATCH = 500  # runs per SQL transaction: what a fold may wait for
 
 _R, _DV = s.runs.c, s.dataset_versions.c
 
@@ -80,19 +79,45 @@ def _deletable(cutoff: datetime) -> sa.ColumnElement[bool]:
     )
 
 
-def expire(engine: Engine, cutoff: datetime, *, batch: int = BATCH) -> Pruned:
-    """Delete what the rules allow of the runs older than ``cutoff``, batch by batch,
-    until a batch finds nothing."""
+@dataclass
+class Pacer:
+    """How many runs the next batch takes, and how long to leave the writer lock free
+    after one: a batch aims at ``target`` seconds (its size doubling or halving to get
+    there), and each is followed by ``rest`` times its own time, so the pass holds the
+    lock at most ``1 / (1 + rest)`` of the time and a fold never waits for long."""
+
+    size: int = 100
+    target: float = 0.05
+    rest: float = 4.0
+    smallest: int = 10
+    largest: int = 2000
+
+    def after(self, seconds: float) -> float:
+        """Adjust to a batch that took ``seconds``; how long to pause now."""
+        if seconds < self.target / 2:
+            self.size = min(self.largest, self.size * 2)
+        elif seconds > self.target * 2:
+            self.size = max(self.smallest, self.size // 2)
+        return seconds * self.rest
+
+
+def expire(engine: Engine, cutoff: datetime, *, pacer: Pacer | None = None) -> Pruned:
+    """Delete what the rules allow of the runs older than ``cutoff``, batch by batch
+    (newest first: a reader goes before the writer of what it read, a child before its
+    parent), until a batch finds nothing."""
+    pacer = pacer or Pacer()
     out = Pruned()
     while True:
+        started = time.perf_counter()
         with write_tx(engine) as conn:
             lock_writers(conn)
-            oldest = sa.select(_R.uuid).where(_deletable(cutoff)).order_by(_R.created_at)
-            found = sorted(_uuids(conn, oldest.limit(batch)))
+            newest = sa.select(_R.uuid).where(_deletable(cutoff)).order_by(_R.created_at.desc())
+            found = sorted(_uuids(conn, newest.limit(pacer.size)))
             if not found:
                 break
             _delete_runs(conn, found, out)
             out.batches += 1
+        time.sleep(pacer.after(time.perf_counter() - started))
     with read_tx(engine) as conn:
         _count_kept(conn, cutoff, out)
     return out
@@ -148,7 +173,7 @@ def _delete_runs(conn: Connection, runs: list[str], out: Pruned) -> None:
     versions = _uuids(conn, sa.select(_R.job_version_uuid).where(_R.uuid.in_(runs)))
     out.runs += conn.execute(s.runs.delete().where(_R.uuid.in_(runs))).rowcount
     # A job version's latest run moves to the newest left; one with none left goes.
-    jobs.refresh_job_versions(conn, versions)
+    jobs.refresh_pruned_versions(conn, versions)
 
 
 def _versions_to_delete(conn: Connection, produced: list[str]) -> tuple[list[str], list[str]]:

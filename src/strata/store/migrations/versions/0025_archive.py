@@ -6,6 +6,7 @@ lake), at the same path under that root. ``pending_deletes`` replaces
 (``''``: the lake), since a purge or a move deletes from either tier. ``retention_passes``
 gains ``kind`` (retention, archive, restore, lineage) so one table records every pass,
 and ``details``: a pass's own counts (a lineage pass's runs, events and versions).
+``ix_runs_job_version`` finds a job version's runs for lineage retention.
 
 Revision ID: 0025
 Revises: 0024
@@ -31,6 +32,7 @@ def upgrade() -> None:
         sa.Column("kind", sa.String(16), nullable=False, server_default="retention"),
     )
     op.add_column("retention_passes", sa.Column("details", JSONType, nullable=True))
+    op.create_index("ix_runs_job_version", "runs", ["job_version_uuid"])
     op.create_table(
         "pending_deletes",
         sa.Column("root", sa.Text(), primary_key=True),
@@ -45,6 +47,7 @@ def upgrade() -> None:
 
 
 def downgrade() -> None:
+    op.drop_index("ix_runs_job_version", table_name="runs")
     op.create_table(
         "retention_pending",
         sa.Column("path", sa.String(400), primary_key=True),
