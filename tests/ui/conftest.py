@@ -92,6 +92,7 @@ def site(
         pipelines=(str(settings.home / "demo" / "pipelines"),),
         read_tokens=(READ,),
         write_tokens=(WRITE,),
+        lineage_retention_days=3650,
     )
     application = create_app(settings)
     _new_experiments(application.state.builds.lake)

@@ -623,6 +623,22 @@ def test_the_status_page_shows_the_archive(site: Site) -> None:
     assert found["archive"]["archives"][0]["uri"] in place.text
 
 
+def test_the_status_page_says_how_long_lineage_is_kept_and_what_the_last_pass_did(
+    site: Site,
+) -> None:
+    passed = httpx.post(
+        f"{site.url}/api/v1/strata/retention",
+        params={"lineage": "true"},
+        headers={"Authorization": f"Bearer {WRITE}"},
+    )
+    assert passed.status_code == 200, passed.text
+    deleted = passed.json()["runs"]  # the demo's runs are recent: none is ten years old
+    site.go("#/status")
+    summary = one(site, ".lineage-summary").text
+    assert "Lineage runs and events are kept 3650 days" in summary
+    assert f"deleted {deleted} run(s) and {passed.json()['events']} event(s)" in summary
+
+
 def test_the_status_page_says_how_the_last_retention_pass_went(site: Site) -> None:
     found = api(site, "/strata/retention?passes=50")
     last = next(p for p in found["passes"] if p["kind"] == "retention")  # the demo's

@@ -62,7 +62,8 @@ function schedulesSection(schedules) {
 
 // Retention: the policies, what waits for its purge, what is pinned, and the last pass.
 function retentionSection(r, ns) {
-  if (!r.policies.length && !r.passes.length && !r.marks.length && !r.pins.length) return null;
+  const lineage = lineageSummary(r);
+  if (!r.policies.length && !r.passes.length && !r.marks.length && !r.pins.length && !lineage) return null;
   const keeps = (p) => [p.keep_versions && `newest ${p.keep_versions}`, p.keep_days !== null && `${p.keep_days} days`]
     .filter(Boolean).join(" or ");
   const policies = r.policies.map((p) => [
@@ -77,9 +78,20 @@ function retentionSection(r, ns) {
   const marks = r.marks.map((m) => [
     a(to.dataset(ns, m.dataset, { trace: m.version }), `${m.dataset}@${m.version}`), m.policy, when(m.marked_at), bytes(m.bytes),
   ]);
-  return section("Retention", summary,
+  return section("Retention", summary, lineage,
     policies.length ? table(["Policy", "Datasets", "Keeps", "Grace", "Keeps inputs"], policies, { cls: "retention-policies" }) : null,
     marks.length ? table(["Marked", "Policy", "Since", "Frees"], marks, { cls: "retention-marks" }) : null);
+}
+
+// Lineage retention: how long runs are kept, and what the last pass deleted.
+function lineageSummary(r) {
+  const days = r.lineage && r.lineage.days;
+  const last = r.passes.find((p) => p.kind === "lineage");
+  if (!days && !last) return null;
+  const d = last && last.details;
+  return h("p", { class: "summary lineage-summary" },
+    days ? `Lineage runs and events are kept ${days} days (a run that made a lake version, and each job's newest run, always). ` : "",
+    last ? ["Last lineage pass ", when(last.ended_at), ` (${last.trigger}): deleted ${d.runs} run(s) and ${d.events} event(s).`] : "No lineage pass has run yet.");
 }
 
 // The archive tier: its policies, what lies in each archive, and the last pass.
