@@ -166,6 +166,24 @@ def alternate(
     return kept_ours, kept_theirs
 
 
+def interleaved_ops(
+    ops: dict[str, Callable[[str], Any]], pair: tuple[str, str], names: tuple[str, str], rounds: int
+) -> dict[str, Any]:
+    """Each op timed on the two datasets of ``pair``, round by round (3 warm-up rounds),
+    side by side as ``names``."""
+    out = {}
+    for name, op in ops.items():
+
+        def timed(ds: str, op: Callable[[str], Any] = op) -> float:
+            t0 = now_ms()
+            op(ds)
+            return now_ms() - t0
+
+        ours, theirs = alternate(lambda _: timed(pair[0]), lambda _: timed(pair[1]), rounds, 3)
+        out[name] = side_by_side(ours, theirs, names)
+    return out
+
+
 def side_by_side(
     ours: Sequence[float], theirs: Sequence[float], names: tuple[str, str]
 ) -> dict[str, Any]:

@@ -17,14 +17,13 @@ from pathlib import Path
 from typing import Any
 
 from _common import (
-    alternate,
     backends,
+    interleaved_ops,
     now_ms,
     open_lake,
     parser,
     print_table,
     scratch_dir,
-    side_by_side,
     write_json,
 )
 
@@ -49,17 +48,7 @@ def reads(lake: Any, version: int, rounds: int) -> dict[str, Any]:
         "preview, 100 rows": lambda ds: lake.head(ds, 100, version),
         "files of a version": lambda ds: lake.files(ds, version=version),
     }
-    out = {}
-    for name, op in ops.items():
-
-        def timed(ds: str, op: Any = op) -> float:
-            t0 = now_ms()
-            op(ds)
-            return now_ms() - t0
-
-        ours, theirs = alternate(lambda _: timed(ARCHIVED), lambda _: timed(KEPT), rounds, 3)
-        out[name] = side_by_side(ours, theirs, ("archived", "lake"))
-    return out
+    return interleaved_ops(ops, (ARCHIVED, KEPT), ("archived", "lake"), rounds)
 
 
 def run(backend: str, versions: int, rows: int, files: int, rounds: int) -> dict[str, Any]:

@@ -18,14 +18,13 @@ from pathlib import Path
 from typing import Any
 
 from _common import (
-    alternate,
     backends,
+    interleaved_ops,
     now_ms,
     open_lake,
     parser,
     print_table,
     scratch_dir,
-    side_by_side,
     write_json,
 )
 
@@ -87,17 +86,7 @@ def reads(lake: Any, rounds: int) -> dict[str, Any]:
         "history (every version)": lake.versions,
         "catalog entry (status)": lambda ds: state.current([ds]),
     }
-    out = {}
-    for name, op in ops.items():
-
-        def timed(ds: str, op: Any = op) -> float:
-            t0 = now_ms()
-            op(ds)
-            return now_ms() - t0
-
-        ours, theirs = alternate(lambda _: timed(PURGED), lambda _: timed(KEPT), rounds, 3)
-        out[name] = side_by_side(ours, theirs, ("purged", "untouched"))
-    return out
+    return interleaved_ops(ops, (PURGED, KEPT), ("purged", "untouched"), rounds)
 
 
 def run(backend: str, days: int, per_day: int, rows: int, rounds: int) -> dict[str, Any]:

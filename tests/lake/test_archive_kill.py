@@ -7,14 +7,13 @@ from __future__ import annotations
 import os
 import signal
 import subprocess
-import sys
 import time
 from collections.abc import Callable
 from pathlib import Path
 
-import pyarrow as pa
 import pytest
 import sqlalchemy as sa
+from lake_support import fill_snapshots, strata_process
 
 from strata.lake.service import Lake
 from strata.store.schema import dataset_files
@@ -23,31 +22,10 @@ DATASETS = [f"raw/part{i}" for i in range(3)]
 VERSIONS = 40
 
 
-def _fill(lake: Lake) -> None:
-    table = pa.table({"id": pa.array(range(50), pa.int64())})
-    for name in DATASETS:
-        for _ in range(VERSIONS):
-            with lake.transaction(name, "SNAPSHOT") as txn:
-                txn.write(table)
-
-
 def _pass(lake: Lake, tmp_path: Path) -> subprocess.Popen[bytes]:
-    config = tmp_path / "strata.toml"
     cold = (tmp_path / "cold").as_uri()
-    config.write_text(f'[[archive]]\ndatasets = ["raw/*"]\nolder_than = "0s"\nuri = "{cold}"\n')
-    env = dict(
-        os.environ,
-        STRATA_CONFIG=str(config),
-        STRATA_DATABASE_URL=lake.settings.database_url,
-        STRATA_LAKE_URI=lake.settings.lake_uri,
-        STRATA_GC_GRACE_SECONDS="0",
-    )
-    return subprocess.Popen(
-        [sys.executable, "-m", "strata.cli.main", "archive"],
-        env=env,
-        stdout=subprocess.DEVNULL,
-        stderr=subprocess.DEVNULL,
-    )
+    policy = f'[[archive]]\ndatasets = ["raw/*"]\nolder_than = "0s"\nuri = "{cold}"\n'
+    return strata_process(lake, tmp_path, policy, "archive", STRATA_GC_GRACE_SECONDS="0")
 
 
 def _recorded(lake: Lake) -> int:
@@ -77,7 +55,7 @@ def _every_file_where_the_catalog_says(lake: Lake, tmp_path: Path, exactly: bool
 def test_a_move_killed_mid_way_leaves_every_file_readable(
     lake: Lake, tmp_path: Path, when: str
 ) -> None:
-    _fill(lake)
+    fill_snapshots(lake, DATASETS, VERSIONS)
     ready: Callable[[], bool] = (
         (lambda: _copying(tmp_path)) if when == "copying" else (lambda: _recorded(lake) > 0)
     )

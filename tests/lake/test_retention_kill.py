@@ -6,12 +6,11 @@ from __future__ import annotations
 import os
 import signal
 import subprocess
-import sys
 import time
 from pathlib import Path
 
-import pyarrow as pa
 import sqlalchemy as sa
+from lake_support import fill_snapshots, strata_process
 
 from strata.errors import PurgedVersion
 from strata.lake.service import Lake
@@ -22,11 +21,7 @@ VERSIONS = 60
 
 
 def _fill(lake: Lake) -> None:
-    table = pa.table({"id": pa.array(range(50), pa.int64())})
-    for name in DATASETS:
-        for _ in range(VERSIONS):
-            with lake.transaction(name, "SNAPSHOT") as txn:
-                txn.write(table)
+    fill_snapshots(lake, DATASETS, VERSIONS)
 
 
 def _count(lake: Lake, query: sa.Select[tuple[int]]) -> int:
@@ -35,20 +30,8 @@ def _count(lake: Lake, query: sa.Select[tuple[int]]) -> int:
 
 
 def _pass(lake: Lake, tmp_path: Path) -> subprocess.Popen[bytes]:
-    config = tmp_path / "strata.toml"
-    config.write_text('[[retention]]\ndatasets = ["raw/*"]\nkeep_versions = 1\ngrace = "0s"\n')
-    env = dict(
-        os.environ,
-        STRATA_CONFIG=str(config),
-        STRATA_DATABASE_URL=lake.settings.database_url,
-        STRATA_LAKE_URI=lake.settings.lake_uri,
-    )
-    return subprocess.Popen(
-        [sys.executable, "-m", "strata.cli.main", "retention"],
-        env=env,
-        stdout=subprocess.DEVNULL,
-        stderr=subprocess.DEVNULL,
-    )
+    policy = '[[retention]]\ndatasets = ["raw/*"]\nkeep_versions = 1\ngrace = "0s"\n'
+    return strata_process(lake, tmp_path, policy, "retention")
 
 
 def test_a_pass_killed_while_deleting_leaves_nothing_a_read_trusts(

@@ -16,7 +16,15 @@ from typing import Any
 
 from strata.errors import ConfigError
 from strata.lake.storage import Storage
-from strata.retention.policies import parse_duration
+from strata.retention.policies import (
+    checked_globs,
+    parse_duration,
+    policy_for,
+    policy_name,
+    refuse_twice,
+)
+
+__all__ = ["ArchivePolicy", "load", "policy_for"]
 
 _KEYS = {"name", "datasets", "older_than", "uri"}
 
@@ -42,42 +50,20 @@ class ArchivePolicy:
         }
 
 
-def policy_for(policies: Sequence[ArchivePolicy], dataset: str) -> ArchivePolicy | None:
-    """The policy that governs ``dataset``: the first whose globs match it."""
-    return next((p for p in policies if p.matches(dataset)), None)
-
-
 def load(tables: Sequence[Mapping[str, Any]], lake_uri: str) -> list[ArchivePolicy]:
     """The policies of ``[[archive]]`` tables, each checked, in order."""
     out = [_policy(i, table, lake_uri) for i, table in enumerate(tables, start=1)]
-    names = [p.name for p in out]
-    twice = sorted({n for n in names if names.count(n) > 1})
-    if twice:
-        raise ConfigError(
-            f"two [[archive]] policies are named {twice[0]!r}; give each its own name = ..."
-        )
+    refuse_twice("archive", [p.name for p in out])
     return out
 
 
 def _policy(index: int, table: Mapping[str, Any], lake_uri: str) -> ArchivePolicy:
     where = f"[[archive]] number {index}"
-    unknown = sorted(set(table) - _KEYS)
-    if unknown:
-        raise ConfigError(f"{where} has unknown key(s) {unknown}; known keys are {sorted(_KEYS)}")
-    globs = table.get("datasets")
-    if isinstance(globs, str):
-        globs = [globs]
-    if not globs or not all(isinstance(g, str) and g for g in globs):
-        raise ConfigError(
-            f'{where} needs datasets = ["raw/*"]: the dataset names or globs it applies to'
-        )
+    globs = checked_globs(table, _KEYS, where)
     if "older_than" not in table:
         raise ConfigError(f'{where} needs older_than = "90d": how old a version is when it moves')
-    name = table.get("name", ",".join(globs))
-    if not isinstance(name, str) or not name.strip():
-        raise ConfigError(f'{where} name is {name!r}; give a short text such as "cold"')
     return ArchivePolicy(
-        name=name,
+        name=policy_name(table.get("name"), globs, where),
         datasets=tuple(globs),
         older_than_seconds=parse_duration(table["older_than"], f"{where} older_than"),
         uri=_uri(table.get("uri"), where, lake_uri),

@@ -17,7 +17,7 @@ import re
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from datetime import datetime, timedelta
-from typing import Any
+from typing import Any, Protocol, TypeVar
 
 from strata.errors import ConfigError
 from strata.lake.transaction import TYPES
@@ -82,7 +82,14 @@ def parse_duration(text: Any, what: str) -> float:
     return seconds
 
 
-def policy_for(policies: Sequence[Policy], dataset: str) -> Policy | None:
+class _Matching(Protocol):
+    def matches(self, dataset: str) -> bool: ...
+
+
+P = TypeVar("P", bound=_Matching)
+
+
+def policy_for(policies: Sequence[P], dataset: str) -> P | None:
     """The policy that governs ``dataset``: the first whose globs match it."""
     return next((p for p in policies if p.matches(dataset)), None)
 
@@ -90,20 +97,24 @@ def policy_for(policies: Sequence[Policy], dataset: str) -> Policy | None:
 def load(tables: Sequence[Mapping[str, Any]]) -> list[Policy]:
     """The policies of ``[[retention]]`` tables, each checked, in order."""
     out = [_policy(i, table) for i, table in enumerate(tables, start=1)]
-    names = [p.name for p in out]
-    twice = sorted({n for n in names if names.count(n) > 1})
-    if twice:
-        raise ConfigError(
-            f"two [[retention]] policies are named {twice[0]!r}; give each its own name = ..."
-        )
+    refuse_twice("retention", [p.name for p in out])
     return out
 
 
-def _policy(index: int, table: Mapping[str, Any]) -> Policy:
-    where = f"[[retention]] number {index}"
-    unknown = sorted(set(table) - _KEYS)
+def refuse_twice(section: str, names: Sequence[str]) -> None:
+    """A :class:`ConfigError` when two ``[[section]]`` policies share a name."""
+    twice = sorted({n for n in names if names.count(n) > 1})
+    if twice:
+        raise ConfigError(
+            f"two [[{section}]] policies are named {twice[0]!r}; give each its own name = ..."
+        )
+
+
+def checked_globs(table: Mapping[str, Any], known: set[str], where: str) -> list[str]:
+    """The ``datasets`` globs of a policy table, once its keys are all ``known``."""
+    unknown = sorted(set(table) - known)
     if unknown:
-        raise ConfigError(f"{where} has unknown key(s) {unknown}; known keys are {sorted(_KEYS)}")
+        raise ConfigError(f"{where} has unknown key(s) {unknown}; known keys are {sorted(known)}")
     globs = table.get("datasets")
     if isinstance(globs, str):
         globs = [globs]
@@ -111,6 +122,12 @@ def _policy(index: int, table: Mapping[str, Any]) -> Policy:
         raise ConfigError(
             f'{where} needs datasets = ["raw/*"]: the dataset names or globs it applies to'
         )
+    return list(globs)
+
+
+def _policy(index: int, table: Mapping[str, Any]) -> Policy:
+    where = f"[[retention]] number {index}"
+    globs = checked_globs(table, _KEYS, where)
     keep_versions = _count(table.get("keep_versions"), f"{where} keep_versions")
     keep_days = _days(table.get("keep_days"), f"{where} keep_days")
     if keep_versions is None and keep_days is None:
@@ -119,7 +136,7 @@ def _policy(index: int, table: Mapping[str, Any]) -> Policy:
             "version is kept while either keeps it)"
         )
     return Policy(
-        name=_name(table.get("name"), globs, where),
+        name=policy_name(table.get("name"), globs, where),
         datasets=tuple(globs),
         keep_versions=keep_versions,
         keep_days=keep_days,
@@ -129,7 +146,8 @@ def _policy(index: int, table: Mapping[str, Any]) -> Policy:
     )
 
 
-def _name(value: Any, globs: Sequence[str], where: str) -> str:
+def policy_name(value: Any, globs: Sequence[str], where: str) -> str:
+    """A policy's ``name``, by default its globs."""
     if value is None:
         return ",".join(globs)
     if not isinstance(value, str) or not value.strip():
