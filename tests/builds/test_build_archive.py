@@ -71,9 +71,16 @@ def test_bad_input_is_one_clear_line(configured: Project, tmp_path: Path) -> Non
     assert code == 1 and "raw/users" in err and "7" in err
     code, _, err = p.cli("restore", "raw/users")
     assert code == 1 and "'raw/users' names no version; write DATASET@N" in err
+    code, _, err = p.cli("retention", "--lineage", "--grace", "0s")
+    assert code == 1 and "--lineage takes --dry-run and --json only" in err
     (tmp_path / "strata.toml").write_text(policy(tmp_path).replace('"0s"', '"soon"'))
     code, _, err = p.cli("archive")
     assert code == 1 and "older_than is 'soon'" in err
+    (tmp_path / "strata.toml").write_text(policy(tmp_path).replace("file://", "nosuch://"))
+    snapshot(p, "raw/users", users(("ada", "US")))
+    code, _, err = p.cli("archive")
+    assert code == 1 and "cannot open archive URI 'nosuch://" in err
+    assert "fix the uri of its [[archive]] policy" in err
 
 
 def test_the_worker_runs_the_archive_once_a_day(configured: Project) -> None:

@@ -8,6 +8,7 @@ import typer
 
 from strata.cli.common import reported, settings_from
 from strata.cli.output import console, emit_json, emit_table, size_words
+from strata.errors import InvalidArgument
 from strata.lake.names import parse_version_ref
 from strata.lake.service import connect
 
@@ -54,6 +55,12 @@ def retention(
     from strata.retention.service import Retention
 
     if lineage:
+        with reported():
+            if grace is not None or unmark:
+                raise InvalidArgument(
+                    "--lineage takes --dry-run and --json only: --grace and --unmark are for "
+                    "lake data; run `strata retention` again without --lineage for those"
+                )
         _lineage(ctx, dry_run, json_out)
         return
     with reported():

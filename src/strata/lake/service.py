@@ -94,7 +94,7 @@ class Lake:
         if archive is None:
             return self.storage
         if archive not in self._archives:
-            self._archives[archive] = Storage(archive)
+            self._archives[archive] = Storage(archive, archive=True)
         return self._archives[archive]
 
     # -- transactions -------------------------------------------------------------

@@ -36,8 +36,9 @@ class FileEntry:
 class Storage:
     """Paths under one lake root, on whatever file system its URI names."""
 
-    def __init__(self, lake_uri: str) -> None:
+    def __init__(self, lake_uri: str, archive: bool = False) -> None:
         self.uri = lake_uri.rstrip("/")
+        self.archive = archive  # an archive root: its errors say where to fix it
         self._fs: pafs.FileSystem | None = None
         self._root = ""
 
@@ -50,9 +51,15 @@ class Storage:
             try:
                 self._fs, self._root = pafs.FileSystem.from_uri(arrow_uri)
             except (ValueError, OSError) as exc:
+                fix = (
+                    "fix the uri of its [[archive]] policy in strata.toml"
+                    if self.archive
+                    else "set STRATA_LAKE_URI to a URI such as file:///data/lake, hdfs://… or "
+                    "s3a://…"
+                )
                 raise LakeError(
-                    f"cannot open lake URI {self.uri!r}: {exc}; set STRATA_LAKE_URI to a URI "
-                    "such as file:///data/lake, hdfs://… or s3a://…",
+                    f"cannot open {'archive' if self.archive else 'lake'} URI {self.uri!r}: "
+                    f"{exc}; {fix}",
                     lake_uri=self.uri,
                 ) from exc
         return self._fs
