@@ -5,7 +5,12 @@ stays whole; nothing is left pointing at a deleted run, even while events arrive
 
 from __future__ import annotations
 
+import os
+import signal
+import subprocess
+import sys
 import threading
+import time
 from datetime import timedelta
 from typing import Any
 
@@ -17,7 +22,7 @@ from lineage_support import T0, ds, rid, run_event
 from strata.errors import ConfigError
 from strata.lake.service import Lake
 from strata.lineage.record import prune
-from strata.lineage.record.apply import record_event
+from strata.lineage.record.apply import record_batch, record_event
 from strata.retention.lineage import LineageRetention
 from strata.settings import Settings
 from strata.store import schema as s
@@ -215,3 +220,39 @@ def test_the_cli_deletes_old_runs_with_the_limit_from_strata_toml(
     assert done.exit_code == 0, done.stderr
     assert "deleted 2 run(s) with 4 event(s), older than 90 days" in " ".join(done.stdout.split())
     assert runs(engine) == {rid("cli2")}
+
+
+def test_a_pass_killed_between_batches_leaves_a_whole_store(
+    engine: sa.Engine, settings: Settings
+) -> None:
+    """Each batch is one SQL transaction: a pass SIGKILLed mid-way leaves nothing pointing
+    at a deleted run, and the next pass finishes."""
+    events = []
+    for i in range(1500):
+        for kind, minute in (("START", i), ("COMPLETE", i + 0.5)):
+            events.append(
+                run_event(kind, minute, f"k{i}", f"job{i % 5}", outputs=[ds("db", f"t{i % 50}")])
+            )
+    for start in range(0, len(events), 200):
+        record_batch(engine, events[start : start + 200])
+    env = dict(
+        os.environ,
+        STRATA_DATABASE_URL=settings.database_url,
+        STRATA_LAKE_URI=settings.lake_uri,
+        STRATA_LINEAGE_RETENTION_DAYS="90",
+    )
+    cli = [sys.executable, "-m", "strata.cli.main", "retention", "--lineage"]
+    proc = subprocess.Popen(cli, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    deadline = time.monotonic() + 60
+    while len(runs(engine)) == 1500:
+        assert proc.poll() is None, "the pass ended before it could be killed"
+        assert time.monotonic() < deadline, "the pass deleted nothing in 60 s"
+        time.sleep(0.005)
+    os.kill(proc.pid, signal.SIGKILL)
+    proc.wait(timeout=10)
+    assert 5 < len(runs(engine)) < 1500  # killed mid-way
+    nothing_points_at_a_missing_run(engine)
+    finish = subprocess.run(cli, check=False, env=env, capture_output=True, timeout=300)
+    assert finish.returncode == 0, finish.stderr
+    assert len(runs(engine)) == 5  # each job's newest run
+    nothing_points_at_a_missing_run(engine)
