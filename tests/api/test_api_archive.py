@@ -72,7 +72,9 @@ def test_a_pass_moves_old_versions_and_they_still_read(api: TestClient, tmp_path
     assert restored["files"] == 1 and restored["pinned"]
     history = ok(api.get(f"/api/v1/strata/history/{DS}"))["versions"]
     assert [v["archived"] for v in history] == [None, {"files": 1, "of": 1}, None]
-    assert ok(api.get("/api/v1/strata/retention"))["pins"][0]["version"] == 1
+    overview = ok(api.get("/api/v1/strata/retention"))
+    assert overview["pins"][0]["version"] == 1
+    assert (overview["passes"][0]["kind"], overview["passes"][0]["trigger"]) == ("restore", "api")
 
 
 def test_bad_requests_get_a_clear_4xx(api: TestClient) -> None:

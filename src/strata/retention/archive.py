@@ -125,7 +125,7 @@ class Archive:
             )
         return report
 
-    def restore(self, dataset: str, version: int) -> dict[str, Any]:
+    def restore(self, dataset: str, version: int, trigger: str = "cli") -> dict[str, Any]:
         """Bring version ``dataset@version``'s archived files back to the lake and pin it."""
         started = datetime.now(UTC)
         v = self._version(dataset, version)
@@ -137,7 +137,7 @@ class Archive:
             files = astate.archived_of(conn, v.dataset_uuid, version)
         done = self._move(v.dataset_uuid, files, None)
         self._record_pass(
-            started, datetime.now(UTC), len(done), sum(f.bytes for f in done), "cli", "restore"
+            started, datetime.now(UTC), len(done), sum(f.bytes for f in done), trigger, "restore"
         )
         return {
             "dataset": dataset,

@@ -128,4 +128,4 @@ def post_archive(
 )
 def post_restore(request: Request, dataset: str, version: VersionPath) -> Response:
     """Bring a version's archived files back to the lake and pin it."""
-    return views.json_response(_archive(request).restore(dataset, version))
+    return views.json_response(_archive(request).restore(dataset, version, trigger="api"))
