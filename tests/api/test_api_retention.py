@@ -134,6 +134,9 @@ def test_lineage_retention_over_http(settings: Settings, engine: sa.Engine, lake
     agree afterwards; the overview shows the limit and the pass."""
     import ol_events
 
+    with TestClient(create_app(settings, engine)) as c:  # no limit: nothing goes
+        unlimited = ok(c.post("/api/v1/strata/retention?lineage=true"))
+        assert unlimited["days"] is None and unlimited["runs"] == 0
     configured = dataclasses.replace(settings, lineage_retention_days=90)
     with TestClient(create_app(configured, engine)) as c:
         for day in (1, 2, 3):

@@ -19,7 +19,6 @@ import pytest
 import sqlalchemy as sa
 from lineage_support import T0, ds, rid, run_event
 
-from strata.errors import ConfigError
 from strata.lake.service import Lake
 from strata.lineage.record import prune
 from strata.lineage.record.apply import record_batch, record_event
@@ -188,9 +187,11 @@ def test_ingest_during_a_pass_loses_nothing(engine: sa.Engine, settings: Setting
     nothing_points_at_a_missing_run(engine)
 
 
-def test_without_a_limit_a_pass_is_one_clear_error(engine: sa.Engine, settings: Settings) -> None:
-    with pytest.raises(ConfigError, match=r"\[lineage_retention\] days = 90"):
-        LineageRetention(engine, settings).run()
+def test_without_a_limit_every_run_stays(engine: sa.Engine, settings: Settings) -> None:
+    one_run(engine, 0, "x0", "kept")
+    one_run(engine, 1, "x1", "kept")
+    report = LineageRetention(engine, settings).run()
+    assert report.days is None and report.pruned.runs == 0 and len(runs(engine)) == 2
     assert LineageRetention(engine, settings).due(NOW) is False
 
 
@@ -209,7 +210,8 @@ def test_the_cli_deletes_old_runs_with_the_limit_from_strata_toml(
     where = ["--database-url", settings.database_url, "--lake-uri", settings.lake_uri]
     runner = CliRunner()
     missing = runner.invoke(app, [*where, "retention", "--lineage"])
-    assert missing.exit_code == 1 and "[lineage_retention] days = 90" in missing.stderr
+    assert missing.exit_code == 0 and "[lineage_retention] days = 90" in missing.stdout
+    assert "nothing was deleted" in missing.stdout and len(runs(engine)) == 3
     config = tmp_path / "strata.toml"
     config.write_text("[lineage_retention]\ndays = 90\n")
     monkeypatch.setenv("STRATA_CONFIG", str(config))

@@ -325,7 +325,7 @@ def schedules(ctx: typer.Context, pipeline: PipelineOpt = None, json: JsonOpt = 
             return
         if not found:
             err_console.print(
-                "no schedules: add [[schedule]] to strata.toml, or schedule= to a transform"
+                escape("no schedules: add [[schedule]] to strata.toml, or schedule= to a transform")
             )
             return
         emit_table(

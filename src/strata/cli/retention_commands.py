@@ -5,6 +5,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Annotated
 
 import typer
+from rich.markup import escape
 
 from strata.cli.common import reported, settings_from
 from strata.cli.output import console, emit_json, emit_table, size_words
@@ -77,8 +78,10 @@ def retention(
             return
         if not service.policies:
             console.print(
-                "no retention policy: add a [[retention]] table to strata.toml "
-                '(datasets = ["raw/*"], keep_days = 30) to select versions to purge'
+                escape(
+                    "no retention policy: add a [[retention]] table to strata.toml "
+                    '(datasets = ["raw/*"], keep_days = 30) to select versions to purge'
+                )
             )
         report = service.run(dry_run=dry_run, grace_seconds=seconds)
         if json_out:
@@ -92,9 +95,13 @@ def _lineage(ctx: typer.Context, dry_run: bool, json_out: bool) -> None:
 
     with reported():
         lake = connect(settings_from(ctx))
-        report = LineageRetention(lake.engine, lake.settings).run(dry_run=dry_run)
+        service = LineageRetention(lake.engine, lake.settings)
+        report = service.run(dry_run=dry_run)
         if json_out:
             emit_json(report.to_dict())
+            return
+        if report.days is None:
+            console.print(escape(service.NO_LIMIT + "; nothing was deleted"))
             return
         p = report.pruned
         done = "would delete at least" if dry_run else "deleted"
@@ -192,9 +199,11 @@ def archive(
         service = Archive(connect(settings_from(ctx)))
         if not service.policies and not json_out:
             console.print(
-                "no archive policy: add an [[archive]] table to strata.toml "
-                '(datasets = ["raw/*"], older_than = "90d", uri = "file:///mnt/cold") '
-                "to move old versions' files"
+                escape(
+                    "no archive policy: add an [[archive]] table to strata.toml "
+                    '(datasets = ["raw/*"], older_than = "90d", uri = "file:///mnt/cold") '
+                    "to move old versions' files"
+                )
             )
         report = service.run(dry_run=dry_run)
         if json_out:

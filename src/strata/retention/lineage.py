@@ -10,7 +10,6 @@ from typing import Any
 
 from sqlalchemy.engine import Engine
 
-from strata.errors import ConfigError
 from strata.lineage.record import prune
 from strata.retention import state
 from strata.retention.service import DAILY
@@ -20,9 +19,11 @@ from strata.store.engine import read_tx, write_tx
 
 @dataclass
 class LineageReport:
+    """What a pass deleted; with no limit set (``days`` None), nothing."""
+
     dry_run: bool
-    days: float
-    cutoff: datetime
+    days: float | None
+    cutoff: datetime | None
     started_at: datetime
     ended_at: datetime
     pruned: prune.Pruned
@@ -31,7 +32,7 @@ class LineageReport:
         return {
             "dry_run": self.dry_run,
             "days": self.days,
-            "cutoff": self.cutoff.isoformat(),
+            "cutoff": self.cutoff.isoformat() if self.cutoff else None,
             "started_at": self.started_at.isoformat(),
             "ended_at": self.ended_at.isoformat(),
             **self.pruned.to_dict(),
@@ -40,7 +41,12 @@ class LineageReport:
 
 class LineageRetention:
     """Runs older than ``days`` deleted with their events and facets, by the rules of
-    :mod:`strata.lineage.record.prune`."""
+    :mod:`strata.lineage.record.prune`; with no limit, every run is kept."""
+
+    NO_LIMIT = (
+        "no lineage retention limit: set [lineage_retention] days = 90 in strata.toml (or "
+        "STRATA_LINEAGE_RETENTION_DAYS) to delete runs and events older than that"
+    )
 
     def __init__(self, engine: Engine, settings: Settings, days: float | None = None) -> None:
         self.engine = engine
@@ -49,12 +55,9 @@ class LineageRetention:
     def run(
         self, *, dry_run: bool = False, trigger: str = "cli", now: datetime | None = None
     ) -> LineageReport:
-        if self.days is None:
-            raise ConfigError(
-                "no lineage retention limit: set [lineage_retention] days = 90 in strata.toml "
-                "(or STRATA_LINEAGE_RETENTION_DAYS) to delete runs and events older than that"
-            )
         started = now or datetime.now(UTC)
+        if self.days is None:  # nothing is old: as a lake pass with no policy does nothing
+            return LineageReport(dry_run, None, None, started, started, prune.Pruned())
         cutoff = started - timedelta(days=self.days)
         pruned = (
             prune.would_expire(self.engine, cutoff)
