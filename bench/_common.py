@@ -184,6 +184,24 @@ def interleaved_ops(
     return out
 
 
+def print_side_by_side(title: str, names: tuple[str, str], reads: dict[str, Any]) -> None:
+    """What :func:`interleaved_ops` measured, one row an op."""
+    print_table(
+        title,
+        ["read", f"{names[0]} p50", f"{names[1]} p50", "ratio of medians", "median paired ratio"],
+        [
+            [
+                k,
+                v[names[0]]["p50"],
+                v[names[1]]["p50"],
+                v["ratio_of_medians"],
+                v["median_paired_ratio"],
+            ]
+            for k, v in reads.items()
+        ],
+    )
+
+
 def side_by_side(
     ours: Sequence[float], theirs: Sequence[float], names: tuple[str, str]
 ) -> dict[str, Any]:

@@ -22,6 +22,7 @@ from _common import (
     now_ms,
     open_lake,
     parser,
+    print_side_by_side,
     print_table,
     scratch_dir,
     write_json,
@@ -95,19 +96,10 @@ def main() -> None:
                 ["MB a second", r["mb_moved"] / r["pass_s"]],
             ],
         )
-        print_table(
+        print_side_by_side(
             f"[{r['backend']}] reads of an old version, archived / lake (ms, interleaved)",
-            ["read", "archived p50", "lake p50", "ratio of medians", "median paired ratio"],
-            [
-                [
-                    k,
-                    v["archived"]["p50"],
-                    v["lake"]["p50"],
-                    v["ratio_of_medians"],
-                    v["median_paired_ratio"],
-                ]
-                for k, v in r["reads_ms"].items()
-            ],
+            ("archived", "lake"),
+            r["reads_ms"],
         )
     write_json("archive", a.json, vars(a), results)
 

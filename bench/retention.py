@@ -23,6 +23,7 @@ from _common import (
     now_ms,
     open_lake,
     parser,
+    print_side_by_side,
     print_table,
     scratch_dir,
     write_json,
@@ -137,19 +138,10 @@ def main() -> None:
                 ["MB on disk after", r["bytes_after"] / 1e6],
             ],
         )
-        print_table(
+        print_side_by_side(
             f"[{r['backend']}] reads, purged / untouched (ms, interleaved)",
-            ["read", "purged p50", "untouched p50", "ratio of medians", "median paired ratio"],
-            [
-                [
-                    k,
-                    v["purged"]["p50"],
-                    v["untouched"]["p50"],
-                    v["ratio_of_medians"],
-                    v["median_paired_ratio"],
-                ]
-                for k, v in r["reads_ms"].items()
-            ],
+            ("purged", "untouched"),
+            r["reads_ms"],
         )
     write_json("retention", a.json, vars(a), results)
 

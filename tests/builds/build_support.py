@@ -14,6 +14,7 @@ from pathlib import Path
 from typing import Any
 
 import pyarrow as pa
+import pytest
 import sqlalchemy as sa
 from typer.testing import CliRunner
 
@@ -101,6 +102,23 @@ def project_of(settings: Settings, tmp_path: Path, pipeline: Path) -> Iterator[P
     lake = Lake(settings)
     yield Project(settings, folder, lake)
     lake.engine.dispose()
+
+
+def with_config(
+    project: Project, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, text: str
+) -> Project:
+    """``project`` with ``text`` as the strata.toml its commands read."""
+    config = tmp_path / "strata.toml"
+    config.write_text(text)
+    monkeypatch.setenv("STRATA_CONFIG", str(config))
+    return project
+
+
+def snapshot(p: Project, dataset: str, table: pa.Table) -> int:
+    """A SNAPSHOT of ``table`` to ``dataset``; its commit id."""
+    with p.lake.transaction(dataset, type="SNAPSHOT") as txn:
+        txn.write(table)
+    return txn.versions[dataset].commit_id
 
 
 def clicks(*rows: tuple[str, int]) -> pa.Table:

@@ -6,9 +6,8 @@ from __future__ import annotations
 
 from pathlib import Path
 
-import pyarrow as pa
 import pytest
-from build_support import Project, clicks, users
+from build_support import Project, clicks, snapshot, users, with_config
 
 pytestmark = pytest.mark.spark
 
@@ -20,16 +19,7 @@ def policy(tmp_path: Path) -> str:
 
 @pytest.fixture
 def configured(project: Project, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Project:
-    config = tmp_path / "strata.toml"
-    config.write_text(policy(tmp_path))
-    monkeypatch.setenv("STRATA_CONFIG", str(config))
-    return project
-
-
-def snapshot(p: Project, dataset: str, table: pa.Table) -> int:
-    with p.lake.transaction(dataset, type="SNAPSHOT") as txn:
-        txn.write(table)
-    return txn.versions[dataset].commit_id
+    return with_config(project, tmp_path, monkeypatch, policy(tmp_path))
 
 
 def test_archived_versions_read_trace_and_reproduce(configured: Project, tmp_path: Path) -> None:

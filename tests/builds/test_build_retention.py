@@ -7,9 +7,8 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-import pyarrow as pa
 import pytest
-from build_support import Project, clicks, users
+from build_support import Project, clicks, snapshot, users, with_config
 
 pytestmark = pytest.mark.spark
 
@@ -24,16 +23,7 @@ grace = "7d"
 
 @pytest.fixture
 def configured(project: Project, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Project:
-    config = tmp_path / "strata.toml"
-    config.write_text(POLICY)
-    monkeypatch.setenv("STRATA_CONFIG", str(config))
-    return project
-
-
-def snapshot(p: Project, dataset: str, table: pa.Table) -> int:
-    with p.lake.transaction(dataset, type="SNAPSHOT") as txn:
-        txn.write(table)
-    return txn.versions[dataset].commit_id
+    return with_config(project, tmp_path, monkeypatch, POLICY)
 
 
 def actions(report: dict[str, Any]) -> list[tuple[str, str]]:
