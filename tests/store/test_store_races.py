@@ -77,3 +77,34 @@ def test_a_lease_has_one_holder_when_two_race_for_it(engine: sa.Engine) -> None:
             ).scalar()
         # The loser is told who holds it, and that is who the store says holds it.
         assert [a.holder for a in answers if a is not None] == [holder]
+
+
+def test_a_lease_released_while_another_tries_for_it_is_never_an_error(
+    engine: sa.Engine,
+) -> None:
+    """One holder takes and releases a lease over and over while another tries for it:
+    each try either takes it or names a holder, and the store never has two."""
+    stop, errors, seen = threading.Event(), [], set()
+
+    def churn() -> None:
+        while not stop.is_set():
+            if leases.try_acquire(engine, "busy", "one", 60) is None:
+                leases.release(engine, "busy", "one")
+
+    thread = threading.Thread(target=churn)
+    thread.start()
+    try:
+        for _ in range(300):
+            try:
+                answer = leases.try_acquire(engine, "busy", "two", 60)
+            except Exception as exc:  # collected for the assertion below
+                errors.append(exc)
+                continue
+            seen.add("took" if answer is None else answer.holder)
+            if answer is None:
+                leases.release(engine, "busy", "two")
+    finally:
+        stop.set()
+        thread.join()
+    assert not errors, errors[:3]
+    assert "took" in seen and "one" in seen  # both outcomes happened

@@ -35,26 +35,35 @@ class Taken:
         return {"lease": self.name, "holder": self.holder, "until": self.until.isoformat()}
 
 
+_ATTEMPTS = 5  # a lease released and taken again this often within one try is busy
+
+
 def try_acquire(engine: Engine, name: str, holder: str, seconds: float) -> Taken | None:
     """Take the lease on ``name``; None when taken, else who holds it until when."""
     bl = s.build_leases
     now = datetime.now(UTC)
     until = now + timedelta(seconds=seconds)
     with write_tx(engine) as conn:
-        row = {"name": name, "holder": holder, "expires_at": until}
-        if insert_ignore(conn, bl, row, ["name"]):
-            return None
-        taken = conn.execute(
-            bl.update()
-            .where(bl.c.name == name, sa.or_(bl.c.expires_at < now, bl.c.holder == holder))
-            .values(holder=holder, expires_at=until)
-        ).rowcount
-        if taken:
-            return None
-        found = conn.execute(sa.select(bl.c.holder, bl.c.expires_at).where(bl.c.name == name))
-        other, expires = found.one()
-        assert isinstance(expires, datetime)
-        return Taken(name, str(other), expires)
+        for _ in range(_ATTEMPTS):
+            row = {"name": name, "holder": holder, "expires_at": until}
+            if insert_ignore(conn, bl, row, ["name"]):
+                return None
+            taken = conn.execute(
+                bl.update()
+                .where(bl.c.name == name, sa.or_(bl.c.expires_at < now, bl.c.holder == holder))
+                .values(holder=holder, expires_at=until)
+            ).rowcount
+            if taken:
+                return None
+            found = conn.execute(
+                sa.select(bl.c.holder, bl.c.expires_at).where(bl.c.name == name)
+            ).first()
+            if found is not None:
+                other, expires = found
+                assert isinstance(expires, datetime)
+                return Taken(name, str(other), expires)
+            # Released between the insert and this read: the next insert takes it.
+    return Taken(name, "another worker", until)
 
 
 def release(engine: Engine, name: str, holder: str) -> None:
