@@ -151,9 +151,7 @@ class Archive:
     def finish_pending(self, now: datetime | None = None) -> int:
         """Delete the old copies whose grace has passed (and any a killed move left);
         how many were deleted."""
-        with read_tx(self.lake.engine) as conn:
-            listed = pend.pending(conn)
-        return tiers.finish_deletes(self.lake, listed, now)
+        return tiers.finish_pending(self.lake, now)
 
     def due(self, now: datetime) -> bool:
         """Whether a daily pass is due: a policy exists and no pass ended in a day."""

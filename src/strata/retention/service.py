@@ -149,9 +149,7 @@ class Retention:
     def finish_pending(self) -> int:
         """Delete the files an earlier pass listed but did not get to (it was killed), and
         the copies moves left behind once their grace has passed; how many went."""
-        with read_tx(self.lake.engine) as conn:
-            listed = pend.pending(conn)
-        return tiers.finish_deletes(self.lake, listed)
+        return tiers.finish_pending(self.lake)
 
     def due(self, now: datetime) -> bool:
         """Whether a daily pass is due: a policy exists and no pass ended in a day."""

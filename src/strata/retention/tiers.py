@@ -24,7 +24,7 @@ from strata.lake.service import Lake
 from strata.lake.storage import Storage
 from strata.retention import pending as pend
 from strata.retention.pending import Pending
-from strata.store.engine import write_tx
+from strata.store.engine import read_tx, write_tx
 
 _BLOCK = 1 << 20
 _BATCH = 500  # deletions per SQL transaction that holds their dataset
@@ -109,3 +109,11 @@ def finish_deletes(lake: Lake, items: Sequence[Pending], now: datetime | None = 
                 deleted += len(delete)
                 pend.forget(conn, delete + unlist)
     return deleted
+
+
+def finish_pending(lake: Lake, now: datetime | None = None) -> int:
+    """Everything listed for deletion that is due now (what a killed pass or move left,
+    and old copies past their grace); how many went."""
+    with read_tx(lake.engine) as conn:
+        listed = pend.pending(conn)
+    return finish_deletes(lake, listed, now)

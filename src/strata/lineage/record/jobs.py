@@ -341,43 +341,6 @@ def _from_stamp(stamp: list[str]) -> datetime:
     return datetime.strptime(stamp[0], "%Y-%m-%dT%H:%M:%S.%fZ").replace(tzinfo=UTC)
 
 
-def refresh_job_versions(conn: Connection, version_uuids: set[str]) -> None:
-    """Recompute times and latest run of these versions, drop orphans, move current."""
-    jv, r, io = s.job_versions, s.runs, s.job_version_io
-    jobs: set[str] = set()
-    for v in sorted(version_uuids):
-        row = conn.execute(sa.select(jv.c.job_uuid, jv.c.version).where(jv.c.uuid == v)).first()
-        if row is None:
-            continue
-        jobs.add(row.job_uuid)
-        _, state = _state(conn, row.job_uuid)
-        static = (state.get("static") or {}).get(row.version)
-        agg = conn.execute(
-            sa.select(sa.func.min(r.c.created_at), sa.func.max(r.c.updated_at)).where(
-                r.c.job_uuid == row.job_uuid, r.c.job_version_uuid == v
-            )
-        ).one()
-        times = [t for t in (agg[0], agg[1]) if t is not None]
-        if static:
-            times.append(_from_stamp(static))
-        if not times:
-            conn.execute(io.delete().where(io.c.job_version_uuid == v))
-            conn.execute(jv.delete().where(jv.c.uuid == v))
-            continue
-        latest = conn.execute(
-            sa.select(r.c.uuid)
-            .where(r.c.job_uuid == row.job_uuid, r.c.job_version_uuid == v)
-            .order_by(r.c.updated_at.desc(), r.c.uuid.desc())
-            .limit(1)
-        ).scalar()
-        conn.execute(
-            jv.update()
-            .where(jv.c.uuid == v)
-            .values(created_at=min(times), updated_at=max(times), latest_run_uuid=latest)
-        )
-    refresh_current_versions(conn, dict.fromkeys(jobs, (None, False)))
-
-
 def widen_job_versions(
     conn: Connection, runs: Sequence[tuple[str, str, datetime, datetime]]
 ) -> None:
@@ -431,10 +394,11 @@ _LATEST_RUN = (
 )
 
 
-def refresh_pruned_versions(conn: Connection, version_uuids: set[str]) -> None:
-    """:func:`refresh_job_versions` for versions whose runs lineage retention deleted,
-    set by set: a version with no run left (nor a JobEvent's) goes, one with runs left
-    takes their times and its newest as latest run, and each job's current moves."""
+def refresh_job_versions(conn: Connection, version_uuids: set[str]) -> None:
+    """Recompute times and latest run of these versions, drop orphans, move current:
+    a version with no run left (nor a JobEvent's) goes, one with runs left takes their
+    times and its newest as latest run. Set by set (one fold-state read per job), as
+    lineage retention refreshes hundreds at a time."""
     jv, r, io = s.job_versions, s.runs, s.job_version_io
     rows: dict[str, tuple[str, str]] = {}  # version -> (job, fingerprint)
     spans: dict[str, list[Any]] = {}  # version -> its runs' first and last times
@@ -443,12 +407,17 @@ def refresh_pruned_versions(conn: Connection, version_uuids: set[str]) -> None:
         rows.update((str(u), (str(j), str(fp))) for u, j, fp in conn.execute(found))
         runs_left = (
             sa.select(
-                r.c.job_version_uuid, sa.func.min(r.c.created_at), sa.func.max(r.c.updated_at)
+                r.c.job_version_uuid,
+                r.c.job_uuid,
+                sa.func.min(r.c.created_at),
+                sa.func.max(r.c.updated_at),
             )
             .where(r.c.job_version_uuid.in_(part))
-            .group_by(r.c.job_version_uuid)
+            .group_by(r.c.job_version_uuid, r.c.job_uuid)
         )
-        spans.update((str(v), [lo, hi]) for v, lo, hi in conn.execute(runs_left))
+        for v, job, lo, hi in conn.execute(runs_left):
+            if rows.get(str(v), ("",))[0] == str(job):  # the version's own job's runs
+                spans[str(v)] = [lo, hi]
     jobs = {job for job, _ in rows.values()}
     states = {job: _state(conn, job)[1] for job in sorted(jobs)}
     gone: list[str] = []
@@ -463,7 +432,7 @@ def refresh_pruned_versions(conn: Connection, version_uuids: set[str]) -> None:
             continue
         latest = conn.execute(
             sa.select(r.c.uuid)
-            .where(r.c.job_version_uuid == v)
+            .where(r.c.job_uuid == job, r.c.job_version_uuid == v)
             .order_by(r.c.updated_at.desc(), r.c.uuid.desc())
             .limit(1)
         ).scalar()

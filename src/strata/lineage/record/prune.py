@@ -173,7 +173,7 @@ def _delete_runs(conn: Connection, runs: list[str], out: Pruned) -> None:
     versions = _uuids(conn, sa.select(_R.job_version_uuid).where(_R.uuid.in_(runs)))
     out.runs += conn.execute(s.runs.delete().where(_R.uuid.in_(runs))).rowcount
     # A job version's latest run moves to the newest left; one with none left goes.
-    jobs.refresh_pruned_versions(conn, versions)
+    jobs.refresh_job_versions(conn, versions)
 
 
 def _versions_to_delete(conn: Connection, produced: list[str]) -> tuple[list[str], list[str]]:
