@@ -83,7 +83,8 @@ def test_a_lease_released_while_another_tries_for_it_is_never_an_error(
     engine: sa.Engine,
 ) -> None:
     """One holder takes and releases a lease over and over while another tries for it:
-    each try either takes it or names a holder, and the store never has two."""
+    each try either takes it or names the holder, never an error; once the churn
+    stops, the other takes it."""
     stop, errors, seen = threading.Event(), [], set()
 
     def churn() -> None:
@@ -107,4 +108,5 @@ def test_a_lease_released_while_another_tries_for_it_is_never_an_error(
         stop.set()
         thread.join()
     assert not errors, errors[:3]
-    assert "took" in seen and "one" in seen  # both outcomes happened
+    assert seen and seen <= {"took", "one"}
+    assert leases.try_acquire(engine, "busy", "two", 60) is None
