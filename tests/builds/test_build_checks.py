@@ -3,7 +3,7 @@ WARN check commits and is remembered, results are history (CLI, API, lineage).""
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -229,6 +229,39 @@ def test_results_over_http_and_as_openlineage_assertions(project: Project) -> No
         assert by_name["no negative amounts"]["severity"] == "warn"
         assert by_name["no negative amounts"]["column"] == "amount"
         assert by_name["order id is a key"]["success"] is True
+
+
+def test_a_rising_key_is_streamed_and_a_repeat_in_it_still_fails(
+    project: Project, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """An integer key written in order is proved unique one bounded batch at a time,
+    never read whole; a repeat in such a key (no NULL to give it away) is still counted
+    exactly, and a row rule's failure still gets its own count."""
+    from strata.lake.transaction import Transaction
+
+    p = project
+    whole_reads: list[Sequence[str]] = []
+    read_whole = Transaction.pending_columns
+
+    def recorded(self: Transaction, dataset: str, columns: Sequence[str], **kw: Any) -> Any:
+        whole_reads.append(columns)
+        return read_whole(self, dataset, columns, **kw)
+
+    monkeypatch.setattr(Transaction, "pending_columns", recorded)
+    _snapshot(p, "raw/orders", _orders(*[(i, 1.0) for i in range(1, 2000)]))
+    _build(p, "clean/orders")
+    assert whole_reads == []
+    found = {r["check"]: r for r in p.json("checks", "clean/orders")["results"]}
+    assert found["order id is a key"]["observed"]["rows"] == 1999
+    assert found["order id is a key"]["outcome"] == "passed"
+
+    _snapshot(p, "raw/orders", _orders((1, 1.0), (2, -1.0), (2, 1.0), (3, -2.0)))
+    _build(p, "clean/orders", code=1)
+    assert whole_reads == [["order_id"]]
+    failed = {r["check"]: r for r in p.json("checks", "clean/orders")["results"]}
+    key = failed["order id is a key"]
+    assert key["failing"] == 2 and key["observed"]["duplicate_keys"] == 1, key
+    assert failed["no negative amounts"]["failing"] == 2
 
 
 def test_judging_a_written_output_runs_no_spark_job_of_its_own(project: Project) -> None:

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import random
 from collections import Counter
+from collections.abc import Iterator
 from datetime import UTC, date, datetime, timedelta
 from typing import Any
 
@@ -117,3 +118,40 @@ def test_keys_written_in_order_still_count_a_repeat(chunks: list[list[int]]) -> 
     assert sorted(got.tolist()) == _expected(table, ["id"], skip_nulls=True)
     ascending = pa.table({"id": pa.chunked_array([[1, 2, 3], [], [7, 8]], pa.int64())})
     assert check_keys.group_sizes(ascending, ["id"], skip_nulls=True).tolist() == [1] * 5
+
+
+def test_a_key_streamed_in_rising_runs_is_proved_unique() -> None:
+    def arrays(*parts: list[int | None]) -> list[pa.Array]:
+        return [pa.array(p, pa.int64()) for p in parts]
+
+    assert check_keys.each_once(arrays([1, 2, 5], [], [9, 10])) == 5
+    assert check_keys.each_once(iter(arrays(list(range(100_000))))) == 100_000
+    assert check_keys.each_once([pa.array([3, 4], pa.int32())]) == 2
+    assert check_keys.each_once([]) == 0
+    # Files written in order, listed in any order: runs whose ranges do not overlap.
+    assert check_keys.each_once(arrays([50, 60], [70], [1, 2], [3, 40])) == 7
+    assert check_keys.each_once(arrays([10, 11, 1, 2, 5, 6])) == 6
+    # Anything else is left to the full count: a repeat (in a run, across arrays, in
+    # another run), overlapping runs, a NULL, a type that is not an integer.
+    assert check_keys.each_once(arrays([1, 2, 2, 3])) is None
+    assert check_keys.each_once(arrays([1, 2], [2, 3])) is None
+    assert check_keys.each_once(arrays([5, 6], [1, 5])) is None
+    assert check_keys.each_once(arrays([1, 5], [3, 4])) is None
+    assert check_keys.each_once(arrays([1, None, 3])) is None
+    assert check_keys.each_once([pa.array(["a", "b"])]) is None
+
+
+def test_unordered_keys_stop_the_stream_early(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Past the limit of runs the stream is read no further: the full count is cheaper."""
+    monkeypatch.setattr(check_keys, "_MAX_RUNS", 4)
+    taken: list[int] = []
+
+    def arrays() -> Iterator[pa.Array]:
+        for i, part in enumerate(([1, 2], [0, 9, 3, 8, 4, 7, 5], [7, 8])):
+            taken.append(i)
+            yield pa.array(part, pa.int64())
+
+    assert check_keys.each_once(arrays()) is None
+    assert taken == [0, 1]
+    shuffled = np.random.default_rng(5).permutation(100_000)
+    assert check_keys.each_once([pa.array(shuffled)]) is None

@@ -3,7 +3,9 @@
 Row rules become counts of failing rows, row counts one count, and key rules a count
 per key. What a build wrote was already seen once, by its write: the row measures are
 observed in that pass (:func:`row_measures`), and the key columns, read back from the
-written Parquet files, are counted on this process (:mod:`strata.builds.check_keys`).
+written Parquet files, are counted on this process (:mod:`strata.builds.check_keys`):
+an integer key written in rising order is proved unique by streaming it, any other key
+is read whole and counted.
 Otherwise one Spark aggregation judges all: ``GROUPING SETS`` (the empty set for the
 totals, one per key), then a small one over the groups. Samples of bad rows are read
 only for a check that failed. An incremental output is judged whole after its append;
@@ -14,11 +16,12 @@ already there (a semi-join on the key columns, not a rescan of every column).
 from __future__ import annotations
 
 import operator
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Generator, Mapping, Sequence
+from contextlib import closing
 from dataclasses import dataclass
 from datetime import date, datetime
 from decimal import Decimal
-from functools import cached_property, partial
+from functools import cached_property, partial, reduce
 from typing import TYPE_CHECKING, Any
 
 from strata.builds import check_keys
@@ -37,6 +40,9 @@ from strata.lake.frames import is_plan_error
 if TYPE_CHECKING:
     import pyarrow as pa
     from pyspark.sql import Column, DataFrame
+
+# The row measures' names: all rows, and the rows failing any rule (a write observes them).
+ROWS, ANY_FAILING = "_s_rows", "_s_any"
 
 
 @dataclass(frozen=True)
@@ -57,6 +63,8 @@ class Target:
     seen: Mapping[str, int] | None = None
     # ``frame``'s columns as an Arrow table on this process; None when too big.
     columns: Callable[[Sequence[str]], pa.Table | None] | None = None
+    # One of ``frame``'s columns as bounded Arrow arrays, in the order written.
+    column_arrays: Callable[[str], Generator[pa.Array[Any], None, None]] | None = None
     # ``frame``'s column types (Spark's simple strings), when known without it.
     types: Mapping[str, str] | None = None
 
@@ -193,15 +201,23 @@ def _failing_rows(rule: RowRule) -> Column:
 
 
 def row_measures(checks: Sequence[Check]) -> dict[str, Column]:
-    """The per-row sums ``checks`` need (rows, failing rows of each row rule, NULL keys),
-    named as :func:`judge` reads them: a writer may observe them in its own pass
-    (:attr:`Target.seen`), so that judging them reads nothing."""
+    """What a writer observes in its own pass so that judging ``checks`` reads nothing
+    when they hold: the rows, and the rows failing any row rule or with a NULL key
+    (:attr:`Target.seen`). One count for all rules costs the write one aggregate, not
+    one per rule; each rule's own count is taken only when some row failed."""
     return _made_once(checks, _row_measures)
 
 
 def _row_measures(checks: Sequence[Check]) -> dict[str, Column]:
+    from pyspark.sql import functions as sf
+
     leaves = [leaf for c in checks for leaf in _leaves(c.expectation)]
-    return {name: build() for name, build in _per_row(leaves).items()}
+    per_row = _failing_tests(leaves)
+    out = {ROWS: sf.count(sf.lit(1))}
+    if per_row:
+        tests = [make() for make in per_row.values()]
+        out[ANY_FAILING] = sf.count_if(reduce(operator.or_, tests))
+    return out
 
 
 # A transform's checks are the same objects from build to build, and their Spark
@@ -232,15 +248,23 @@ def _per_row(leaves: Sequence[Expectation]) -> dict[str, Callable[[], Column]]:
     costs: a measure the write observed is never built again)."""
     from pyspark.sql import functions as sf
 
+    per_row: dict[str, Callable[[], Column]] = {ROWS: partial(sf.count, sf.lit(1))}
+    for name, test in _failing_tests(leaves).items():
+        per_row[name] = partial(_count_where, test)
+    return per_row
+
+
+def _failing_tests(leaves: Sequence[Expectation]) -> dict[str, Callable[[], Column]]:
+    """Each row test whose count judges a rule (a failing row, a NULL key), by name."""
     rules = [e for e in leaves if isinstance(e, RowRule)]
     keyed = [e for e in leaves if isinstance(e, KeyRule)]
-    per_row: dict[str, Callable[[], Column]] = {"_s_rows": partial(sf.count, sf.lit(1))}
+    tests: dict[str, Callable[[], Column]] = {}
     for i, r in enumerate(rules):
-        per_row[f"_s_r{i}"] = partial(_count_where, partial(_failing_rows, r))
+        tests[f"_s_r{i}"] = partial(_failing_rows, r)
     for i, k in enumerate(keyed):
         if k.not_null:
-            per_row[f"_s_n{i}"] = partial(_count_where, partial(_any_null, k.keys))
-    return per_row
+            tests[f"_s_n{i}"] = partial(_any_null, k.keys)
+    return tests
 
 
 def _count_where(test: Callable[[], Column]) -> Column:
@@ -258,14 +282,17 @@ def _aggregate(target: Target, leaves: Sequence[Expectation]) -> dict[int, _Foun
     rules = [e for e in leaves if isinstance(e, RowRule)]
     keyed = [e for e in leaves if isinstance(e, KeyRule)]
     per_row = _per_row(leaves)
-    keys = _key_columns(target, keyed)
-    if keyed and keys is None:
+    once = _each_once(target, keyed)
+    keys = _key_columns(target, keyed) if once is None else None
+    if keyed and once is None and keys is None:
         row = _grouped(target.frame, keyed, {n: build() for n, build in per_row.items()})
     else:
         row = _totals(target, per_row)
-        if keys is not None:
+        if once is not None:
+            row |= _counted_once(once, keyed)
+        elif keys is not None:
             row |= _counted(keys, keyed)
-    rows = int(row["_s_rows"] or 0)
+    rows = int(row[ROWS] or 0)
     out: dict[int, _Found] = {}
     for i, r in enumerate(rules):
         bad = int(row[f"_s_r{i}"] or 0)
@@ -279,11 +306,45 @@ def _aggregate(target: Target, leaves: Sequence[Expectation]) -> dict[int, _Foun
 
 
 def _totals(target: Target, per_row: Mapping[str, Callable[[], Column]]) -> dict[str, Any]:
-    """The row measures: as the write observed them, else from one pass."""
-    if target.seen is not None and per_row.keys() <= target.seen.keys():
-        return {n: target.seen[n] for n in per_row}
+    """The row measures: from what the write observed when no row failed, else from
+    one pass."""
+    seen = target.seen
+    held = seen is not None and (per_row.keys() == {ROWS} or seen.get(ANY_FAILING) == 0)
+    if seen is not None and held and ROWS in seen:
+        return {n: seen[ROWS] if n == ROWS else 0 for n in per_row}
     totals = target.frame.agg(*[build().alias(n) for n, build in per_row.items()]).collect()[0]
     return dict(totals.asDict())
+
+
+def _each_once(target: Target, keyed: Sequence[KeyRule]) -> int | None:
+    """The row count, when every key rule is on one integer column written in rising
+    order, so that each key appears once: proved by streaming that column, never
+    holding it (see :func:`check_keys.each_once`)."""
+    keys = {k.keys for k in keyed}
+    if len(keys) != 1 or target.column_arrays is None:
+        return None
+    (columns,) = keys
+    types = target.types or {}
+    if len(columns) != 1 or types.get(columns[0]) not in _INTEGERS:
+        return None
+    with closing(target.column_arrays(columns[0])) as arrays:
+        return check_keys.each_once(arrays)
+
+
+_INTEGERS = frozenset({"tinyint", "smallint", "int", "bigint"})
+
+
+def _counted_once(rows: int, keyed: Sequence[KeyRule]) -> dict[str, Any]:
+    """The key rules' figures (as :func:`_grouped` names them) when each of ``rows``
+    rows has a key of its own: no duplicate, and every group holds one row."""
+    out: dict[str, Any] = {}
+    for i, k in enumerate(keyed):
+        if k.op is None:
+            out[f"_s_dk{i}"], out[f"_s_dr{i}"] = 0, 0
+        else:
+            out[f"_s_gb{i}"] = 0 if bool(k.holds(1)) else rows
+            out[f"_s_gn{i}"] = rows
+    return out
 
 
 def _key_columns(target: Target, keyed: Sequence[KeyRule]) -> pa.Table | None:
@@ -355,11 +416,11 @@ def _grouped(
     for i, k in enumerate(keyed):
         mine = within(k.keys)
         if k.op is None:
-            dup = mine & ~_any_null(k.keys) & (sf.col("_s_rows") > 1)
+            dup = mine & ~_any_null(k.keys) & (sf.col(ROWS) > 1)
             over.append(sf.count(sf.when(dup, 1)).alias(f"_s_dk{i}"))
-            over.append(sf.sum(sf.when(dup, sf.col("_s_rows"))).alias(f"_s_dr{i}"))
+            over.append(sf.sum(sf.when(dup, sf.col(ROWS))).alias(f"_s_dr{i}"))
         else:
-            bad = mine & ~_holds(k, sf.col("_s_rows"))
+            bad = mine & ~_holds(k, sf.col(ROWS))
             over.append(sf.count(sf.when(bad, 1)).alias(f"_s_gb{i}"))
             over.append(sf.count(sf.when(mine, 1)).alias(f"_s_gn{i}"))
     return dict(groups.agg(*over).collect()[0].asDict())

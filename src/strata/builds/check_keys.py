@@ -10,7 +10,8 @@ count.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
+from itertools import pairwise
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
@@ -19,10 +20,66 @@ if TYPE_CHECKING:
 
 #: Above this size of key columns (uncompressed, in the Parquet footers), Spark judges.
 MAX_BYTES = 512 * 1024 * 1024
+# Beyond this many rising runs a streamed key is unordered: counting it in full is cheaper.
+_MAX_RUNS = 4096
 # At most this many sorted runs are merged rather than sorted anew.
 _FEW_RUNS = 64
 # Rows of string keys hashed per step: bounds the memory of the byte arrays.
 _BYTES_PER_STEP = 1 << 23
+
+
+def each_once(arrays: Iterable[pa.Array[Any]]) -> int | None:
+    """The row count of one integer key column, read as a stream of arrays, when no
+    value repeats and none is NULL. Proved from its rising runs: the values rise strictly
+    within each run, and the runs' ranges do not overlap. That is how keys are usually
+    written (ids in order, each file one run, the files in any order). None as soon as
+    that is not so: a repeat, a NULL, too many runs (the caller counts the keys in
+    full). Memory stays one array's, however long the column."""
+    import numpy as np
+    import pyarrow as pa
+
+    rows, runs = 0, _Runs()
+    for array in arrays:
+        if not pa.types.is_integer(array.type) or array.null_count:
+            return None
+        values = array.to_numpy()
+        if not len(values):
+            continue
+        if np.any(values[1:] == values[:-1]) or not runs.extend(values):
+            return None
+        rows += len(values)
+    return rows if runs.disjoint() else None
+
+
+class _Runs:
+    """The first and last value of each strictly rising run of a stream of integers."""
+
+    def __init__(self) -> None:
+        self.firsts: list[int] = []
+        self.lasts: list[int] = []
+
+    def extend(self, values: np.ndarray) -> bool:
+        """Add ``values`` (no two neighbours equal); False when the runs are too many."""
+        import numpy as np
+
+        falls = np.flatnonzero(values[1:] < values[:-1])
+        if len(self.lasts) + len(falls) >= _MAX_RUNS:
+            return False
+        starts = (falls + 1).tolist()
+        ends = [i - 1 for i in starts] + [len(values) - 1]
+        if self.lasts and values[0] > self.lasts[-1]:  # the open run goes on
+            self.lasts[-1] = int(values[ends[0]])
+        else:
+            self.firsts.append(int(values[0]))
+            self.lasts.append(int(values[ends[0]]))
+        self.firsts.extend(int(values[i]) for i in starts)
+        self.lasts.extend(int(values[i]) for i in ends[1:])
+        return True
+
+    def disjoint(self) -> bool:
+        """Whether no two runs' ranges overlap (then no value is in two runs)."""
+        ranges = sorted(zip(self.firsts, self.lasts, strict=True))
+        return all(a[1] < b[0] for a, b in pairwise(ranges))
 
 
 def supported(types: Sequence[pa.DataType]) -> bool:

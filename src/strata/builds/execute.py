@@ -12,7 +12,7 @@ from __future__ import annotations
 import logging
 import time
 import traceback
-from collections.abc import Mapping, Sequence
+from collections.abc import Generator, Mapping, Sequence
 from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING, Any
@@ -411,8 +411,19 @@ def _written(
         def columns(cols: Sequence[str]) -> pa.Table | None:
             return txn.pending_columns(name, cols, since=mark, max_bytes=check_keys.MAX_BYTES)
 
+        def column_arrays(col: str) -> Generator[pa.Array[Any], None, None]:
+            return txn.pending_column_arrays(name, col, since=mark)
+
         seen, types = txn.watched(name), txn.pending_types(name)
-        return Target(name, "output", written, seen=seen, columns=columns, types=types)
+        return Target(
+            name,
+            "output",
+            written,
+            seen=seen,
+            columns=columns,
+            column_arrays=column_arrays,
+            types=types,
+        )
     appended = txn.pending_frame(spark, name, since=mark)
     previous = lake.read(name, version=base, spark=spark)
     whole = previous.unionByName(appended, allowMissingColumns=True)

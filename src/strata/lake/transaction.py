@@ -8,7 +8,7 @@ not at all).
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Generator, Mapping, Sequence
 from datetime import UTC, datetime
 from types import TracebackType
 from typing import TYPE_CHECKING, Any, Protocol
@@ -413,6 +413,20 @@ class Transaction:
         if max_bytes and _column_bytes(found, columns) > max_bytes:
             return None
         return found.to_table(columns=list(columns))
+
+    def pending_column_arrays(
+        self, dataset: str, column: str, since: int = 0, rows: int = 1 << 18
+    ) -> Generator[pa.Array[Any], None, None]:
+        """One ``column`` of what was written (since the ``since``-th container), as
+        arrays of at most ``rows`` values in the containers' order: read with pyarrow
+        one bounded batch at a time, so that memory stays one batch's."""
+        import pyarrow.parquet as pq
+
+        storage = self._lake.storage
+        for e in self._part(dataset).adds[since:]:
+            with storage.fs.open_input_file(storage.local(e.path)) as f:
+                for batch in pq.ParquetFile(f).iter_batches(batch_size=rows, columns=[column]):
+                    yield batch.column(0)
 
     def type_of(self, dataset: str) -> str:
         """How ``dataset``'s part commits: SNAPSHOT, APPEND, UPDATE or DELETE."""
