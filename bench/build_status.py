@@ -77,8 +77,8 @@ def populate(lake: Any, service: Any, history: int) -> float:
     """Commit ``history`` built versions of every derived dataset; returns seconds."""
     import pyarrow as pa
 
-    from strata.builds import run_events as ev
-    from strata.builds.program_files import program_text
+    from strata.builds.execution import run_events as ev
+    from strata.builds.programs.files import program_text
     from strata.ids import new_id
     from strata.lineage.record.apply import record_batch
 

@@ -8,7 +8,7 @@ round; the figure is the ratio of their build times (target: with / without <= 1
 The derivation runs on a thread beside the output's write; its own time is reported too
 (per transform, and as a share of the build, were it not overlapped).
 
-A plan's lineage is kept by the plan's signature (``builds/plan_cache.py``), so a
+A plan's lineage is kept by the plan's signature (``builds/columns/plan_cache.py``), so a
 rebuild of the same plans derives nothing: the default measures that, the steady state
 of a pipeline rebuilt on new data (here the ten steps even share one plan). ``--cold``
 derives every output's lineage anew, as for programs never built before.
@@ -49,7 +49,8 @@ for _i in range({n}):
 def measure(backend: str, rows: int, n: int, rounds: int, cold: bool) -> dict[str, Any]:
     from pyspark.sql import functions as F  # noqa: N812
 
-    from strata.builds import execute, plan_cache, plan_lineage
+    from strata.builds.columns import plan_cache, plan_lineage
+    from strata.builds.execution import execute
     from strata.builds.service import BuildService
     from strata.lake.spark import get_spark
     from strata.settings import Settings

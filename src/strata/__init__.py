@@ -2,9 +2,9 @@
 
 from __future__ import annotations
 
-from strata.builds import expectations
-from strata.builds.checks import Check
-from strata.builds.transforms import (
+from strata.builds.checks import expectations
+from strata.builds.checks.check import Check
+from strata.builds.programs.transforms import (
     Input,
     Output,
     Transform,

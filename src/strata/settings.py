@@ -41,7 +41,8 @@ class Settings:
     pipelines: tuple[str, ...] = ()
     build_lease_seconds: float = 300.0
     partition_limit: int = 10_000
-    # ``[[schedule]]`` tables of strata.toml, as written: checked by strata.builds.schedules.
+    # ``[[schedule]]`` tables of strata.toml, as written: checked by
+    # strata.builds.workers.schedules.
     schedules: tuple[dict[str, Any], ...] = ()
     # ``[[retention]]`` tables of strata.toml, as written: checked by strata.retention.
     retention: tuple[dict[str, Any], ...] = ()

@@ -151,12 +151,12 @@ def test_a_plan_that_cannot_be_followed_leaves_no_lineage_and_one_warning(
     settings: Settings, caplog: pytest.LogCaptureFixture
 ) -> None:
     """Lineage describes a run and is never a reason for it to fail."""
-    from strata.builds import execute
+    from strata.builds.execution import execute
     from strata.lake.service import Lake
 
     lake = Lake(settings)
     try:
-        with caplog.at_level("WARNING", logger="strata.builds.execute"):
+        with caplog.at_level("WARNING", logger="strata.builds.execution.execute"):
             assert execute.derive_lineage(lake, {}, "out/x", "not a Spark frame") is None
     finally:
         lake.engine.dispose()

@@ -12,7 +12,7 @@ import sqlalchemy as sa
 from openlineage.client.transport.composite import CompositeTransport
 
 from ol_events import run_event
-from strata.builds.run_events import Emitter
+from strata.builds.execution.run_events import Emitter
 from strata.errors import InvalidEvent
 from strata.store import schema as s
 
@@ -55,7 +55,7 @@ def test_a_remote_out_of_reach_is_logged_and_the_store_keeps_the_event(
         sock.bind(("127.0.0.1", 0))
         port = sock.getsockname()[1]
     monkeypatch.setenv("OPENLINEAGE_URL", f"http://127.0.0.1:{port}")
-    with caplog.at_level(logging.WARNING, logger="strata.builds.transports"):
+    with caplog.at_level(logging.WARNING, logger="strata.builds.execution.transports"):
         Emitter(engine).emit(run_event("START"))
     assert stored(engine) == 1
     assert any("could not send lineage event" in r.getMessage() for r in caplog.records)

@@ -132,7 +132,7 @@ def test_unknown_datasets_and_versions(project: Project) -> None:
 
 
 def test_reproduce_refuses_a_wrong_version_before_starting_spark(project: Project) -> None:
-    from strata.builds.reproduce import reproduce
+    from strata.builds.execution.reproduce import reproduce
     from strata.errors import NotFound
 
     p = project

@@ -19,8 +19,8 @@ from fastapi.testclient import TestClient
 
 from ol_events import run_event
 from strata.api.app import create_app
-from strata.builds.causes import Cause, CauseKind
 from strata.builds.service import BuildService
+from strata.builds.staleness.causes import Cause, CauseKind
 from strata.lake.service import Lake
 from strata.settings import Settings
 

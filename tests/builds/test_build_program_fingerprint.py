@@ -14,7 +14,7 @@ from types import ModuleType
 
 import pytest
 
-from strata.builds.fingerprint import ProgramCode, program_code, program_fingerprint
+from strata.builds.programs.fingerprint import ProgramCode, program_code, program_fingerprint
 from strata.errors import InvalidArgument
 
 _names = itertools.count()
@@ -274,6 +274,17 @@ def test_code_outside_the_root_counts_by_name(
         hashes.add(code.code_hash)
         assert set(code.files) == {"mod.py"}
     assert len(hashes) == 1
+
+
+def test_strata_itself_counts_by_name_wherever_its_modules_sit() -> None:
+    """A pipeline folder holding strata's source (a checkout) still sees strata as a
+    library: every strata module, not only the build service's, counts by name."""
+    import strata
+    from strata.builds.programs import fingerprint
+
+    package = Path(strata.__file__).resolve().parent
+    assert package in fingerprint._library_dirs()
+    assert Path(fingerprint.__file__).resolve().is_relative_to(package)
 
 
 def test_installed_packages_inside_the_root_count_by_name(load: Load) -> None:

@@ -10,8 +10,8 @@ from concurrent.futures import ThreadPoolExecutor
 import sqlalchemy as sa
 from build_support import Project
 
-from strata.builds.discovery import Declared, load_pipelines
-from strata.builds.program_files import program_text
+from strata.builds.programs.discovery import Declared, load_pipelines
+from strata.builds.programs.files import program_text
 from strata.builds.state import BuildState
 from strata.builds.state.programs import Program
 from strata.store import schema as s

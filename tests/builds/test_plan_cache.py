@@ -10,7 +10,7 @@ from typing import Any
 import pytest
 from build_support import SHOP, Project, clicks, project_of, users
 
-from strata.builds import plan_cache, plan_lineage
+from strata.builds.columns import plan_cache, plan_lineage
 from strata.settings import Settings
 
 

@@ -9,7 +9,7 @@ from typing import Any
 
 import pytest
 
-from strata.builds import plan_lineage
+from strata.builds.columns import plan_lineage
 
 Edges = dict[str, dict[tuple[str, str], set[str]]]
 

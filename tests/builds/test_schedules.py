@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 from build_support import Project, users
 
-from strata.builds.schedules import Schedule
+from strata.builds.workers.schedules import Schedule
 
 HOURLY = Schedule("s", "0 * * * *", ("x",))
 

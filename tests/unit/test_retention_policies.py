@@ -128,7 +128,7 @@ def test_a_file_is_freed_only_when_no_kept_version_reads_it() -> None:
 
 
 def test_an_incremental_cause_says_retention_purged_part_of_the_range() -> None:
-    from strata.builds.causes import Cause, CauseKind
+    from strata.builds.staleness.causes import Cause, CauseKind
 
     detail = {"built_from": 1, "current": 3, "version": 2, "type": "PURGED"}
     cause = Cause("clean/clicks", CauseKind.INPUT_REWRITTEN, "raw/clicks", detail)

@@ -10,7 +10,7 @@ import time
 from collections.abc import Callable
 from pathlib import Path
 
-from strata.builds import syntax
+from strata.builds.programs import syntax
 
 SRC = Path(syntax.__file__).parent
 

@@ -23,10 +23,10 @@ from datetime import UTC, datetime
 from typing import Any
 
 from strata.api.views import ts
-from strata.builds.builder import BuildReport, Step
-from strata.builds.causes import Outcome
-from strata.builds.leasing import heartbeat
+from strata.builds.execution.builder import BuildReport, Step
+from strata.builds.execution.leasing import heartbeat
 from strata.builds.service import BuildService
+from strata.builds.staleness.causes import Outcome
 from strata.builds.state.leases import Taken
 from strata.builds.state.requests import BuildRequest, server_lease
 from strata.errors import NotFound, StoreError, StrataError

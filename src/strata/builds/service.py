@@ -9,12 +9,15 @@ from collections.abc import Collection, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from typing import TYPE_CHECKING, Any
 
-from strata.builds import column_changes, column_trace, history, status
-from strata.builds.builder import Builder, BuildReport, Reporter
-from strata.builds.discovery import Pipelines, load_pipelines, source_stamp
+from strata.builds import history
+from strata.builds.columns import changes as column_changes
+from strata.builds.columns import trace as column_trace
+from strata.builds.execution.builder import Builder, BuildReport, Reporter
 from strata.builds.history import Entry
+from strata.builds.programs.discovery import Pipelines, load_pipelines, source_stamp
+from strata.builds.staleness import status
+from strata.builds.staleness.status import DatasetStatus, from_store
 from strata.builds.state import BuildState
-from strata.builds.status import DatasetStatus, from_store
 from strata.errors import InvalidArgument, NotFound, PipelineError, StrataError
 from strata.lake.service import Lake, connect
 from strata.settings import Settings
@@ -22,7 +25,7 @@ from strata.settings import Settings
 if TYPE_CHECKING:
     from pyspark.sql import SparkSession
 
-    from strata.builds.reproduce import Reproduction
+    from strata.builds.execution.reproduce import Reproduction
 
 
 class BuildService:
@@ -126,7 +129,8 @@ class BuildService:
         reporter: Reporter | None = None,
         partitions: Sequence[Mapping[str, str]] | None = None,
     ) -> BuildReport:
-        """Bring ``datasets`` (or every root) up to date; see :mod:`strata.builds.builder`.
+        """Bring ``datasets`` (or every root) up to date (see
+        :mod:`strata.builds.execution.builder`).
         ``full`` runs the transforms writing ``datasets`` (every transform, with
         ``everything``) whole, incremental ones included. ``partitions`` (keys whose
         values may be ranges ``a..b``) limits the named datasets' partitioned transforms
@@ -201,7 +205,7 @@ class BuildService:
             )
         if partition is None:
             return history.trace(self.state, dataset, version)
-        from strata.builds.partition_trace import partition_trace
+        from strata.builds.partitions.trace import partition_trace
 
         def whole(name: str, at: int | None) -> dict[str, Any]:
             return history.trace(self.state, name, at)
@@ -240,7 +244,7 @@ class BuildService:
         version: int | None = None,
         partition: Mapping[str, list[str]] | None = None,
     ) -> Reproduction:
-        from strata.builds.reproduce import reproduce
+        from strata.builds.execution.reproduce import reproduce
 
         return reproduce(self.lake, self._spark, dataset, version, partition)
 

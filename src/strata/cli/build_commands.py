@@ -12,8 +12,8 @@ import typer
 from rich.console import Console
 from rich.markup import escape
 
-from strata.builds.causes import Outcome, Status
-from strata.builds.status import DatasetStatus
+from strata.builds.staleness.causes import Outcome, Status
+from strata.builds.staleness.status import DatasetStatus
 from strata.cli.common import point_to_spark_log, reported
 from strata.cli.options import JsonOpt, PipelineOpt, service_from
 from strata.cli.output import emit_json, emit_table, err_console
@@ -21,7 +21,7 @@ from strata.cli.progress import BuildProgress, first_line
 from strata.errors import InvalidArgument, StrataError
 
 if TYPE_CHECKING:
-    from strata.builds.builder import BuildReport
+    from strata.builds.execution.builder import BuildReport
     from strata.builds.service import BuildService
 
 
@@ -262,9 +262,9 @@ def worker(
     schedule names when it is due; run retention daily where a policy exists."""
     from rich.markup import escape
 
-    from strata.builds.scheduler import Fired
     from strata.builds.state.triggers import Claim
-    from strata.builds.worker import Attempt, run_worker
+    from strata.builds.workers.scheduler import Fired
+    from strata.builds.workers.worker import Attempt, run_worker
     from strata.retention.service import RetentionReport
 
     with reported():
@@ -316,7 +316,7 @@ def worker(
 
 def schedules(ctx: typer.Context, pipeline: PipelineOpt = None, json: JsonOpt = False) -> None:
     """Each schedule: its cron and targets, its last firing and outcome, its next firing."""
-    from strata.builds.scheduler import overview
+    from strata.builds.workers.scheduler import overview
 
     with reported():
         found = overview(service_from(ctx, pipeline))

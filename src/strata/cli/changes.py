@@ -9,7 +9,7 @@ from typing import TYPE_CHECKING, Annotated
 import typer
 from rich.markup import escape
 
-from strata.builds.causes import Status
+from strata.builds.staleness.causes import Status
 from strata.cli.build_commands import causes_text
 from strata.cli.common import parse_time, reported, settings_from
 from strata.cli.options import JsonOpt, PipelineOpt, service_from
@@ -19,7 +19,7 @@ from strata.errors import InvalidArgument
 if TYPE_CHECKING:
     from pathlib import Path
 
-    from strata.builds.status import DatasetStatus
+    from strata.builds.staleness.status import DatasetStatus
     from strata.lineage.query.changes import Changes
     from strata.settings import Settings
 

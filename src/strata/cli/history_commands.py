@@ -7,7 +7,7 @@ from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
 
-from strata.builds.causes import program_label
+from strata.builds.staleness.causes import program_label
 from strata.cli.common import reported
 from strata.cli.options import JsonOpt, PipelineOpt, service_from
 from strata.cli.output import emit_json, emit_table, err_console

@@ -18,10 +18,10 @@ from rich.console import Console
 from rich.markup import escape
 from rich.progress import Progress, SpinnerColumn, TaskID, TextColumn, TimeElapsedColumn
 
-from strata.builds.causes import Outcome
+from strata.builds.staleness.causes import Outcome
 
 if TYPE_CHECKING:
-    from strata.builds.builder import Step
+    from strata.builds.execution.builder import Step
     from strata.builds.state.leases import Taken
 
 MARKS = {

@@ -63,7 +63,7 @@ def impact(
     json: JsonOpt = False,
 ) -> None:
     """Every field of the current versions derived from a column, directly or not."""
-    from strata.builds.column_trace import parse_column_ref
+    from strata.builds.columns.trace import parse_column_ref
 
     with reported():
         dataset, column = parse_column_ref(ref)
@@ -166,7 +166,7 @@ def show_program(
     json: JsonOpt = False,
 ) -> None:
     """The stored source files of the program version that built a dataset version."""
-    from strata.builds.program_files import files_diff
+    from strata.builds.programs.files import files_diff
     from strata.lake.names import parse_ref
 
     with reported():

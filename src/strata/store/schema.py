@@ -607,7 +607,7 @@ retention_passes = sa.Table(
     sa.Index("ix_retention_passes_ended_at", "ended_at"),
 )
 
-# Schedules (strata.builds.schedules): when a worker first saw each (firings missed before
+# Schedules (strata.builds.workers.schedules): when a worker first saw each (firings missed before
 # that are not caught up), and each firing taken. A firing's key is its schedule and due
 # time: the worker whose insert lands takes it, so no firing is built twice.
 schedules = sa.Table(

@@ -94,7 +94,7 @@ def get_run_checks(request: Request, run: str) -> Response:
 def get_schedules(request: Request) -> Response:
     """Each schedule with its last firing and outcome and its next firing (as
     `strata schedules --json`)."""
-    from strata.builds.scheduler import overview
+    from strata.builds.workers.scheduler import overview
 
     return views.json_response({"schedules": overview(_service(request))})
 

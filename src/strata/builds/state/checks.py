@@ -10,7 +10,7 @@ from typing import Any
 import sqlalchemy as sa
 from sqlalchemy.engine import Connection
 
-from strata.builds.checks import CheckResult
+from strata.builds.checks.check import CheckResult
 from strata.store.bulk import chunks
 from strata.store.schema import check_results, dataset_versions, datasets
 

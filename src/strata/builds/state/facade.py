@@ -15,7 +15,7 @@ from typing import Any
 
 from sqlalchemy.engine import Engine
 
-from strata.builds.checks import CheckResult
+from strata.builds.checks.check import CheckResult
 from strata.builds.state import (
     catalog,
     checks,

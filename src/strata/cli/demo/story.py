@@ -21,7 +21,7 @@ from rich.markup import escape
 from rich.progress import BarColumn, Progress, SpinnerColumn, TextColumn, TimeElapsedColumn
 
 from strata import ids
-from strata.builds.causes import CauseKind, Outcome
+from strata.builds.staleness.causes import CauseKind, Outcome
 from strata.cli.build_commands import causes_line, how_it_ran
 from strata.cli.demo.example import DAILY, HOURLY, DemoState
 from strata.cli.output import console, emit_table
@@ -31,7 +31,7 @@ from strata.errors import InvalidArgument, StrataError
 if TYPE_CHECKING:
     import pyarrow as pa
 
-    from strata.builds.builder import BuildReport
+    from strata.builds.execution.builder import BuildReport
     from strata.builds.service import BuildService
     from strata.lake.service import Lake
 
@@ -190,7 +190,7 @@ class Story:
     def late_data(self) -> None:
         """Late clicks for the first hour flow down the graph through ``worker --once``."""
         self.chapter("late clicks for the first hour, carried down by `strata worker --once`")
-        from strata.builds.worker import run_worker
+        from strata.builds.workers.worker import run_worker
 
         before = self.lake.version(RESULT).commit_id
         self.state.runs += 1

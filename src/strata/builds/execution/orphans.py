@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from strata.builds.run_events import Emitter, JobRef, RunSpec, run_event
+from strata.builds.execution.run_events import Emitter, JobRef, RunSpec, run_event
 from strata.builds.state import BuildState
 from strata.errors import RunAbandoned
 

@@ -17,18 +17,19 @@ from dataclasses import dataclass, field
 from functools import cached_property
 from typing import TYPE_CHECKING, Any, Protocol
 
-from strata.builds import incremental, partition_plan
-from strata.builds.causes import Cause, Outcome
-from strata.builds.discovery import Declared, Pipelines
-from strata.builds.execute import RunContext, RunResult, resolve_inputs, run_transform
-from strata.builds.leasing import held, lease_holder
-from strata.builds.orphans import abort_orphaned_runs
-from strata.builds.partition_runs import PartitionRun, run_partitions
-from strata.builds.run_events import Emitter, JobRef, RunSpec, run_event
+from strata.builds.execution import incremental
+from strata.builds.execution.execute import RunContext, RunResult, resolve_inputs, run_transform
+from strata.builds.execution.leasing import held, lease_holder
+from strata.builds.execution.orphans import abort_orphaned_runs
+from strata.builds.execution.run_events import Emitter, JobRef, RunSpec, run_event
+from strata.builds.partitions import planning
+from strata.builds.partitions.runs import PartitionRun, run_partitions
+from strata.builds.programs.discovery import Declared, Pipelines
+from strata.builds.staleness.causes import Cause, Outcome
+from strata.builds.staleness.status import from_store, own_causes
 from strata.builds.state import BuildState
 from strata.builds.state.catalog import Current
 from strata.builds.state.leases import Taken
-from strata.builds.status import from_store, own_causes
 from strata.errors import NotFound, StrataError, can_pass
 from strata.ids import new_id
 from strata.lake.registry import Version
@@ -226,7 +227,7 @@ class _BuildRun:
     @cached_property
     def _declared(self) -> dict[str, Sequence[str]]:
         """Each partitioned output the loaded pipelines declare, with its columns."""
-        return partition_plan.declared_partitioning(self.builder.pipelines.transforms.values())
+        return planning.declared_partitioning(self.builder.pipelines.transforms.values())
 
     def _by_partition(self, item: Declared) -> bool:
         """Whether ``item`` builds partition by partition (one of its inputs is
@@ -236,10 +237,8 @@ class _BuildRun:
         stored = self.builder.state.partition_by(item.input_names)
         return any(n in stored or n in self._declared for n in item.input_names)
 
-    def _partition_facts(
-        self, item: Declared, now: dict[str, Current]
-    ) -> partition_plan.PartitionFacts:
-        return partition_plan.gather(self.builder.state, [item], now, self._declared)
+    def _partition_facts(self, item: Declared, now: dict[str, Current]) -> planning.PartitionFacts:
+        return planning.gather(self.builder.state, [item], now, self._declared)
 
     def _blocked(self, item: Declared) -> Step | None:
         """Skipped: an upstream transform of this build failed or was skipped, whole or
@@ -310,12 +309,12 @@ class _BuildRun:
         """A partitioned transform's map, the partitions this build runs, and the causes
         of those out of date, by output."""
         facts = self._partition_facts(item, now)
-        layout, views = partition_plan.assess_item(item, now, facts)
+        layout, views = planning.assess_item(item, now, facts)
         found = next(iter(views.values()))
         by = item.transform.partition_by or ()
         wanted = [w for w in self.wanted or () if set(w) <= set(by)]
         forced = self.force or item.fqn in self.full or (item.fqn in self.backfill and wanted)
-        keys = partition_plan.select(
+        keys = planning.select(
             [p.key for p in found if forced or p.stale], wanted if wanted else None
         )
         chosen = set(keys)

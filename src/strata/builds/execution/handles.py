@@ -14,8 +14,8 @@ from __future__ import annotations
 from collections.abc import Callable, Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
-from strata.builds.discovery import Declared
-from strata.builds.incremental import Plan, ReadRange
+from strata.builds.execution.incremental import Plan, ReadRange
+from strata.builds.programs.discovery import Declared
 from strata.errors import TransformError
 from strata.lake.registry import Version
 from strata.lake.service import Lake

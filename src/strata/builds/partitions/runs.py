@@ -17,11 +17,9 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from strata.builds import incremental
-from strata.builds.causes import Outcome
-from strata.builds.checks import CheckResult
-from strata.builds.discovery import Declared
-from strata.builds.execute import (
+from strata.builds.checks.check import CheckResult
+from strata.builds.execution import incremental
+from strata.builds.execution.execute import (
     Partition,
     RunContext,
     RunResult,
@@ -32,9 +30,7 @@ from strata.builds.execute import (
     with_assertions,
     written_at,
 )
-from strata.builds.partition_plan import Layout
-from strata.builds.program_files import program_text
-from strata.builds.run_events import (
+from strata.builds.execution.run_events import (
     FACET_SCHEMA,
     PRODUCER,
     DatasetAt,
@@ -43,6 +39,10 @@ from strata.builds.run_events import (
     program_facets,
     run_event,
 )
+from strata.builds.partitions.planning import Layout
+from strata.builds.programs.discovery import Declared
+from strata.builds.programs.files import program_text
+from strata.builds.staleness.causes import Outcome
 from strata.builds.state.partitions import PartitionBuild
 from strata.errors import InvalidArgument, can_pass
 from strata.ids import new_id

@@ -32,7 +32,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from strata.builds.syntax import parse
+from strata.builds.programs.syntax import parse
 from strata.errors import InvalidArgument
 
 _Chain = tuple[str, ...]
@@ -359,6 +359,10 @@ def _file_of(obj: object) -> Path | None:
     return None
 
 
+# The strata package's folder (this module is strata/builds/programs/fingerprint.py).
+_STRATA = Path(__file__).resolve().parents[2]
+
+
 @functools.lru_cache(maxsize=64)
 def _real_dir(root: Path) -> Path:
     """``root`` resolved once: a pipeline of thousands of transforms asks for each."""
@@ -374,7 +378,7 @@ def _resolved(path: str) -> Path | None:
 def _library_dirs() -> tuple[Path, ...]:
     paths = sysconfig.get_paths()
     dirs = [Path(paths[k]).resolve() for k in ("stdlib", "platstdlib") if k in paths]
-    return (*dirs, Path(__file__).resolve().parents[1])  # strata itself is a library too
+    return (*dirs, _STRATA)  # strata itself is a library too
 
 
 @functools.lru_cache(maxsize=4096)

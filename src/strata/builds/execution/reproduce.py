@@ -18,12 +18,12 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from strata.builds import incremental
-from strata.builds.discovery import Declared, load_pipelines
-from strata.builds.execute import Partition, call_transform, write_type
+from strata.builds.execution import incremental
+from strata.builds.execution.execute import Partition, call_transform, write_type
+from strata.builds.execution.incremental import Plan, ReadRange
 from strata.builds.history import Entry, entry
-from strata.builds.incremental import Plan, ReadRange
-from strata.builds.partition_trace import partition_runs, whole_key
+from strata.builds.partitions.trace import partition_runs, whole_key
+from strata.builds.programs.discovery import Declared, load_pipelines
 from strata.builds.state import BuildState
 from strata.builds.state.catalog import RunDetail
 from strata.builds.state.programs import Program

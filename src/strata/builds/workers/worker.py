@@ -1,5 +1,5 @@
 """Commit-triggered and scheduled builds: the worker fires due schedules
-(:mod:`strata.builds.scheduler`), runs retention and the archive tier daily where a policy
+(:mod:`strata.builds.workers.scheduler`), runs retention and the archive tier daily where a policy
 exists (:mod:`strata.retention`), and takes triggers (the commit outbox, see
 :mod:`strata.builds.state.triggers`) and builds the out-of-date dependents of each committed
 dataset. The new versions' own triggers carry the build down the graph.
@@ -21,14 +21,14 @@ from datetime import UTC, datetime
 from functools import partial
 from typing import Any
 
-from strata.builds.builder import BuildReport, Reporter
-from strata.builds.causes import Outcome
-from strata.builds.leasing import heartbeat
-from strata.builds.orphans import reap_expired_leases
-from strata.builds.run_events import Emitter
-from strata.builds.scheduler import Clock, Fired, fire_due
+from strata.builds.execution.builder import BuildReport, Reporter
+from strata.builds.execution.leasing import heartbeat
+from strata.builds.execution.orphans import reap_expired_leases
+from strata.builds.execution.run_events import Emitter
 from strata.builds.service import BuildService
+from strata.builds.staleness.causes import Outcome
 from strata.builds.state.triggers import Claim, backoff
+from strata.builds.workers.scheduler import Clock, Fired, fire_due
 from strata.errors import PipelineError, StoreError, StrataError, can_pass
 from strata.ids import new_id
 from strata.retention.archive import Archive

@@ -20,11 +20,13 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from strata.builds import column_changes, incremental, partition_plan
-from strata.builds.causes import Cause, CauseKind, Role, Status
-from strata.builds.discovery import Declared, Pipelines
-from strata.builds.incremental import Facts
-from strata.builds.partition_plan import PartitionFacts, PartitionStatus
+from strata.builds.columns import changes as column_changes
+from strata.builds.execution import incremental
+from strata.builds.execution.incremental import Facts
+from strata.builds.partitions import planning
+from strata.builds.partitions.planning import PartitionFacts, PartitionStatus
+from strata.builds.programs.discovery import Declared, Pipelines
+from strata.builds.staleness.causes import Cause, CauseKind, Role, Status
 from strata.builds.state import BuildState
 from strata.builds.state.catalog import Current
 from strata.builds.state.checks import StoredResult
@@ -246,7 +248,7 @@ def _partitioned_status(
             stale[name] = {p.key for p in up.partitions if p.stale}
         elif up is not None and up.causes:
             stale[name] = True
-    _, views = partition_plan.assess_item(item, current, parts, stale)
+    _, views = planning.assess_item(item, current, parts, stale)
     out = {}
     for dataset, assessed in views.items():
         found = [
@@ -290,8 +292,8 @@ def from_store(
     order = pipelines.graph.everything if keys is None else keys
     items = [pipelines.transforms[k] for k in order]
     facts = incremental.gather(state, items, current)
-    declared = partition_plan.declared_partitioning(pipelines.transforms.values())
-    parts = partition_plan.gather(state, items, current, declared)
+    declared = planning.declared_partitioning(pipelines.transforms.values())
+    parts = planning.gather(state, items, current, declared)
     ordinals = state.ordinals(programs_to_name(pipelines, current, keys, parts))
     failures = state.last_check_failures([i.fqn for i in items if i.transform.has_checks])
     found = assess(pipelines, current, ordinals, keys, facts, parts, failures)
@@ -364,7 +366,7 @@ def assess(
         try:
             if item.transform.broken is not None:
                 raise PipelineError(item.transform.broken)
-            if partition_plan.by_partition(item, parts or PartitionFacts()):
+            if planning.by_partition(item, parts or PartitionFacts()):
                 found = _partitioned_status(
                     item, current, parts or PartitionFacts(), out, missing, ordinals
                 )

@@ -13,7 +13,7 @@ import numpy as np
 import pyarrow as pa
 import pytest
 
-from strata.builds import check_keys
+from strata.builds.checks import key_counts
 
 
 def _expected(table: pa.Table, columns: list[str], skip_nulls: bool) -> list[int]:
@@ -46,7 +46,7 @@ KEYS = [["n"], ["s"], ["b"], ["d"], ["t"], ["f"], ["s", "n"], ["d", "s", "b"], [
 @pytest.mark.parametrize("skip_nulls", [True, False])
 def test_counts_match_a_plain_count(columns: list[str], skip_nulls: bool) -> None:
     table = _table(3000, seed=len(columns))
-    got = check_keys.group_sizes(table, columns, skip_nulls)
+    got = key_counts.group_sizes(table, columns, skip_nulls)
     assert sorted(got.tolist()) == _expected(table, list(dict.fromkeys(columns)), skip_nulls)
 
 
@@ -55,15 +55,15 @@ def test_chunked_and_sliced_arrays_count_as_one() -> None:
     pieces = pa.concat_tables([whole.slice(0, 700), whole.slice(700, 1), whole.slice(701)])
     assert pieces.column("s").num_chunks == 3
     for columns in (["s"], ["s", "t"], ["b", "n"]):
-        got = check_keys.group_sizes(pieces, columns, skip_nulls=False)
+        got = key_counts.group_sizes(pieces, columns, skip_nulls=False)
         assert sorted(got.tolist()) == _expected(whole, columns, skip_nulls=False)
 
 
 def test_strings_hash_the_same_in_any_step_size(monkeypatch: pytest.MonkeyPatch) -> None:
     strings = pa.array([f"key-{i}" * (i % 5) for i in range(500)])
-    whole = check_keys._bytes_hash(strings)
-    monkeypatch.setattr(check_keys, "_BYTES_PER_STEP", 7)
-    assert np.array_equal(check_keys._bytes_hash(strings), whole)
+    whole = key_counts._bytes_hash(strings)
+    monkeypatch.setattr(key_counts, "_BYTES_PER_STEP", 7)
+    assert np.array_equal(key_counts._bytes_hash(strings), whole)
     assert len(set(whole.tolist())) == len(set(strings.to_pylist()))
 
 
@@ -73,33 +73,33 @@ def test_colliding_hashes_never_change_a_count(monkeypatch: pytest.MonkeyPatch) 
     def collide(column: Any) -> Any:
         return np.zeros(len(column), dtype=np.uint64)
 
-    monkeypatch.setattr(check_keys, "_column_hash", collide)
+    monkeypatch.setattr(key_counts, "_column_hash", collide)
     table = _table(1000, seed=3)
     for columns in (["s"], ["s", "d"]):
-        got = check_keys.group_sizes(table, columns, skip_nulls=True)
+        got = key_counts.group_sizes(table, columns, skip_nulls=True)
         assert sorted(got.tolist()) == _expected(table, columns, skip_nulls=True)
 
 
 def test_unique_keys_are_all_ones_and_empty_tables_have_none() -> None:
     unique = pa.table({"id": pa.array(np.random.default_rng(1).permutation(100_000))})
-    sizes = check_keys.group_sizes(unique, ["id"], skip_nulls=True)
+    sizes = key_counts.group_sizes(unique, ["id"], skip_nulls=True)
     assert len(sizes) == 100_000 and int(sizes.max()) == 1
     in_order = pa.table({"id": pa.array(np.arange(10) // 2)})  # sorted: no sort needed
-    assert check_keys.group_sizes(in_order, ["id"], skip_nulls=True).tolist() == [2] * 5
+    assert key_counts.group_sizes(in_order, ["id"], skip_nulls=True).tolist() == [2] * 5
     runs = pa.table({"id": pa.chunked_array([np.arange(5, 10), np.arange(0, 7)])})  # merged
-    assert sorted(check_keys.group_sizes(runs, ["id"], skip_nulls=True).tolist()) == [1] * 8 + [
+    assert sorted(key_counts.group_sizes(runs, ["id"], skip_nulls=True).tolist()) == [1] * 8 + [
         2,
         2,
     ]
     nothing = pa.table({"id": pa.array([None, None], pa.int64())})
-    assert check_keys.group_sizes(nothing, ["id"], skip_nulls=True).tolist() == []
-    assert check_keys.group_sizes(nothing, ["id"], skip_nulls=False).tolist() == [2]
+    assert key_counts.group_sizes(nothing, ["id"], skip_nulls=True).tolist() == []
+    assert key_counts.group_sizes(nothing, ["id"], skip_nulls=False).tolist() == [2]
 
 
 def test_float_decimal_and_nested_keys_are_left_to_spark() -> None:
-    assert check_keys.supported([pa.string(), pa.int32(), pa.date32(), pa.timestamp("us")])
+    assert key_counts.supported([pa.string(), pa.int32(), pa.date32(), pa.timestamp("us")])
     for t in (pa.float64(), pa.decimal128(10, 2), pa.list_(pa.int64())):
-        assert not check_keys.supported([pa.string(), t])
+        assert not key_counts.supported([pa.string(), t])
 
 
 @pytest.mark.parametrize(
@@ -114,36 +114,36 @@ def test_float_decimal_and_nested_keys_are_left_to_spark() -> None:
 def test_keys_written_in_order_still_count_a_repeat(chunks: list[list[int]]) -> None:
     column = pa.chunked_array([pa.array(c, pa.int64()) for c in chunks], pa.int64())
     table = pa.table({"id": column})
-    got = check_keys.group_sizes(table, ["id"], skip_nulls=True)
+    got = key_counts.group_sizes(table, ["id"], skip_nulls=True)
     assert sorted(got.tolist()) == _expected(table, ["id"], skip_nulls=True)
     ascending = pa.table({"id": pa.chunked_array([[1, 2, 3], [], [7, 8]], pa.int64())})
-    assert check_keys.group_sizes(ascending, ["id"], skip_nulls=True).tolist() == [1] * 5
+    assert key_counts.group_sizes(ascending, ["id"], skip_nulls=True).tolist() == [1] * 5
 
 
 def test_a_key_streamed_in_rising_runs_is_proved_unique() -> None:
     def arrays(*parts: list[int | None]) -> list[pa.Array]:
         return [pa.array(p, pa.int64()) for p in parts]
 
-    assert check_keys.each_once(arrays([1, 2, 5], [], [9, 10])) == 5
-    assert check_keys.each_once(iter(arrays(list(range(100_000))))) == 100_000
-    assert check_keys.each_once([pa.array([3, 4], pa.int32())]) == 2
-    assert check_keys.each_once([]) == 0
+    assert key_counts.each_once(arrays([1, 2, 5], [], [9, 10])) == 5
+    assert key_counts.each_once(iter(arrays(list(range(100_000))))) == 100_000
+    assert key_counts.each_once([pa.array([3, 4], pa.int32())]) == 2
+    assert key_counts.each_once([]) == 0
     # Files written in order, listed in any order: runs whose ranges do not overlap.
-    assert check_keys.each_once(arrays([50, 60], [70], [1, 2], [3, 40])) == 7
-    assert check_keys.each_once(arrays([10, 11, 1, 2, 5, 6])) == 6
+    assert key_counts.each_once(arrays([50, 60], [70], [1, 2], [3, 40])) == 7
+    assert key_counts.each_once(arrays([10, 11, 1, 2, 5, 6])) == 6
     # Anything else is left to the full count: a repeat (in a run, across arrays, in
     # another run), overlapping runs, a NULL, a type that is not an integer.
-    assert check_keys.each_once(arrays([1, 2, 2, 3])) is None
-    assert check_keys.each_once(arrays([1, 2], [2, 3])) is None
-    assert check_keys.each_once(arrays([5, 6], [1, 5])) is None
-    assert check_keys.each_once(arrays([1, 5], [3, 4])) is None
-    assert check_keys.each_once(arrays([1, None, 3])) is None
-    assert check_keys.each_once([pa.array(["a", "b"])]) is None
+    assert key_counts.each_once(arrays([1, 2, 2, 3])) is None
+    assert key_counts.each_once(arrays([1, 2], [2, 3])) is None
+    assert key_counts.each_once(arrays([5, 6], [1, 5])) is None
+    assert key_counts.each_once(arrays([1, 5], [3, 4])) is None
+    assert key_counts.each_once(arrays([1, None, 3])) is None
+    assert key_counts.each_once([pa.array(["a", "b"])]) is None
 
 
 def test_unordered_keys_stop_the_stream_early(monkeypatch: pytest.MonkeyPatch) -> None:
     """Past the limit of runs the stream is read no further: the full count is cheaper."""
-    monkeypatch.setattr(check_keys, "_MAX_RUNS", 4)
+    monkeypatch.setattr(key_counts, "_MAX_RUNS", 4)
     taken: list[int] = []
 
     def arrays() -> Iterator[pa.Array]:
@@ -151,7 +151,7 @@ def test_unordered_keys_stop_the_stream_early(monkeypatch: pytest.MonkeyPatch) -
             taken.append(i)
             yield pa.array(part, pa.int64())
 
-    assert check_keys.each_once(arrays()) is None
+    assert key_counts.each_once(arrays()) is None
     assert taken == [0, 1]
     shuffled = np.random.default_rng(5).permutation(100_000)
-    assert check_keys.each_once([pa.array(shuffled)]) is None
+    assert key_counts.each_once([pa.array(shuffled)]) is None

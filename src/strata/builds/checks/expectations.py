@@ -11,7 +11,7 @@ Read it the way Foundry's data expectations read::
     ])
 
 Each expectation is one of four shapes, so that all the checks of an output are judged
-in one pass over its rows (:mod:`strata.builds.check_eval`):
+in one pass over its rows (:mod:`strata.builds.checks.judging`):
 
 - a **row rule** every row meets (``not_null``, ``col(c).gt``, ``sql``, ``all``/``any``
   of row rules); a row where the rule is NULL (a comparison with a NULL value) is not

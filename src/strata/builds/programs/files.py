@@ -3,8 +3,8 @@ source files it imports), and the diff between two program versions."""
 
 from __future__ import annotations
 
-from strata.builds.discovery import Declared
-from strata.builds.pipeline_files import imported_files
+from strata.builds.programs.discovery import Declared
+from strata.builds.programs.pipeline_files import imported_files
 from strata.builds.state.programs import Program, ProgramText
 
 

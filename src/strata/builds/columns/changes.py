@@ -15,12 +15,12 @@ from collections.abc import Collection, Mapping
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
-from strata.builds import execute, incremental
-from strata.builds.causes import Cause, CauseKind
-from strata.builds.discovery import Declared, Pipelines
-from strata.builds.handles import InputHandle, OutputHandle, require_dataframe
+from strata.builds.execution import execute, incremental
+from strata.builds.execution.handles import InputHandle, OutputHandle, require_dataframe
+from strata.builds.programs.discovery import Declared, Pipelines
+from strata.builds.programs.transforms import DF_OUTPUT
+from strata.builds.staleness.causes import Cause, CauseKind
 from strata.builds.state import BuildState
-from strata.builds.transforms import DF_OUTPUT
 from strata.lake.service import Lake, reads_limited_to
 from strata.lineage.query.column_lineage import FieldEdge, VersionColumns
 from strata.lineage.record.facets import ColumnEdge, column_edges
@@ -28,7 +28,7 @@ from strata.lineage.record.facets import ColumnEdge, column_edges
 if TYPE_CHECKING:
     from pyspark.sql import SparkSession
 
-    from strata.builds.status import DatasetStatus
+    from strata.builds.staleness.status import DatasetStatus
 
 
 log = logging.getLogger(__name__)

@@ -16,8 +16,8 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from strata.builds.causes import Cause, CauseKind
-from strata.builds.discovery import Declared
+from strata.builds.programs.discovery import Declared
+from strata.builds.staleness.causes import Cause, CauseKind
 from strata.builds.state import BuildState
 from strata.builds.state.catalog import Current
 from strata.builds.state.partitions import PartitionBuild

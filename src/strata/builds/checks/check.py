@@ -13,7 +13,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from strata.builds.expectations import Expectation
+from strata.builds.checks.expectations import Expectation
 from strata.errors import PipelineError
 
 ON_ERROR = ("FAIL", "WARN")

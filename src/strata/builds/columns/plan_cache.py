@@ -22,8 +22,8 @@ from collections import OrderedDict
 from collections.abc import Sequence
 from typing import Any
 
-from strata.builds import plan_lineage
-from strata.builds.plan_lineage import Derived
+from strata.builds.columns import plan_lineage
+from strata.builds.columns.plan_lineage import Derived
 from strata.builds.state import BuildState
 
 _IDS = re.compile(r"#\d+")

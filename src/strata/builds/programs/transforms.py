@@ -18,7 +18,7 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from strata.builds.checks import Check, check_names
+from strata.builds.checks.check import Check, check_names
 from strata.errors import PipelineError, StrataError
 from strata.lake.names import validate_dataset_name
 

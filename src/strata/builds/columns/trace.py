@@ -2,7 +2,7 @@
 --column``), and out to every field derived from it (``strata impact``).
 
 Both read the column lineage each build stores with the versions it writes (see
-:mod:`strata.builds.plan_lineage`); a field names the exact version of its dataset, as
+:mod:`strata.builds.columns.plan_lineage`); a field names the exact version of its dataset, as
 the dataset trace does.
 """
 

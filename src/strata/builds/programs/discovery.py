@@ -20,14 +20,14 @@ from functools import cached_property
 from pathlib import Path
 from types import ModuleType
 
-from strata.builds.fingerprint import (
+from strata.builds.programs.fingerprint import (
     ProgramCode,
     is_library_file,
     program_code,
     program_fingerprint,
 )
-from strata.builds.graph import Graph, Node, find_cycle
-from strata.builds.transforms import Input, Output, Transform
+from strata.builds.programs.graph import Graph, Node, find_cycle
+from strata.builds.programs.transforms import Input, Output, Transform
 from strata.errors import PipelineError
 
 _SIMPLE_NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_\-]*$")

@@ -14,11 +14,11 @@ from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
-from strata.builds.builder import Reporter
-from strata.builds.causes import Outcome
-from strata.builds.schedules import Schedule, gather
+from strata.builds.execution.builder import Reporter
 from strata.builds.service import BuildService
+from strata.builds.staleness.causes import Outcome
 from strata.builds.state.schedules import Firing
+from strata.builds.workers.schedules import Schedule, gather
 from strata.errors import PipelineError, StrataError
 
 log = logging.getLogger(__name__)

@@ -27,7 +27,7 @@ from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 
 from croniter import croniter
 
-from strata.builds.discovery import Pipelines
+from strata.builds.programs.discovery import Pipelines
 from strata.errors import ConfigError
 
 CATCH_UP = ("latest", "all", "none")

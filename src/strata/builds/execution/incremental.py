@@ -16,8 +16,8 @@ from collections.abc import Collection, Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any, Literal, Protocol
 
-from strata.builds.causes import Cause, CauseKind
-from strata.builds.discovery import Declared
+from strata.builds.programs.discovery import Declared
+from strata.builds.staleness.causes import Cause, CauseKind
 from strata.builds.state.catalog import Current
 from strata.lake.registry import Moved, Version
 

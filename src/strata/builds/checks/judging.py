@@ -3,7 +3,7 @@
 Row rules become counts of failing rows, row counts one count, and key rules a count
 per key. What a build wrote was already seen once, by its write: the row measures are
 observed in that pass (:func:`row_measures`), and the key columns, read back from the
-written Parquet files, are counted on this process (:mod:`strata.builds.check_keys`):
+written Parquet files, are counted on this process (:mod:`strata.builds.checks.key_counts`):
 an integer key written in rising order is proved unique by streaming it, any other key
 is read whole and counted.
 Otherwise one Spark aggregation judges all: ``GROUPING SETS`` (the empty set for the
@@ -24,9 +24,9 @@ from decimal import Decimal
 from functools import cached_property, partial, reduce
 from typing import TYPE_CHECKING, Any
 
-from strata.builds import check_keys
-from strata.builds.checks import SAMPLE_ROWS, Check, CheckResult
-from strata.builds.expectations import (
+from strata.builds.checks import key_counts
+from strata.builds.checks.check import SAMPLE_ROWS, Check, CheckResult
+from strata.builds.checks.expectations import (
     Combined,
     Expectation,
     KeyRule,
@@ -319,7 +319,7 @@ def _totals(target: Target, per_row: Mapping[str, Callable[[], Column]]) -> dict
 def _each_once(target: Target, keyed: Sequence[KeyRule]) -> int | None:
     """The row count, when every key rule is on one integer column written in rising
     order, so that each key appears once: proved by streaming that column, never
-    holding it (see :func:`check_keys.each_once`)."""
+    holding it (see :func:`key_counts.each_once`)."""
     keys = {k.keys for k in keyed}
     if len(keys) != 1 or target.column_arrays is None:
         return None
@@ -328,7 +328,7 @@ def _each_once(target: Target, keyed: Sequence[KeyRule]) -> int | None:
     if len(columns) != 1 or types.get(columns[0]) not in _INTEGERS:
         return None
     with closing(target.column_arrays(columns[0])) as arrays:
-        return check_keys.each_once(arrays)
+        return key_counts.each_once(arrays)
 
 
 _INTEGERS = frozenset({"tinyint", "smallint", "int", "bigint"})
@@ -353,7 +353,7 @@ def _key_columns(target: Target, keyed: Sequence[KeyRule]) -> pa.Table | None:
         return None
     cols = list(dict.fromkeys(c for k in keyed for c in k.keys))
     table = target.columns(cols)
-    if table is None or not check_keys.supported([f.type for f in table.schema]):
+    if table is None or not key_counts.supported([f.type for f in table.schema]):
         return None
     return table
 
@@ -362,7 +362,7 @@ def _counted(table: pa.Table, keyed: Sequence[KeyRule]) -> dict[str, Any]:
     """The key rules' figures (as :func:`_grouped` names them), counted on this process."""
     out: dict[str, Any] = {}
     for i, k in enumerate(keyed):
-        sizes = check_keys.group_sizes(table, k.keys, skip_nulls=k.op is None)
+        sizes = key_counts.group_sizes(table, k.keys, skip_nulls=k.op is None)
         if k.op is None:
             repeated = sizes[sizes > 1]
             out[f"_s_dk{i}"], out[f"_s_dr{i}"] = len(repeated), int(repeated.sum())

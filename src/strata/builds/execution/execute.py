@@ -17,20 +17,19 @@ from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING, Any
 
-from strata.builds import check_eval, check_keys, incremental, plan_cache, plan_lineage
-from strata.builds.causes import Outcome
-from strata.builds.check_eval import Target
-from strata.builds.checks import Check, CheckResult, failure_message
-from strata.builds.discovery import Declared
-from strata.builds.handles import (
+from strata.builds.checks import judging, key_counts
+from strata.builds.checks.check import Check, CheckResult, failure_message
+from strata.builds.checks.judging import Target
+from strata.builds.columns import plan_cache, plan_lineage
+from strata.builds.execution import incremental
+from strata.builds.execution.handles import (
     InputHandle,
     OutputHandle,
     require_dataframe,
     require_declared_files,
 )
-from strata.builds.incremental import Plan
-from strata.builds.program_files import program_text
-from strata.builds.run_events import (
+from strata.builds.execution.incremental import Plan
+from strata.builds.execution.run_events import (
     DatasetAt,
     Emitter,
     JobRef,
@@ -39,10 +38,13 @@ from strata.builds.run_events import (
     program_facets,
     run_event,
 )
-from strata.builds.shipping import pickle_by_value
+from strata.builds.programs.discovery import Declared
+from strata.builds.programs.files import program_text
+from strata.builds.programs.shipping import pickle_by_value
+from strata.builds.programs.transforms import DF_OUTPUT
+from strata.builds.staleness.causes import Outcome
 from strata.builds.state import BuildState
 from strata.builds.state.programs import Program
-from strata.builds.transforms import DF_OUTPUT
 from strata.errors import (
     CheckDeclarationError,
     CheckFailed,
@@ -308,7 +310,7 @@ def call_transform(
     mark = txn.mark()
     for o in t.outputs.values():
         if o.checks:  # judged from what the write itself observes, where it can
-            txn.watch(o.name, check_eval.row_measures(o.checks))
+            txn.watch(o.name, judging.row_measures(o.checks))
     allowed = {**{v.dataset: v for v in inputs.values()}, **_previous_outputs(lake, plan)}
     traced = _Lineage(lake, allowed, wanted=lineage is not None)
     if t.kind == "df":
@@ -409,7 +411,7 @@ def _written(
             return frame
 
         def columns(cols: Sequence[str]) -> pa.Table | None:
-            return txn.pending_columns(name, cols, since=mark, max_bytes=check_keys.MAX_BYTES)
+            return txn.pending_columns(name, cols, since=mark, max_bytes=key_counts.MAX_BYTES)
 
         def column_arrays(col: str) -> Generator[pa.Array[Any], None, None]:
             return txn.pending_column_arrays(name, col, since=mark)
@@ -441,9 +443,9 @@ class _Judge:
     def __call__(self, target: Target, checks: Sequence[Check]) -> None:
         target = replace(target, partition=self.partition)
         try:
-            results = check_eval.judge(target, checks)
+            results = judging.judge(target, checks)
         except CheckDeclarationError as exc:
-            self.judged.append(check_eval.declaration_failure(exc, target, checks))
+            self.judged.append(judging.declaration_failure(exc, target, checks))
             raise
         self.judged.extend(results)
         failed = [r.name for r in results if r.blocks]

@@ -11,7 +11,7 @@ from __future__ import annotations
 import ast
 from pathlib import Path
 
-from strata.builds.syntax import parse
+from strata.builds.programs.syntax import parse
 
 # (module file, root) -> (each file's stamp, the files): a pipeline file declaring
 # thousands of transforms is read and parsed once, not once per new program version.

@@ -4,7 +4,7 @@ Every event goes through :func:`strata.lineage.record.apply.record_event` (the b
 catalog is the lineage model), and also to a remote OpenLineage server when openlineage-python is
 configured the standard way (``OPENLINEAGE_URL``, ``OPENLINEAGE_CONFIG``, an
 ``openlineage.yml`` or ``OPENLINEAGE__TRANSPORT__*``): then the store is a transport put
-first in the client's ``CompositeTransport`` (:mod:`strata.builds.transports`). A remote
+first in the client's ``CompositeTransport`` (:mod:`strata.builds.execution.transports`). A remote
 that fails is logged, not fatal: the store already holds the event.
 """
 
@@ -196,14 +196,14 @@ def run_event(
 
 class Emitter:
     """Sends events to the store in process, and to a configured remote server too (as
-    an OpenLineage-client composite transport, :mod:`strata.builds.transports`)."""
+    an OpenLineage-client composite transport, :mod:`strata.builds.execution.transports`)."""
 
     def __init__(self, engine: Engine) -> None:
         self.engine = engine
         remote = remote_client()
         self.transport: Transport | None = None
         if remote is not None:
-            from strata.builds.transports import with_remote
+            from strata.builds.execution.transports import with_remote
 
             self.transport = with_remote(engine, remote.transport)
 
@@ -211,7 +211,7 @@ class Emitter:
         if self.transport is None:
             record_event(self.engine, event)  # the usual case: no client to load
             return
-        from strata.builds.transports import emit
+        from strata.builds.execution.transports import emit
 
         emit(self.transport, event)
 

@@ -1,0 +1,1 @@
+"""Data checks: declared expectations, and judging them on what a run reads or writes."""

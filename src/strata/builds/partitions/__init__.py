@@ -1,0 +1,1 @@
+"""Partitioned transforms: which partitions feed which, their runs, their provenance."""

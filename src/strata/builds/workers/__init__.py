@@ -1,0 +1,1 @@
+"""Builds nobody typed: the worker, commit triggers and schedules."""
