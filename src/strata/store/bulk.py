@@ -14,6 +14,7 @@ import collections
 import re
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
+from datetime import datetime
 from typing import Any, TypeVar
 
 import sqlalchemy as sa
@@ -566,3 +567,24 @@ def widening_upsert(
         ("widen", dialect.__name__, table.name, tuple(columns), tuple(index), tuple(returning)),
         build,
     )
+
+
+def widen_times(conn: Connection, table: sa.Table, key: str, value: Any, at: datetime) -> None:
+    """Stretch the times of the row whose ``key`` is ``value`` to cover ``at``."""
+    col = table.c[key]
+
+    def build() -> Any:
+        at_ = sa.bindparam("at", type_=col.table.c.created_at.type)
+        return (
+            table.update()
+            .where(
+                col == sa.bindparam("key"),
+                sa.or_(at_ < table.c.created_at, at_ > table.c.updated_at),
+            )
+            .values(
+                created_at=sa.case((at_ < table.c.created_at, at_), else_=table.c.created_at),
+                updated_at=sa.case((at_ > table.c.updated_at, at_), else_=table.c.updated_at),
+            )
+        )
+
+    conn.execute(cached(("widen-update", table.name, key), build), {"key": value, "at": at})

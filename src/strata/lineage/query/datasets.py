@@ -20,6 +20,7 @@ from strata.lineage.query.read_facets import readers_input_facets
 from strata.lineage.query.runs import Run, runs_by_uuid
 from strata.store import bulk
 from strata.store import schema as s
+from strata.store.owners import tags
 
 # --- datasets -----------------------------------------------------------------------------
 
@@ -111,20 +112,6 @@ def dataset_fields(schema_fields: Any, field_tags: dict[str, list[str]]) -> list
     return out
 
 
-def _dataset_tags(conn: Connection, uuids: Sequence[str]) -> dict[str, dict[str, list[str]]]:
-    """dataset uuid -> field name ('' for the dataset itself) -> tag names."""
-    out: dict[str, dict[str, list[str]]] = defaultdict(lambda: defaultdict(list))
-    t = s.dataset_tags
-    for batch in chunks(uuids):
-        for r in conn.execute(
-            sa.select(t.c.dataset_uuid, t.c.field_name, t.c.tag_name).where(
-                t.c.dataset_uuid.in_(batch)
-            )
-        ).all():
-            out[r.dataset_uuid][r.field_name].append(r.tag_name)
-    return out
-
-
 def _datasets_from_rows(
     conn: Connection,
     rows: Sequence[sa.Row[Any]],
@@ -141,14 +128,14 @@ def _datasets_from_rows(
     for batch in chunks(version_ids):
         for row in conn.execute(sa.select(dv).where(dv.c.uuid.in_(batch))).all():
             versions[row.uuid] = row
-    tags = _dataset_tags(conn, [r.uuid for r in rows])
+    by_dataset = tags.of_datasets(conn, [r.uuid for r in rows])
     lineage = _column_lineage(conn, version_ids)
     read = readers_input_facets(conn, version_ids)
     out = []
     for r in rows:
         vid = chosen[r.uuid]
         v = versions.get(vid) if vid else None
-        dtags = tags.get(r.uuid, {})
+        dtags = by_dataset.get(r.uuid, {})
         facets: dict[str, Any] = dict(r.facets or {})
         if v is not None and isinstance(v.facets, dict):
             facets.update(v.facets)
@@ -311,7 +298,7 @@ def _versions_from_rows(
     input facets its readers sent (``dataQualityAssertions`` …), one version read alone adds
     the output facets its run sent (``outputStatistics`` …)."""
     runs = runs_by_uuid(conn, [r.run_uuid for r in rows if r.run_uuid]) if with_runs else {}
-    field_tags = _dataset_tags(conn, [ds.uuid]).get(ds.uuid, {})
+    field_tags = tags.of_datasets(conn, [ds.uuid]).get(ds.uuid, {})
     read = readers_input_facets(conn, [r.uuid for r in rows])
     out = []
     for r in rows:

@@ -30,6 +30,7 @@ from strata.lineage.query.graph_walk import (
 from strata.lineage.query.nodes import NodeRef, NodeType, check_depth, parse_node_id
 from strata.store import jsoncodec
 from strata.store import schema as s
+from strata.store.owners import tags
 
 
 @dataclass
@@ -110,10 +111,7 @@ def _build_graph(
     version_of = None if at is None else at.dataset_versions(dataset_ids)
     # Hidden datasets have no row either; edges to them are dropped below.
     datasets = graph_rows.datasets(conn, dataset_ids, version_of)
-    job_tags: dict[str, list[str]] = defaultdict(list)
-    tagged = [r[0] for r in job_rows if r[graph_rows.JOB_COLS - 1]]
-    for uuid, tag in graph_rows.by_ids(conn, graph_rows.job_tags_select(pg), tagged):
-        job_tags[uuid].append(tag)
+    job_tags = tags.of_jobs(conn, [r[0] for r in job_rows if r[graph_rows.JOB_COLS - 1]])
     latest, runs = _latest_runs(conn, pg, at, job_rows, versions)
     ds_id = {u: dataset_node_id(d.namespace, d.name) for u, d in datasets.items()}
     job_id = {r[0]: job_node_id(r[1], r[2]) for r in job_rows}

@@ -8,7 +8,6 @@ to read.
 from __future__ import annotations
 
 import functools
-from collections import defaultdict
 from collections.abc import Collection, Iterable, Sequence
 from typing import Any
 
@@ -19,6 +18,7 @@ from strata.lineage.query import queries as q
 from strata.store import jsoncodec
 from strata.store import schema as s
 from strata.store.bulk import one_of
+from strata.store.owners import tags
 
 
 def _in_ids(col: sa.ColumnElement[Any], pg: bool) -> sa.ColumnElement[bool]:
@@ -66,7 +66,7 @@ _DATASET_COLS = 14  # before the version columns of _datasets_select; "tagged" i
 def _datasets_select(pg: bool, with_current: bool) -> sa.Select[Any]:
     """Visible datasets by uuid, whether they carry tags and, ``with_current``, their current
     version (:func:`_version_cols`)."""
-    d, v, t = s.datasets, s.dataset_versions, s.dataset_tags
+    d, v = s.datasets, s.dataset_versions
     stmt = sa.select(
         d.c.uuid,
         d.c.namespace,
@@ -81,7 +81,7 @@ def _datasets_select(pg: bool, with_current: bool) -> sa.Select[Any]:
         d.c.deleted_at,
         d.c.current_version_uuid,
         _json_text(d.c.facets, "facets"),
-        sa.exists().where(t.c.dataset_uuid == d.c.uuid).label("tagged"),
+        tags.dataset_tagged(d.c.uuid).label("tagged"),
     ).where(_in_ids(d.c.uuid, pg), d.c.is_hidden.is_(False))
     if not with_current:
         return stmt
@@ -92,14 +92,6 @@ def _datasets_select(pg: bool, with_current: bool) -> sa.Select[Any]:
 def _versions_select(pg: bool) -> sa.Select[Any]:
     v = s.dataset_versions
     return sa.select(*_version_cols(v)).where(_in_ids(v.c.uuid, pg))
-
-
-@functools.cache
-def _dataset_tags_select(pg: bool) -> sa.Select[Any]:
-    t = s.dataset_tags
-    return sa.select(t.c.dataset_uuid, t.c.field_name, t.c.tag_name).where(
-        _in_ids(t.c.dataset_uuid, pg)
-    )
 
 
 def datasets(
@@ -116,10 +108,7 @@ def datasets(
         wanted = {v for v in version_of.values() if v}
         by_uuid = {v[0]: v for v in by_ids(conn, _versions_select(pg), wanted)}
         versions = {d: by_uuid[v] for d, v in version_of.items() if v in by_uuid}
-    tags: dict[str, dict[str, list[str]]] = defaultdict(lambda: defaultdict(list))
-    tagged = [r[0] for r in rows if r[_DATASET_COLS - 1]]
-    for uuid, field_name, tag in by_ids(conn, _dataset_tags_select(pg), tagged):
-        tags[uuid][field_name].append(tag)
+    by_dataset = tags.of_datasets(conn, [r[0] for r in rows if r[_DATASET_COLS - 1]])
     out: dict[str, q.Dataset] = {}
     for (
         uuid,
@@ -147,7 +136,7 @@ def datasets(
             v_facets = jsoncodec.loads(v_facets_text)
             if isinstance(v_facets, dict):
                 facets.update(v_facets)
-        dtags = tags.get(uuid, {})
+        dtags = by_dataset.get(uuid, {})
         out[uuid] = q.Dataset(
             uuid=uuid,
             namespace=namespace,
@@ -198,7 +187,7 @@ JOB_COLS = 14  # before the run columns of jobs_select; "tagged" is the last
 def jobs_select(pg: bool, with_run: bool) -> sa.Select[Any]:
     """Visible jobs by uuid with their parent's name and whether they carry tags;
     ``with_run``, also the latest run of their current version (:func:`_run_cols`)."""
-    j, parent, t = s.jobs, s.jobs.alias("parent"), s.job_tags
+    j, parent = s.jobs, s.jobs.alias("parent")
     stmt = (
         sa.select(
             j.c.uuid,
@@ -214,7 +203,7 @@ def jobs_select(pg: bool, with_run: bool) -> sa.Select[Any]:
             j.c.created_at,
             j.c.updated_at,
             j.c.current_version_uuid,
-            sa.exists().where(t.c.job_uuid == j.c.uuid).label("tagged"),
+            tags.job_tagged(j.c.uuid).label("tagged"),
         )
         .select_from(j.outerjoin(parent, parent.c.uuid == j.c.parent_job_uuid))
         .where(_in_ids(j.c.uuid, pg), j.c.is_hidden.is_(False))
@@ -228,12 +217,6 @@ def jobs_select(pg: bool, with_run: bool) -> sa.Select[Any]:
         .outerjoin(r, r.c.uuid == jv.c.latest_run_uuid)
         .outerjoin(rj, rj.c.uuid == r.c.job_uuid)
     )
-
-
-@functools.cache
-def job_tags_select(pg: bool) -> sa.Select[Any]:
-    t = s.job_tags
-    return sa.select(t.c.job_uuid, t.c.tag_name).where(_in_ids(t.c.job_uuid, pg))
 
 
 @functools.cache

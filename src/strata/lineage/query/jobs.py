@@ -16,6 +16,7 @@ from strata.lineage.query.common import DatasetRef, Page, chunks
 from strata.lineage.query.namespaces import get_namespace
 from strata.lineage.query.runs import Run, _job_by_fqn, runs_by_uuid
 from strata.store import schema as s
+from strata.store.owners import tags
 
 _JOBS = sa.select(*[c for c in s.jobs.c if c.name != "fold_state"])
 
@@ -106,13 +107,7 @@ def jobs_from_rows(
     for batch in chunks({r.parent_job_uuid for r in rows if r.parent_job_uuid}):
         for x in conn.execute(sa.select(j.c.uuid, j.c.name).where(j.c.uuid.in_(batch))).all():
             parents[x.uuid] = x.name
-    tags: dict[str, list[str]] = defaultdict(list)
-    jt = s.job_tags
-    for batch in chunks([r.uuid for r in rows]):
-        for x in conn.execute(
-            sa.select(jt.c.job_uuid, jt.c.tag_name).where(jt.c.job_uuid.in_(batch))
-        ).all():
-            tags[x.job_uuid].append(x.tag_name)
+    job_tags = tags.of_jobs(conn, [r.uuid for r in rows])
     latest = _latest_runs(conn, rows, latest_fallback) if with_latest_run else {}
     out = []
     for r in rows:
@@ -134,7 +129,7 @@ def jobs_from_rows(
                 current_version=r.current_version_uuid,
                 inputs=ins,
                 outputs=outs,
-                tags=sorted(tags.get(r.uuid, [])),
+                tags=sorted(job_tags.get(r.uuid, [])),
                 latest_run=latest.get(r.uuid),
             )
         )

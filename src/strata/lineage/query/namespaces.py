@@ -1,4 +1,4 @@
-"""Namespaces, sources and tags."""
+"""Namespaces, sources and tags (the last two read through their owners)."""
 
 from __future__ import annotations
 
@@ -13,6 +13,9 @@ from sqlalchemy.engine import Connection
 from strata.errors import NotFound
 from strata.lineage.query.common import Page, T
 from strata.store import schema as s
+from strata.store.owners import sources, tags
+from strata.store.owners.sources import Source
+from strata.store.owners.tags import Tag
 
 # --- namespaces and sources -------------------------------------------------------------
 
@@ -57,46 +60,26 @@ def get_namespace(conn: Connection, name: str) -> Namespace:
     return _namespace(_by_name(conn, s.namespaces, name, "namespace"))
 
 
-@dataclass(frozen=True)
-class Source:
-    name: str
-    type: str
-    connection_url: str | None
-    description: str | None
-    created_at: datetime
-    updated_at: datetime
-
-
-def _source(row: sa.Row[Any]) -> Source:
-    return Source(
-        row.name, row.type, row.connection_url, row.description, row.created_at, row.updated_at
-    )
-
-
 def list_sources(conn: Connection, limit: int, offset: int) -> Page[Source]:
-    return _by_name_page(conn, s.sources, limit, offset, _source)
+    return Page(*sources.page(conn, limit, offset))
 
 
 def get_source(conn: Connection, name: str) -> Source:
-    return _source(_by_name(conn, s.sources, name, "source"))
+    found = sources.get(conn, name)
+    if found is None:
+        raise NotFound(f"source {name!r} not found", source=name)
+    return found
 
 
 # --- tags ---------------------------------------------------------------------------------
 
 
-@dataclass(frozen=True)
-class Tag:
-    name: str
-    description: str | None
-
-
-def _tag(row: sa.Row[Any]) -> Tag:
-    return Tag(row.name, row.description)
-
-
 def list_tags(conn: Connection, limit: int, offset: int) -> Page[Tag]:
-    return _by_name_page(conn, s.tags, limit, offset, _tag)
+    return Page(*tags.page(conn, limit, offset))
 
 
 def get_tag(conn: Connection, name: str) -> Tag:
-    return _tag(_by_name(conn, s.tags, name, "tag"))
+    found = tags.get(conn, name)
+    if found is None:
+        raise NotFound(f"tag {name!r} not found", tag=name)
+    return found

@@ -54,8 +54,6 @@ from strata.lineage.query.jobs import (
 )
 from strata.lineage.query.namespaces import (
     Namespace,
-    Source,
-    Tag,
     get_namespace,
     get_source,
     get_tag,
@@ -90,6 +88,8 @@ from strata.lineage.query.search import (
     list_events,
     search,
 )
+from strata.store.owners.sources import Source
+from strata.store.owners.tags import Tag
 
 __all__ = [
     "CHUNK",

@@ -16,6 +16,7 @@ import sqlalchemy as sa
 from sqlalchemy.engine import Connection
 
 from strata.store import schema as s
+from strata.store.owners import sources
 
 Period = Literal["DAY", "WEEK"]
 EVENT_TYPES = ("FAIL", "START", "COMPLETE", "ABORT")
@@ -84,7 +85,7 @@ def lineage_events(conn: Connection, spans: list[Interval]) -> list[LineageMetri
     return [LineageMetric(iv, c) for iv, c in zip(spans, counts, strict=True)]
 
 
-TOTALS = {"jobs": s.jobs, "datasets": s.datasets, "sources": s.sources}
+TOTALS = {"jobs": s.jobs, "datasets": s.datasets}
 
 
 def running_totals(
@@ -92,8 +93,13 @@ def running_totals(
 ) -> list[IntervalMetric]:
     """How many rows existed at the end of each interval (hidden ones included, as in
     Marquez), in one pass over the table."""
-    t = TOTALS[what]
-    row: sa.Row[Any] = conn.execute(
-        sa.select(*[sa.func.sum(sa.case((t.c.created_at < iv.end, 1), else_=0)) for iv in spans])
-    ).one()
-    return [IntervalMetric(iv, int(row[i] or 0)) for i, iv in enumerate(spans)]
+    ends = [iv.end for iv in spans]
+    if what == "sources":
+        counts = sources.counts_before(conn, ends)
+    else:
+        t = TOTALS[what]
+        row: sa.Row[Any] = conn.execute(
+            sa.select(*[sa.func.sum(sa.case((t.c.created_at < end, 1), else_=0)) for end in ends])
+        ).one()
+        counts = [int(row[i] or 0) for i in range(len(ends))]
+    return [IntervalMetric(iv, n) for iv, n in zip(spans, counts, strict=True)]

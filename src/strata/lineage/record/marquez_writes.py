@@ -26,6 +26,7 @@ from strata.lineage.record.validate import check_uuid
 from strata.store import schema as s
 from strata.store.bulk import insert_ignore
 from strata.store.engine import read_tx, write_tx
+from strata.store.owners import sources, tags
 
 _SCHEMA = "https://openlineage.io/spec/2-0-2/OpenLineage.json#/$defs/"
 _ACTIONS = {"start": "START", "complete": "COMPLETE", "fail": "FAIL", "abort": "ABORT"}
@@ -66,12 +67,7 @@ def ensure_defaults(engine: Engine, *, at: datetime | None = None) -> None:
             {"name": "default", "owner": "anonymous", "description": _DEFAULT_NAMESPACE, **times},
             ["name"],
         )
-        insert_ignore(
-            conn,
-            s.sources,
-            {"name": "default", "type": "POSTGRESQL", "connection_url": "", **times},
-            ["name"],
-        )
+        sources.ensure(conn, "default", "POSTGRESQL", "", now)
 
 
 def upsert_namespace(
@@ -99,17 +95,8 @@ def upsert_source(
     description: str | None = None,
     at: datetime | None = None,
 ) -> None:
-    now = _now(at)
-    t = s.sources
-    values = {
-        "type": type,
-        "connection_url": connection_url,
-        "description": description,
-        "updated_at": now,
-    }
     with write_tx(engine) as conn:
-        if not insert_ignore(conn, t, {"name": name, "created_at": now, **values}, ["name"]):
-            conn.execute(t.update().where(t.c.name == name).values(**values))
+        sources.upsert(conn, name, type, connection_url, description, _now(at))
 
 
 def upsert_dataset(
@@ -140,9 +127,8 @@ def upsert_dataset(
         all_facets[SCHEMA_LOCATION] = _facet(url=schema_location)
     if source_name is not None:
         with read_tx(engine) as conn:
-            url = conn.execute(
-                sa.select(s.sources.c.connection_url).where(s.sources.c.name == source_name)
-            ).scalar()
+            source = sources.get(conn, source_name)
+        url = source.connection_url if source is not None else None
         all_facets["dataSource"] = _facet(name=source_name, uri=url or source_name)
     dataset = {"namespace": namespace, "name": name, "facets": all_facets}
     if run_id is not None:
@@ -327,18 +313,8 @@ def _run_job(engine: Engine, run_id: str) -> tuple[str, str]:
 
 
 def upsert_tag(engine: Engine, name: str, description: str | None = None) -> None:
-    now = datetime.now(UTC)
-    t = s.tags
-    values = {"description": description, "updated_at": now}
     with write_tx(engine) as conn:
-        if not insert_ignore(conn, t, {"name": name, "created_at": now, **values}, ["name"]):
-            conn.execute(t.update().where(t.c.name == name).values(**values))
-
-
-def _ensure_tag(conn: Connection, name: str) -> None:
-    # Marquez wants tags created first; creating them on first use is friendlier.
-    now = datetime.now(UTC)
-    insert_ignore(conn, s.tags, {"name": name, "created_at": now, "updated_at": now}, ["name"])
+        tags.upsert(conn, name, description, datetime.now(UTC))
 
 
 def _dataset_uuid(conn: Connection, namespace: str, name: str) -> str:
@@ -358,40 +334,19 @@ def _dataset_uuid(conn: Connection, namespace: str, name: str) -> str:
 def tag_dataset(engine: Engine, namespace: str, name: str, tag: str, field: str = "") -> None:
     """Tag a dataset, or one of its fields when ``field`` is given."""
     with write_tx(engine) as conn:
-        uuid = _dataset_uuid(conn, namespace, name)
-        _ensure_tag(conn, tag)
-        values = {"dataset_uuid": uuid, "tag_name": tag, "field_name": field}
-        insert_ignore(
-            conn,
-            s.dataset_tags,
-            {**values, "tagged_at": datetime.now(UTC)},
-            ["dataset_uuid", "tag_name", "field_name"],
-        )
+        tags.tag_dataset(conn, _dataset_uuid(conn, namespace, name), tag, field, datetime.now(UTC))
 
 
 def untag_dataset(engine: Engine, namespace: str, name: str, tag: str, field: str = "") -> None:
-    dt = s.dataset_tags
     with write_tx(engine) as conn:
-        uuid = _dataset_uuid(conn, namespace, name)
-        conn.execute(
-            dt.delete().where(
-                dt.c.dataset_uuid == uuid, dt.c.tag_name == tag, dt.c.field_name == field
-            )
-        )
+        tags.untag_dataset(conn, _dataset_uuid(conn, namespace, name), tag, field)
 
 
 def tag_job(engine: Engine, job_uuid: str, tag: str) -> None:
     with write_tx(engine) as conn:
-        _ensure_tag(conn, tag)
-        insert_ignore(
-            conn,
-            s.job_tags,
-            {"job_uuid": job_uuid, "tag_name": tag, "tagged_at": datetime.now(UTC)},
-            ["job_uuid", "tag_name"],
-        )
+        tags.tag_job(conn, job_uuid, tag, datetime.now(UTC))
 
 
 def untag_job(engine: Engine, job_uuid: str, tag: str) -> None:
-    jt = s.job_tags
     with write_tx(engine) as conn:
-        conn.execute(jt.delete().where(jt.c.job_uuid == job_uuid, jt.c.tag_name == tag))
+        tags.untag_job(conn, job_uuid, tag)

@@ -1,4 +1,4 @@
-"""Create-on-demand rows (namespaces, sources, datasets) and latest-wins facet merges.
+"""Create-on-demand rows (namespaces, datasets) and latest-wins facet merges.
 
 Creation and update times are the earliest and latest event times that
 touched a row, and merged facets remember the ``[time, hash]`` stamp of the
@@ -13,42 +13,18 @@ from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
 
-import sqlalchemy as sa
 from sqlalchemy.engine import Connection
 
 from strata import ids
 from strata.lineage.record import facets as fx
 from strata.store import schema as s
 from strata.store.bulk import (
-    cached,
     execute_many,
-    insert_ignore,
     largest_upsert,
     returning_many,
     update_rows,
     widening_upsert,
 )
-
-
-def widen_times(conn: Connection, table: sa.Table, key: str, value: Any, at: datetime) -> None:
-    """Stretch the times of the row whose ``key`` is ``value`` to cover ``at``."""
-    col = table.c[key]
-
-    def build() -> Any:
-        at_ = sa.bindparam("at", type_=col.table.c.created_at.type)
-        return (
-            table.update()
-            .where(
-                col == sa.bindparam("key"),
-                sa.or_(at_ < table.c.created_at, at_ > table.c.updated_at),
-            )
-            .values(
-                created_at=sa.case((at_ < table.c.created_at, at_), else_=table.c.created_at),
-                updated_at=sa.case((at_ > table.c.updated_at, at_), else_=table.c.updated_at),
-            )
-        )
-
-    conn.execute(cached(("widen-update", table.name, key), build), {"key": value, "at": at})
 
 
 def touch_namespaces(conn: Connection, names: dict[str, tuple[datetime, datetime]]) -> None:
@@ -65,35 +41,6 @@ def touch_namespaces(conn: Connection, names: dict[str, tuple[datetime, datetime
 
 def touch_namespace(conn: Connection, name: str, at: datetime) -> None:
     touch_namespaces(conn, {name: (at, at)})
-
-
-def touch_source(conn: Connection, name: str, uri: str | None, at: datetime) -> None:
-    """Create or widen a source; its URL is the one of the latest event (ties: largest URL)."""
-    t = s.sources
-    values = {
-        "name": name,
-        "type": _source_type(uri),
-        "connection_url": uri,
-        "created_at": at,
-        "updated_at": at,
-    }
-    if insert_ignore(conn, t, values, ["name"]):
-        return
-    row = conn.execute(
-        cached(("source",), lambda: sa.select(t).where(t.c.name == sa.bindparam("name"))),
-        {"name": name},
-    ).one()
-    widen_times(conn, t, "name", name, at)
-    if uri is None or uri == row.connection_url:
-        return
-    if at > row.updated_at or (at == row.updated_at and uri > (row.connection_url or "")):
-        conn.execute(
-            t.update().where(t.c.name == name).values(connection_url=uri, type=_source_type(uri))
-        )
-
-
-def _source_type(uri: str | None) -> str:
-    return (uri.split(":", 1)[0].upper() if uri and ":" in uri else "") or "DB"
 
 
 @dataclass

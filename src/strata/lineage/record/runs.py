@@ -22,8 +22,6 @@ from strata.lineage.record.rows import (
     refresh_datasets,
     touch_dataset_rows,
     touch_namespaces,
-    touch_source,
-    widen_times,
     write_dataset_facets,
 )
 from strata.store import schema as s
@@ -35,7 +33,9 @@ from strata.store.bulk import (
     insert_ignore,
     one_of,
     upsert,
+    widen_times,
 )
+from strata.store.owners import sources
 
 K = TypeVar("K")
 Key = tuple[str, str]  # a dataset by (namespace, name)
@@ -129,7 +129,7 @@ def touch_events(
     """
     names: dict[str, tuple[datetime, datetime]] = {}
     spans: dict[tuple[str, str], tuple[datetime, datetime]] = {}
-    sources: set[tuple[str, str | None, datetime]] = set()
+    named_sources: set[tuple[str, str | None, datetime]] = set()
     symlinks: dict[tuple[tuple[str, str], str, str], set[str | None]] = {}
     for ev in events:
         at = ev.event_time
@@ -146,7 +146,7 @@ def touch_events(
                 kinds.add(kind)
             source = fx.data_source(ref.facets)
             if source is not None:
-                sources.add((source[0], source[1], at))
+                named_sources.add((source[0], source[1], at))
     touch_namespaces(conn, names)
     found = touch_dataset_rows(conn, spans)
     add_symlinks(
@@ -179,8 +179,8 @@ def touch_events(
             changed[row.uuid] = row
         if values:
             stale.add(row.uuid)
-    for name, uri, at in sorted(sources, key=lambda x: (x[0], x[1] or "", x[2])):
-        touch_source(conn, name, uri, at)
+    for name, uri, at in sorted(named_sources, key=lambda x: (x[0], x[1] or "", x[2])):
+        sources.touch(conn, name, uri, at)
     return found, stale, [changed[u] for u in sorted(changed)]
 
 

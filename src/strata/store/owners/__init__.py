@@ -1,0 +1,8 @@
+"""The owners of the shared tables: each table family is read and written through one
+module, and no module outside ``strata.store`` names its tables
+(``tests/unit/test_table_owners.py`` holds that).
+
+Owned so far: tags (:mod:`.tags`: ``tags``, ``dataset_tags``, ``job_tags``) and
+sources (:mod:`.sources`). Each owner offers typed reads (plain dataclasses) and writes
+that take the caller's connection, so a caller's transaction spans several owners.
+"""

@@ -1,0 +1,136 @@
+"""Every shared table has one owner: the tables of an owned family are named only by its
+owner module (and by ``strata.store`` itself, with its migrations), and the modules
+outside ``strata.store`` that still name tables are listed below, a list that only
+shrinks as families find owners."""
+
+from __future__ import annotations
+
+import ast
+from pathlib import Path
+
+import strata
+
+SRC = Path(strata.__file__).parent
+SCHEMA = "strata.store.schema"
+
+#: Each owned table and the one module that reads and writes it.
+OWNERS = {
+    "tags": "strata.store.owners.tags",
+    "dataset_tags": "strata.store.owners.tags",
+    "job_tags": "strata.store.owners.tags",
+    "sources": "strata.store.owners.sources",
+}
+
+#: Modules outside ``strata.store`` that still name tables of families with no owner
+#: yet (datasets and versions; jobs, runs and their inputs and outputs; events). A module
+#: leaves this list when its family gets an owner; none joins it.
+NOT_YET_OWNED = frozenset(
+    {
+        "strata.builds.state.catalog",
+        "strata.builds.state.checks",
+        "strata.builds.state.leases",
+        "strata.builds.state.partitions",
+        "strata.builds.state.programs",
+        "strata.builds.state.requests",
+        "strata.builds.state.runs",
+        "strata.builds.state.schedules",
+        "strata.builds.state.triggers",
+        "strata.lake.commit",
+        "strata.lake.partition_hashes",
+        "strata.lake.partition_index",
+        "strata.lake.registry",
+        "strata.lake.service",
+        "strata.lake.transaction",
+        "strata.lineage.deletes",
+        "strata.lineage.query.changes",
+        "strata.lineage.query.column_lineage",
+        "strata.lineage.query.datasets",
+        "strata.lineage.query.doc_search",
+        "strata.lineage.query.event_feed",
+        "strata.lineage.query.graph",
+        "strata.lineage.query.graph_rows",
+        "strata.lineage.query.graph_walk",
+        "strata.lineage.query.jobs",
+        "strata.lineage.query.namespaces",
+        "strata.lineage.query.nodes",
+        "strata.lineage.query.provenance",
+        "strata.lineage.query.read_facets",
+        "strata.lineage.query.runs",
+        "strata.lineage.query.search",
+        "strata.lineage.query.stats",
+        "strata.lineage.query.upstream_runs",
+        "strata.lineage.record.apply",
+        "strata.lineage.record.bindings",
+        "strata.lineage.record.jobs",
+        "strata.lineage.record.marquez_writes",
+        "strata.lineage.record.parsed",
+        "strata.lineage.record.prune",
+        "strata.lineage.record.rows",
+        "strata.lineage.record.runs",
+        "strata.lineage.record.versions",
+        "strata.retention.archive_state",
+        "strata.retention.pending",
+        "strata.retention.state",
+    }
+)
+
+
+def _name(path: Path) -> str:
+    parts = path.relative_to(SRC.parent).with_suffix("").parts
+    return ".".join(parts[:-1] if parts[-1] == "__init__" else parts)
+
+
+def _tables_named(path: Path) -> set[str]:
+    """The schema names a module uses: ``schema.x`` through any alias of the schema
+    module, and names imported from it."""
+    tree = ast.parse(path.read_text("utf-8"))
+    aliases: set[str] = set()
+    names: set[str] = set()
+    for node in ast.walk(tree):
+        if isinstance(node, ast.ImportFrom) and node.module == SCHEMA:
+            names.update(a.name for a in node.names)
+        elif isinstance(node, ast.ImportFrom) and node.module == "strata.store":
+            aliases.update(a.asname or a.name for a in node.names if a.name == "schema")
+        elif isinstance(node, ast.Import):
+            aliases.update(a.asname or a.name for a in node.names if a.name == SCHEMA)
+    for node in ast.walk(tree):
+        is_name = isinstance(node, ast.Attribute) and isinstance(node.value, ast.Name)
+        if is_name and node.value.id in aliases:  # type: ignore[attr-defined]
+            names.add(node.attr)  # type: ignore[attr-defined]
+    return names
+
+
+def _modules() -> dict[str, set[str]]:
+    """Every module outside ``strata.store`` (owners included) and the tables it names."""
+    found = {}
+    for path in sorted(SRC.rglob("*.py")):
+        name = _name(path)
+        if name.startswith("strata.store.") and not name.startswith("strata.store.owners."):
+            continue
+        found[name] = _tables_named(path)
+    return found
+
+
+def test_owned_tables_are_named_by_their_owner_alone() -> None:
+    bad = sorted(
+        f"{module} names {table} (owned by {OWNERS[table]})"
+        for module, tables in _modules().items()
+        for table in tables
+        if table in OWNERS and OWNERS[table] != module
+    )
+    assert not bad, bad
+
+
+def test_each_owner_names_its_tables() -> None:
+    """The check above would pass on anything if it saw no names."""
+    modules = _modules()
+    for table, owner in OWNERS.items():
+        assert table in modules[owner], (owner, table)
+
+
+def test_only_the_listed_modules_still_name_tables() -> None:
+    """A module outside the owners that names a table is one of the list; a module on
+    the list that names none any more leaves it."""
+    naming = {m for m, tables in _modules().items() if tables and not m.startswith("strata.store.")}
+    assert sorted(naming - NOT_YET_OWNED) == [], "name tables through their owner"
+    assert sorted(NOT_YET_OWNED - naming) == [], "these no longer name tables: unlist them"
