@@ -588,3 +588,12 @@ def widen_times(conn: Connection, table: sa.Table, key: str, value: Any, at: dat
         )
 
     conn.execute(cached(("widen-update", table.name, key), build), {"key": value, "at": at})
+
+
+def counts_created_before(conn: Connection, table: sa.Table, ends: Sequence[datetime]) -> list[int]:
+    """How many rows of ``table`` were created before each of ``ends``, in one pass."""
+    t = table
+    row = conn.execute(
+        sa.select(*[sa.func.sum(sa.case((t.c.created_at < end, 1), else_=0)) for end in ends])
+    ).one()
+    return [int(row[i] or 0) for i in range(len(ends))]

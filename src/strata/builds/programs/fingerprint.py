@@ -375,6 +375,7 @@ def _resolved(path: str) -> Path | None:
     return found.resolve() if found.is_file() else None
 
 
+@functools.cache  # sysconfig and resolve cost about 0.25 ms a call
 def _library_dirs() -> tuple[Path, ...]:
     paths = sysconfig.get_paths()
     dirs = [Path(paths[k]).resolve() for k in ("stdlib", "platstdlib") if k in paths]

@@ -9,12 +9,13 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from datetime import UTC, datetime, time, timedelta
-from typing import Any, Literal
+from typing import Literal
 from zoneinfo import ZoneInfo
 
 import sqlalchemy as sa
 from sqlalchemy.engine import Connection
 
+from strata.store import bulk
 from strata.store import schema as s
 from strata.store.owners import sources
 
@@ -97,9 +98,5 @@ def running_totals(
     if what == "sources":
         counts = sources.counts_before(conn, ends)
     else:
-        t = TOTALS[what]
-        row: sa.Row[Any] = conn.execute(
-            sa.select(*[sa.func.sum(sa.case((t.c.created_at < end, 1), else_=0)) for end in ends])
-        ).one()
-        counts = [int(row[i] or 0) for i in range(len(ends))]
+        counts = bulk.counts_created_before(conn, TOTALS[what], ends)
     return [IntervalMetric(iv, n) for iv, n in zip(spans, counts, strict=True)]

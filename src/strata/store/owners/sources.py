@@ -63,11 +63,7 @@ def get(conn: Connection, name: str) -> Source | None:
 
 def counts_before(conn: Connection, ends: Sequence[datetime]) -> list[int]:
     """How many sources were created before each of ``ends``, in one pass."""
-    t = sources
-    row = conn.execute(
-        sa.select(*[sa.func.sum(sa.case((t.c.created_at < end, 1), else_=0)) for end in ends])
-    ).one()
-    return [int(row[i] or 0) for i in range(len(ends))]
+    return bulk.counts_created_before(conn, sources, ends)
 
 
 # --- writes -----------------------------------------------------------------------------
