@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import collections
 import re
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Collection, Iterable, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any, TypeVar
@@ -592,8 +592,21 @@ def widen_times(conn: Connection, table: sa.Table, key: str, value: Any, at: dat
 
 def counts_created_before(conn: Connection, table: sa.Table, ends: Sequence[datetime]) -> list[int]:
     """How many rows of ``table`` were created before each of ``ends``, in one pass."""
-    t = table
+    created = table.c.created_at
     row = conn.execute(
-        sa.select(*[sa.func.sum(sa.case((t.c.created_at < end, 1), else_=0)) for end in ends])
+        sa.select(*[sa.func.sum(sa.case((created < end, 1), else_=0)) for end in ends])
     ).one()
     return [int(row[i] or 0) for i in range(len(ends))]
+
+
+def rows_by_ids(conn: Connection, stmt: Any, ids: Collection[str], size: int = 900) -> list[Any]:
+    """The rows of ``stmt`` for ``ids``, its ``:ids`` parameter made by :func:`one_of`: on
+    PostgreSQL one statement (one array parameter), on SQLite slices of ``size``."""
+    if not ids:
+        return []
+    if conn.dialect.name == "postgresql":
+        return list(conn.execute(stmt, {"ids": list(ids)}).all())
+    rows: list[Any] = []
+    for part in chunks(ids, size):
+        rows.extend(conn.execute(stmt, {"ids": part}).all())
+    return rows

@@ -308,9 +308,9 @@ def _aggregate(target: Target, leaves: Sequence[Expectation]) -> dict[int, _Foun
 def _totals(target: Target, per_row: Mapping[str, Callable[[], Column]]) -> dict[str, Any]:
     """The row measures: from what the write observed when no row failed, else from
     one pass."""
-    seen = target.seen
-    held = seen is not None and (per_row.keys() == {ROWS} or seen.get(ANY_FAILING) == 0)
-    if seen is not None and held and ROWS in seen:
+    seen = target.seen or {}
+    nothing_failed = per_row.keys() == {ROWS} or seen.get(ANY_FAILING) == 0
+    if ROWS in seen and nothing_failed:
         return {n: seen[ROWS] if n == ROWS else 0 for n in per_row}
     totals = target.frame.agg(*[build().alias(n) for n, build in per_row.items()]).collect()[0]
     return dict(totals.asDict())

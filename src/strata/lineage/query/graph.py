@@ -28,7 +28,7 @@ from strata.lineage.query.graph_walk import (
     walk_recursive,
 )
 from strata.lineage.query.nodes import NodeRef, NodeType, check_depth, parse_node_id
-from strata.store import jsoncodec
+from strata.store import bulk, jsoncodec
 from strata.store import schema as s
 from strata.store.owners import tags
 
@@ -171,7 +171,7 @@ def _visible(
     # The walk's versions of the current graph are the current ones, so the job rows can
     # carry the latest run of each; as of a time it is that of the version then in force.
     # Hidden jobs have no row; their edges go with them.
-    job_rows = graph_rows.by_ids(conn, graph_rows.jobs_select(pg, current), job_ids)
+    job_rows = bulk.rows_by_ids(conn, graph_rows.jobs_select(pg, current), job_ids)
     shown = {r[0] for r in job_rows}
     edges = {e for e in edges if e[0] in shown}
     dataset_ids = {d for _, d, _ in edges}
@@ -198,7 +198,7 @@ def _latest_runs(
     shown = {r[0] for r in job_rows}
     latest = at.latest_runs({j: v for j, v in versions.items() if j in shown})
     return latest, graph_rows.runs(
-        conn, graph_rows.by_ids(conn, graph_rows.runs_select(pg), set(latest.values()))
+        conn, bulk.rows_by_ids(conn, graph_rows.runs_select(pg), set(latest.values()))
     )
 
 

@@ -15,7 +15,7 @@ import sqlalchemy as sa
 from sqlalchemy.engine import Connection
 
 from strata.lineage.query import queries as q
-from strata.store import jsoncodec
+from strata.store import bulk, jsoncodec
 from strata.store import schema as s
 from strata.store.bulk import one_of
 from strata.store.owners import tags
@@ -25,17 +25,6 @@ def _in_ids(col: sa.ColumnElement[Any], pg: bool) -> sa.ColumnElement[bool]:
     """``col IN :ids`` (on PostgreSQL one array parameter, see :func:`bulk.one_of`)."""
     result: sa.ColumnElement[bool] = one_of("postgresql" if pg else "sqlite", col, "ids")
     return result
-
-
-def by_ids(conn: Connection, stmt: sa.Select[Any], ids: Collection[str]) -> list[Sequence[Any]]:
-    if not ids:
-        return []
-    if conn.dialect.name == "postgresql":
-        return list(conn.execute(stmt, {"ids": list(ids)}).all())
-    rows: list[Sequence[Any]] = []
-    for batch in q.chunks(ids):
-        rows.extend(conn.execute(stmt, {"ids": batch}).all())
-    return rows
 
 
 def _json_text(col: sa.ColumnElement[Any], name: str) -> sa.Label[str]:
@@ -100,13 +89,13 @@ def datasets(
     """Visible datasets at their current version, or at ``version_of``'s; as
     ``q.datasets_by_uuid``."""
     pg = conn.dialect.name == "postgresql"
-    rows = by_ids(conn, _datasets_select(pg, version_of is None), uuids)
+    rows = bulk.rows_by_ids(conn, _datasets_select(pg, version_of is None), uuids)
     versions: dict[str, Sequence[Any]] = {}
     if version_of is None:
         versions = {r[0]: r[_DATASET_COLS:] for r in rows if r[_DATASET_COLS] is not None}
     else:
         wanted = {v for v in version_of.values() if v}
-        by_uuid = {v[0]: v for v in by_ids(conn, _versions_select(pg), wanted)}
+        by_uuid = {v[0]: v for v in bulk.rows_by_ids(conn, _versions_select(pg), wanted)}
         versions = {d: by_uuid[v] for d, v in version_of.items() if v in by_uuid}
     by_dataset = tags.of_datasets(conn, [r[0] for r in rows if r[_DATASET_COLS - 1]])
     out: dict[str, q.Dataset] = {}

@@ -19,9 +19,6 @@ from sqlalchemy.engine import Connection
 from strata.store import bulk
 from strata.store.schema import dataset_tags, job_tags, tags
 
-# Reads take bigger slices than writes; below SQLite's bound-parameter limit on old builds.
-_CHUNK = 900
-
 
 @dataclass(frozen=True)
 class Tag:
@@ -52,7 +49,7 @@ def of_datasets(conn: Connection, uuids: Collection[str]) -> dict[str, dict[str,
     """Each tagged dataset's tags: dataset uuid -> field name ('' for the dataset
     itself) -> tag names."""
     out: dict[str, dict[str, list[str]]] = {}
-    for uuid, field_name, tag in _by_ids(conn, _dataset_tags_by_ids, uuids):
+    for uuid, field_name, tag in _rows(conn, _dataset_tags_by_ids, uuids):
         out.setdefault(uuid, {}).setdefault(field_name, []).append(tag)
     return out
 
@@ -60,7 +57,7 @@ def of_datasets(conn: Connection, uuids: Collection[str]) -> dict[str, dict[str,
 def of_jobs(conn: Connection, uuids: Collection[str]) -> dict[str, list[str]]:
     """Each tagged job's tag names, by job uuid."""
     out: dict[str, list[str]] = {}
-    for uuid, tag in _by_ids(conn, _job_tags_by_ids, uuids):
+    for uuid, tag in _rows(conn, _job_tags_by_ids, uuids):
         out.setdefault(uuid, []).append(tag)
     return out
 
@@ -89,19 +86,8 @@ def _job_tags_by_ids(dialect: str) -> sa.Select[Any]:
     return sa.select(t.c.job_uuid, t.c.tag_name).where(bulk.one_of(dialect, t.c.job_uuid, "ids"))
 
 
-def _by_ids(conn: Connection, select: Any, ids: Collection[str]) -> list[Any]:
-    """The rows of ``select(dialect)`` for ``ids``: on PostgreSQL in one statement (one
-    array parameter), on SQLite in slices."""
-    if not ids:
-        return []
-    dialect = conn.dialect.name
-    stmt = select(dialect)
-    if dialect == "postgresql":
-        return list(conn.execute(stmt, {"ids": list(ids)}).all())
-    rows: list[Any] = []
-    for part in bulk.chunks(ids, _CHUNK):
-        rows.extend(conn.execute(stmt, {"ids": part}).all())
-    return rows
+def _rows(conn: Connection, select: Any, ids: Collection[str]) -> list[Any]:
+    return bulk.rows_by_ids(conn, select(conn.dialect.name), ids) if ids else []
 
 
 # --- writes -----------------------------------------------------------------------------
