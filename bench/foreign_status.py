@@ -4,7 +4,7 @@ does not build, whose newest program has not caught up, takes in a large lineage
 The store is the lineage graph benchmark's (100,000 jobs, 200,000 datasets, one completed
 run per job, bulk-loaded). Then ``--lagging`` jobs get a newer job version (a changed
 query) whose run FAILED, so their outputs are out of date. Each round calls
-``queries.programs_moved_on`` (what ``status`` adds) and checks it finds exactly the
+``jobs.programs_moved_on`` (what ``status`` adds) and checks it finds exactly the
 lagging jobs' outputs.
 """
 
@@ -78,7 +78,7 @@ def make_lagging(engine: Any, count: int, seed: int) -> set[str]:
 def run(
     backend: str, jobs: int, datasets: int, lagging: int, rounds: int, seed: int
 ) -> dict[str, Any]:
-    from strata.lineage.query import queries
+    from strata.lineage.query import jobs as job_reads
 
     with open_store(backend) as (engine, _url):
         populate(engine, jobs, datasets, seed)
@@ -87,7 +87,7 @@ def run(
         for _ in range(rounds):
             with engine.connect() as conn:
                 t0 = time.perf_counter()
-                found = queries.programs_moved_on(conn, "strata")
+                found = job_reads.programs_moved_on(conn, "strata")
                 times.append((time.perf_counter() - t0) * 1000)
             assert {m.name for m in found} == expected, (len(found), len(expected))
     return {

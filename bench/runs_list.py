@@ -404,13 +404,13 @@ def request_plan(layout: dict[str, Any], requests: int, hot_share: float, seed: 
 def measure_query(engine: Any, layout: dict[str, Any], plan: list[int], limit: int) -> list[float]:
     """The route's database work alone: its connection and ``queries.list_job_runs``."""
     from strata.api.deps import read_connection
-    from strata.lineage.query import queries as q
+    from strata.lineage.query import runs as run_reads
 
     out = []
     for i in plan:
         t0 = time.perf_counter()
         with read_connection(engine) as conn:
-            page = q.list_job_runs(conn, NS, layout["jobs"][i], limit, 0)
+            page = run_reads.list_job_runs(conn, NS, layout["jobs"][i], limit, 0)
         out.append((time.perf_counter() - t0) * 1000)
         assert page is not None and len(page.items) == min(limit, layout["runs_per_job"][i])
     return out

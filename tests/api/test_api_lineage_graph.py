@@ -13,10 +13,12 @@ from api_seed import Seeder
 from fastapi.testclient import TestClient
 
 from strata.api import views
+from strata.lineage.query import datasets as dataset_reads
 from strata.lineage.query import graph as g
 from strata.lineage.query import graph_walk
+from strata.lineage.query import jobs as job_reads
 from strata.lineage.query import nodes as node_ids
-from strata.lineage.query import queries as q
+from strata.lineage.query import runs as run_reads
 from strata.settings import Settings
 from strata.store import schema as s
 from strata.store.engine import read_tx
@@ -143,8 +145,8 @@ def test_graph_matches_model_and_readers(engine: sa.Engine, seed: Seeder, backen
                     assert graph_walk.walk_recursive(conn, ref, depth) == graph_walk.walk_levels(
                         walker, ref, depth
                     )
-                want_ds = q.datasets_by_uuid(conn, datasets)
-                want_jobs = q.jobs_by_uuid(conn, jobs, latest_fallback=False)
+                want_ds = dataset_reads.datasets_by_uuid(conn, datasets)
+                want_jobs = job_reads.jobs_by_uuid(conn, jobs, latest_fallback=False)
             ids = [n.id for n in nodes]
             assert ids == sorted({node_id(m, u) for u in jobs | datasets}), (start, depth)
             by_id = {n.id: n for n in nodes}
@@ -204,7 +206,7 @@ def test_graph_node_builds_each_latest_run_once(
     built: list[str] = []
     real = views.run
 
-    def counting(r: q.Run) -> views.Json:
+    def counting(r: run_reads.Run) -> views.Json:
         built.append(r.uuid)
         return real(r)
 

@@ -54,10 +54,10 @@ def shop(settings: Settings, tmp_path: Path) -> Any:
 
 
 def _lineage(p: Project, dataset: str) -> Any:
-    from strata.lineage.query import queries as q
+    from strata.lineage.query import datasets
 
     with p.lake.engine.connect() as conn:
-        return q.get_dataset(conn, p.lake.namespace, dataset).facets.get("columnLineage")
+        return datasets.get_dataset(conn, p.lake.namespace, dataset).facets.get("columnLineage")
 
 
 def test_a_rebuild_of_known_plans_derives_nothing(

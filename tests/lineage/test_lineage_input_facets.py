@@ -12,7 +12,7 @@ from typing import Any
 import sqlalchemy as sa
 
 from ol_events import facet, run_event
-from strata.lineage.query import queries as q
+from strata.lineage.query import datasets
 from strata.lineage.record.apply import record_event
 from strata.store import migrate
 from strata.store.engine import read_tx
@@ -56,7 +56,7 @@ def _stored(engine: sa.Engine, runs: set[str] | None = None) -> set[tuple[str, s
 
 def _shown(engine: sa.Engine, ns: str = NS) -> Any:
     with read_tx(engine) as conn:
-        return q.get_dataset(conn, ns, "orders").facets.get("dataQualityAssertions")
+        return datasets.get_dataset(conn, ns, "orders").facets.get("dataQualityAssertions")
 
 
 def test_each_reader_files_its_facets_under_the_version_it_read(engine: sa.Engine) -> None:

@@ -19,10 +19,13 @@ OWNERS = {
     "dataset_tags": "strata.store.owners.tags",
     "job_tags": "strata.store.owners.tags",
     "sources": "strata.store.owners.sources",
+    "lineage_events": "strata.store.owners.events",
+    "lineage_pending": "strata.store.owners.event_queue",
+    "namespaces": "strata.store.owners.namespaces",
 }
 
 #: Modules outside ``strata.store`` that still name tables of families with no owner
-#: yet (datasets and versions; jobs, runs and their inputs and outputs; events). A module
+#: yet (datasets and versions; jobs, runs and their inputs and outputs). A module
 #: leaves this list when its family gets an owner; none joins it.
 NOT_YET_OWNED = frozenset(
     {
@@ -46,12 +49,10 @@ NOT_YET_OWNED = frozenset(
         "strata.lineage.query.column_lineage",
         "strata.lineage.query.datasets",
         "strata.lineage.query.doc_search",
-        "strata.lineage.query.event_feed",
         "strata.lineage.query.graph",
         "strata.lineage.query.graph_rows",
         "strata.lineage.query.graph_walk",
         "strata.lineage.query.jobs",
-        "strata.lineage.query.namespaces",
         "strata.lineage.query.nodes",
         "strata.lineage.query.provenance",
         "strata.lineage.query.read_facets",
@@ -59,11 +60,9 @@ NOT_YET_OWNED = frozenset(
         "strata.lineage.query.search",
         "strata.lineage.query.stats",
         "strata.lineage.query.upstream_runs",
-        "strata.lineage.record.apply",
         "strata.lineage.record.bindings",
         "strata.lineage.record.jobs",
         "strata.lineage.record.marquez_writes",
-        "strata.lineage.record.parsed",
         "strata.lineage.record.prune",
         "strata.lineage.record.rows",
         "strata.lineage.record.runs",

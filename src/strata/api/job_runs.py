@@ -18,7 +18,8 @@ from strata.api import auth, views
 from strata.api.asgi import answer_error, headers
 from strata.api.deps import MAX_LIMIT, read_connection
 from strata.api.inputs import is_name
-from strata.lineage.query import queries as q
+from strata.lineage.query import common
+from strata.lineage.query import runs as run_reads
 
 _PREFIX = "/api/v1/namespaces/"
 
@@ -40,9 +41,9 @@ async def get_job_runs(app: FastAPI, scope: Scope, receive: Receive, send: Send)
         auth.check_header(app.state.settings, "GET", found.get("authorization", ""))
         await app.state.lineage_writer.barrier()
 
-        def read() -> q.Page[q.Run] | None:
+        def read() -> common.Page[run_reads.Run] | None:
             with read_connection(app.state.engine) as conn:
-                return q.list_job_runs(conn, namespace, job, limit, offset)
+                return run_reads.list_job_runs(conn, namespace, job, limit, offset)
 
         page = await run_in_threadpool(read)
     except Exception as exc:

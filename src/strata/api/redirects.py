@@ -7,18 +7,18 @@ from fastapi.responses import JSONResponse, RedirectResponse, Response
 from sqlalchemy.engine import Connection
 
 from strata.api.paths import url_segment
-from strata.lineage.query import queries as q
+from strata.lineage.query import jobs as job_reads
 
 
 class JobMoved(Exception):
-    def __init__(self, resolution: q.JobResolution) -> None:
+    def __init__(self, resolution: job_reads.JobResolution) -> None:
         super().__init__(resolution.kind)
         self.resolution = resolution
 
 
 def job_uuid(conn: Connection, namespace: str, name: str) -> str:
     """The job at ``/namespaces/{namespace}/jobs/{name}``; raises :class:`JobMoved` if elsewhere."""
-    res = q.resolve_job(conn, namespace, name)
+    res = job_reads.resolve_job(conn, namespace, name)
     if res.kind != "found":
         raise JobMoved(res)
     assert res.job_uuid is not None

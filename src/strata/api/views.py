@@ -13,11 +13,14 @@ from starlette.responses import Response
 
 from strata.lake.partition_index import summary_dicts
 from strata.lineage.query import column_lineage as cl
+from strata.lineage.query import common, datasets, jobs, runs
 from strata.lineage.query import graph as g
 from strata.lineage.query import provenance as p
-from strata.lineage.query import queries as q
 from strata.lineage.query import upstream_runs as ur
 from strata.lineage.query.run_args import run_args
+from strata.store.owners.namespaces import Namespace
+from strata.store.owners.sources import Source
+from strata.store.owners.tags import Tag
 
 Json = dict[str, Any]
 T = TypeVar("T")
@@ -39,7 +42,7 @@ def json_response(content: Any, status_code: int = 200) -> Response:
     return Response(dumps(content), status_code=status_code, media_type="application/json")
 
 
-def page(key: str, items: q.Page[T], view: Callable[[T], Json]) -> Response:
+def page(key: str, items: common.Page[T], view: Callable[[T], Json]) -> Response:
     """A Marquez list: ``{key: [...], "totalCount": n}``."""
     return json_response({key: [view(x) for x in items.items], "totalCount": items.total})
 
@@ -50,7 +53,7 @@ def ts(value: datetime | None) -> str | None:
     return value.isoformat().replace("+00:00", "Z")
 
 
-def namespace(n: q.Namespace) -> Json:
+def namespace(n: Namespace) -> Json:
     return {
         "name": n.name,
         "createdAt": ts(n.created_at),
@@ -61,7 +64,7 @@ def namespace(n: q.Namespace) -> Json:
     }
 
 
-def source(x: q.Source) -> Json:
+def source(x: Source) -> Json:
     return {
         "type": x.type,
         "name": x.name,
@@ -72,35 +75,35 @@ def source(x: q.Source) -> Json:
     }
 
 
-def tag(t: q.Tag) -> Json:
+def tag(t: Tag) -> Json:
     return {"name": t.name, "description": t.description}
 
 
-def _field(f: q.Field) -> Json:
+def _field(f: datasets.Field) -> Json:
     return {"name": f.name, "type": f.type, "tags": f.tags, "description": f.description}
 
 
-def dataset_id(r: q.DatasetRef) -> Json:
+def dataset_id(r: common.DatasetRef) -> Json:
     return {"namespace": r.namespace, "name": r.name}
 
 
-def version_id(r: q.DatasetVersionRef) -> Json:
+def version_id(r: common.DatasetVersionRef) -> Json:
     return {"namespace": r.namespace, "name": r.name, "version": r.version}
 
 
-def source_name(d: q.Dataset) -> str | None:
+def source_name(d: datasets.Dataset) -> str | None:
     """The dataset's source: ``default`` for one whose events named none, as in Marquez
     (a lake dataset's files are its source: none)."""
     return d.source_name or (None if d.is_lake else "default")
 
 
-def physical_name(d: q.Dataset, lake: str) -> str:
+def physical_name(d: datasets.Dataset, lake: str) -> str:
     """A lake dataset's folder under today's lake URI ``lake`` (the store does not keep the
     lake's address, so a moved lake reads true); another producer's dataset as it said."""
     return f"{lake}/{d.uuid}" if d.is_lake else d.physical_name
 
 
-def dataset(d: q.Dataset, lake: str) -> Json:
+def dataset(d: datasets.Dataset, lake: str) -> Json:
     return {
         "id": {"namespace": d.namespace, "name": d.name},
         "type": d.type,
@@ -125,7 +128,7 @@ def dataset(d: q.Dataset, lake: str) -> Json:
     }
 
 
-def _column_lineage(d: q.Dataset) -> list[Json] | None:
+def _column_lineage(d: datasets.Dataset) -> list[Json] | None:
     """Marquez's ``columnLineage``: each output field and the input fields it came from."""
     return [
         {
@@ -154,7 +157,7 @@ def _stream(kind: str, facets: dict[str, Any]) -> Json:
     return {"schemaLocation": found.get("url") if isinstance(found, dict) else None}
 
 
-def dataset_version(v: q.DatasetVersion, lake: str) -> Json:
+def dataset_version(v: datasets.DatasetVersion, lake: str) -> Json:
     d = v.dataset
     return {
         "id": {"namespace": d.namespace, "name": d.name, "version": v.uuid},
@@ -180,7 +183,7 @@ def dataset_version(v: q.DatasetVersion, lake: str) -> Json:
     }
 
 
-def run(r: q.Run) -> Json:
+def run(r: runs.Run) -> Json:
     job_version = (
         {"namespace": r.job_namespace, "name": r.job_name, "version": r.job_version_uuid}
         if r.job_version_uuid
@@ -214,12 +217,12 @@ def run(r: q.Run) -> Json:
     }
 
 
-def run_with_job(r: q.Run) -> Json:
+def run_with_job(r: runs.Run) -> Json:
     """A run with the job it is a run of (Strata's routes: a Marquez run names no job)."""
     return {**run(r), "job": {"namespace": r.job_namespace, "name": r.job_name}}
 
 
-def job(j: q.Job, latest_runs: bool = True) -> Json:
+def job(j: jobs.Job, latest_runs: bool = True) -> Json:
     """A Marquez job; without ``latest_runs`` (a graph node's data), no "latestRuns"."""
     latest = run(j.latest_run) if j.latest_run else None
     out: Json = {
@@ -249,7 +252,7 @@ def job(j: q.Job, latest_runs: bool = True) -> Json:
     return out
 
 
-def partition_run(x: q.PartitionRun) -> Json:
+def partition_run(x: runs.PartitionRun) -> Json:
     key = dict(part.split("=", 1) for part in x.partition.split("/"))
     return {
         "partition": key,
@@ -260,7 +263,7 @@ def partition_run(x: q.PartitionRun) -> Json:
     }
 
 
-def job_version(v: q.JobVersion) -> Json:
+def job_version(v: jobs.JobVersion) -> Json:
     return {
         "id": {"namespace": v.job_namespace, "name": v.job_name, "version": v.uuid},
         "name": v.job_name,

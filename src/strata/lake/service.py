@@ -26,7 +26,8 @@ from strata.settings import Settings
 from strata.store import migrate
 from strata.store.bulk import insert_ignore
 from strata.store.engine import engine_for, read_tx, write_tx
-from strata.store.schema import datasets, namespaces, transactions
+from strata.store.owners import namespaces
+from strata.store.schema import datasets, transactions
 
 # How much older than gc's cutoff a transaction folder with no transaction row must be
 # before it goes (see ``Lake._remove_orphans``).
@@ -149,12 +150,7 @@ class Lake:
         now = datetime.now(UTC)
         parts: list[Part] = []
         with write_tx(self.engine) as conn:
-            insert_ignore(
-                conn,
-                namespaces,
-                {"name": self.namespace, "created_at": now, "updated_at": now},
-                ["name"],
-            )
+            namespaces.ensure(conn, self.namespace, now)
             for name in names:
                 ds_uuid = self._ensure_dataset(conn, name, now)
                 head = registry.latest_version(conn, name, ds_uuid)

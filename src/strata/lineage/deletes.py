@@ -10,38 +10,42 @@ from __future__ import annotations
 
 from sqlalchemy.engine import Engine
 
-from strata.lineage.query import queries as q
+from strata.lineage.query import datasets as dataset_reads
+from strata.lineage.query import jobs as job_reads
+from strata.lineage.query import namespaces as namespace_reads
 from strata.store import schema as s
 from strata.store.engine import write_tx
+from strata.store.owners import namespaces
+from strata.store.owners.namespaces import Namespace
 
 
-def hide_dataset(engine: Engine, namespace: str, name: str) -> q.Dataset:
+def hide_dataset(engine: Engine, namespace: str, name: str) -> dataset_reads.Dataset:
     d = s.datasets
     with write_tx(engine) as conn:
-        q.get_namespace(conn, namespace)
-        dataset = q.get_dataset(conn, namespace, name)
+        namespace_reads.get_namespace(conn, namespace)
+        dataset = dataset_reads.get_dataset(conn, namespace, name)
         conn.execute(d.update().where(d.c.uuid == dataset.uuid).values(is_hidden=True))
     return dataset
 
 
-def hide_job(engine: Engine, job_uuid: str) -> q.Job:
+def hide_job(engine: Engine, job_uuid: str) -> job_reads.Job:
     j = s.jobs
     with write_tx(engine) as conn:
-        job = q.get_job(conn, job_uuid)
+        job = job_reads.get_job(conn, job_uuid)
         conn.execute(j.update().where(j.c.uuid == job_uuid).values(is_hidden=True))
     return job
 
 
-def hide_namespace(engine: Engine, namespace: str) -> q.Namespace:
+def hide_namespace(engine: Engine, namespace: str) -> Namespace:
     """Hide the namespace and every dataset and job in it."""
-    n, d, j = s.namespaces, s.datasets, s.jobs
+    d, j = s.datasets, s.jobs
     with write_tx(engine) as conn:
-        found = q.get_namespace(conn, namespace)
+        found = namespace_reads.get_namespace(conn, namespace)
         for t in (d, j):
             conn.execute(
                 t.update()
                 .where(t.c.namespace == namespace, t.c.is_hidden.is_(False))
                 .values(is_hidden=True)
             )
-        conn.execute(n.update().where(n.c.name == namespace).values(is_hidden=True))
+        namespaces.hide(conn, namespace)
     return found

@@ -11,7 +11,8 @@ from strata.api import views
 from strata.api.deps import Eng, LakeRoot, Limit, Offset, reading
 from strata.api.models import DatasetIn
 from strata.errors import NotFound
-from strata.lineage.query import queries as q
+from strata.lineage.query import datasets as dataset_reads
+from strata.lineage.query import namespaces as namespace_reads
 from strata.lineage.record import marquez_writes as w
 from strata.store.engine import read_tx
 
@@ -24,14 +25,14 @@ def list_datasets(
     request: Request, lake: LakeRoot, namespace: str, limit: Limit = 100, offset: Offset = 0
 ) -> Response:
     with reading(request) as conn:
-        page = q.list_datasets(conn, namespace, limit, offset)
+        page = dataset_reads.list_datasets(conn, namespace, limit, offset)
     return views.page("datasets", page, partial(views.dataset, lake=lake))
 
 
 @router.get(DS, response_model=views.Json)
 def get_dataset(request: Request, lake: LakeRoot, namespace: str, dataset: str) -> Response:
     with reading(request) as conn:
-        found = q.get_dataset(conn, namespace, dataset)
+        found = dataset_reads.get_dataset(conn, namespace, dataset)
     return views.json_response(views.dataset(found, lake))
 
 
@@ -40,7 +41,7 @@ def put_dataset(
     eng: Eng, lake: LakeRoot, namespace: str, dataset: str, body: DatasetIn
 ) -> dict[str, Any]:
     with read_tx(eng) as conn:
-        q.get_source(conn, body.source_name)  # 404 names the missing source
+        namespace_reads.get_source(conn, body.source_name)  # 404 names the missing source
     fields = [
         {k: v for k, v in f.model_dump().items() if k != "tags" and v is not None}
         for f in body.fields
@@ -63,7 +64,7 @@ def put_dataset(
         for tag in f.tags:
             w.tag_dataset(eng, namespace, dataset, tag, f.name)
     with read_tx(eng) as conn:
-        return views.dataset(q.get_dataset(conn, namespace, dataset), lake)
+        return views.dataset(dataset_reads.get_dataset(conn, namespace, dataset), lake)
 
 
 @router.get(DS + "/versions", response_model=views.Json)
@@ -76,7 +77,7 @@ def list_versions(
     offset: Offset = 0,
 ) -> Response:
     with reading(request) as conn:
-        page = q.list_dataset_versions(conn, namespace, dataset, limit, offset)
+        page = dataset_reads.list_dataset_versions(conn, namespace, dataset, limit, offset)
     return views.page("versions", page, partial(views.dataset_version, lake=lake))
 
 
@@ -85,7 +86,7 @@ def get_version(
     request: Request, lake: LakeRoot, namespace: str, dataset: str, version: str
 ) -> Response:
     with reading(request) as conn:
-        found = q.get_dataset_version(conn, namespace, dataset, version)
+        found = dataset_reads.get_dataset_version(conn, namespace, dataset, version)
     return views.json_response(views.dataset_version(found, lake))
 
 
@@ -93,7 +94,7 @@ def get_version(
 def tag_dataset(eng: Eng, lake: LakeRoot, namespace: str, dataset: str, tag: str) -> dict[str, Any]:
     w.tag_dataset(eng, namespace, dataset, tag)
     with read_tx(eng) as conn:
-        return views.dataset(q.get_dataset(conn, namespace, dataset), lake)
+        return views.dataset(dataset_reads.get_dataset(conn, namespace, dataset), lake)
 
 
 @router.delete(DS + "/tags/{tag:seg}")
@@ -102,7 +103,7 @@ def untag_dataset(
 ) -> dict[str, Any]:
     w.untag_dataset(eng, namespace, dataset, tag)
     with read_tx(eng) as conn:
-        return views.dataset(q.get_dataset(conn, namespace, dataset), lake)
+        return views.dataset(dataset_reads.get_dataset(conn, namespace, dataset), lake)
 
 
 @router.post(DS + "/fields/{field:seg}/tags/{tag:seg}")
@@ -110,7 +111,7 @@ def tag_field(
     eng: Eng, lake: LakeRoot, namespace: str, dataset: str, field: str, tag: str
 ) -> dict[str, Any]:
     with read_tx(eng) as conn:
-        fields = [f.name for f in q.get_dataset(conn, namespace, dataset).fields]
+        fields = [f.name for f in dataset_reads.get_dataset(conn, namespace, dataset).fields]
     if field not in fields:
         raise NotFound(
             f"field {field!r} not found in dataset {dataset!r} (fields: {', '.join(fields)}); "
@@ -120,7 +121,7 @@ def tag_field(
         )
     w.tag_dataset(eng, namespace, dataset, tag, field)
     with read_tx(eng) as conn:
-        return views.dataset(q.get_dataset(conn, namespace, dataset), lake)
+        return views.dataset(dataset_reads.get_dataset(conn, namespace, dataset), lake)
 
 
 @router.delete(DS + "/fields/{field:seg}/tags/{tag:seg}")
@@ -129,4 +130,4 @@ def untag_field(
 ) -> dict[str, Any]:
     w.untag_dataset(eng, namespace, dataset, tag, field)
     with read_tx(eng) as conn:
-        return views.dataset(q.get_dataset(conn, namespace, dataset), lake)
+        return views.dataset(dataset_reads.get_dataset(conn, namespace, dataset), lake)

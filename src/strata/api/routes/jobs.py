@@ -17,7 +17,10 @@ from strata.api.models import JobIn, RunIn
 from strata.api.redirects import job_uuid
 from strata.errors import InvalidArgument, NotFound, StoreConflict
 from strata.lake.partitions import check_filter, parse_alternatives
-from strata.lineage.query import queries as q
+from strata.lineage.query import common
+from strata.lineage.query import datasets as dataset_reads
+from strata.lineage.query import jobs as job_reads
+from strata.lineage.query import runs as run_reads
 from strata.lineage.record import marquez_writes as w
 from strata.store.engine import read_tx
 from strata.times import Zoneless, aware
@@ -41,7 +44,9 @@ def list_jobs(
     last_run_states: LastRunStates = None,
 ) -> Response:
     with reading(request) as conn:
-        page = q.list_jobs(conn, namespace, limit, offset, sorted(set(last_run_states or ())))
+        page = job_reads.list_jobs(
+            conn, namespace, limit, offset, sorted(set(last_run_states or ()))
+        )
     return views.page("jobs", page, views.job)
 
 
@@ -51,7 +56,7 @@ def list_all_jobs(
 ) -> Response:
     """Every namespace's jobs, as Marquez's ``GET /jobs`` (its web UI's job list)."""
     with reading(request) as conn:
-        page = q.list_jobs(conn, None, limit, offset, sorted(set(last_run_states or ())))
+        page = job_reads.list_jobs(conn, None, limit, offset, sorted(set(last_run_states or ())))
     return views.page("jobs", page, views.job)
 
 
@@ -59,9 +64,9 @@ def list_all_jobs(
 def get_job(request: Request, namespace: str, job: str) -> Response:
     with reading(request) as conn:
         uuid = job_uuid(conn, namespace, job)
-        found = q.get_job(conn, uuid)
-        by_partition = q.latest_partition_runs(conn, uuid)
-        children = q.child_jobs(conn, uuid)
+        found = job_reads.get_job(conn, uuid)
+        by_partition = run_reads.latest_partition_runs(conn, uuid)
+        children = job_reads.child_jobs(conn, uuid)
     out = views.job(found)
     if by_partition:  # Strata's: a partitioned transform's last run of each partition
         out["latestRunsByPartition"] = [views.partition_run(x) for x in by_partition]
@@ -87,13 +92,13 @@ def put_job(eng: Eng, namespace: str, job: str, body: JobIn) -> dict[str, Any]:
     if body.run_id is not None:
         w.relink_run(eng, namespace, job, str(body.run_id))
     with read_tx(eng) as conn:
-        return views.job(q.get_job(conn, ids.job_uuid(namespace, job)))
+        return views.job(job_reads.get_job(conn, ids.job_uuid(namespace, job)))
 
 
 def _check_job_body(conn: Any, namespace: str, job: str, body: JobIn) -> None:
     """What Marquez checks of a job PUT: its run is one of this job's, its datasets exist."""
     if body.run_id is not None:
-        run = q.get_run(conn, str(body.run_id))  # NotFound names it
+        run = run_reads.get_run(conn, str(body.run_id))  # NotFound names it
         if (run.job_namespace, run.job_name) != (namespace, job):
             raise NotFound(
                 f"run {str(body.run_id)!r} is a run of job {run.job_name!r} in namespace "
@@ -101,7 +106,9 @@ def _check_job_body(conn: Any, namespace: str, job: str, body: JobIn) -> None:
                 "job's runs",
                 run_id=str(body.run_id),
             )
-    q.require_datasets(conn, [(d.namespace, d.name) for d in [*body.inputs, *body.outputs]])
+    dataset_reads.require_datasets(
+        conn, [(d.namespace, d.name) for d in [*body.inputs, *body.outputs]]
+    )
 
 
 @router.get(JOB + "/versions", response_model=views.Json, responses=JOB_MOVED)
@@ -109,14 +116,14 @@ def list_job_versions(
     request: Request, namespace: str, job: str, limit: Limit = 100, offset: Offset = 0
 ) -> Response:
     with reading(request) as conn:
-        page = q.list_job_versions(conn, job_uuid(conn, namespace, job), limit, offset)
+        page = job_reads.list_job_versions(conn, job_uuid(conn, namespace, job), limit, offset)
     return views.page("versions", page, views.job_version)
 
 
 @router.get(JOB + "/versions/{version:seg}", response_model=views.Json, responses=JOB_MOVED)
 def get_job_version(request: Request, namespace: str, job: str, version: str) -> Response:
     with reading(request) as conn:
-        found = q.get_job_version(conn, job_uuid(conn, namespace, job), version)
+        found = job_reads.get_job_version(conn, job_uuid(conn, namespace, job), version)
     return views.json_response(views.job_version(found))
 
 
@@ -133,20 +140,20 @@ def list_runs(
         key = parse_alternatives(partition)
         with reading(request) as conn:
             uuid = job_uuid(conn, namespace, job)
-            columns = q.job_partition_columns(conn, uuid)
+            columns = run_reads.job_partition_columns(conn, uuid)
             # A job with no partition runs has none that match; one with some names its
             # columns, and a filter must name only those.
-            runs: q.Page[q.Run] = q.Page([], 0)
+            runs: common.Page[run_reads.Run] = common.Page([], 0)
             if columns:
                 check_filter(f"job {namespace}/{job}", columns, key)
-                runs = q.list_partition_runs(conn, uuid, key, limit, offset)
+                runs = run_reads.list_partition_runs(conn, uuid, key, limit, offset)
         return views.page("runs", runs, views.run)
     with reading(request) as conn:
         # A job named by its FQN, the usual case, costs one statement; any other name is
         # resolved (redirect, candidates or 404) only when that finds nothing.
-        page = q.list_job_runs(conn, namespace, job, limit, offset)
+        page = run_reads.list_job_runs(conn, namespace, job, limit, offset)
         if page is None:
-            page = q.list_runs(conn, job_uuid(conn, namespace, job), limit, offset)
+            page = run_reads.list_runs(conn, job_uuid(conn, namespace, job), limit, offset)
     return views.page("runs", page, views.run)
 
 
@@ -197,12 +204,12 @@ def create_run(
     body = body or RunIn()
     args = marquez_args(raw) if body.args else {}
     with read_tx(eng) as conn:
-        res = q.resolve_job(conn, namespace, job)
+        res = job_reads.resolve_job(conn, namespace, job)
     if res.kind != "found" or res.job_uuid is None:
         raise NotFound(f"job {job!r} not found in namespace {namespace!r}", job=job)
     with read_tx(eng) as conn:
-        name = q.get_job(conn, res.job_uuid).name
-        if body.id is not None and q.runs_by_uuid(conn, [str(body.id)]):
+        name = job_reads.get_job(conn, res.job_uuid).name
+        if body.id is not None and run_reads.runs_by_uuid(conn, [str(body.id)]):
             raise StoreConflict(
                 f"run {str(body.id)!r} already exists; create a run with a new id, or "
                 "move this one with /jobs/runs/{id}/start (complete, fail, abort)",
@@ -218,7 +225,7 @@ def create_run(
         args=args or None,
     )
     with read_tx(eng) as conn:
-        return JSONResponse(views.run(q.get_run(conn, run_id)), status_code=201)
+        return JSONResponse(views.run(run_reads.get_run(conn, run_id)), status_code=201)
 
 
 def _aware(at: datetime | None) -> datetime | None:
@@ -232,7 +239,7 @@ def tag_job(eng: Eng, namespace: str, job: str, tag: str) -> dict[str, Any]:
         uuid = job_uuid(conn, namespace, job)
     w.tag_job(eng, uuid, tag)
     with read_tx(eng) as conn:
-        return views.job(q.get_job(conn, uuid))
+        return views.job(job_reads.get_job(conn, uuid))
 
 
 @router.delete(JOB + "/tags/{tag:seg}", responses=JOB_MOVED)
@@ -241,4 +248,4 @@ def untag_job(eng: Eng, namespace: str, job: str, tag: str) -> dict[str, Any]:
         uuid = job_uuid(conn, namespace, job)
     w.untag_job(eng, uuid, tag)
     with read_tx(eng) as conn:
-        return views.job(q.get_job(conn, uuid))
+        return views.job(job_reads.get_job(conn, uuid))

@@ -15,7 +15,7 @@ from strata.api.inputs import aware_time
 from strata.errors import InvalidEvent, StrataError
 from strata.lineage.query import column_lineage as cl
 from strata.lineage.query import graph as g
-from strata.lineage.query import queries as q
+from strata.lineage.query import search
 from strata.lineage.record.writer import GroupWriter, Results
 from strata.store.engine import read_tx
 
@@ -135,7 +135,7 @@ def list_events(
     limit: Limit = 100,
     offset: Offset = 0,
 ) -> dict[str, Any]:
-    page = q.list_events(
+    page = search.list_events(
         conn,
         aware_time(before, "before"),
         aware_time(after, "after"),

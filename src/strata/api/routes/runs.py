@@ -14,7 +14,7 @@ from strata.api import views
 from strata.api.contract import errors
 from strata.api.deps import At, Depth, Eng, reading
 from strata.api.inputs import check_time
-from strata.lineage.query import queries as q
+from strata.lineage.query import runs as run_reads
 from strata.lineage.query import upstream_runs as ur
 from strata.lineage.record import marquez_writes as w
 from strata.store.engine import read_tx
@@ -26,7 +26,7 @@ Action = Literal["start", "complete", "fail", "abort"]
 @router.get("/jobs/runs/{id}", response_model=views.Json)
 def get_run(request: Request, id: UUID) -> Response:
     with reading(request) as conn:
-        run = q.get_run(conn, str(id))
+        run = run_reads.get_run(conn, str(id))
     return views.json_response(views.run(run))
 
 
@@ -35,8 +35,8 @@ def get_run_facets(
     request: Request, id: UUID, type: Annotated[Literal["run", "job"], Query()] = "run"
 ) -> Response:
     with reading(request) as conn:
-        run = q.get_run(conn, str(id))
-        facets = run.facets if type == "run" else q.run_job_facets(conn, str(id))
+        run = run_reads.get_run(conn, str(id))
+        facets = run.facets if type == "run" else run_reads.run_job_facets(conn, str(id))
     return views.json_response({"runId": run.uuid, "facets": facets})
 
 
@@ -46,7 +46,7 @@ def _mark_run(action: Action) -> Callable[[Engine, UUID, datetime | None], dict[
             at = at.replace(tzinfo=datetime.now().astimezone().tzinfo)
         w.mark_run(eng, str(id), action, at=None if at is None else check_time("at", at))
         with read_tx(eng) as conn:
-            return views.run(q.get_run(conn, str(id)))
+            return views.run(run_reads.get_run(conn, str(id)))
 
     mark_run.__doc__ = f"Mark the run {action}, at ``at`` (default: now)."
     return mark_run
@@ -93,13 +93,13 @@ def get_run_detail(request: Request, id: UUID) -> Response:
     event was about, known only from its children's parent facets (its ``state`` is then
     their earliest event's, as Marquez keeps it)."""
     with reading(request) as conn:
-        run = q.get_run(conn, str(id))
-        states = q.run_states(conn, run.uuid)
+        run = run_reads.get_run(conn, str(id))
+        states = run_reads.run_states(conn, run.uuid)
         touched = [v.version for v in (*run.input_versions, *run.output_versions)]
-        commits = q.commit_ids(conn, touched)
-        number = q.run_number(conn, run)
-        children = q.child_run_states(conn, run.uuid)
-        own = q.run_has_own_events(conn, run.uuid)
+        commits = run_reads.commit_ids(conn, touched)
+        number = run_reads.run_number(conn, run)
+        children = run_reads.child_run_states(conn, run.uuid)
+        own = run_reads.run_has_own_events(conn, run.uuid)
     history = [{"state": x.state, "transitionedAt": views.ts(x.at)} for x in states]
     extra = {
         "states": history,
@@ -115,5 +115,5 @@ def get_run_detail(request: Request, id: UUID) -> Response:
 def get_recent_runs(request: Request, limit: Annotated[int, Query(ge=1, le=1000)] = 20) -> Response:
     """The latest runs of every job, newest first, each with its job."""
     with reading(request) as conn:
-        runs = q.recent_runs(conn, limit)
+        runs = run_reads.recent_runs(conn, limit)
     return views.json_response({"runs": [views.run_with_job(r) for r in runs]})

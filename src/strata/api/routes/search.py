@@ -9,7 +9,7 @@ from fastapi import APIRouter, Query, Request, Response
 from strata.api import views
 from strata.api.deps import reading
 from strata.lineage.query import graph as g
-from strata.lineage.query import queries as q
+from strata.lineage.query import search as search_reads
 
 router = APIRouter(tags=["Search"])
 
@@ -30,7 +30,7 @@ def search(
     kind = filter.upper() if filter else None
     order = sort.upper()
     with reading(request) as conn:
-        page = q.search(
+        page = search_reads.search(
             conn,
             q_,
             "DATASET" if kind == "DATASET" else "JOB" if kind == "JOB" else None,

@@ -31,7 +31,7 @@ from strata.builds.state import BuildState
 from strata.builds.state.catalog import Current
 from strata.builds.state.checks import StoredResult
 from strata.errors import PipelineError, StrataError
-from strata.lineage.query.queries import JobVersionRef
+from strata.lineage.query.jobs import JobVersionRef
 
 
 @dataclass

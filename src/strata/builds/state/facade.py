@@ -39,7 +39,8 @@ from strata.errors import InvalidArgument, NotFound
 from strata.lake import partition_hashes, partition_index, registry
 from strata.lake.registry import Moved
 from strata.lineage.query import column_lineage as columns
-from strata.lineage.query import queries as lineage_queries
+from strata.lineage.query import common
+from strata.lineage.query import jobs as job_reads
 from strata.lineage.query.provenance import ProvenanceNode, provenance
 from strata.retention import archive_state
 from strata.retention import state as retention_state
@@ -236,11 +237,11 @@ class BuildState:
 
     def job_versions(
         self, namespace: str, job: str, limit: int
-    ) -> tuple[lineage_queries.Page[lineage_queries.JobVersion], str]:
+    ) -> tuple[common.Page[job_reads.JobVersion], str]:
         """A job's versions, newest first, and its name (an old name or a simple name
         finds the job it now is)."""
         with read_tx(self.engine) as conn:
-            found = lineage_queries.resolve_job(conn, namespace, job)
+            found = job_reads.resolve_job(conn, namespace, job)
             if found.kind == "ambiguous":
                 names = ", ".join(name for _, name in found.candidates)
                 raise InvalidArgument(
@@ -250,17 +251,17 @@ class BuildState:
                     namespace=namespace,
                 )
             assert found.job_uuid is not None and found.name is not None
-            return lineage_queries.list_job_versions(conn, found.job_uuid, limit, 0), found.name
+            return job_reads.list_job_versions(conn, found.job_uuid, limit, 0), found.name
 
-    def programs_moved_on(self) -> list[lineage_queries.ProgramMoved]:
+    def programs_moved_on(self) -> list[job_reads.ProgramMoved]:
         """Datasets outside the lake whose job has a newer version than their writer's."""
         with read_tx(self.engine) as conn:
-            return lineage_queries.programs_moved_on(conn, self.namespace)
+            return job_reads.programs_moved_on(conn, self.namespace)
 
     def job_namespaces(self, job: str) -> list[str]:
         """The namespaces holding a job of this name."""
         with read_tx(self.engine) as conn:
-            return lineage_queries.namespaces_of_job(conn, job)
+            return job_reads.namespaces_of_job(conn, job)
 
     def partition_by(self, names: Collection[str]) -> dict[str, list[str]]:
         """The partition columns of those of ``names`` that are partitioned."""

@@ -395,7 +395,7 @@ class Story:
 
     def partition_runs(self) -> None:
         """One job per transform in the lineage graph, with every region's runs."""
-        from strata.lineage.query.queries import latest_partition_runs
+        from strata.lineage.query.runs import latest_partition_runs
         from strata.store.engine import read_tx
 
         rows = []

@@ -20,7 +20,8 @@ import sqlalchemy as sa
 from sqlalchemy.engine import Connection
 
 from strata.errors import NotFound
-from strata.lineage.query import queries as q
+from strata.lineage.query import common, jobs
+from strata.lineage.query import datasets as dataset_reads
 from strata.lineage.query.nodes import NodeRef, check_depth, find_dataset, parse_node_id
 from strata.store import schema as s
 
@@ -104,7 +105,7 @@ def column_lineage(
 def _seeds(conn: Connection, start: NodeRef) -> set[Key]:
     """The fields a walk starts from: of the node's version (named, else current)."""
     if start.type == "JOB":
-        job = q.jobs_by_uuid(conn, [start.uuid], with_latest_run=False)[start.uuid]
+        job = jobs.jobs_by_uuid(conn, [start.uuid], with_latest_run=False)[start.uuid]
         outputs = [find_dataset(conn, ref.namespace, ref.name) for ref in job.outputs]
         current = _current_versions(conn, [u for u in outputs if u])
         return {(d, v, f) for d, v in current.items() if v for f in _output_fields(conn, v)}
@@ -114,7 +115,7 @@ def _seeds(conn: Connection, start: NodeRef) -> set[Key]:
     if start.type == "DATASET_FIELD":
         assert start.field is not None
         return {(start.uuid, version, start.field)}
-    fields = q.dataset_fields(_schema(conn, version), {})
+    fields = dataset_reads.dataset_fields(_schema(conn, version), {})
     return {
         (start.uuid, version, f) for f in {x.name for x in fields} | _output_fields(conn, version)
     }
@@ -159,7 +160,7 @@ def commit_ids(conn: Connection, versions: Iterable[str]) -> dict[str, int | Non
     """Version uuid -> its lake commit id (None for a version declared by events)."""
     dv = s.dataset_versions
     out: dict[str, int | None] = {}
-    for batch in q.chunks(set(versions)):
+    for batch in common.chunks(set(versions)):
         rows = conn.execute(sa.select(dv.c.uuid, dv.c.commit_id).where(dv.c.uuid.in_(batch)))
         out |= {str(r.uuid): r.commit_id for r in rows}
     return out
@@ -167,7 +168,7 @@ def commit_ids(conn: Connection, versions: Iterable[str]) -> dict[str, int | Non
 
 def _current_versions(conn: Connection, dataset_uuids: Iterable[str]) -> dict[str, str | None]:
     out: dict[str, str | None] = {}
-    for batch in q.chunks(set(dataset_uuids)):
+    for batch in common.chunks(set(dataset_uuids)):
         for r in conn.execute(_CURRENT, {"d": batch}).all():
             out[r.uuid] = r.current_version_uuid
     return out
@@ -207,7 +208,7 @@ def _upstream_edges(conn: Connection, keys: set[Key], inherit: bool) -> dict[Key
         return out
     rows: list[sa.Row[Any]] = []
     names = sorted({f for _, _, f in keys})
-    for batch in q.chunks({v for _, v, _ in keys}):
+    for batch in common.chunks({v for _, v, _ in keys}):
         rows += conn.execute(_EDGES, {"v": batch, "f": names}).all()
     by_version = {v: d for d, v, _ in keys}
     keyed = [
@@ -244,7 +245,7 @@ def _inherited(conn: Connection, keys: set[Key]) -> list[tuple[Key, sa.Row[Any]]
         return []
     made = _created(conn, bare)
     recorded: dict[str, list[tuple[Any, str]]] = defaultdict(list)
-    for batch in q.chunks({d for d, v, _ in keys if v in bare}):
+    for batch in common.chunks({d for d, v, _ in keys if v in bare}):
         has_lineage = sa.exists().where(cl.c.dataset_version_uuid == dv.c.uuid)
         for r in conn.execute(
             sa.select(dv.c.dataset_uuid, dv.c.uuid, dv.c.created_at).where(
@@ -260,7 +261,7 @@ def _inherited(conn: Connection, keys: set[Key]) -> list[tuple[Key, sa.Row[Any]]
         if earlier:
             chosen[version] = max(earlier)[1]
     rows: list[sa.Row[Any]] = []
-    for batch in q.chunks(set(chosen.values())):
+    for batch in common.chunks(set(chosen.values())):
         rows += conn.execute(
             sa.select(*_EDGE_COLS).where(cl.c.dataset_version_uuid.in_(batch))
         ).all()
@@ -279,7 +280,7 @@ def _with_lineage(conn: Connection, versions: set[str]) -> set[str]:
     """Those of ``versions`` that recorded column lineage."""
     cl = s.column_lineage
     out: set[str] = set()
-    for batch in q.chunks(versions):
+    for batch in common.chunks(versions):
         rows = conn.execute(
             sa.select(cl.c.dataset_version_uuid).where(cl.c.dataset_version_uuid.in_(batch))
         )
@@ -290,7 +291,7 @@ def _with_lineage(conn: Connection, versions: set[str]) -> set[str]:
 def _created(conn: Connection, versions: set[str]) -> dict[str, Any]:
     dv = s.dataset_versions
     out: dict[str, Any] = {}
-    for batch in q.chunks(versions):
+    for batch in common.chunks(versions):
         rows = conn.execute(sa.select(dv.c.uuid, dv.c.created_at).where(dv.c.uuid.in_(batch)))
         out |= {str(r.uuid): r.created_at for r in rows}
     return out
@@ -300,7 +301,7 @@ def _versions_read(conn: Connection, outputs: set[str]) -> dict[tuple[str, str],
     """(output version, input dataset) -> the version of that dataset the run that wrote
     the output version read."""
     out: dict[tuple[str, str], str] = {}
-    for batch in q.chunks(outputs):
+    for batch in common.chunks(outputs):
         for written, dataset, version in conn.execute(_READ, {"v": batch}).all():
             out[(str(written), str(dataset))] = str(version)
     return out
@@ -325,7 +326,7 @@ def _downstream_edges(conn: Connection, keys: set[Key], inherit: bool) -> list[t
     by_field = {(k[0], k[2]): k for k in keys}
     fields = sorted({f for _, _, f in keys})
     rows: list[sa.Row[Any]] = []
-    for batch in q.chunks({ds for ds, _, _ in keys}):
+    for batch in common.chunks({ds for ds, _, _ in keys}):
         rows += conn.execute(_DOWN, {"d": batch, "f": fields}).all()
         if inherit:
             rows += _inherited_downstream(conn, batch, fields)
@@ -381,7 +382,7 @@ def _newest_with_lineage(conn: Connection, datasets: set[str]) -> dict[str, Any]
     cl, dv = s.column_lineage, s.dataset_versions
     has_lineage = sa.exists().where(cl.c.dataset_version_uuid == dv.c.uuid)
     out: dict[str, Any] = {}
-    for batch in q.chunks(datasets):
+    for batch in common.chunks(datasets):
         rows = conn.execute(
             sa.select(dv.c.dataset_uuid, sa.func.max(dv.c.created_at).label("at"))
             .where(dv.c.dataset_uuid.in_(batch), has_lineage)
@@ -398,7 +399,7 @@ def _types(conn: Connection, shown: set[Key]) -> dict[tuple[str, str], str | Non
     for _, version, name in shown:
         wanted[version].add(name)
     out: dict[tuple[str, str], str | None] = {}
-    for batch in q.chunks(set(wanted)):
+    for batch in common.chunks(set(wanted)):
         for uuid, schema in conn.execute(
             sa.select(dv.c.uuid, dv.c.schema_fields).where(dv.c.uuid.in_(batch))
         ).all():
@@ -414,7 +415,7 @@ def _visible(conn: Connection, uuids: set[str]) -> dict[str, tuple[str, str]]:
     """Dataset uuid -> (namespace, name), of those not hidden."""
     d = s.datasets
     out: dict[str, tuple[str, str]] = {}
-    for batch in q.chunks(uuids):
+    for batch in common.chunks(uuids):
         rows = conn.execute(
             sa.select(d.c.uuid, d.c.namespace, d.c.name).where(
                 d.c.uuid.in_(batch), d.c.is_hidden.is_(False)
@@ -493,7 +494,7 @@ def current_columns(
     d, dv, cl = s.datasets, s.dataset_versions, s.column_lineage
     src = d.alias("src")
     out: dict[str, VersionColumns] = {}
-    for chunk in q.chunks(names):
+    for chunk in common.chunks(names):
         versions = {
             str(r.uuid): (str(r.name), r.schema_fields)
             for r in conn.execute(

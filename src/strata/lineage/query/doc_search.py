@@ -18,8 +18,9 @@ from typing import Any, Literal
 import sqlalchemy as sa
 from sqlalchemy.engine import Connection
 
-from strata.lineage.query import queries as q
+from strata.lineage.query import datasets as dataset_reads
 from strata.store import schema as s
+from strata.store.owners import events as stored_events
 
 HITS = 10
 FRAGMENTS = 5  # per field, as OpenSearch's default number_of_fragments
@@ -198,7 +199,7 @@ def _dataset_docs(conn: Connection, query: str) -> Iterator[dict[str, Any]]:
         .order_by(d.c.updated_at.desc(), d.c.uuid)
     )
     for rows in _batches(conn, select):
-        found = q.datasets_by_uuid(conn, [r.uuid for r in rows])
+        found = dataset_reads.datasets_by_uuid(conn, [r.uuid for r in rows])
         for row in rows:
             ds = found[row.uuid]
             facets = dict(ds.facets)
@@ -220,15 +221,7 @@ def _add_event_types(conn: Connection, hits: list[dict[str, Any]]) -> None:
     runs = sorted({h["run_id"] for h in hits if h["run_id"]})
     if not runs:
         return
-    e = s.lineage_events
-    latest: dict[str, tuple[Any, str]] = {}
-    for row in conn.execute(
-        sa.select(e.c.run_uuid, e.c.event_time, e.c.event_type).where(
-            e.c.run_uuid.in_(runs), e.c.event_type.is_not(None)
-        )
-    ):
-        if row.run_uuid not in latest or row.event_time >= latest[row.run_uuid][0]:
-            latest[row.run_uuid] = (row.event_time, row.event_type)
+    latest = stored_events.latest_types(conn, runs)
     for hit in hits:
         if hit["run_id"] in latest:
-            hit["eventType"] = latest[hit["run_id"]][1]
+            hit["eventType"] = latest[hit["run_id"]]

@@ -18,8 +18,9 @@ import sqlalchemy as sa
 from sqlalchemy.engine import Connection
 
 from strata.errors import InvalidArgument, NotFound
-from strata.lineage.query import graph_rows
-from strata.lineage.query import queries as q
+from strata.lineage.query import common, graph_rows
+from strata.lineage.query import jobs as job_reads
+from strata.lineage.query import runs as run_reads
 from strata.lineage.query.graph_walk import (
     CurrentEdges,
     EdgesAt,
@@ -127,7 +128,7 @@ def _build_graph(
         else:
             outs[jb].append(du)
             nodes[ds_id[du]].in_edges.append((job_id[jb], ds_id[du]))
-    refs = {u: q.DatasetRef(d.namespace, d.name) for u, d in datasets.items()}
+    refs = {u: common.DatasetRef(d.namespace, d.name) for u, d in datasets.items()}
 
     def by_name(uuids: list[str]) -> list[str]:
         return sorted(uuids, key=lambda u: (refs[u].namespace, refs[u].name))
@@ -188,7 +189,7 @@ def _latest_runs(
     at: EdgesAt | None,
     job_rows: list[Sequence[Any]],
     versions: dict[str, str],
-) -> tuple[dict[str, str], dict[str, q.Run]]:
+) -> tuple[dict[str, str], dict[str, run_reads.Run]]:
     """job -> its latest run's id (in force at ``as_of``), and those runs by id."""
     if at is None:
         latest = {
@@ -205,11 +206,11 @@ def _latest_runs(
 def _job_of_row(
     row: Sequence[Any],
     current_version: str | None,
-    inputs: list[q.DatasetRef],
-    outputs: list[q.DatasetRef],
+    inputs: list[common.DatasetRef],
+    outputs: list[common.DatasetRef],
     tags: list[str],
-    latest_run: q.Run | None,
-) -> q.Job:
+    latest_run: run_reads.Run | None,
+) -> job_reads.Job:
     """A job of the graph from its row of :func:`graph_rows.jobs_select`."""
     (
         u,
@@ -226,7 +227,7 @@ def _job_of_row(
         updated_at,
         *_,
     ) = row
-    return q.Job(
+    return job_reads.Job(
         uuid=u,
         namespace=namespace,
         name=name,

@@ -14,7 +14,8 @@ from typing import Any
 import sqlalchemy as sa
 from sqlalchemy.engine import Connection
 
-from strata.lineage.query import queries as q
+from strata.lineage.query import datasets as dataset_reads
+from strata.lineage.query import runs as run_reads
 from strata.store import bulk, jsoncodec
 from strata.store import schema as s
 from strata.store.bulk import one_of
@@ -85,9 +86,9 @@ def _versions_select(pg: bool) -> sa.Select[Any]:
 
 def datasets(
     conn: Connection, uuids: Collection[str], version_of: dict[str, str | None] | None
-) -> dict[str, q.Dataset]:
+) -> dict[str, dataset_reads.Dataset]:
     """Visible datasets at their current version, or at ``version_of``'s; as
-    ``q.datasets_by_uuid``."""
+    :func:`.datasets.datasets_by_uuid`."""
     pg = conn.dialect.name == "postgresql"
     rows = bulk.rows_by_ids(conn, _datasets_select(pg, version_of is None), uuids)
     versions: dict[str, Sequence[Any]] = {}
@@ -98,7 +99,7 @@ def datasets(
         by_uuid = {v[0]: v for v in bulk.rows_by_ids(conn, _versions_select(pg), wanted)}
         versions = {d: by_uuid[v] for d, v in version_of.items() if v in by_uuid}
     by_dataset = tags.of_datasets(conn, [r[0] for r in rows if r[_DATASET_COLS - 1]])
-    out: dict[str, q.Dataset] = {}
+    out: dict[str, dataset_reads.Dataset] = {}
     for (
         uuid,
         namespace,
@@ -126,7 +127,7 @@ def datasets(
             if isinstance(v_facets, dict):
                 facets.update(v_facets)
         dtags = by_dataset.get(uuid, {})
-        out[uuid] = q.Dataset(
+        out[uuid] = dataset_reads.Dataset(
             uuid=uuid,
             namespace=namespace,
             name=name,
@@ -141,7 +142,9 @@ def datasets(
             current_version=current_version if version_of is None else version_of.get(uuid),
             last_modified_at=modified_at,
             lifecycle_state=lifecycle,
-            fields=q.dataset_fields(q.shown_schema(schema, modified_at, dataset_facets), dtags),
+            fields=dataset_reads.dataset_fields(
+                dataset_reads.shown_schema(schema, modified_at, dataset_facets), dtags
+            ),
             tags=sorted(dtags.get("", [])),
             facets=facets,
             commit_id=commit_id,
@@ -150,7 +153,7 @@ def datasets(
 
 
 def _run_cols(r: sa.FromClause, j: sa.FromClause) -> list[sa.ColumnElement[Any]]:
-    """What a ``q.Run`` needs, for :func:`runs`."""
+    """What a :class:`.runs.Run` needs, for :func:`runs`."""
     return [
         r.c.uuid.label("r_uuid"),
         r.c.job_uuid.label("r_job_uuid"),
@@ -216,14 +219,14 @@ def runs_select(pg: bool) -> sa.Select[Any]:
     )
 
 
-def runs(conn: Connection, rows: Iterable[Sequence[Any]]) -> dict[str, q.Run]:
-    """``q.Run`` (as ``q.runs_by_uuid``) from :func:`_run_cols` values, with the versions
-    the runs read and wrote."""
+def runs(conn: Connection, rows: Iterable[Sequence[Any]]) -> dict[str, run_reads.Run]:
+    """:class:`.runs.Run` (as :func:`.runs.runs_by_uuid`) from :func:`_run_cols` values,
+    with the versions the runs read and wrote."""
     by_uuid = {r[0]: r for r in rows if r[0] is not None}
-    inputs, outputs = q.run_io_refs(conn, by_uuid)
-    # _run_cols lists q.Run's first fields in order; the facets come as JSON text.
+    inputs, outputs = run_reads.run_io_refs(conn, by_uuid)
+    # _run_cols lists Run's first fields in order; the facets come as JSON text.
     return {
-        uuid: q.Run(
+        uuid: run_reads.Run(
             *[
                 *row[:13],
                 dict(jsoncodec.loads(row[13]) or {}),

@@ -16,7 +16,7 @@ from typing import Any, Protocol
 import sqlalchemy as sa
 from sqlalchemy.engine import Connection
 
-from strata.lineage.query import queries as q
+from strata.lineage.query import common
 from strata.lineage.query.nodes import NodeRef
 from strata.store import schema as s
 
@@ -57,7 +57,7 @@ def _io_of(conn: Connection, versions: dict[str, str]) -> list[tuple[str, str, s
     by_version = {v: j for j, v in versions.items()}
     io = s.job_version_io
     out = []
-    for batch in q.chunks(by_version):
+    for batch in common.chunks(by_version):
         for r in conn.execute(
             sa.select(io.c.job_version_uuid, io.c.dataset_uuid, io.c.io_type).where(
                 io.c.job_version_uuid.in_(batch)
@@ -77,7 +77,7 @@ class CurrentEdges:
         """job -> its current version."""
         j = s.jobs
         out: dict[str, str] = {}
-        for batch in q.chunks(list(job_uuids)):
+        for batch in common.chunks(list(job_uuids)):
             for r in self.conn.execute(
                 sa.select(j.c.uuid, j.c.current_version_uuid).where(j.c.uuid.in_(batch))
             ).all():
@@ -99,7 +99,7 @@ class CurrentEdges:
         seen = set(known)
         out: dict[str, str] = {}
         edges: set[tuple[str, str, str]] = set()
-        for batch in q.chunks(set(dataset_uuids)):
+        for batch in common.chunks(set(dataset_uuids)):
             for r in self.conn.execute(_EXPAND, {"datasets": batch}).all():
                 if r.job_uuid not in seen:
                     out[r.job_uuid] = r.job_version_uuid
@@ -126,7 +126,7 @@ class EdgesAt:
 
     def _latest_at(self, table: sa.Table, jobs: list[str], value: sa.Column[Any]) -> dict[str, str]:
         out: dict[str, str] = {}
-        for batch in q.chunks(jobs):
+        for batch in common.chunks(jobs):
             rn = (
                 sa.func.row_number()
                 .over(
@@ -159,7 +159,7 @@ class EdgesAt:
     def _datasets_born(self, uuids: list[str]) -> set[str]:
         d = s.datasets
         born: set[str] = set()
-        for batch in q.chunks(set(uuids)):
+        for batch in common.chunks(set(uuids)):
             born.update(
                 self.conn.execute(
                     sa.select(d.c.uuid).where(d.c.uuid.in_(batch), d.c.created_at <= self.as_of)
@@ -180,7 +180,7 @@ class EdgesAt:
         """job -> version for jobs whose version in force reads or writes any dataset."""
         io = s.job_version_io
         pairs: set[tuple[str, str]] = set()
-        for batch in q.chunks(set(dataset_uuids)):
+        for batch in common.chunks(set(dataset_uuids)):
             stmt = sa.select(io.c.job_uuid, io.c.job_version_uuid).where(
                 io.c.dataset_uuid.in_(batch)
             )
@@ -194,7 +194,7 @@ class EdgesAt:
         """dataset -> its version at ``as_of`` (the latest created at or before it)."""
         dv = s.dataset_versions
         out: dict[str, str | None] = dict.fromkeys(dataset_uuids)
-        for batch in q.chunks(list(out)):
+        for batch in common.chunks(list(out)):
             rn = (
                 sa.func.row_number()
                 .over(

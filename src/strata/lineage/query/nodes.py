@@ -10,7 +10,8 @@ import sqlalchemy as sa
 from sqlalchemy.engine import Connection
 
 from strata.errors import InvalidArgument, NotFound
-from strata.lineage.query.queries import resolve_job, symlink_target
+from strata.lineage.query.datasets import symlink_target
+from strata.lineage.query.jobs import resolve_job
 from strata.store import schema as s
 
 NodeType = Literal["DATASET", "JOB", "DATASET_FIELD"]

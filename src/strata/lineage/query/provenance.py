@@ -14,7 +14,8 @@ import sqlalchemy as sa
 from sqlalchemy.engine import Connection
 
 from strata.errors import NotFound
-from strata.lineage.query import queries as q
+from strata.lineage.query import common, datasets
+from strata.lineage.query import runs as run_reads
 from strata.lineage.query.nodes import check_depth
 from strata.store import schema as s
 
@@ -49,8 +50,8 @@ def provenance(
 ) -> ProvenanceNode:
     """The provenance tree of a version (uuid or commit id; default the current one)."""
     check_depth(depth)
-    ds = q.dataset_row(conn, namespace, name)
-    row = q.version_row(conn, ds.uuid, version)
+    ds = datasets.dataset_row(conn, namespace, name)
+    row = datasets.version_row(conn, ds.uuid, version)
     if row is None:
         what = f"version {version!r}" if version else "a current version"
         raise NotFound(
@@ -100,7 +101,7 @@ def provenance(
 def _runs(conn: Connection, run_ids: set[str]) -> dict[str, ProducingRun]:
     r, j, jv = s.runs, s.jobs, s.job_versions
     out: dict[str, ProducingRun] = {}
-    for batch in q.chunks(run_ids):
+    for batch in common.chunks(run_ids):
         for x in conn.execute(
             sa.select(
                 r.c.uuid,
@@ -133,7 +134,7 @@ def _inputs(
     conn: Connection, run_ids: list[str]
 ) -> dict[str, list[tuple[ProvenanceNode, str | None]]]:
     out: dict[str, list[tuple[ProvenanceNode, str | None]]] = defaultdict(list)
-    for x in q.run_io(conn, run_ids):
+    for x in run_reads.run_io(conn, run_ids):
         if x.read:
             node = ProvenanceNode(x.namespace, x.name, x.version, x.commit_id, x.created_at)
             out[x.run].append((node, x.producer))
@@ -144,7 +145,7 @@ def _with_inputs(conn: Connection, run_ids: list[str]) -> set[str]:
     """Runs (of those given) that read anything: their trees go on past the depth limit."""
     ri = s.run_inputs
     out: set[str] = set()
-    for batch in q.chunks(run_ids):
+    for batch in common.chunks(run_ids):
         out.update(
             conn.execute(
                 sa.select(ri.c.run_uuid).where(ri.c.run_uuid.in_(batch)).distinct()

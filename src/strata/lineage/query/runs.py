@@ -17,6 +17,7 @@ from strata.errors import NotFound
 from strata.lineage.query.common import DatasetVersionRef, Page, chunks
 from strata.store import bulk
 from strata.store import schema as s
+from strata.store.owners import events as stored_events
 
 # --- runs ---------------------------------------------------------------------------------
 
@@ -192,9 +193,7 @@ def child_run_states(conn: Connection, run_uuid: str) -> dict[str, int]:
 
 def run_has_own_events(conn: Connection, run_uuid: str) -> bool:
     """Whether any event was about this run itself, rather than naming it as a parent."""
-    e = s.lineage_events
-    found = conn.execute(sa.select(e.c.uuid).where(e.c.run_uuid == run_uuid).limit(1))
-    return found.first() is not None
+    return stored_events.run_has_own(conn, run_uuid)
 
 
 def recent_runs(conn: Connection, limit: int) -> list[Run]:
@@ -560,12 +559,8 @@ def run_job_facets(conn: Connection, run_id: str) -> dict[str, Any]:
     earlier one's, as Marquez answers ``?type=job``: a past run keeps the SQL it ran,
     whatever the job's later edits. A run no event sent job facets for has none."""
     get_run(conn, run_id)  # NotFound for an unknown run
-    e = s.lineage_events
-    rows = conn.execute(
-        sa.select(e.c.payload).where(e.c.run_uuid == run_id).order_by(e.c.event_time, e.c.uuid)
-    ).all()
     out: dict[str, Any] = {}
-    for (payload,) in rows:
+    for payload in stored_events.payloads_of_run(conn, run_id):
         job = payload.get("job") if isinstance(payload, dict) else None
         facets = job.get("facets") if isinstance(job, dict) else None
         if isinstance(facets, dict):

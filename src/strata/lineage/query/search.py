@@ -12,6 +12,7 @@ from sqlalchemy.engine import Connection
 from strata.errors import InvalidArgument
 from strata.lineage.query.common import Page
 from strata.store import schema as s
+from strata.store.owners import events as stored_events
 
 # --- search and events --------------------------------------------------------------------
 
@@ -92,19 +93,9 @@ def list_events(
 ) -> Page[dict[str, Any]]:
     """Raw run events by event time (``ix_lineage_events_time``): Marquez's lineage event
     list, which keeps DatasetEvents and JobEvents apart and does not show them."""
-    e = s.lineage_events
-    conds: list[sa.ColumnElement[bool]] = [e.c.run_uuid.is_not(None)]
-    if before is not None:
-        conds.append(e.c.event_time <= before)
-    if after is not None:
-        conds.append(e.c.event_time >= after)
     if before is not None and after is not None and after > before:
         raise InvalidArgument(
             "'after' is later than 'before'; swap them", before=str(before), after=str(after)
         )
-    order = [e.c.event_time, e.c.uuid] if ascending else [e.c.event_time.desc(), e.c.uuid.desc()]
-    rows = conn.execute(
-        sa.select(e.c.payload).where(*conds).order_by(*order).limit(limit).offset(offset)
-    ).all()
-    total = conn.execute(sa.select(sa.func.count()).select_from(e).where(*conds)).scalar_one()
-    return Page([dict(r.payload) for r in rows], total)
+    found, total = stored_events.page_of_run_events(conn, before, after, ascending, limit, offset)
+    return Page(found, total)

@@ -17,6 +17,7 @@ from sqlalchemy.engine import Connection
 
 from strata.store import bulk
 from strata.store import schema as s
+from strata.store.owners import events as stored_events
 from strata.store.owners import sources
 
 Period = Literal["DAY", "WEEK"]
@@ -66,23 +67,8 @@ def _bucket(column: sa.ColumnElement[datetime], spans: list[Interval]) -> sa.Cas
 
 def lineage_events(conn: Connection, spans: list[Interval]) -> list[LineageMetric]:
     """Events per interval and type, by event time (``ix_lineage_events_time``)."""
-    e = s.lineage_events
-    inner = (
-        sa.select(_bucket(e.c.event_time, spans).label("bucket"), e.c.event_type)
-        .where(
-            e.c.event_time >= spans[0].start,
-            e.c.event_time < spans[-1].end,
-            e.c.event_type.in_(EVENT_TYPES),
-        )
-        .subquery()
-    )
-    counts: list[dict[str, int]] = [dict.fromkeys(EVENT_TYPES, 0) for _ in spans]
-    for row in conn.execute(
-        sa.select(inner.c.bucket, inner.c.event_type, sa.func.count()).group_by(
-            inner.c.bucket, inner.c.event_type
-        )
-    ):
-        counts[row.bucket][row.event_type] = int(row[2])
+    ends = [iv.end for iv in spans]
+    counts = stored_events.counts_by_type(conn, spans[0].start, ends, EVENT_TYPES)
     return [LineageMetric(iv, c) for iv, c in zip(spans, counts, strict=True)]
 
 

@@ -11,7 +11,8 @@ from datetime import datetime
 import sqlalchemy as sa
 from sqlalchemy.engine import Connection
 
-from strata.lineage.query import queries as q
+from strata.lineage.query import common
+from strata.lineage.query import runs as run_reads
 from strata.lineage.query.nodes import check_depth
 from strata.store import schema as s
 
@@ -39,14 +40,14 @@ class UpstreamRun:
 def upstream_runs(conn: Connection, run_id: str, depth: int = 20) -> list[UpstreamRun]:
     """Marquez's run upstream lineage: run -> exact input versions -> runs that wrote them."""
     check_depth(depth)
-    root = q.get_run(conn, run_id)
+    root = run_reads.get_run(conn, run_id)
     out: list[UpstreamRun] = []
     seen = {root.uuid}
     level = [root.uuid]
     for _ in range(depth + 1):
         if not level:
             break
-        runs = q.runs_by_uuid(conn, level)
+        runs = run_reads.runs_by_uuid(conn, level)
         inputs = _run_inputs(conn, level)
         nxt: list[str] = []
         for rid in level:
@@ -77,7 +78,7 @@ def upstream_runs(conn: Connection, run_id: str, depth: int = 20) -> list[Upstre
 def _run_inputs(conn: Connection, run_ids: list[str]) -> dict[str, list[UpstreamInput]]:
     ri, dv, d = s.run_inputs, s.dataset_versions, s.datasets
     out: dict[str, list[UpstreamInput]] = defaultdict(list)
-    for batch in q.chunks(run_ids):
+    for batch in common.chunks(run_ids):
         for r in conn.execute(
             sa.select(
                 ri.c.run_uuid, dv.c.uuid, dv.c.run_uuid.label("producer"), d.c.namespace, d.c.name

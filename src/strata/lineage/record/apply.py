@@ -25,11 +25,12 @@ from strata.errors import InvalidEvent, StoreConflict, StoreError, StoreRefused,
 from strata.lineage.record import jobs, runs, versions
 from strata.lineage.record.events import Event, parse_event
 from strata.lineage.record.validate import EventKind
-from strata.store import bulk, jsoncodec
-from strata.store import schema as s
+from strata.store import jsoncodec
 from strata.store.deferred import deferred_writes
 from strata.store.engine import StatementConnection, read_tx, write_tx
 from strata.store.errors import mapped
+from strata.store.owners import event_queue
+from strata.store.owners import events as stored_events
 
 log = logging.getLogger(__name__)
 
@@ -302,16 +303,8 @@ def _store_and_apply(
 
 def _queue(queue: Connection, events: list[Event], received: datetime) -> list[RecordResult]:
     """Queue the events for the fold; an event queued already is a duplicate."""
-    rows = {
-        ev.payload_hash: {
-            "payload_hash": ev.payload_hash,
-            "payload": ev.json_text(),
-            "received_at": received,
-        }
-        for ev in events
-    }
-    queued = bulk.insert_ignore_many(
-        queue, s.lineage_pending, list(rows.values()), ["payload_hash"]
+    queued = event_queue.enqueue(
+        queue, {ev.payload_hash: ev.json_text() for ev in events}, received
     )
     out = []
     for ev in events:
@@ -383,10 +376,10 @@ def fold_pending(
                     refused[event.payload_hash] = why
         done = [ev.payload_hash for ev in events if ev.payload_hash not in refused]
         if journal is engine:
-            _dequeue(conn, done, refused)
+            event_queue.settle(conn, done, refused)
     if journal is not engine:
         with write_tx(journal) as jconn:
-            _dequeue(jconn, done, refused)
+            event_queue.settle(jconn, done, refused)
     return Folded(done, refused)
 
 
@@ -395,9 +388,9 @@ def _queued(
 ) -> list[tuple[Event, datetime]]:
     """The oldest ``limit`` queued events and when each was received; payloads are read
     (and parsed) only for those not in ``known``."""
-    found = _head(conn, limit)
-    found = found[: _group([size for _, _, size in found])]
-    queue: list[tuple[str, datetime]] = [(digest, at) for digest, at, _ in found]
+    found = event_queue.head(conn, limit)
+    found = found[: _group([q.size for q in found])]
+    queue: list[tuple[str, datetime]] = [(q.payload_hash, q.received_at) for q in found]
     parsed = {h: known[h] for h, _ in queue if h in known}
     parsed.update(_payloads(conn, [h for h, _ in queue if h not in parsed]))
     return [(parsed[h], at) for h, at in queue]
@@ -418,65 +411,19 @@ def _group(sizes: Sequence[int]) -> int:
     return len(sizes)
 
 
-def _head(conn: Connection, limit: int) -> list[tuple[str, datetime, int]]:
-    """(payload hash, received at, JSON size) of the oldest ``limit`` queued events the
-    fold has not refused."""
-    p = s.lineage_pending
-    stmt = bulk.cached(
-        ("pending-next",),
-        lambda: (
-            sa.select(p.c.payload_hash, p.c.received_at, sa.func.length(p.c.payload))
-            .where(p.c.error.is_(None))
-            .order_by(p.c.seq)
-            .limit(sa.bindparam("n"))
-        ),
-    )
-    rows = conn.execute(stmt, {"n": limit}).all()
-    return [(str(row[0]), row[1], int(row[2] or 0)) for row in rows]
-
-
 def _payloads(conn: Connection, hashes: Sequence[str]) -> dict[str, Event]:
     """The queued events of ``hashes``, parsed, by payload hash."""
-    p = s.lineage_pending
-    out: dict[str, Event] = {}
-    for chunk in bulk.chunks(list(hashes)):
-        for row in conn.execute(
-            bulk.cached(
-                ("pending-payloads", conn.dialect.name),
-                lambda: sa.select(p.c.payload_hash, p.c.payload).where(
-                    bulk.one_of(conn.dialect.name, p.c.payload_hash, "h")
-                ),
-            ),
-            {"h": list(chunk)},
-        ):
-            # The fold stores the text as it is instead of serialising the document again.
-            digest, text = str(row[0]), str(row[1])
-            out[digest] = parse_event(jsoncodec.loads(text), check=False, digest=digest, text=text)
-    return out
+    # The fold stores the text as it is instead of serialising the document again.
+    return {
+        digest: parse_event(jsoncodec.loads(text), check=False, digest=digest, text=text)
+        for digest, text in event_queue.texts(conn, hashes)
+    }
 
 
 def still_queued(journal: Engine, hashes: Sequence[str]) -> set[str]:
     """Which of ``hashes`` wait in the queue for a fold (not folded, not refused)."""
-    p = s.lineage_pending
-    found: set[str] = set()
     with read_tx(journal) as conn:
-        for chunk in bulk.chunks(list(hashes)):
-            query = bulk.cached(
-                ("pending-still", conn.dialect.name),
-                lambda: sa.select(p.c.payload_hash).where(
-                    bulk.one_of(conn.dialect.name, p.c.payload_hash, "h"), p.c.error.is_(None)
-                ),
-            )
-            found.update(str(row[0]) for row in conn.execute(query, {"h": list(chunk)}))
-    return found
-
-
-def _dequeue(conn: Connection, done: list[str], refused: dict[str, str]) -> None:
-    p = s.lineage_pending
-    bulk.delete_in(conn, p, "payload_hash", done)
-    bulk.update_rows(
-        conn, p, "payload_hash", [{"payload_hash": h, "error": why} for h, why in refused.items()]
-    )
+        return event_queue.waiting(conn, hashes)
 
 
 def _nested_apply(conn: Connection, event: Event, received: Mapping[str, datetime]) -> str | None:
@@ -502,28 +449,25 @@ def _store(
     """Insert the raw events, received at ``received`` (one time, or one per payload
     hash); per event, False if an identical one is already stored (or comes earlier in
     ``events``)."""
-    rows: dict[str, dict[str, Any]] = {}
+    rows: dict[str, stored_events.NewEvent] = {}
     for event in events:
-        rows.setdefault(
-            event.payload_hash,
-            {
-                "uuid": ids.event_uuid(event.payload_hash),
-                "run_uuid": event.run_id,
-                "event_type": event.event_type,
-                "event_time": event.event_time,
-                "received_at": (
-                    received if isinstance(received, datetime) else received[event.payload_hash]
-                ),
-                "producer": event.producer,
-                "job_namespace": event.job_namespace,
-                "job_name": event.job_name,
-                "payload": event.stored_payload(),
-                "payload_hash": event.payload_hash,
-            },
+        if event.payload_hash in rows:
+            continue
+        rows[event.payload_hash] = stored_events.NewEvent(
+            uuid=ids.event_uuid(event.payload_hash),
+            run_uuid=event.run_id,
+            event_type=event.event_type,
+            event_time=event.event_time,
+            received_at=(
+                received if isinstance(received, datetime) else received[event.payload_hash]
+            ),
+            producer=event.producer,
+            job_namespace=event.job_namespace,
+            job_name=event.job_name,
+            payload=event.stored_payload(),
+            payload_hash=event.payload_hash,
         )
-    inserted = bulk.insert_ignore_many(
-        conn, s.lineage_events, list(rows.values()), ["payload_hash"]
-    )
+    inserted = stored_events.store(conn, list(rows.values()))
     out = []
     for event in events:
         out.append(event.payload_hash in inserted)

@@ -24,9 +24,8 @@ from strata.lineage.record.apply import RecordResult, record_event
 from strata.lineage.record.events import iso
 from strata.lineage.record.validate import check_uuid
 from strata.store import schema as s
-from strata.store.bulk import insert_ignore
 from strata.store.engine import read_tx, write_tx
-from strata.store.owners import sources, tags
+from strata.store.owners import namespaces, sources, tags
 
 _SCHEMA = "https://openlineage.io/spec/2-0-2/OpenLineage.json#/$defs/"
 _ACTIONS = {"start": "START", "complete": "COMPLETE", "fail": "FAIL", "abort": "ABORT"}
@@ -59,14 +58,8 @@ def ensure_defaults(engine: Engine, *, at: datetime | None = None) -> None:
     Marquez makes when it starts and its clients and web UI expect; left as they are when
     they exist."""
     now = _now(at)
-    times = {"created_at": now, "updated_at": now}
     with write_tx(engine) as conn:
-        insert_ignore(
-            conn,
-            s.namespaces,
-            {"name": "default", "owner": "anonymous", "description": _DEFAULT_NAMESPACE, **times},
-            ["name"],
-        )
+        namespaces.ensure(conn, "default", now, namespaces.ANONYMOUS, _DEFAULT_NAMESPACE)
         sources.ensure(conn, "default", "POSTGRESQL", "", now)
 
 
@@ -78,12 +71,8 @@ def upsert_namespace(
     description: str | None = None,
     at: datetime | None = None,
 ) -> None:
-    now = _now(at)
-    t = s.namespaces
     with write_tx(engine) as conn:
-        values = {"owner": owner or "anonymous", "description": description, "updated_at": now}
-        if not insert_ignore(conn, t, {"name": name, "created_at": now, **values}, ["name"]):
-            conn.execute(t.update().where(t.c.name == name).values(**values))
+        namespaces.upsert(conn, name, owner, description, _now(at))
 
 
 def upsert_source(

@@ -13,12 +13,10 @@ import itertools
 import threading
 from collections.abc import Sequence
 
-import sqlalchemy as sa
 from sqlalchemy.engine import Connection
 
 from strata.lineage.record.events import Event, parse_event
-from strata.store import schema as s
-from strata.store.bulk import cached, chunks, one_of
+from strata.store.owners import events
 
 
 class ParsedEvents:
@@ -66,37 +64,14 @@ def load_events(
     """The stored events of each run (runs without any are left out), but for those
     whose payload hash is in ``skip`` (the caller has them parsed already). Payloads
     are read only for events not in :data:`PARSED`."""
-    e = s.lineage_events
-    dialect = conn.dialect.name
-
     # The caller's events are left out here, not in SQL: the rows are few either way, and
     # a NOT IN of thousands of hashes cost PostgreSQL more than the lookup by run.
     leave_out = set(skip)
-    found: list[tuple[str, str]] = []
-    for chunk in chunks(sorted(run_uuids)):
-        rows = conn.execute(
-            cached(
-                ("run-event-hashes", dialect),
-                lambda: sa.select(e.c.run_uuid, e.c.payload_hash).where(
-                    one_of(dialect, e.c.run_uuid, "r")
-                ),
-            ),
-            {"r": list(chunk)},
-        )
-        found.extend((str(run), str(digest)) for run, digest in rows if digest not in leave_out)
+    found = [(run, h) for run, h in events.hashes_of_runs(conn, run_uuids) if h not in leave_out]
     parsed = {h: ev for _, h in found if (ev := PARSED.get(h)) is not None}
-    for chunk in chunks(sorted({h for _, h in found if h not in parsed})):
-        for row in conn.execute(
-            cached(
-                ("event-payloads", dialect),
-                lambda: sa.select(e.c.payload_hash, e.c.payload).where(
-                    one_of(dialect, e.c.payload_hash, "h")
-                ),
-            ),
-            {"h": list(chunk)},
-        ):
-            digest = str(row.payload_hash)
-            parsed[digest] = parse_event(row.payload, check=False, digest=digest)
+    missing = {h for _, h in found if h not in parsed}
+    for digest, payload in events.payloads(conn, sorted(missing)):
+        parsed[digest] = parse_event(payload, check=False, digest=digest)
     PARSED.add([parsed[h] for h in sorted(parsed)])
     out: dict[str, list[Event]] = {}
     for run, digest in found:

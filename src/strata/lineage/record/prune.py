@@ -25,6 +25,7 @@ from strata.lineage.record.apply import lock_writers
 from strata.store import schema as s
 from strata.store.bulk import chunks
 from strata.store.engine import read_tx, write_tx
+from strata.store.owners import events as stored_events
 
 _R, _DV = s.runs.c, s.dataset_versions.c
 
@@ -130,15 +131,7 @@ def would_expire(engine: Engine, cutoff: datetime) -> Pruned:
         out.runs = int(
             conn.execute(sa.select(sa.func.count()).where(_deletable(cutoff))).scalar() or 0
         )
-        e = s.lineage_events.c
-        out.events = int(
-            conn.execute(
-                sa.select(sa.func.count()).where(
-                    e.run_uuid.in_(sa.select(_R.uuid).where(_deletable(cutoff)))
-                )
-            ).scalar()
-            or 0
-        )
+        out.events = stored_events.count_of_runs(conn, sa.select(_R.uuid).where(_deletable(cutoff)))
         _count_kept(conn, cutoff, out)
     return out
 
@@ -157,9 +150,7 @@ def _delete_runs(conn: Connection, runs: list[str], out: Pruned) -> None:
     for table in (s.run_input_facets, s.run_inputs, s.run_states):
         conn.execute(table.delete().where(table.c.run_uuid.in_(runs)))
     conn.execute(s.check_results.delete().where(s.check_results.c.run_uuid.in_(runs)))
-    out.events += conn.execute(
-        s.lineage_events.delete().where(s.lineage_events.c.run_uuid.in_(runs))
-    ).rowcount
+    out.events += stored_events.delete_of_runs(conn, runs)
     gone, kept = _versions_to_delete(conn, produced)
     for part in chunks(gone, 500):
         conn.execute(

@@ -25,18 +25,12 @@ from strata.store.bulk import (
     update_rows,
     widening_upsert,
 )
+from strata.store.owners import namespaces
 
 
 def touch_namespaces(conn: Connection, names: dict[str, tuple[datetime, datetime]]) -> None:
     """Create or widen namespaces, each to cover its ``(earliest, latest)`` times."""
-    if not names:
-        return
-    t = s.namespaces
-    rows = [
-        {"name": n, "owner": "anonymous", "created_at": lo, "updated_at": hi}
-        for n, (lo, hi) in sorted(names.items())
-    ]
-    execute_many(conn, widening_upsert(conn, t, list(rows[0]), ["name"], ()), rows)
+    namespaces.touch(conn, names)
 
 
 def touch_namespace(conn: Connection, name: str, at: datetime) -> None:

@@ -35,6 +35,7 @@ from strata.store.bulk import (
     upsert,
     widen_times,
 )
+from strata.store.owners import events as stored_events
 from strata.store.owners import sources
 
 K = TypeVar("K")
@@ -65,19 +66,12 @@ def touch_placeholder_run(
     conn: Connection, run_uuid: str, job_uuid: str, at: datetime, event_type: str | None
 ) -> None:
     """A parent run known only from a child's parent facet (see above)."""
-    r, e = s.runs, s.lineage_events
+    r = s.runs
     state = _placeholder_state(event_type, at)
     values = {"uuid": run_uuid, "job_uuid": job_uuid, "facets": {}, **state}
     if insert_ignore(conn, r, {**values, "created_at": at, "updated_at": at}, ["uuid"]):
         return
-    own = conn.execute(
-        cached(
-            ("run-has-events",),
-            lambda: sa.select(e.c.uuid).where(e.c.run_uuid == sa.bindparam("r")).limit(1),
-        ),
-        {"r": run_uuid},
-    ).first()
-    if own is not None:
+    if stored_events.run_has_own(conn, run_uuid):
         return
     conn.execute(_EARLIER_CHILD, {"r": run_uuid, "at": at, **state})
     # Children of two jobs naming one parent run id (one DAG name and run id in two

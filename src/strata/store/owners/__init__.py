@@ -2,7 +2,9 @@
 module, and no module outside ``strata.store`` names its tables
 (``tests/unit/test_table_owners.py`` holds that).
 
-Owned so far: tags (:mod:`.tags`: ``tags``, ``dataset_tags``, ``job_tags``) and
-sources (:mod:`.sources`). Each owner offers typed reads (plain dataclasses) and writes
-that take the caller's connection, so a caller's transaction spans several owners.
+Owned so far: namespaces (:mod:`.namespaces`), tags (:mod:`.tags`: ``tags``,
+``dataset_tags``, ``job_tags``), sources (:mod:`.sources`), stored events
+(:mod:`.events`: ``lineage_events``) and the fold's queue (:mod:`.event_queue`:
+``lineage_pending``). Each owner offers typed reads (plain dataclasses) and writes that
+take the caller's connection, so a caller's transaction spans several owners.
 """

@@ -1,0 +1,94 @@
+"""The queue of acknowledged lineage events the fold has not stored yet.
+
+The only module that reads or writes ``lineage_pending``. The lineage server queues an
+event's JSON text as it was hashed and acknowledges it; the fold takes the oldest
+events, stores them (:mod:`strata.store.owners.events`) and drops their rows. An event
+the fold refuses keeps its row with the reason and is not taken again. On SQLite the
+queue lives in a file of its own (:mod:`strata.store.journal`), so every function takes
+the connection of whichever database holds it.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator, Mapping, Sequence
+from dataclasses import dataclass
+from datetime import datetime
+
+import sqlalchemy as sa
+from sqlalchemy.engine import Connection
+
+from strata.store import bulk
+from strata.store.schema import lineage_pending
+
+_P = lineage_pending
+
+
+@dataclass(frozen=True, slots=True)
+class Queued:
+    """A queued event's payload hash, when it was received and its JSON size."""
+
+    payload_hash: str
+    received_at: datetime
+    size: int
+
+
+def enqueue(conn: Connection, texts: Mapping[str, str], received: datetime) -> set[str]:
+    """Queue each JSON text by its payload hash unless it is queued already (one
+    statement); the hashes queued now."""
+    rows = [
+        {"payload_hash": digest, "payload": text, "received_at": received}
+        for digest, text in texts.items()
+    ]
+    return {str(h) for h in bulk.insert_ignore_many(conn, _P, rows, ["payload_hash"])}
+
+
+def head(conn: Connection, limit: int) -> list[Queued]:
+    """The oldest ``limit`` queued events the fold has not refused, oldest first."""
+    stmt = bulk.cached(
+        ("pending-next",),
+        lambda: (
+            sa.select(_P.c.payload_hash, _P.c.received_at, sa.func.length(_P.c.payload))
+            .where(_P.c.error.is_(None))
+            .order_by(_P.c.seq)
+            .limit(sa.bindparam("n"))
+        ),
+    )
+    rows = conn.execute(stmt, {"n": limit}).all()
+    return [Queued(str(row[0]), row[1], int(row[2] or 0)) for row in rows]
+
+
+def texts(conn: Connection, hashes: Sequence[str]) -> Iterator[tuple[str, str]]:
+    """(payload hash, JSON text) of the queued events with these hashes."""
+    dialect = conn.dialect.name
+    stmt = bulk.cached(
+        ("pending-payloads", dialect),
+        lambda: sa.select(_P.c.payload_hash, _P.c.payload).where(
+            bulk.one_of(dialect, _P.c.payload_hash, "h")
+        ),
+    )
+    for chunk in bulk.chunks(list(hashes)):
+        for row in conn.execute(stmt, {"h": chunk}):
+            yield str(row[0]), str(row[1])
+
+
+def waiting(conn: Connection, hashes: Sequence[str]) -> set[str]:
+    """Which of ``hashes`` wait in the queue (neither folded nor refused)."""
+    dialect = conn.dialect.name
+    stmt = bulk.cached(
+        ("pending-still", dialect),
+        lambda: sa.select(_P.c.payload_hash).where(
+            bulk.one_of(dialect, _P.c.payload_hash, "h"), _P.c.error.is_(None)
+        ),
+    )
+    found: set[str] = set()
+    for chunk in bulk.chunks(list(hashes)):
+        found.update(str(row[0]) for row in conn.execute(stmt, {"h": chunk}))
+    return found
+
+
+def settle(conn: Connection, folded: Sequence[str], refused: Mapping[str, str]) -> None:
+    """Drop the rows of the events folded, and keep each refused one with its reason."""
+    bulk.delete_in(conn, _P, "payload_hash", folded)
+    bulk.update_rows(
+        conn, _P, "payload_hash", [{"payload_hash": h, "error": why} for h, why in refused.items()]
+    )
