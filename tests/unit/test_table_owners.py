@@ -22,6 +22,9 @@ OWNERS = {
     "lineage_events": "strata.store.owners.events",
     "lineage_pending": "strata.store.owners.event_queue",
     "namespaces": "strata.store.owners.namespaces",
+    "run_states": "strata.store.owners.runs",
+    "run_input_facets": "strata.store.owners.runs",
+    "job_aliases": "strata.store.owners.jobs",
 }
 
 #: Modules outside ``strata.store`` that still name tables of families with no owner
@@ -55,7 +58,6 @@ NOT_YET_OWNED = frozenset(
         "strata.lineage.query.jobs",
         "strata.lineage.query.nodes",
         "strata.lineage.query.provenance",
-        "strata.lineage.query.read_facets",
         "strata.lineage.query.runs",
         "strata.lineage.query.search",
         "strata.lineage.query.stats",

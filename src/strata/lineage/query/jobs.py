@@ -16,6 +16,7 @@ from strata.lineage.query.common import DatasetRef, Page, chunks
 from strata.lineage.query.namespaces import get_namespace
 from strata.lineage.query.runs import Run, _job_by_fqn, runs_by_uuid
 from strata.store import schema as s
+from strata.store.owners import jobs as stored_jobs
 from strata.store.owners import tags
 
 _JOBS = sa.select(*[c for c in s.jobs.c if c.name != "fold_state"])
@@ -330,15 +331,15 @@ class JobResolution:
 
 def resolve_job(conn: Connection, namespace: str, name: str) -> JobResolution:
     """Find a job by its FQN, else by an old name or its simple name (to redirect)."""
-    j, a = s.jobs, s.job_aliases
+    j = s.jobs
     visible = j.c.is_hidden.is_(False)  # soft-deleted jobs answer 404, as in Marquez
     hit = conn.execute(_job_by_fqn(namespace, name)).first()
     if hit is not None:
         return JobResolution("found", hit.uuid, namespace, name)
     found = conn.execute(
-        sa.select(j.c.uuid, j.c.namespace, j.c.name)
-        .join(a, a.c.job_uuid == j.c.uuid)
-        .where(a.c.namespace == namespace, a.c.name == name, visible)
+        sa.select(j.c.uuid, j.c.namespace, j.c.name).where(
+            j.c.uuid.in_(stored_jobs.named(namespace, name)), visible
+        )
     ).all()
     if not found:
         found = conn.execute(

@@ -18,6 +18,7 @@ from strata.lineage.query.common import DatasetVersionRef, Page, chunks
 from strata.store import bulk
 from strata.store import schema as s
 from strata.store.owners import events as stored_events
+from strata.store.owners import runs as stored_runs
 
 # --- runs ---------------------------------------------------------------------------------
 
@@ -227,13 +228,7 @@ class RunState:
 
 def run_states(conn: Connection, run_id: str) -> list[RunState]:
     """A run's state history, oldest first."""
-    t = s.run_states
-    rows = conn.execute(
-        sa.select(t.c.state, t.c.transitioned_at)
-        .where(t.c.run_uuid == run_id.lower())
-        .order_by(t.c.transitioned_at, t.c.uuid)
-    )
-    return [RunState(str(row.state), row.transitioned_at) for row in rows]
+    return [RunState(state, at) for state, at in stored_runs.state_history(conn, run_id.lower())]
 
 
 def _job_by_fqn(namespace: Any, name: Any) -> sa.Select[Any]:

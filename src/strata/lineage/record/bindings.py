@@ -25,12 +25,12 @@ from strata.store import schema as s
 from strata.store.bulk import (
     cached,
     chunks,
-    delete_in,
     execute_many,
     insert_ignore_many,
     one_of,
     values_query,
 )
+from strata.store.owners import runs as stored_runs
 from strata.store.types import UTCDateTime
 
 _CURRENT_AT = {
@@ -132,8 +132,7 @@ def _rewrite_input_facets(
 ) -> None:
     """``run_input_facets`` holds, for each bound input the run sent inputFacets about, the
     facets under the version it is bound to (before :func:`settle` may drop a version)."""
-    rif = s.run_input_facets
-    rows: list[dict[str, Any]] = []
+    rows: list[stored_runs.InputFacets] = []
     for item in items:
         run = item.run
         version_of = {dataset: v for v, (dataset, _) in wanted[run.run_id].items()}
@@ -141,16 +140,9 @@ def _rewrite_input_facets(
             version = version_of.get(datasets[key])
             if io.io_facets and version is not None:
                 rows.append(
-                    {
-                        "run_uuid": run.run_id,
-                        "dataset_version_uuid": version,
-                        "facets": io.io_facets,
-                        "sent_at": run.updated_at,
-                    }
+                    stored_runs.InputFacets(run.run_id, version, io.io_facets, run.updated_at)
                 )
-    delete_in(conn, rif, "run_uuid", sorted(i.run.run_id for i in items if i.said))
-    if rows:
-        execute_many(conn, cached(("input-facets",), rif.insert), rows)
+    stored_runs.replace_input_facets(conn, sorted(i.run.run_id for i in items if i.said), rows)
 
 
 def _bound_now(conn: Connection, items: Sequence[Rebind]) -> Bindings:

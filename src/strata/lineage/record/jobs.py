@@ -34,6 +34,7 @@ from strata.store.bulk import (
     values_query,
     widening_upsert,
 )
+from strata.store.owners import jobs as stored_jobs
 
 _MAX_DEPTH = 64
 
@@ -208,10 +209,7 @@ def refresh_job(conn: Connection, job_uuid: str, _seen: frozenset[str] = frozens
             location=fx.location(merged),
         )
     )
-    a = s.job_aliases
-    conn.execute(a.delete().where(a.c.job_uuid == job_uuid))
-    if raw != fqn:
-        conn.execute(a.insert().values(namespace=row.namespace, name=raw, job_uuid=job_uuid))
+    stored_jobs.set_alias(conn, job_uuid, row.namespace, raw if raw != fqn else None)
     if holder is not None and parent_key != job_uuid:
         refresh_job(conn, holder.uuid, _seen | {job_uuid})
     if (row.simple_name, row.parent_key) != (simple, parent_key) and row.parent_job_uuid:

@@ -25,6 +25,7 @@ from strata.lineage.record.events import iso
 from strata.lineage.record.validate import check_uuid
 from strata.store import schema as s
 from strata.store.engine import read_tx, write_tx
+from strata.store.owners import jobs as stored_jobs
 from strata.store.owners import namespaces, sources, tags
 
 _SCHEMA = "https://openlineage.io/spec/2-0-2/OpenLineage.json#/$defs/"
@@ -187,17 +188,13 @@ def _job_row(
     engine: Engine, namespace: str, name: str
 ) -> tuple[str, dict[str, Any], list[Any], list[Any]]:
     """Raw name, facets and current version's inputs and outputs of a job (FQN or alias)."""
-    j, a, jv = s.jobs, s.job_aliases, s.job_versions
+    j, jv = s.jobs, s.job_versions
     cols = (j.c.fold_state, j.c.name, j.c.facets, jv.c.inputs, jv.c.outputs)
     with read_tx(engine) as conn:
         base = sa.select(*cols).outerjoin(jv, jv.c.uuid == j.c.current_version_uuid)
         row = conn.execute(base.where(j.c.namespace == namespace, j.c.name == name)).first()
         if row is None:
-            row = conn.execute(
-                base.join(a, a.c.job_uuid == j.c.uuid).where(
-                    a.c.namespace == namespace, a.c.name == name
-                )
-            ).first()
+            row = conn.execute(base.where(j.c.uuid.in_(stored_jobs.named(namespace, name)))).first()
     if row is None:
         raise NotFound(
             f"job {name!r} not found in namespace {namespace!r}; create it first",

@@ -26,6 +26,7 @@ from strata.store import schema as s
 from strata.store.bulk import chunks
 from strata.store.engine import read_tx, write_tx
 from strata.store.owners import events as stored_events
+from strata.store.owners import runs as stored_runs
 
 _R, _DV = s.runs.c, s.dataset_versions.c
 
@@ -147,8 +148,8 @@ def _count_kept(conn: Connection, cutoff: datetime, out: Pruned) -> None:
 def _delete_runs(conn: Connection, runs: list[str], out: Pruned) -> None:
     """Delete ``runs`` and what hangs on them, children of the schema first."""
     produced = sorted(_uuids(conn, sa.select(_DV.uuid).where(_DV.run_uuid.in_(runs))))
-    for table in (s.run_input_facets, s.run_inputs, s.run_states):
-        conn.execute(table.delete().where(table.c.run_uuid.in_(runs)))
+    stored_runs.delete_said(conn, runs)
+    conn.execute(s.run_inputs.delete().where(s.run_inputs.c.run_uuid.in_(runs)))
     conn.execute(s.check_results.delete().where(s.check_results.c.run_uuid.in_(runs)))
     out.events += stored_events.delete_of_runs(conn, runs)
     gone, kept = _versions_to_delete(conn, produced)

@@ -28,7 +28,6 @@ from strata.store import schema as s
 from strata.store.bulk import (
     cached,
     chunks,
-    delete_in,
     execute_many,
     insert_ignore,
     one_of,
@@ -36,6 +35,7 @@ from strata.store.bulk import (
     widen_times,
 )
 from strata.store.owners import events as stored_events
+from strata.store.owners import runs as stored_runs
 from strata.store.owners import sources
 
 K = TypeVar("K")
@@ -546,7 +546,7 @@ def _io_facets(run: RunFold) -> dict[str, Any] | None:
 
 def write_runs(conn: Connection, steps: Sequence[_Step]) -> None:
     """Upsert the runs' rows and rewrite their state histories where they changed."""
-    r, rs = s.runs, s.run_states
+    r = s.runs
     rows = []
     cleared = []
     transitions = []
@@ -578,17 +578,15 @@ def write_runs(conn: Connection, steps: Sequence[_Step]) -> None:
         if old is not None:
             cleared.append(run.run_id)
         transitions += [
-            {
-                "uuid": ids.run_state_uuid(run.run_id, digest),
-                "run_uuid": run.run_id,
-                "state": state,
-                "transitioned_at": at,
-                "event_uuid": ids.event_uuid(digest),
-            }
+            stored_runs.Transition(
+                ids.run_state_uuid(run.run_id, digest),
+                run.run_id,
+                state,
+                at,
+                ids.event_uuid(digest),
+            )
             for state, at, digest in run.transitions
         ]
     if rows:
         execute_many(conn, upsert(conn, r, list(rows[0]), ["uuid"]), rows)
-    delete_in(conn, rs, "run_uuid", cleared)
-    if transitions:
-        execute_many(conn, cached(("run-states-insert",), rs.insert), transitions)
+    stored_runs.replace_states(conn, cleared, transitions)
