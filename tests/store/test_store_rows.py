@@ -10,6 +10,7 @@ import sqlalchemy as sa
 from strata.lineage.record import rows
 from strata.store import bulk
 from strata.store import schema as s
+from strata.store.owners import namespaces
 
 AT = datetime(2024, 1, 1, tzinfo=UTC)
 
@@ -30,7 +31,7 @@ def test_insert_ignore_many_returns_only_new_rows(engine: sa.Engine) -> None:
 def test_returning_rows_carry_decoded_values(engine: sa.Engine) -> None:
     spans = {("ns", f"t{i}"): (AT, AT) for i in range(3)}
     with engine.begin() as conn:
-        rows.touch_namespaces(conn, {"ns": (AT, AT)})
+        namespaces.touch(conn, {"ns": (AT, AT)})
         found = rows.touch_dataset_rows(conn, spans)
     assert set(found) == set(spans)
     for row in found.values():
@@ -178,7 +179,7 @@ def test_sqlite_sends_many_rows_as_values_of_one_statement(engine: sa.Engine) ->
 
     def run(direct: bool) -> tuple[list[tuple[object, ...]], list[tuple[object, ...]]]:
         with engine.connect() as conn, conn.begin() as tx:
-            rows.touch_namespaces(conn, {"ns": (AT, AT)})
+            namespaces.touch(conn, {"ns": (AT, AT)})
             stmt = bulk.widening_upsert(conn, t, list(first[0]), ["namespace", "name"], returned)
             form = bulk._sqlite_values_form(conn, stmt, first[0])
             assert form is not None and form.largest == 1024  # 8,192 parameters / 8 columns

@@ -20,6 +20,7 @@ from strata.lineage.query.read_facets import readers_input_facets
 from strata.lineage.query.runs import Run, runs_by_uuid
 from strata.store import bulk
 from strata.store import schema as s
+from strata.store.owners import datasets as stored_datasets
 from strata.store.owners import tags
 
 # --- datasets -----------------------------------------------------------------------------
@@ -220,11 +221,10 @@ def symlink_target(conn: Connection, namespace: str, name: str) -> sa.Row[Any] |
     """The visible dataset whose ``symlinks`` facet names ``namespace``/``name`` (a Hive
     table behind a path, say), as Marquez resolves a symlink; where several do, the first
     by namespace and name, so that the answer does not depend on arrival order."""
-    t, sl = s.datasets, s.dataset_symlinks
+    t = s.datasets
     return conn.execute(
         sa.select(t)
-        .join(sl, sl.c.dataset_uuid == t.c.uuid)
-        .where(sl.c.namespace == namespace, sl.c.name == name, t.c.is_hidden.is_(False))
+        .where(t.c.uuid.in_(stored_datasets.symlinked(namespace, name)), t.c.is_hidden.is_(False))
         .order_by(t.c.namespace, t.c.name)
         .limit(1)
     ).first()

@@ -19,8 +19,6 @@ from strata import ids
 from strata.lineage.record import facets as fx
 from strata.store import schema as s
 from strata.store.bulk import (
-    execute_many,
-    largest_upsert,
     returning_many,
     update_rows,
     widening_upsert,
@@ -28,13 +26,9 @@ from strata.store.bulk import (
 from strata.store.owners import namespaces
 
 
-def touch_namespaces(conn: Connection, names: dict[str, tuple[datetime, datetime]]) -> None:
-    """Create or widen namespaces, each to cover its ``(earliest, latest)`` times."""
-    namespaces.touch(conn, names)
-
-
 def touch_namespace(conn: Connection, name: str, at: datetime) -> None:
-    touch_namespaces(conn, {name: (at, at)})
+    """Create the namespace ``name`` seen at ``at``, or widen its times to cover it."""
+    namespaces.touch(conn, {name: (at, at)})
 
 
 @dataclass
@@ -91,7 +85,7 @@ def touch_datasets(
     statement for each table, however many datasets."""
     if not names:
         return {}
-    touch_namespaces(conn, {ns: (at, at) for ns, _ in names})
+    namespaces.touch(conn, {ns: (at, at) for ns, _ in names})
     found = touch_dataset_rows(conn, {key: (at, at) for key in names})
     return {key: row.uuid for key, row in found.items()}
 
@@ -156,21 +150,6 @@ def write_dataset_facets(
             if r.uuid not in values_changed
         ],
     )
-
-
-Symlink = tuple[str, str, str]  # (dataset uuid, the symlink's namespace, its name)
-
-
-def add_symlinks(conn: Connection, links: dict[Symlink, str | None]) -> None:
-    """Record every symlink a dataset was ever given, with its ``type``, as Marquez does
-    (none is removed); where events disagree on a type the largest stays."""
-    rows = [
-        {"dataset_uuid": u, "namespace": ns, "name": name, "type": kind}
-        for (u, ns, name), kind in sorted(links.items())
-    ]
-    if rows:
-        index = ["dataset_uuid", "namespace", "name"]
-        execute_many(conn, largest_upsert(conn, s.dataset_symlinks, index, "type"), rows)
 
 
 def refresh_datasets(conn: Connection, facets: dict[str, dict[str, Any]]) -> None:

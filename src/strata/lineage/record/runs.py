@@ -17,11 +17,9 @@ from strata.lineage.record.events import Event
 from strata.lineage.record.fold import RunFold, fold_run
 from strata.lineage.record.rows import (
     DatasetRow,
-    add_symlinks,
     merge_dataset_facets,
     refresh_datasets,
     touch_dataset_rows,
-    touch_namespaces,
     write_dataset_facets,
 )
 from strata.store import schema as s
@@ -34,9 +32,10 @@ from strata.store.bulk import (
     upsert,
     widen_times,
 )
+from strata.store.owners import datasets as stored_datasets
 from strata.store.owners import events as stored_events
+from strata.store.owners import namespaces, sources
 from strata.store.owners import runs as stored_runs
-from strata.store.owners import sources
 
 K = TypeVar("K")
 Key = tuple[str, str]  # a dataset by (namespace, name)
@@ -141,9 +140,9 @@ def touch_events(
             source = fx.data_source(ref.facets)
             if source is not None:
                 named_sources.add((source[0], source[1], at))
-    touch_namespaces(conn, names)
+    namespaces.touch(conn, names)
     found = touch_dataset_rows(conn, spans)
-    add_symlinks(
+    stored_datasets.add_symlinks(
         conn,
         {
             (found[key].uuid, ns, name): max((k for k in kinds if k is not None), default=None)

@@ -6,6 +6,8 @@ Owned so far: namespaces (:mod:`.namespaces`), tags (:mod:`.tags`: ``tags``,
 ``dataset_tags``, ``job_tags``), sources (:mod:`.sources`), stored events
 (:mod:`.events`: ``lineage_events``), the fold's queue (:mod:`.event_queue`:
 ``lineage_pending``), what runs said (:mod:`.runs`: ``run_states``,
-``run_input_facets``) and jobs' other names (:mod:`.jobs`: ``job_aliases``). Each owner offers typed reads (plain dataclasses) and writes that
-take the caller's connection, so a caller's transaction spans several owners.
+``run_input_facets``), jobs' other names (:mod:`.jobs`: ``job_aliases``) and datasets'
+(:mod:`.datasets`: ``dataset_symlinks``). Each owner offers typed reads (plain
+dataclasses) and writes that take the caller's connection, so a caller's transaction
+spans several owners.
 """
