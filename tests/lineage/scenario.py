@@ -135,6 +135,14 @@ def story() -> list[dict[str, Any]]:
             "producer": PRODUCER,
             "schemaURL": "https://openlineage.io/spec/2-0-2/OpenLineage.json#/$defs/DatasetEvent",
         },
+        # The latest event naming the source gives no URL: it widens the source's times
+        # but the URL stays the latest one said, whichever event came first.
+        {
+            "eventTime": at(12),
+            "dataset": ds("ext", "source", dataSource={"name": "warehouse"}),
+            "producer": PRODUCER,
+            "schemaURL": "https://openlineage.io/spec/2-0-2/OpenLineage.json#/$defs/DatasetEvent",
+        },
         {
             "eventTime": at(9),
             "dataset": ds("lake", "raw", documentation={"description": "raw rows"}),

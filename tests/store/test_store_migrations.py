@@ -19,6 +19,7 @@ import strata
 from strata.errors import SchemaVersionError
 from strata.settings import Settings
 from strata.store import migrate
+from strata.store import schema as s
 from strata.store.engine import create_engine
 from strata.store.schema import metadata
 
@@ -156,6 +157,29 @@ def test_versions_committed_before_0012_are_given_their_transactions_run(
             assert list(rows) == [run, None]
     finally:
         lake.engine.dispose()
+
+
+def test_sources_before_0026_keep_their_url_as_said_at_their_last_update(
+    engine: sa.Engine,
+) -> None:
+    """0026 gives a source with a URL the time the old rule compared URLs with (its
+    ``updated_at``); a source with none has no URL time."""
+    migrate.downgrade(engine, "0025")
+    made, updated = "2026-01-01 00:00:00.000000", "2026-01-05 00:00:00.000000"
+    with engine.begin() as conn:
+        for name, url in (("with", "s3://b"), ("without", None)):
+            conn.execute(
+                sa.text(
+                    "INSERT INTO sources (name, type, connection_url, created_at, updated_at) "
+                    "VALUES (:n, 'S3', :u, :c, :m)"
+                ),
+                {"n": name, "u": url, "c": made, "m": updated},
+            )
+    migrate.upgrade(engine)
+    with engine.connect() as conn:
+        rows = dict(conn.execute(sa.select(s.sources.c.name, s.sources.c.url_at)).all())
+        kept = conn.execute(sa.select(s.sources.c.updated_at).where(s.sources.c.name == "with"))
+        assert rows == {"with": kept.scalar_one(), "without": None}
 
 
 def _stamp(engine: sa.Engine, revision: str) -> None:

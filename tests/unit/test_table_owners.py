@@ -30,6 +30,7 @@ OWNERS = {
     "dataset_symlinks": "strata.store.owners.datasets",
     # Tables of one capability, each read and written by that capability's state module.
     "build_requests": "strata.builds.state.requests",
+    "build_leases": "strata.builds.state.leases",
     "schedules": "strata.builds.state.schedules",
     "schedule_firings": "strata.builds.state.schedules",
     "plan_lineage": "strata.builds.state.programs",
@@ -49,10 +50,8 @@ NOT_YET_OWNED = frozenset(
     {
         "strata.builds.state.catalog",
         "strata.builds.state.checks",
-        "strata.builds.state.leases",
         "strata.builds.state.partitions",
         "strata.builds.state.programs",
-        "strata.builds.state.requests",
         "strata.builds.state.runs",
         "strata.builds.state.triggers",
         "strata.lake.commit",

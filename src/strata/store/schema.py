@@ -54,6 +54,9 @@ sources = sa.Table(
     sa.Column("description", sa.Text(), nullable=True),
     ts_col("created_at", nullable=False),
     ts_col("updated_at", nullable=False),
+    # When the kept URL was said: an event naming the source without a URL widens
+    # updated_at but must not change which URL is the latest.
+    ts_col("url_at", nullable=True),
 )
 
 datasets = sa.Table(

@@ -82,6 +82,13 @@ def renew(engine: Engine, name: str, holder: str, seconds: float) -> None:
         )
 
 
+def held(name: sa.ColumnElement[str], at: datetime) -> sa.ColumnElement[bool]:
+    """Whether a lease named ``name`` is held at ``at`` (taken and not expired): a
+    condition for a query on another table to compose."""
+    bl = s.build_leases
+    return sa.select(bl.c.name).where(bl.c.name == name, bl.c.expires_at >= at).exists()
+
+
 def drop_expired(engine: Engine) -> list[str]:
     """Drop the leases whose holders stopped renewing them; their names."""
     bl = s.build_leases

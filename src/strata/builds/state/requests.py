@@ -15,6 +15,7 @@ from typing import Any
 import sqlalchemy as sa
 from sqlalchemy.engine import Connection
 
+from strata.builds.state import leases
 from strata.store import schema as s
 
 UNFINISHED = ("QUEUED", "RUNNING")
@@ -90,12 +91,8 @@ def abandon(conn: Connection, holder: str | None, at: datetime, why: str) -> int
 
 def _abandoned(at: datetime) -> sa.ColumnElement[bool]:
     """Unfinished requests whose server's lease is gone or expired at ``at``."""
-    t, bl = s.build_requests, s.build_leases
-    alive = (
-        sa.select(bl.c.name)
-        .where(bl.c.name == sa.literal(SERVER_LEASE) + t.c.holder, bl.c.expires_at >= at)
-        .exists()
-    )
+    t = s.build_requests
+    alive = leases.held(sa.literal(SERVER_LEASE) + t.c.holder, at)
     return sa.and_(t.c.state.in_(UNFINISHED), ~alive)
 
 

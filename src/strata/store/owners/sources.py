@@ -71,7 +71,7 @@ def counts_before(conn: Connection, ends: Sequence[datetime]) -> list[int]:
 
 def ensure(conn: Connection, name: str, type: str, connection_url: str, now: datetime) -> None:
     """Create the source ``name`` unless it exists."""
-    values = {"name": name, "type": type, "connection_url": connection_url}
+    values = {"name": name, "type": type, "connection_url": connection_url, "url_at": now}
     bulk.insert_ignore(conn, sources, {**values, "created_at": now, "updated_at": now}, ["name"])
 
 
@@ -88,6 +88,7 @@ def upsert(
     values = {
         "type": type,
         "connection_url": connection_url,
+        "url_at": now if connection_url is not None else None,
         "description": description,
         "updated_at": now,
     }
@@ -97,9 +98,11 @@ def upsert(
 
 def touch(conn: Connection, name: str, uri: str | None, at: datetime) -> None:
     """Create a source seen at ``at`` or widen its times to cover ``at``; its URL is the
-    one of the latest event (ties: the largest URL)."""
+    one of the latest event that names one (ties: the largest URL), whatever the order
+    the events come in."""
     t = sources
-    values = {"name": name, "type": _type_of(uri), "connection_url": uri}
+    url_at = at if uri is not None else None
+    values = {"name": name, "type": _type_of(uri), "connection_url": uri, "url_at": url_at}
     if bulk.insert_ignore(conn, t, {**values, "created_at": at, "updated_at": at}, ["name"]):
         return
     row = conn.execute(
@@ -107,12 +110,16 @@ def touch(conn: Connection, name: str, uri: str | None, at: datetime) -> None:
         {"name": name},
     ).one()
     bulk.widen_times(conn, t, "name", name, at)
-    if uri is None or uri == row.connection_url:
+    if uri is None or not _later(at, uri, row.url_at, row.connection_url):
         return
-    if at > row.updated_at or (at == row.updated_at and uri > (row.connection_url or "")):
-        conn.execute(
-            t.update().where(t.c.name == name).values(connection_url=uri, type=_type_of(uri))
-        )
+    conn.execute(
+        t.update().where(t.c.name == name).values(connection_url=uri, type=_type_of(uri), url_at=at)
+    )
+
+
+def _later(at: datetime, uri: str, kept_at: datetime | None, kept: str | None) -> bool:
+    """Whether a URL said at ``at`` replaces the one kept (said at ``kept_at``)."""
+    return kept_at is None or at > kept_at or (at == kept_at and uri > (kept or ""))
 
 
 def _type_of(uri: str | None) -> str:
