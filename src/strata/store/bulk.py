@@ -599,6 +599,16 @@ def counts_created_before(conn: Connection, table: sa.Table, ends: Sequence[date
     return [int(row[i] or 0) for i in range(len(ends))]
 
 
+def select_by_ids(key: str, conn: Connection, column: Any, *columns: Any) -> Any:
+    """``SELECT columns`` of the rows whose ``column`` is one of the ``:ids`` parameter
+    (:func:`one_of`), built once per ``key`` and dialect: the statement
+    :func:`rows_by_ids` takes."""
+    dialect = conn.dialect.name
+    return cached(
+        ("by-ids", key, dialect), lambda: sa.select(*columns).where(one_of(dialect, column, "ids"))
+    )
+
+
 def rows_by_ids(conn: Connection, stmt: Any, ids: Collection[str], size: int = 900) -> list[Any]:
     """The rows of ``stmt`` for ``ids``, its ``:ids`` parameter made by :func:`one_of`: on
     PostgreSQL one statement (one array parameter), on SQLite slices of ``size``."""

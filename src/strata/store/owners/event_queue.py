@@ -59,31 +59,19 @@ def head(conn: Connection, limit: int) -> list[Queued]:
 
 def texts(conn: Connection, hashes: Sequence[str]) -> Iterator[tuple[str, str]]:
     """(payload hash, JSON text) of the queued events with these hashes."""
-    dialect = conn.dialect.name
-    stmt = bulk.cached(
-        ("pending-payloads", dialect),
-        lambda: sa.select(_P.c.payload_hash, _P.c.payload).where(
-            bulk.one_of(dialect, _P.c.payload_hash, "h")
-        ),
+    stmt = bulk.select_by_ids(
+        "pending-payloads", conn, _P.c.payload_hash, _P.c.payload_hash, _P.c.payload
     )
-    for chunk in bulk.chunks(list(hashes)):
-        for row in conn.execute(stmt, {"h": chunk}):
-            yield str(row[0]), str(row[1])
+    for digest, text in bulk.rows_by_ids(conn, stmt, list(hashes)):
+        yield str(digest), str(text)
 
 
 def waiting(conn: Connection, hashes: Sequence[str]) -> set[str]:
     """Which of ``hashes`` wait in the queue (neither folded nor refused)."""
-    dialect = conn.dialect.name
-    stmt = bulk.cached(
-        ("pending-still", dialect),
-        lambda: sa.select(_P.c.payload_hash).where(
-            bulk.one_of(dialect, _P.c.payload_hash, "h"), _P.c.error.is_(None)
-        ),
+    stmt = bulk.select_by_ids(
+        "pending-still", conn, _P.c.payload_hash, _P.c.payload_hash, _P.c.error
     )
-    found: set[str] = set()
-    for chunk in bulk.chunks(list(hashes)):
-        found.update(str(row[0]) for row in conn.execute(stmt, {"h": chunk}))
-    return found
+    return {str(row[0]) for row in bulk.rows_by_ids(conn, stmt, list(hashes)) if row[1] is None}
 
 
 def settle(conn: Connection, folded: Sequence[str], refused: Mapping[str, str]) -> None:

@@ -72,31 +72,19 @@ def delete_of_runs(conn: Connection, run_uuids: Sequence[str]) -> int:
 
 def hashes_of_runs(conn: Connection, run_uuids: Sequence[str]) -> list[tuple[str, str]]:
     """(run uuid, payload hash) of every event of these runs."""
-    dialect = conn.dialect.name
-    stmt = bulk.cached(
-        ("run-event-hashes", dialect),
-        lambda: sa.select(_E.c.run_uuid, _E.c.payload_hash).where(
-            bulk.one_of(dialect, _E.c.run_uuid, "r")
-        ),
+    stmt = bulk.select_by_ids(
+        "run-event-hashes", conn, _E.c.run_uuid, _E.c.run_uuid, _E.c.payload_hash
     )
-    found: list[tuple[str, str]] = []
-    for chunk in bulk.chunks(sorted(run_uuids)):
-        found.extend((str(run), str(digest)) for run, digest in conn.execute(stmt, {"r": chunk}))
-    return found
+    return [(str(run), str(h)) for run, h in bulk.rows_by_ids(conn, stmt, sorted(run_uuids))]
 
 
 def payloads(conn: Connection, hashes: Sequence[str]) -> Iterator[tuple[str, Any]]:
     """(payload hash, stored payload) of the events with these hashes."""
-    dialect = conn.dialect.name
-    stmt = bulk.cached(
-        ("event-payloads", dialect),
-        lambda: sa.select(_E.c.payload_hash, _E.c.payload).where(
-            bulk.one_of(dialect, _E.c.payload_hash, "h")
-        ),
+    stmt = bulk.select_by_ids(
+        "event-payloads", conn, _E.c.payload_hash, _E.c.payload_hash, _E.c.payload
     )
-    for chunk in bulk.chunks(sorted(hashes)):
-        for row in conn.execute(stmt, {"h": chunk}):
-            yield str(row.payload_hash), row.payload
+    for digest, payload in bulk.rows_by_ids(conn, stmt, sorted(hashes)):
+        yield str(digest), payload
 
 
 def run_has_own(conn: Connection, run_uuid: str) -> bool:
