@@ -52,7 +52,6 @@ def replace_states(
 ) -> None:
     """Drop the state histories of ``runs``, then add ``transitions`` (of those runs or
     of runs with none yet)."""
-    bulk.delete_in(conn, _RS, "run_uuid", runs)
     rows = [
         {
             "uuid": t.uuid,
@@ -63,8 +62,7 @@ def replace_states(
         }
         for t in transitions
     ]
-    if rows:
-        bulk.execute_many(conn, bulk.cached(("run-states-insert",), _RS.insert), rows)
+    _replace(conn, _RS, runs, rows)
 
 
 def replace_input_facets(
@@ -72,7 +70,6 @@ def replace_input_facets(
 ) -> None:
     """Drop the inputFacets ``runs`` sent, then file ``facets`` (of those runs or of runs
     with none yet)."""
-    bulk.delete_in(conn, _RIF, "run_uuid", runs)
     rows = [
         {
             "run_uuid": f.run_uuid,
@@ -82,8 +79,16 @@ def replace_input_facets(
         }
         for f in facets
     ]
+    _replace(conn, _RIF, runs, rows)
+
+
+def _replace(
+    conn: Connection, table: sa.Table, runs: Sequence[str], rows: Sequence[dict[str, Any]]
+) -> None:
+    """Drop ``runs``' rows of ``table``, then insert ``rows`` (one statement each)."""
+    bulk.delete_in(conn, table, "run_uuid", runs)
     if rows:
-        bulk.execute_many(conn, bulk.cached(("input-facets",), _RIF.insert), rows)
+        bulk.execute_many(conn, bulk.cached(("insert", table.name), table.insert), rows)
 
 
 def delete_said(conn: Connection, runs: Sequence[str]) -> None:
