@@ -7,7 +7,7 @@ from typing import Any
 from fastapi import APIRouter
 
 from strata.api.deps import Conn, Limit, Offset
-from strata.lineage.query import event_feed
+from strata.lineage.query import search
 
 router = APIRouter(tags=["Lineage"])
 
@@ -15,7 +15,7 @@ router = APIRouter(tags=["Lineage"])
 @router.get("/events")
 def list_events(conn: Conn, limit: Limit = 100, offset: Offset = 0) -> dict[str, Any]:
     """Every stored lineage event, newest event time first."""
-    return {"events": event_feed.list_events(conn, limit, offset)}
+    return {"events": search.all_events(conn, limit, offset)}
 
 
 @router.get("/events/{namespace:seg}")
@@ -23,4 +23,4 @@ def list_namespace_events(
     conn: Conn, namespace: str, limit: Limit = 100, offset: Offset = 0
 ) -> dict[str, Any]:
     """Events whose job, dataset, inputs or outputs are in ``namespace``, newest first."""
-    return {"events": event_feed.list_events(conn, limit, offset, namespace)}
+    return {"events": search.all_events(conn, limit, offset, namespace)}

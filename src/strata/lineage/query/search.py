@@ -1,4 +1,4 @@
-"""Search over dataset and job names, and the raw events list."""
+"""Search over dataset and job names, and the raw event lists."""
 
 from __future__ import annotations
 
@@ -99,3 +99,11 @@ def list_events(
         )
     found, total = stored_events.page_of_run_events(conn, before, after, ascending, limit, offset)
     return Page(found, total)
+
+
+def all_events(
+    conn: Connection, limit: int, offset: int, namespace: str | None = None
+) -> list[dict[str, Any]]:
+    """Every kind of event by event time, newest first (ties by id, so pages do not
+    overlap): all of them, or those touching ``namespace``."""
+    return stored_events.newest(conn, limit, offset, namespace)
