@@ -11,7 +11,7 @@ import sqlalchemy as sa
 
 from strata.lineage.record.apply import record_event
 from strata.store import schema as s
-from strata.store.owners import runs
+from strata.store.owners.runs import said as runs
 
 AT = datetime(2026, 1, 1, tzinfo=UTC)
 WRITER = "01890000-0000-7000-8000-000000000001"

@@ -15,6 +15,7 @@ from sqlalchemy.engine import Connection
 from strata.retention.pending import LAKE, Pending, list_deletes
 from strata.retention.selection import FileSpan, VersionFacts
 from strata.store.bulk import chunks
+from strata.store.owners.runs import inputs as bound
 from strata.store.schema import (
     dataset_files,
     dataset_versions,
@@ -22,7 +23,6 @@ from strata.store.schema import (
     partition_builds,
     retention_marks,
     retention_passes,
-    run_inputs,
     transactions,
     version_pins,
 )
@@ -110,15 +110,13 @@ def inputs_in_use(conn: Connection) -> dict[str, set[int]]:
     partition of one) was built from."""
     iv = dataset_versions.alias("iv")
     cv = dataset_versions.alias("cv")
-    read = sa.select(iv.c.dataset_uuid, iv.c.commit_id).join(
-        run_inputs, run_inputs.c.dataset_version_uuid == iv.c.uuid
+    read, by = bound.join_read(
+        sa.select(iv.c.dataset_uuid, iv.c.commit_id).select_from(iv), version=iv.c.uuid
     )
-    of_current = read.join(cv, cv.c.run_uuid == run_inputs.c.run_uuid).join(
+    of_current = read.join(cv, cv.c.run_uuid == by.run).join(
         datasets, datasets.c.current_version_uuid == cv.c.uuid
     )
-    of_partitions = read.join(
-        partition_builds, partition_builds.c.run_uuid == run_inputs.c.run_uuid
-    )
+    of_partitions = read.join(partition_builds, partition_builds.c.run_uuid == by.run)
     out: dict[str, set[int]] = defaultdict(set)
     for r in conn.execute(sa.union(of_current, of_partitions)):
         if r.commit_id is not None:

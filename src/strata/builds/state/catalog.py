@@ -22,6 +22,7 @@ from strata.lineage.record.facets import BUILD_FACET
 from strata.store import schema as s
 from strata.store.bulk import chunks
 from strata.store.fetch import plain_rows
+from strata.store.owners.runs import inputs as bound
 
 
 @dataclass(frozen=True, slots=True)
@@ -85,13 +86,10 @@ def _current_rows(namespace: str, names: Collection[str] | None) -> sa.Select[An
 def _input_rows(namespace: str, names: Collection[str] | None) -> sa.Select[Any]:
     # The input's dataset comes as its uuid: the current rows name nearly all of them,
     # which spares a lookup of each input version's dataset row.
-    ri, iv = s.run_inputs, s.dataset_versions.alias("iv")
+    iv = s.dataset_versions.alias("iv")
     columns = sa.select(_D.c.name, iv.c.dataset_uuid, iv.c.commit_id, iv.c.data_fingerprint)
-    return (
-        _of_current(columns, namespace, names)
-        .join(ri, ri.c.run_uuid == _PRODUCER)
-        .join(iv, iv.c.uuid == ri.c.dataset_version_uuid)
-    )
+    q, read = bound.join_read(_of_current(columns, namespace, names), run=_PRODUCER)
+    return q.join(iv, iv.c.uuid == read.version)
 
 
 def load_current(
@@ -210,14 +208,12 @@ def run_inputs(conn: Connection, runs: Collection[str]) -> dict[str, dict[str, i
     """For each run, the exact versions it read: ``{dataset: commit id}``."""
     if not runs:
         return {}
-    ri, iv, d = s.run_inputs, s.dataset_versions, s.datasets
+    iv, d = s.dataset_versions, s.datasets
     out: dict[str, dict[str, int | None]] = defaultdict(dict)
+    q = sa.select(d.c.name, iv.c.commit_id).select_from(iv).join(d, d.c.uuid == iv.c.dataset_uuid)
+    q, read = bound.join_read(q, version=iv.c.uuid)
     rows = conn.execute(
-        sa.select(ri.c.run_uuid, d.c.name, iv.c.commit_id)
-        .join(iv, iv.c.uuid == ri.c.dataset_version_uuid)
-        .join(d, d.c.uuid == iv.c.dataset_uuid)
-        .where(ri.c.run_uuid.in_(sorted(runs)))
-        .order_by(d.c.name)
+        q.add_columns(read.run).where(read.run.in_(sorted(runs))).order_by(d.c.name)
     )
     for x in rows:
         out[x.run_uuid][x.name] = int(x.commit_id) if x.commit_id is not None else None

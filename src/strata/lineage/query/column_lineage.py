@@ -24,6 +24,7 @@ from strata.lineage.query import common, jobs
 from strata.lineage.query import datasets as dataset_reads
 from strata.lineage.query.nodes import NodeRef, check_depth, find_dataset, parse_node_id
 from strata.store import schema as s
+from strata.store.owners.runs import inputs as bound
 
 # A field of one version of a dataset: (dataset uuid, version uuid, field).
 Key = tuple[str, str, str]
@@ -307,13 +308,17 @@ def _versions_read(conn: Connection, outputs: set[str]) -> dict[tuple[str, str],
     return out
 
 
-_READ_VERSION = s.dataset_versions.alias("read")
-_READ = (
-    sa.select(s.dataset_versions.c.uuid, _READ_VERSION.c.dataset_uuid, _READ_VERSION.c.uuid)
-    .join(s.run_inputs, s.run_inputs.c.run_uuid == s.dataset_versions.c.run_uuid)
-    .join(_READ_VERSION, _READ_VERSION.c.uuid == s.run_inputs.c.dataset_version_uuid)
-    .where(s.dataset_versions.c.uuid.in_(sa.bindparam("v", expanding=True)))
-)
+def _read_select() -> sa.Select[Any]:
+    """(output version, input dataset, input version) of the outputs ``:v``."""
+    written, read_version = s.dataset_versions, s.dataset_versions.alias("read")
+    q = sa.select(written.c.uuid, read_version.c.dataset_uuid, read_version.c.uuid)
+    q, read = bound.join_read(q.select_from(written), run=written.c.run_uuid)
+    return q.join(read_version, read_version.c.uuid == read.version).where(
+        written.c.uuid.in_(sa.bindparam("v", expanding=True))
+    )
+
+
+_READ = _read_select()
 
 
 def _downstream_edges(conn: Connection, keys: set[Key], inherit: bool) -> list[tuple[Key, Edge]]:

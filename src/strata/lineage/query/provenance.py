@@ -18,6 +18,7 @@ from strata.lineage.query import common, datasets
 from strata.lineage.query import runs as run_reads
 from strata.lineage.query.nodes import check_depth
 from strata.store import schema as s
+from strata.store.owners.runs import inputs as bound
 
 
 @dataclass(frozen=True)
@@ -143,12 +144,4 @@ def _inputs(
 
 def _with_inputs(conn: Connection, run_ids: list[str]) -> set[str]:
     """Runs (of those given) that read anything: their trees go on past the depth limit."""
-    ri = s.run_inputs
-    out: set[str] = set()
-    for batch in common.chunks(run_ids):
-        out.update(
-            conn.execute(
-                sa.select(ri.c.run_uuid).where(ri.c.run_uuid.in_(batch)).distinct()
-            ).scalars()
-        )
-    return out
+    return bound.readers_among(conn, run_ids)

@@ -18,7 +18,9 @@ from strata.lineage.query.common import DatasetVersionRef, Page, chunks
 from strata.store import bulk
 from strata.store import schema as s
 from strata.store.owners import events as stored_events
-from strata.store.owners import runs as stored_runs
+from strata.store.owners.runs import counts as run_counts
+from strata.store.owners.runs import inputs as bound
+from strata.store.owners.runs import said as run_said
 
 # --- runs ---------------------------------------------------------------------------------
 
@@ -81,15 +83,15 @@ class RunIO:
 
 @functools.cache
 def _run_io_select(dialect: str) -> sa.Select[Any]:
-    ri, dv, d = s.run_inputs, s.dataset_versions, s.datasets
+    dv, d = s.dataset_versions, s.datasets
     version = (dv.c.uuid, dv.c.commit_id, dv.c.created_at, dv.c.run_uuid.label("producer"))
-    ins = (
-        sa.select(ri.c.run_uuid.label("run"), sa.true().label("read"), d.c.namespace, d.c.name)
-        .add_columns(*version)
-        .join(dv, dv.c.uuid == ri.c.dataset_version_uuid)
-        .join(d, d.c.uuid == dv.c.dataset_uuid)
-        .where(bulk.one_of(dialect, ri.c.run_uuid, "ids"))
+    ins, read = bound.join_read(
+        sa.select(d.c.namespace, d.c.name).select_from(dv).join(d, d.c.uuid == dv.c.dataset_uuid),
+        version=dv.c.uuid,
     )
+    ins = ins.with_only_columns(
+        read.run.label("run"), sa.true().label("read"), d.c.namespace, d.c.name, *version
+    ).where(bulk.one_of(dialect, read.run, "ids"))
     outs = (
         sa.select(dv.c.run_uuid.label("run"), sa.false().label("read"), d.c.namespace, d.c.name)
         .add_columns(*version)
@@ -228,7 +230,7 @@ class RunState:
 
 def run_states(conn: Connection, run_id: str) -> list[RunState]:
     """A run's state history, oldest first."""
-    return [RunState(state, at) for state, at in stored_runs.state_history(conn, run_id.lower())]
+    return [RunState(state, at) for state, at in run_said.state_history(conn, run_id.lower())]
 
 
 def _job_by_fqn(namespace: Any, name: Any) -> sa.Select[Any]:
@@ -325,20 +327,15 @@ def _page_runs(page: sa.CTE) -> sa.Select[Any]:
 
 def _page_versions(page: sa.CTE, kind: Literal["I", "O"], *, lateral: bool) -> sa.Select[Any]:
     """``I`` or ``O`` rows: one input or output version of a run of the page."""
-    ri, dv, d = s.run_inputs, s.dataset_versions, s.datasets
+    dv, d = s.dataset_versions, s.datasets
     # Versions carry no time, so none is converted: they sort by run, then dataset name.
+    versions = sa.select(d.c.namespace, d.c.name, dv.c.uuid).select_from(
+        dv.join(d, d.c.uuid == dv.c.dataset_uuid)
+    )
+    run_uuid: sa.ColumnElement[Any] = dv.c.run_uuid
     if kind == "I":
-        versions = sa.select(d.c.namespace, d.c.name, dv.c.uuid).select_from(
-            ri.join(dv, dv.c.uuid == ri.c.dataset_version_uuid).join(
-                d, d.c.uuid == dv.c.dataset_uuid
-            )
-        )
-        run_uuid = ri.c.run_uuid
-    else:
-        versions = sa.select(d.c.namespace, d.c.name, dv.c.uuid).select_from(
-            dv.join(d, d.c.uuid == dv.c.dataset_uuid)
-        )
-        run_uuid = dv.c.run_uuid
+        versions, read = bound.join_read(versions, version=dv.c.uuid)
+        run_uuid = read.run
     if lateral:
         # Looked up run by run through the indexes. Joined as sets, PostgreSQL may plan a
         # page of a few runs as a scan of every run's inputs and outputs while its
@@ -368,17 +365,15 @@ def _page_versions(page: sa.CTE, kind: Literal["I", "O"], *, lateral: bool) -> s
 
 def _job_total(the_job: sa.CTE) -> sa.Select[Any]:
     """The ``T`` row: the job with its run count."""
-    c = s.job_run_counts
-    # The total is kept per job by triggers on ``runs``: counting a busy job's runs would
-    # read every one of its index entries.
+    with_count, run_count = run_counts.join_run_count(the_job, the_job.c.uuid)
     return sa.select(
         sa.literal_column("'T'"),
         *_nulls(2 + len(_PAGE_RUN_COLS)),
         the_job.c.namespace,
         the_job.c.name,
         the_job.c.uuid,
-        c.c.run_count,
-    ).select_from(the_job.outerjoin(c, c.c.job_uuid == the_job.c.uuid))
+        run_count,
+    ).select_from(with_count)
 
 
 _JOB_BY_UUID = sa.select(s.jobs.c.uuid, s.jobs.c.namespace, s.jobs.c.name).where(

@@ -15,6 +15,7 @@ from strata.lineage.query import common
 from strata.lineage.query import runs as run_reads
 from strata.lineage.query.nodes import check_depth
 from strata.store import schema as s
+from strata.store.owners.runs import inputs as bound
 
 
 @dataclass(frozen=True)
@@ -76,17 +77,13 @@ def upstream_runs(conn: Connection, run_id: str, depth: int = 20) -> list[Upstre
 
 
 def _run_inputs(conn: Connection, run_ids: list[str]) -> dict[str, list[UpstreamInput]]:
-    ri, dv, d = s.run_inputs, s.dataset_versions, s.datasets
+    dv, d = s.dataset_versions, s.datasets
+    q = sa.select(dv.c.uuid, dv.c.run_uuid.label("producer"), d.c.namespace, d.c.name)
+    q = q.select_from(dv).join(d, d.c.uuid == dv.c.dataset_uuid)
+    q, read = bound.join_read(q, version=dv.c.uuid)
+    q = q.add_columns(read.run.label("reader")).order_by(d.c.namespace, d.c.name)
     out: dict[str, list[UpstreamInput]] = defaultdict(list)
     for batch in common.chunks(run_ids):
-        for r in conn.execute(
-            sa.select(
-                ri.c.run_uuid, dv.c.uuid, dv.c.run_uuid.label("producer"), d.c.namespace, d.c.name
-            )
-            .join(dv, dv.c.uuid == ri.c.dataset_version_uuid)
-            .join(d, d.c.uuid == dv.c.dataset_uuid)
-            .where(ri.c.run_uuid.in_(batch))
-            .order_by(d.c.namespace, d.c.name)
-        ).all():
-            out[r.run_uuid].append(UpstreamInput(r.namespace, r.name, r.uuid, r.producer))
+        for x in conn.execute(q.where(read.run.in_(batch))).all():
+            out[x.reader].append(UpstreamInput(x.namespace, x.name, x.uuid, x.producer))
     return out

@@ -25,12 +25,12 @@ from strata.store import schema as s
 from strata.store.bulk import (
     cached,
     chunks,
-    execute_many,
     insert_ignore_many,
     one_of,
     values_query,
 )
-from strata.store.owners import runs as stored_runs
+from strata.store.owners.runs import inputs as bound
+from strata.store.owners.runs import said as run_said
 from strata.store.types import UTCDateTime
 
 _CURRENT_AT = {
@@ -132,47 +132,33 @@ def _rewrite_input_facets(
 ) -> None:
     """``run_input_facets`` holds, for each bound input the run sent inputFacets about, the
     facets under the version it is bound to (before :func:`settle` may drop a version)."""
-    rows: list[stored_runs.InputFacets] = []
+    rows: list[run_said.InputFacets] = []
     for item in items:
         run = item.run
         version_of = {dataset: v for v, (dataset, _) in wanted[run.run_id].items()}
         for key, io in sorted(run.inputs.items()):
             version = version_of.get(datasets[key])
             if io.io_facets and version is not None:
-                rows.append(
-                    stored_runs.InputFacets(run.run_id, version, io.io_facets, run.updated_at)
-                )
-    stored_runs.replace_input_facets(conn, sorted(i.run.run_id for i in items if i.said), rows)
+                rows.append(run_said.InputFacets(run.run_id, version, io.io_facets, run.updated_at))
+    run_said.replace_input_facets(conn, sorted(i.run.run_id for i in items if i.said), rows)
 
 
 def _bound_now(conn: Connection, items: Sequence[Rebind]) -> Bindings:
     """The versions each run's inputs are bound to as stored (none for a fresh run)."""
-    ri, dv = s.run_inputs, s.dataset_versions
     had: Bindings = {i.run.run_id: {} for i in items}
     stale = sorted(i.run.run_id for i in items if not i.fresh)
+    stmt = cached(("bound", conn.dialect.name), lambda: _bound_select(conn.dialect.name))
     for chunk in chunks(stale):
-        found = conn.execute(
-            cached(
-                ("bound", conn.dialect.name),
-                lambda: (
-                    sa.select(
-                        ri.c.run_uuid,
-                        ri.c.dataset_version_uuid,
-                        dv.c.dataset_uuid,
-                        versions.is_synthetic(dv).label("synth"),
-                    )
-                    .join(dv, ri.c.dataset_version_uuid == dv.c.uuid)
-                    .where(one_of(conn.dialect.name, ri.c.run_uuid, "r"))
-                ),
-            ),
-            {"r": chunk},
-        ).all()
-        for row in found:
-            had[str(row.run_uuid)][str(row.dataset_version_uuid)] = (
-                str(row.dataset_uuid),
-                bool(row.synth),
-            )
+        for version, dataset, synth, run in conn.execute(stmt, {"r": chunk}).all():
+            had[str(run)][str(version)] = (str(dataset), bool(synth))
     return had
+
+
+def _bound_select(dialect: str) -> Any:
+    dv = s.dataset_versions
+    q = sa.select(dv.c.uuid, dv.c.dataset_uuid, versions.is_synthetic(dv)).select_from(dv)
+    q, read = bound.join_read(q, version=dv.c.uuid)
+    return q.add_columns(read.run).where(one_of(dialect, read.run, "r"))
 
 
 def _wanted_bindings(
@@ -241,35 +227,21 @@ def _rewrite_bindings(
     conn: Connection, items: Sequence[Rebind], had: Bindings, wanted: Bindings
 ) -> set[str]:
     """Stored bindings equal the wanted ones; returns the datasets to settle."""
-    ri = s.run_inputs
-    gone: list[dict[str, str]] = []
-    new: list[dict[str, str]] = []
+    gone: list[bound.Binding] = []
+    new: list[bound.Binding] = []
     settle: set[str] = set()
     for item in items:
         run_id = item.run.run_id
         before, after = had[run_id], wanted[run_id]
         for v in sorted(set(before) - set(after)):
-            gone.append({"r": run_id, "v": v})
+            gone.append(bound.Binding(run_id, v))
             if before[v][1]:
                 settle.add(before[v][0])
         for v in sorted(set(after) - set(before)):
-            new.append({"run_uuid": run_id, "dataset_version_uuid": v})
+            new.append(bound.Binding(run_id, v))
             if after[v][1]:
                 settle.add(after[v][0])
         if item.retimed:
             settle |= {d for d, synth in after.values() if synth}
-    if gone:
-        execute_many(
-            conn,
-            cached(
-                ("unbind",),
-                lambda: ri.delete().where(
-                    ri.c.run_uuid == sa.bindparam("r"),
-                    ri.c.dataset_version_uuid == sa.bindparam("v"),
-                ),
-            ),
-            gone,
-        )
-    if new:
-        execute_many(conn, cached(("bind",), ri.insert), new)
+    bound.rebind(conn, gone, new)
     return settle

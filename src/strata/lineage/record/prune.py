@@ -26,7 +26,8 @@ from strata.store import schema as s
 from strata.store.bulk import chunks
 from strata.store.engine import read_tx, write_tx
 from strata.store.owners import events as stored_events
-from strata.store.owners import runs as stored_runs
+from strata.store.owners.runs import inputs as bound
+from strata.store.owners.runs import said as run_said
 
 _R, _DV = s.runs.c, s.dataset_versions.c
 
@@ -148,8 +149,8 @@ def _count_kept(conn: Connection, cutoff: datetime, out: Pruned) -> None:
 def _delete_runs(conn: Connection, runs: list[str], out: Pruned) -> None:
     """Delete ``runs`` and what hangs on them, children of the schema first."""
     produced = sorted(_uuids(conn, sa.select(_DV.uuid).where(_DV.run_uuid.in_(runs))))
-    stored_runs.delete_said(conn, runs)
-    conn.execute(s.run_inputs.delete().where(s.run_inputs.c.run_uuid.in_(runs)))
+    run_said.delete_said(conn, runs)
+    bound.delete_of_runs(conn, runs)
     conn.execute(s.check_results.delete().where(s.check_results.c.run_uuid.in_(runs)))
     out.events += stored_events.delete_of_runs(conn, runs)
     gone, kept = _versions_to_delete(conn, produced)
@@ -173,12 +174,9 @@ def _versions_to_delete(conn: Connection, produced: list[str]) -> tuple[list[str
     version, or one another run read)."""
     if not produced:
         return [], []
-    ri, d = s.run_inputs.c, s.datasets.c
-    held: set[str] = set()
+    d = s.datasets.c
+    held = bound.read_versions(conn, produced)
     for part in chunks(sorted(produced), 500):
-        held |= _uuids(
-            conn, sa.select(ri.dataset_version_uuid).where(ri.dataset_version_uuid.in_(part))
-        )
         held |= _uuids(
             conn, sa.select(d.current_version_uuid).where(d.current_version_uuid.in_(part))
         )

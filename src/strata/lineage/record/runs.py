@@ -35,7 +35,7 @@ from strata.store.bulk import (
 from strata.store.owners import datasets as stored_datasets
 from strata.store.owners import events as stored_events
 from strata.store.owners import namespaces, sources
-from strata.store.owners import runs as stored_runs
+from strata.store.owners.runs import said as run_said
 
 K = TypeVar("K")
 Key = tuple[str, str]  # a dataset by (namespace, name)
@@ -577,7 +577,7 @@ def write_runs(conn: Connection, steps: Sequence[_Step]) -> None:
         if old is not None:
             cleared.append(run.run_id)
         transitions += [
-            stored_runs.Transition(
+            run_said.Transition(
                 ids.run_state_uuid(run.run_id, digest),
                 run.run_id,
                 state,
@@ -588,4 +588,4 @@ def write_runs(conn: Connection, steps: Sequence[_Step]) -> None:
         ]
     if rows:
         execute_many(conn, upsert(conn, r, list(rows[0]), ["uuid"]), rows)
-    stored_runs.replace_states(conn, cleared, transitions)
+    run_said.replace_states(conn, cleared, transitions)

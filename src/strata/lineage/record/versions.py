@@ -49,9 +49,9 @@ from strata.store.bulk import (
     one_of,
     update_rows,
     upsert,
-    values_query,
 )
 from strata.store.jsoncodec import canonical
+from strata.store.owners.runs import inputs as bound
 
 
 def by_label(
@@ -262,38 +262,6 @@ class Moved:
     labels: frozenset[str]
 
 
-# Runs that started at or after a time and read one of some datasets. The runs come
-# first: with in-order delivery that is the last few runs (a group's own, mostly), where
-# starting from the datasets would visit all of their versions. CROSS JOIN fixes that
-# order on SQLite; on PostgreSQL a LATERAL subquery does.
-_SINCE = {
-    "sqlite": (
-        "SELECT ri.run_uuid, r.created_at, dv.dataset_uuid FROM runs r"
-        " CROSS JOIN run_inputs ri CROSS JOIN dataset_versions dv"
-        " WHERE r.created_at >= :t AND ri.run_uuid = r.uuid"
-        " AND dv.uuid = ri.dataset_version_uuid AND dv.dataset_uuid IN :d"
-    ),
-    # The inputs of each recent run looked up through the index, run by run: joined as
-    # sets, PostgreSQL hashed every run's inputs ever stored for a group's few hundred
-    # recent runs, a cost that grew with the store. OFFSET 0 keeps the subquery from
-    # being pulled up into such a join again.
-    "postgresql": (
-        "SELECT x.run_uuid, r.created_at, x.dataset_uuid FROM runs r CROSS JOIN LATERAL ("
-        "SELECT ri.run_uuid, dv.dataset_uuid FROM run_inputs ri"
-        " JOIN dataset_versions dv ON dv.uuid = ri.dataset_version_uuid"
-        " WHERE ri.run_uuid = r.uuid AND dv.dataset_uuid IN :d OFFSET 0) AS x"
-        " WHERE r.created_at >= :t"
-    ),
-}
-# Runs bound by label: to a version carrying one of the labels, or to the output itself.
-_BY_LABEL = (
-    "SELECT m.k, ri.run_uuid FROM m JOIN dataset_versions dv ON dv.dataset_uuid = m.d"
-    " AND dv.external_version = m.v"
-    " JOIN run_inputs ri ON ri.dataset_version_uuid = dv.uuid"
-    " UNION SELECT m.k, ri.run_uuid FROM m JOIN run_inputs ri ON ri.dataset_version_uuid = m.v"
-)
-
-
 def declare(conn: Connection, dataset: str, event: Event) -> Moved | None:
     """Write the version a DatasetEvent declares of non-lake ``dataset``: one per content
     (schema fields, source, lifecycle state, version label), dated by the latest event
@@ -351,69 +319,29 @@ def consumers_of(conn: Connection, moved: Sequence[Moved]) -> set[str]:
             timed.setdefault(m.dataset, []).append(m)
     if timed:
         since = min(m.since for ms in timed.values() for m in ms if m.since is not None)
-        dialect = conn.dialect.name
-        stmt = cached(
-            ("consumers-since", dialect),
-            lambda: (
-                sa.text(_SINCE[dialect])
-                .bindparams(
-                    sa.bindparam("t", type_=s.runs.c.created_at.type),
-                    sa.bindparam("d", expanding=True),
-                )
-                .columns(
-                    sa.column("run_uuid"),
-                    sa.column("created_at", s.runs.c.created_at.type),
-                    sa.column("dataset_uuid"),
-                )
-            ),
-        )
-        for chunk in chunks(sorted(timed)):
-            for row in conn.execute(stmt, {"t": since, "d": list(chunk)}).all():
-                run, created = str(row[0]), row[1]
-                for m in timed[str(row[2])]:
-                    if m.since is not None and created >= m.since and run != m.run:
-                        found.add(run)
-                        break
+        for run, created, dataset in bound.readers_since(conn, since, sorted(timed)):
+            for m in timed[dataset]:
+                if m.since is not None and created >= m.since and run != m.run:
+                    found.add(run)
+                    break
     named = [(i, m, label) for i, m in enumerate(moved) for label in sorted(m.labels)]
-    for lchunk in chunks(named):
-        stmt, params = values_query(
-            conn,
-            ("consumers-label",),
-            "m",
-            {"k": None, "d": None, "v": None},
-            [{"k": i, "d": m.dataset, "v": label} for i, m, label in lchunk],
-            _BY_LABEL,
-        )
-        for row in conn.execute(stmt, params).all():
-            if str(row[1]) != moved[int(row[0])].run:
-                found.add(str(row[1]))
+    labelled = [(i, m.dataset, label) for i, m, label in named]
+    for k, run in bound.readers_by_label(conn, labelled):
+        if run != moved[k].run:
+            found.add(run)
     return found
 
 
 def settle(conn: Connection, datasets: Iterable[str]) -> None:
     """Date or drop the synthetic versions of non-lake ``datasets``, then move their
     current pointers."""
-    dv, ri, r = s.dataset_versions, s.run_inputs, s.runs
+    dv = s.dataset_versions
     keys_ = sorted(set(datasets))
     dead: list[str] = []
     dated: list[dict[str, Any]] = []
+    stmt = cached(("synthetic-dates", conn.dialect.name), lambda: _first_reads(conn.dialect.name))
     for chunk in chunks(keys_):
-        synthetic = conn.execute(
-            cached(
-                ("synthetic-dates", conn.dialect.name),
-                lambda: (
-                    sa.select(
-                        dv.c.uuid, dv.c.created_at, sa.func.min(r.c.created_at).label("first")
-                    )
-                    .select_from(dv)
-                    .outerjoin(ri, ri.c.dataset_version_uuid == dv.c.uuid)
-                    .outerjoin(r, r.c.uuid == ri.c.run_uuid)
-                    .where(one_of(conn.dialect.name, dv.c.dataset_uuid, "d"), is_synthetic(dv))
-                    .group_by(dv.c.uuid, dv.c.created_at)
-                ),
-            ),
-            {"d": list(chunk)},
-        ).all()
+        synthetic = conn.execute(stmt, {"d": list(chunk)}).all()
         dead += [str(row.uuid) for row in synthetic if row.first is None]
         dated += [
             {"uuid": str(row.uuid), "created_at": row.first}
@@ -423,6 +351,20 @@ def settle(conn: Connection, datasets: Iterable[str]) -> None:
     delete_in(conn, dv, "uuid", dead)
     update_rows(conn, dv, "uuid", dated)
     set_current(conn, keys_)
+
+
+def _first_reads(dialect: str) -> Any:
+    """The synthetic versions of the ``:d`` datasets, each with when its first reader
+    was created (NULL: no run reads it)."""
+    dv, r = s.dataset_versions, s.runs
+    q = sa.select(dv.c.uuid, dv.c.created_at).select_from(dv)
+    q, read = bound.join_read(q, version=dv.c.uuid, outer=True)
+    return (
+        q.outerjoin(r, r.c.uuid == read.run)
+        .add_columns(sa.func.min(r.c.created_at).label("first"))
+        .where(one_of(dialect, dv.c.dataset_uuid, "d"), is_synthetic(dv))
+        .group_by(dv.c.uuid, dv.c.created_at)
+    )
 
 
 def set_current(conn: Connection, datasets: Iterable[str]) -> None:
