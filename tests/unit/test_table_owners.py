@@ -27,6 +27,7 @@ OWNERS = {
     "namespaces": "strata.store.owners.namespaces",
     "run_states": "strata.store.owners.runs",
     "run_input_facets": "strata.store.owners.runs",
+    "runs": "strata.store.owners.runs",
     "run_inputs": "strata.store.owners.runs",
     "job_run_counts": "strata.store.owners.runs",
     "job_aliases": "strata.store.owners.jobs",
@@ -149,7 +150,7 @@ def test_each_owner_names_its_tables() -> None:
         assert any(table in modules[m] for m in modules if _owns(m, table)), table
 
 
-_SQL_NAMING = re.compile(r"\b(?:FROM|JOIN|INTO|UPDATE|TABLE)\s+(\w+)", re.IGNORECASE)
+_SQL_NAMING = re.compile(r"\b(?:FROM|JOIN|INTO|UPDATE|TABLE)\s+(\w+)")
 
 
 def _tables_in_sql(path: Path) -> set[str]:

@@ -19,6 +19,7 @@ from strata.lineage.query import provenance as p
 from strata.lineage.query import upstream_runs as ur
 from strata.lineage.query.run_args import run_args
 from strata.store.owners.namespaces import Namespace
+from strata.store.owners.runs.rows import PartitionRun
 from strata.store.owners.sources import Source
 from strata.store.owners.tags import Tag
 
@@ -252,7 +253,7 @@ def job(j: jobs.Job, latest_runs: bool = True) -> Json:
     return out
 
 
-def partition_run(x: runs.PartitionRun) -> Json:
+def partition_run(x: PartitionRun) -> Json:
     key = dict(part.split("=", 1) for part in x.partition.split("/"))
     return {
         "partition": key,

@@ -23,6 +23,7 @@ from strata.lineage.query import jobs as job_reads
 from strata.lineage.query import runs as run_reads
 from strata.lineage.record import marquez_writes as w
 from strata.store.engine import read_tx
+from strata.store.owners.runs import rows as stored_runs
 from strata.times import Zoneless, aware
 
 router = APIRouter(tags=["Jobs"])
@@ -65,7 +66,7 @@ def get_job(request: Request, namespace: str, job: str) -> Response:
     with reading(request) as conn:
         uuid = job_uuid(conn, namespace, job)
         found = job_reads.get_job(conn, uuid)
-        by_partition = run_reads.latest_partition_runs(conn, uuid)
+        by_partition = stored_runs.latest_partition_runs(conn, uuid)
         children = job_reads.child_jobs(conn, uuid)
     out = views.job(found)
     if by_partition:  # Strata's: a partitioned transform's last run of each partition

@@ -25,7 +25,6 @@ from strata.builds.history import Entry, entry
 from strata.builds.partitions.trace import partition_runs, whole_key
 from strata.builds.programs.discovery import Declared, load_pipelines
 from strata.builds.state import BuildState
-from strata.builds.state.catalog import RunDetail
 from strata.builds.state.programs import Program
 from strata.errors import NotFound, PurgedVersion
 from strata.lake import partitions as pkeys
@@ -37,6 +36,8 @@ from strata.lineage.record.facets import PARTITION_FACET
 
 if TYPE_CHECKING:
     from pyspark.sql import DataFrame, SparkSession
+
+    from strata.store.owners.runs.rows import Detail
 
 
 @dataclass
@@ -237,7 +238,7 @@ def _run_partition(
     item: Declared,
     txn: Transaction,
     key: str,
-    fed: tuple[Mapping[str, int | None], RunDetail, set[str]],
+    fed: tuple[Mapping[str, int | None], Detail, set[str]],
 ) -> None:
     """One partition's run again: its input versions, the input partitions its facet
     names (a partitioned input it was fed nothing of reads no rows), the rest whole

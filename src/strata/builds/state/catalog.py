@@ -23,6 +23,7 @@ from strata.store import schema as s
 from strata.store.bulk import chunks
 from strata.store.fetch import plain_rows
 from strata.store.owners.runs import inputs as bound
+from strata.store.owners.runs import rows as stored_runs
 
 
 @dataclass(frozen=True, slots=True)
@@ -65,7 +66,7 @@ def _of_current(q: sa.Select[Any], namespace: str, names: Collection[str] | None
 def _current_rows(namespace: str, names: Collection[str] | None) -> sa.Select[Any]:
     # The program version (its uuid is the run's job version) names the job and the
     # fingerprint: a run of another producer has none, and counts as no build.
-    r, pv = s.runs, s.program_versions
+    r, pv = stored_runs.relation(), s.program_versions
     columns = sa.select(
         _D.c.name,
         _D.c.uuid,
@@ -143,7 +144,7 @@ class VersionEntry:
 
 def version_entries(conn: Connection, dataset_uuid: str) -> list[VersionEntry]:
     """Every committed version of one lake dataset, oldest first."""
-    dv, t, r, pv = s.dataset_versions, s.transactions, s.runs, s.program_versions
+    dv, t, r, pv = s.dataset_versions, s.transactions, stored_runs.relation(), s.program_versions
     rows = conn.execute(
         sa.select(
             dv.c.commit_id,
@@ -222,7 +223,7 @@ def run_inputs(conn: Connection, runs: Collection[str]) -> dict[str, dict[str, i
 
 def producer(conn: Connection, version_uuid: str) -> tuple[str | None, str | None, str | None]:
     """``(run, its job version, the version's data fingerprint)`` of one version."""
-    dv, r = s.dataset_versions, s.runs
+    dv, r = s.dataset_versions, stored_runs.relation()
     row = conn.execute(
         sa.select(dv.c.run_uuid, r.c.job_version_uuid, dv.c.data_fingerprint)
         .select_from(dv)
@@ -297,35 +298,11 @@ def dataset_uuids(conn: Connection, namespace: str, names: Collection[str]) -> d
     return out
 
 
-@dataclass(frozen=True)
-class RunDetail:
-    state: str | None
-    job_version: str | None
-    facets: dict[str, Any]
-
-
-def run_details(conn: Connection, runs: Collection[str]) -> dict[str, RunDetail]:
-    """Each run's state, job version (its program version's uuid) and facets."""
-    r = s.runs
-    out: dict[str, RunDetail] = {}
-    for batch in chunks(sorted(runs)):
-        rows = conn.execute(
-            sa.select(r.c.uuid, r.c.state, r.c.job_version_uuid, r.c.facets).where(
-                r.c.uuid.in_(batch)
-            )
-        )
-        for row in rows:
-            out[str(row.uuid)] = RunDetail(row.state, row.job_version_uuid, dict(row.facets or {}))
-    return out
-
-
 def build_facets(conn: Connection, runs: Collection[str]) -> dict[str, dict[str, Any]]:
     """``run -> its build facet`` (how it read its inputs), for the runs that have one."""
-    r = s.runs
     out: dict[str, dict[str, Any]] = {}
-    for batch in chunks(sorted(runs)):
-        for row in conn.execute(sa.select(r.c.uuid, r.c.facets).where(r.c.uuid.in_(batch))):
-            facet = dict(row.facets or {}).get(BUILD_FACET)
-            if isinstance(facet, dict):
-                out[str(row.uuid)] = facet
+    for run, detail in stored_runs.details(conn, runs).items():
+        facet = detail.facets.get(BUILD_FACET)
+        if isinstance(facet, dict):
+            out[run] = facet
     return out

@@ -27,7 +27,7 @@ from strata.builds.state import (
     schedules,
     triggers,
 )
-from strata.builds.state.catalog import Current, RunDetail, VersionEntry
+from strata.builds.state.catalog import Current, VersionEntry
 from strata.builds.state.checks import StoredResult
 from strata.builds.state.partitions import PartitionBuild
 from strata.builds.state.programs import Program, ProgramText
@@ -46,6 +46,7 @@ from strata.retention import archive_state
 from strata.retention import state as retention_state
 from strata.retention.state import Mark
 from strata.store.engine import read_tx, write_tx
+from strata.store.owners.runs import rows as stored_runs
 
 
 @dataclass(frozen=True)
@@ -146,10 +147,10 @@ class BuildState:
         with read_tx(self.engine) as conn:
             return catalog.purged(conn, version_uuids)
 
-    def run_details(self, runs: Collection[str]) -> dict[str, RunDetail]:
+    def run_details(self, runs: Collection[str]) -> dict[str, stored_runs.Detail]:
         """Each run's state, program version uuid and facets."""
         with read_tx(self.engine) as conn:
-            return catalog.run_details(conn, runs)
+            return stored_runs.details(conn, runs)
 
     def run_inputs(self, runs: Collection[str]) -> dict[str, dict[str, int | None]]:
         """Each run's exact input versions."""
@@ -418,7 +419,7 @@ class BuildState:
 
     def has_running_children(self, run_id: str) -> bool:
         with read_tx(self.engine) as conn:
-            return runs.has_running_children(conn, run_id)
+            return stored_runs.has_running_children(conn, run_id)
 
     # -- the trigger queue ----------------------------------------------------------------
 

@@ -1,4 +1,5 @@
-"""The build's own runs as the lineage fold recorded them: which are still RUNNING."""
+"""The build's own runs as the lineage fold recorded them: which are still RUNNING, with
+the build run each hangs on."""
 
 from __future__ import annotations
 
@@ -9,6 +10,7 @@ import sqlalchemy as sa
 from sqlalchemy.engine import Connection
 
 from strata.store import schema as s
+from strata.store.owners.runs import rows as stored_runs
 
 
 @dataclass(frozen=True)
@@ -24,8 +26,8 @@ class Running:
 
 def running(conn: Connection, namespace: str, transforms: Collection[str]) -> list[Running]:
     """Every RUNNING run of ``transforms``."""
-    r, j = s.runs, s.jobs
-    parent, parent_job = r.alias("parent"), j.alias("parent_job")
+    r, j = stored_runs.relation(), s.jobs
+    parent, parent_job = stored_runs.relation("parent"), j.alias("parent_job")
     rows = conn.execute(
         sa.select(
             r.c.uuid,
@@ -49,11 +51,3 @@ def running(conn: Connection, namespace: str, transforms: Collection[str]) -> li
         )
         for x in rows
     ]
-
-
-def has_running_children(conn: Connection, run_id: str) -> bool:
-    r = s.runs
-    found = conn.execute(
-        sa.select(r.c.uuid).where(r.c.parent_run_uuid == run_id, r.c.state == "RUNNING")
-    ).first()
-    return found is not None

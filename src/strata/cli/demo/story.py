@@ -395,8 +395,8 @@ class Story:
 
     def partition_runs(self) -> None:
         """One job per transform in the lineage graph, with every region's runs."""
-        from strata.lineage.query.runs import latest_partition_runs
         from strata.store.engine import read_tx
+        from strata.store.owners.runs.rows import latest_partition_runs
 
         rows = []
         with read_tx(self.lake.engine) as conn:

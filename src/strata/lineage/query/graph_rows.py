@@ -20,6 +20,7 @@ from strata.store import bulk, jsoncodec
 from strata.store import schema as s
 from strata.store.bulk import one_of
 from strata.store.owners import tags
+from strata.store.owners.runs import rows as stored_runs
 
 
 def _in_ids(col: sa.ColumnElement[Any], pg: bool) -> sa.ColumnElement[bool]:
@@ -202,7 +203,7 @@ def jobs_select(pg: bool, with_run: bool) -> sa.Select[Any]:
     )
     if not with_run:
         return stmt
-    jv, r, rj = s.job_versions, s.runs, s.jobs.alias("run_job")
+    jv, r, rj = s.job_versions, stored_runs.relation(), s.jobs.alias("run_job")
     return (
         stmt.add_columns(*_run_cols(r, rj))
         .outerjoin(jv, jv.c.uuid == j.c.current_version_uuid)
@@ -213,7 +214,7 @@ def jobs_select(pg: bool, with_run: bool) -> sa.Select[Any]:
 
 @functools.cache
 def runs_select(pg: bool) -> sa.Select[Any]:
-    r, j = s.runs, s.jobs
+    r, j = stored_runs.relation(), s.jobs
     return (
         sa.select(*_run_cols(r, j)).join(j, j.c.uuid == r.c.job_uuid).where(_in_ids(r.c.uuid, pg))
     )

@@ -19,6 +19,7 @@ from sqlalchemy.engine import Connection
 from strata.lineage.query import common
 from strata.lineage.query.nodes import NodeRef
 from strata.store import schema as s
+from strata.store.owners.runs import rows as stored_runs
 
 
 def _expand_select() -> sa.Select[Any]:
@@ -107,6 +108,9 @@ class CurrentEdges:
         return out, sorted(edges)
 
 
+_RUNS = stored_runs.relation()
+
+
 class EdgesAt:
     """Job/dataset edges of the graph in force at ``as_of``: each job at the version of its
     last run by then, datasets created by then."""
@@ -118,13 +122,15 @@ class EdgesAt:
     def versions(self, job_uuids: Iterable[str]) -> dict[str, str]:
         """job -> the version of its last run at ``as_of`` (or its last version then)."""
         jobs = list(job_uuids)
-        out = self._latest_at(s.runs, jobs, s.runs.c.job_version_uuid)
+        out = self._latest_at(_RUNS, jobs, _RUNS.c.job_version_uuid)
         missing = [j for j in jobs if j not in out]
         if missing:
             out.update(self._latest_at(s.job_versions, missing, s.job_versions.c.uuid))
         return out
 
-    def _latest_at(self, table: sa.Table, jobs: list[str], value: sa.Column[Any]) -> dict[str, str]:
+    def _latest_at(
+        self, table: sa.FromClause, jobs: list[str], value: sa.ColumnElement[Any]
+    ) -> dict[str, str]:
         out: dict[str, str] = {}
         for batch in common.chunks(jobs):
             rn = (
@@ -216,7 +222,7 @@ class EdgesAt:
 
     def latest_runs(self, versions: dict[str, str]) -> dict[str, str]:
         """job -> the id of its latest run at ``as_of``."""
-        return self._latest_at(s.runs, list(versions), s.runs.c.uuid)
+        return self._latest_at(_RUNS, list(versions), _RUNS.c.uuid)
 
 
 Walk = tuple[dict[str, str], set[tuple[str, str, str]]]

@@ -18,6 +18,7 @@ from strata.lineage.query.runs import Run, _job_by_fqn, runs_by_uuid
 from strata.store import schema as s
 from strata.store.owners import jobs as stored_jobs
 from strata.store.owners import tags
+from strata.store.owners.runs import rows as stored_runs
 
 _JOBS = sa.select(*[c for c in s.jobs.c if c.name != "fold_state"])
 
@@ -75,18 +76,12 @@ def _latest_runs(
         ).all():
             if x.latest_run_uuid:
                 latest[cur[x.uuid]] = x.latest_run_uuid
-    r = s.runs
     # One indexed LIMIT 1 per job without a recorded latest run: fine for a page, not a graph.
     for row in rows if fallback else ():
         if row.uuid not in latest:
-            rid = conn.execute(
-                sa.select(r.c.uuid)
-                .where(r.c.job_uuid == row.uuid)
-                .order_by(r.c.created_at.desc(), r.c.uuid.desc())
-                .limit(1)
-            ).scalar()
-            if rid is not None:
-                latest[row.uuid] = rid
+            newest = stored_runs.newest(conn, 1, job_uuid=row.uuid)
+            if newest:
+                latest[row.uuid] = newest[0]
     runs = runs_by_uuid(conn, latest.values())
     return {job: runs[rid] for job, rid in latest.items() if rid in runs}
 
@@ -181,7 +176,7 @@ def list_jobs(
     """The visible jobs of ``namespace`` (None: of every namespace) by name; with
     ``last_run_states``, only those whose latest run is in one of them or that have no
     run (as Marquez filters). The total counts them all, as Marquez's does."""
-    j, r = s.jobs, s.runs
+    j, r = s.jobs, stored_runs.relation()
     where: sa.ColumnElement[bool] = j.c.is_hidden.is_(False)
     if namespace is not None:
         get_namespace(conn, namespace)
@@ -232,7 +227,7 @@ def programs_moved_on(conn: Connection, lake_namespace: str) -> list[ProgramMove
     Found from the runs not completed (``ix_runs_unfinished``), so the cost follows the
     jobs that lag, not the size of the store."""
     lagging = _lagging_jobs(conn, lake_namespace)
-    d, dv, r, j = s.datasets, s.dataset_versions, s.runs, s.jobs
+    d, dv, r, j = s.datasets, s.dataset_versions, stored_runs.relation(), s.jobs
     old, new = s.job_versions.alias("old"), s.job_versions.alias("new")
     rows: list[Any] = []
     for chunk in chunks(sorted(lagging)):
@@ -280,7 +275,7 @@ def _lagging_jobs(conn: Connection, lake_namespace: str) -> dict[str, tuple[str,
     """The visible jobs outside the lake whose current version's newest run (the job's
     newest) has not completed, with that run's id and state: driven by the partial index
     of such runs (a literal, not a parameter, so that its predicate is seen to hold)."""
-    r, j, cur = s.runs, s.jobs, s.job_versions
+    r, j, cur = stored_runs.relation(), s.jobs, s.job_versions
     found = conn.execute(
         sa.select(j.c.uuid, r.c.uuid, r.c.state)
         .select_from(r)

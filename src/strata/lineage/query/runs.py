@@ -20,6 +20,7 @@ from strata.store import schema as s
 from strata.store.owners import events as stored_events
 from strata.store.owners.runs import counts as run_counts
 from strata.store.owners.runs import inputs as bound
+from strata.store.owners.runs import rows as stored_runs
 from strata.store.owners.runs import said as run_said
 
 # --- runs ---------------------------------------------------------------------------------
@@ -60,8 +61,11 @@ class Run:
         return int((self.ended_at - self.started_at).total_seconds() * 1000)
 
 
+_R = stored_runs.relation()
+
+
 def _run_select() -> sa.Select[Any]:
-    r, j = s.runs, s.jobs
+    r, j = _R, s.jobs
     return sa.select(r, j.c.namespace.label("job_namespace"), j.c.name.label("job_name")).join(
         j, j.c.uuid == r.c.job_uuid
     )
@@ -160,7 +164,7 @@ def _runs_from_rows(conn: Connection, rows: Sequence[sa.Row[Any]]) -> list[Run]:
 def runs_by_uuid(conn: Connection, uuids: Iterable[str]) -> dict[str, Run]:
     rows: list[sa.Row[Any]] = []
     for batch in chunks(set(uuids)):
-        rows.extend(conn.execute(_run_select().where(s.runs.c.uuid.in_(batch))).all())
+        rows.extend(conn.execute(_run_select().where(_R.c.uuid.in_(batch))).all())
     return {r.uuid: r for r in _runs_from_rows(conn, rows)}
 
 
@@ -173,25 +177,13 @@ def get_run(conn: Connection, run_id: str) -> Run:
 
 def run_number(conn: Connection, run: Run) -> int:
     """The run's place among its job's runs, oldest first from 1: the order of the job's
-    run list (``ix_runs_job_created``), so a run reported late takes its place in time."""
-    r = s.runs
-    earlier = sa.or_(
-        r.c.created_at < run.created_at,
-        sa.and_(r.c.created_at == run.created_at, r.c.uuid <= run.uuid),
-    )
-    counted = sa.select(sa.func.count()).where(r.c.job_uuid == run.job_uuid, earlier)
-    return int(conn.execute(counted).scalar_one())
+    run list, so a run reported late takes its place in time."""
+    return stored_runs.place_in_job(conn, run.job_uuid, run.created_at, run.uuid)
 
 
 def child_run_states(conn: Connection, run_uuid: str) -> dict[str, int]:
-    """How many runs name this run as their parent, by state (``ix_runs_parent``)."""
-    r = s.runs
-    rows = conn.execute(
-        sa.select(r.c.state, sa.func.count())
-        .where(r.c.parent_run_uuid == run_uuid)
-        .group_by(r.c.state)
-    )
-    return {str(row[0]): int(row[1]) for row in rows}
+    """How many runs name this run as their parent, by state."""
+    return stored_runs.children_by_state(conn, run_uuid)
 
 
 def run_has_own_events(conn: Connection, run_uuid: str) -> bool:
@@ -201,9 +193,7 @@ def run_has_own_events(conn: Connection, run_uuid: str) -> bool:
 
 def recent_runs(conn: Connection, limit: int) -> list[Run]:
     """The last ``limit`` runs created, of any job, newest first."""
-    r = s.runs
-    newest = sa.select(r.c.uuid).order_by(r.c.created_at.desc(), r.c.uuid.desc()).limit(limit)
-    order: list[str] = [str(row.uuid) for row in conn.execute(newest)]
+    order = stored_runs.newest(conn, limit)
     found = runs_by_uuid(conn, order)
     return [found[u] for u in order if u in found]
 
@@ -269,16 +259,16 @@ def _list_runs_select(job: sa.Select[Any], *, lateral: bool) -> sa.CompoundSelec
 
 
 _PAGE_RUN_COLS = [
-    s.runs.c.job_version_uuid,
-    s.runs.c.parent_run_uuid,
-    s.runs.c.state,
-    s.runs.c.updated_at,
-    s.runs.c.nominal_start_time,
-    s.runs.c.nominal_end_time,
-    s.runs.c.started_at,
-    s.runs.c.ended_at,
-    s.runs.c.facets,
-    s.runs.c.io_facets,
+    _R.c.job_version_uuid,
+    _R.c.parent_run_uuid,
+    _R.c.state,
+    _R.c.updated_at,
+    _R.c.nominal_start_time,
+    _R.c.nominal_end_time,
+    _R.c.started_at,
+    _R.c.ended_at,
+    _R.c.facets,
+    _R.c.io_facets,
 ]
 
 
@@ -288,7 +278,7 @@ def _nulls(n: int) -> list[sa.ColumnElement[Any]]:
 
 def _run_page(the_job: sa.CTE) -> sa.CTE:
     """The keys of the page's runs, newest first (``limit``, ``offset`` bound at execution)."""
-    r = s.runs
+    r = _R
     # Only the keys, so ix_runs_job_created (job_uuid, created_at, uuid) answers the page by
     # itself, newest first. With the other run columns here the planner may walk
     # ix_runs_created and filter by job instead, reading every later run of every other job.
@@ -307,7 +297,7 @@ def _run_page(the_job: sa.CTE) -> sa.CTE:
 
 def _page_runs(page: sa.CTE) -> sa.Select[Any]:
     """``R`` rows: each run of the page with its columns; this branch types the union."""
-    r = s.runs
+    r = _R
 
     def typed_null(t: sa.types.TypeEngine[Any], name: str) -> sa.Label[Any]:
         # Typed in the first branch: PostgreSQL types a UNION column from left to right.
@@ -402,76 +392,16 @@ def list_partition_runs(
 ) -> Page[Run]:
     """The runs of a partitioned transform's job for the partitions matching ``key`` (each
     column named has one of its values), newest first."""
-    r = s.runs
-    # Keys are `col=value` joined by `/`, and no value holds `/` or `=`: a component
-    # found between slashes is that column's value, compared exactly on both backends.
-    find = sa.func.strpos if conn.dialect.name == "postgresql" else sa.func.instr
-    padded = sa.literal("/") + r.c.partition_key + sa.literal("/")
-    where = [r.c.job_uuid == job_uuid, r.c.partition_key.is_not(None)]
-    where += [
-        sa.or_(*[find(padded, f"/{col}={value}/") > 0 for value in values])
-        for col, values in key.items()
-    ]
-    total = conn.execute(sa.select(sa.func.count()).select_from(r).where(*where)).scalar_one()
-    ordered: list[str] = list(
-        conn.execute(
-            sa.select(r.c.uuid)
-            .where(*where)
-            .order_by(r.c.created_at.desc(), r.c.uuid.desc())
-            .limit(limit)
-            .offset(offset)
-        ).scalars()
-    )
+    ordered, total = stored_runs.partition_page(conn, job_uuid, key, limit, offset)
     found = runs_by_uuid(conn, ordered)
-    return Page([found[u] for u in ordered if u in found], int(total))
+    return Page([found[u] for u in ordered if u in found], total)
 
 
 def job_partition_columns(conn: Connection, job_uuid: str) -> list[str]:
     """The partition columns of a partitioned transform's job, from its latest partition
     run's key (none for any other job)."""
-    r = s.runs
-    key = conn.execute(
-        sa.select(r.c.partition_key)
-        .where(r.c.job_uuid == job_uuid, r.c.partition_key.is_not(None))
-        .order_by(r.c.created_at.desc(), r.c.uuid.desc())
-        .limit(1)
-    ).scalar()
+    key = stored_runs.newest_partition_key(conn, job_uuid)
     return [part.split("=", 1)[0] for part in key.split("/")] if key else []
-
-
-@dataclass(frozen=True)
-class PartitionRun:
-    """A partitioned transform's latest run of one partition."""
-
-    partition: str
-    run_uuid: str
-    state: str | None
-    started_at: datetime | None
-    ended_at: datetime | None
-
-
-def latest_partition_runs(conn: Connection, job_uuid: str) -> list[PartitionRun]:
-    """The latest run of each partition of a partitioned transform's job (none for any
-    other job), by key."""
-    r = s.runs
-    ranked = (
-        sa.select(
-            r.c.partition_key,
-            r.c.uuid,
-            r.c.state,
-            r.c.started_at,
-            r.c.ended_at,
-            sa.func.row_number()
-            .over(partition_by=r.c.partition_key, order_by=(r.c.created_at.desc(), r.c.uuid.desc()))
-            .label("n"),
-        )
-        .where(r.c.job_uuid == job_uuid, r.c.partition_key.is_not(None))
-        .subquery()
-    )
-    rows = conn.execute(
-        sa.select(ranked).where(ranked.c.n == 1).order_by(ranked.c.partition_key)
-    ).all()
-    return [PartitionRun(x[0], x[1], x[2], x[3], x[4]) for x in rows]
 
 
 def list_job_runs(

@@ -31,10 +31,10 @@ from strata.store.bulk import (
     insert_ignore_many,
     returning_many,
     update_rows,
-    values_query,
     widening_upsert,
 )
 from strata.store.owners import jobs as stored_jobs
+from strata.store.owners.runs import rows as stored_runs
 
 _MAX_DEPTH = 64
 
@@ -348,13 +348,13 @@ def widen_job_versions(
     Enough when the run joined the version or only gained events (a run's times
     only widen); a version a run left needs :func:`refresh_job_versions`.
     """
-    jv, r = s.job_versions, s.runs
+    jv = s.job_versions
 
     def build() -> Any:
         created = sa.bindparam("c", type_=jv.c.created_at.type)
         updated = sa.bindparam("u", type_=jv.c.updated_at.type)
         run: Any = sa.bindparam("r")
-        latest = r.alias("latest")
+        latest = stored_runs.relation("latest")
         beaten = sa.exists().where(
             latest.c.uuid == jv.c.latest_run_uuid,
             sa.or_(
@@ -385,19 +385,12 @@ def widen_job_versions(
         )
 
 
-_LATEST_RUN = (
-    "SELECT q.j, r.created_at, r.job_version_uuid FROM q JOIN runs r ON r.uuid = ("
-    "SELECT x.uuid FROM runs x WHERE x.job_uuid = q.j AND x.job_version_uuid IS NOT NULL"
-    " ORDER BY x.created_at DESC, x.uuid DESC LIMIT 1)"
-)
-
-
 def refresh_job_versions(conn: Connection, version_uuids: set[str]) -> None:
     """Recompute times and latest run of these versions, drop orphans, move current:
     a version with no run left (nor a JobEvent's) goes, one with runs left takes their
     times and its newest as latest run. Set by set (one fold-state read per job), as
     lineage retention refreshes hundreds at a time."""
-    jv, r, io = s.job_versions, s.runs, s.job_version_io
+    jv, r, io = s.job_versions, stored_runs.relation(), s.job_version_io
     rows: dict[str, tuple[str, str]] = {}  # version -> (job, fingerprint)
     spans: dict[str, list[Any]] = {}  # version -> its runs' first and last times
     for part in chunks(sorted(version_uuids)):
@@ -460,20 +453,7 @@ def refresh_current_versions(
     if not jobs:
         return
     ordered = sorted(jobs)
-    latest: dict[str, tuple[datetime, str]] = {}
-    ts = s.runs.c.created_at.type
-    for chunk in chunks(ordered):
-        stmt, params = values_query(
-            conn,
-            ("latest-run",),
-            "q",
-            {"j": None},
-            [{"j": j} for j in chunk],
-            _LATEST_RUN,
-            (sa.column("j"), sa.column("created_at", ts), sa.column("v")),
-        )
-        found = conn.execute(stmt, params).all()
-        latest.update({str(row[0]): (row[1], str(row[2])) for row in found})
+    latest = stored_runs.latest_versioned(conn, ordered)
     writes = []
     for job_uuid in ordered:
         state, known = jobs[job_uuid]

@@ -27,6 +27,7 @@ from strata.store import schema as s
 from strata.store.engine import read_tx, write_tx
 from strata.store.owners import jobs as stored_jobs
 from strata.store.owners import namespaces, sources, tags
+from strata.store.owners.runs import rows as stored_runs
 
 _SCHEMA = "https://openlineage.io/spec/2-0-2/OpenLineage.json#/$defs/"
 _ACTIONS = {"start": "START", "complete": "COMPLETE", "fail": "FAIL", "abort": "ABORT"}
@@ -286,7 +287,7 @@ def mark_run(
 
 def _run_job(engine: Engine, run_id: str) -> tuple[str, str]:
     """The namespace and the name events use of the job of run ``run_id``; NotFound."""
-    r, j = s.runs, s.jobs
+    r, j = stored_runs.relation(), s.jobs
     with read_tx(engine) as conn:
         row = conn.execute(
             sa.select(j.c.namespace, j.c.fold_state, j.c.name)

@@ -27,9 +27,11 @@ from strata.store.bulk import chunks
 from strata.store.engine import read_tx, write_tx
 from strata.store.owners import events as stored_events
 from strata.store.owners.runs import inputs as bound
+from strata.store.owners.runs import rows as stored_runs
 from strata.store.owners.runs import said as run_said
 
-_R, _DV = s.runs.c, s.dataset_versions.c
+_RUNS = stored_runs.relation()
+_R, _DV = _RUNS.c, s.dataset_versions.c
 
 
 @dataclass
@@ -66,8 +68,8 @@ def _lake_producer() -> sa.ColumnElement[bool]:
 
 
 def _deletable(cutoff: datetime) -> sa.ColumnElement[bool]:
-    newer = s.runs.alias("newer")
-    child = s.runs.alias("child")
+    newer = stored_runs.relation("newer")
+    child = stored_runs.relation("child")
     return sa.and_(
         _old(cutoff),
         ~_lake_producer(),
@@ -164,7 +166,7 @@ def _delete_runs(conn: Connection, runs: list[str], out: Pruned) -> None:
     out.versions += len(gone)
     out.unlinked += len(kept)
     versions = _uuids(conn, sa.select(_R.job_version_uuid).where(_R.uuid.in_(runs)))
-    out.runs += conn.execute(s.runs.delete().where(_R.uuid.in_(runs))).rowcount
+    out.runs += stored_runs.delete(conn, runs)
     # A job version's latest run moves to the newest left; one with none left goes.
     jobs.refresh_job_versions(conn, versions)
 

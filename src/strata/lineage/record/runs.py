@@ -26,15 +26,12 @@ from strata.store import schema as s
 from strata.store.bulk import (
     cached,
     chunks,
-    execute_many,
-    insert_ignore,
     one_of,
-    upsert,
-    widen_times,
 )
 from strata.store.owners import datasets as stored_datasets
 from strata.store.owners import events as stored_events
 from strata.store.owners import namespaces, sources
+from strata.store.owners.runs import rows as stored_runs
 from strata.store.owners.runs import said as run_said
 
 K = TypeVar("K")
@@ -48,64 +45,24 @@ Key = tuple[str, str]  # a dataset by (namespace, name)
 _PLACEHOLDER_STATES = {"COMPLETE": "COMPLETED", "FAIL": "FAILED", "ABORT": "ABORTED"}
 
 
-def _placeholder_state(event_type: str | None, at: datetime) -> dict[str, Any]:
+def _placeholder_state(event_type: str | None, at: datetime) -> stored_runs.Placeholder:
     if event_type is None:  # a child event without a type says nothing of the parent
-        return {"state": "NEW", "started_at": None, "ended_at": None, "transitioned_at": None}
+        return stored_runs.Placeholder("NEW", None, None, None)
     state = _PLACEHOLDER_STATES.get(event_type, "RUNNING")
     done = state != "RUNNING"
-    return {
-        "state": state,
-        "started_at": None if done else at,
-        "ended_at": at if done else None,
-        "transitioned_at": at,
-    }
+    return stored_runs.Placeholder(state, None if done else at, at if done else None, at)
 
 
 def touch_placeholder_run(
     conn: Connection, run_uuid: str, job_uuid: str, at: datetime, event_type: str | None
 ) -> None:
     """A parent run known only from a child's parent facet (see above)."""
-    r = s.runs
-    state = _placeholder_state(event_type, at)
-    values = {"uuid": run_uuid, "job_uuid": job_uuid, "facets": {}, **state}
-    if insert_ignore(conn, r, {**values, "created_at": at, "updated_at": at}, ["uuid"]):
+    said = _placeholder_state(event_type, at)
+    if stored_runs.add_placeholder(conn, run_uuid, job_uuid, at, said):
         return
     if stored_events.run_has_own(conn, run_uuid):
         return
-    conn.execute(_EARLIER_CHILD, {"r": run_uuid, "at": at, **state})
-    # Children of two jobs naming one parent run id (one DAG name and run id in two
-    # namespaces): the run is the job's with the smaller uuid, whichever came first.
-    conn.execute(_SMALLER_JOB, {"r": run_uuid, "j": job_uuid})
-    widen_times(conn, r, "uuid", run_uuid, at)
-
-
-def _earlier_child() -> Any:
-    """Take the state of a child event earlier than the one the placeholder holds (at
-    the same time, the state that sorts first, so any order gives the same row)."""
-    r = s.runs
-    at = sa.bindparam("at", type_=r.c.created_at.type)
-    state = sa.bindparam("state", type_=r.c.state.type)
-    return (
-        r.update()
-        .where(
-            r.c.uuid == sa.bindparam("r"),
-            sa.or_(at < r.c.created_at, sa.and_(at == r.c.created_at, state < r.c.state)),
-        )
-        .values(
-            state=state,
-            started_at=sa.bindparam("started_at", type_=r.c.started_at.type),
-            ended_at=sa.bindparam("ended_at", type_=r.c.ended_at.type),
-            transitioned_at=sa.bindparam("transitioned_at", type_=r.c.transitioned_at.type),
-        )
-    )
-
-
-_EARLIER_CHILD = _earlier_child()
-_SMALLER_JOB = (
-    s.runs.update()
-    .where(s.runs.c.uuid == sa.bindparam("r"), s.runs.c.job_uuid > sa.bindparam("j"))
-    .values(job_uuid=sa.bindparam("j"))
-)
+    stored_runs.widen_placeholder(conn, run_uuid, job_uuid, at, said)
 
 
 def touch_events(
@@ -545,7 +502,6 @@ def _io_facets(run: RunFold) -> dict[str, Any] | None:
 
 def write_runs(conn: Connection, steps: Sequence[_Step]) -> None:
     """Upsert the runs' rows and rewrite their state histories where they changed."""
-    r = s.runs
     rows = []
     cleared = []
     transitions = []
@@ -553,24 +509,24 @@ def write_runs(conn: Connection, steps: Sequence[_Step]) -> None:
         run, old = st.run, st.old
         nominal_start, nominal_end = fx.nominal_times(run.facets)
         rows.append(
-            {
-                "uuid": run.run_id,
-                "job_uuid": st.job_uuid,
-                "job_version_uuid": st.version,
-                "parent_run_uuid": run.parent.run_id if run.parent else None,
-                "state": run.state,
-                "nominal_start_time": nominal_start,
-                "nominal_end_time": nominal_end,
-                "started_at": run.started_at,
-                "ended_at": run.ended_at,
-                "transitioned_at": run.transitioned_at,
-                "created_at": run.created_at,
-                "updated_at": run.updated_at,
-                "facets": run.facets,
-                "error": fx.get(run.facets, "errorMessage") or None,
-                "io_facets": _io_facets(run),
-                "partition_key": fx.partition_key(run.facets),
-            }
+            stored_runs.RunRow(
+                uuid=run.run_id,
+                job_uuid=st.job_uuid,
+                job_version_uuid=st.version,
+                parent_run_uuid=run.parent.run_id if run.parent else None,
+                state=run.state,
+                nominal_start_time=nominal_start,
+                nominal_end_time=nominal_end,
+                started_at=run.started_at,
+                ended_at=run.ended_at,
+                transitioned_at=run.transitioned_at,
+                created_at=run.created_at,
+                updated_at=run.updated_at,
+                facets=run.facets,
+                error=fx.get(run.facets, "errorMessage") or None,
+                io_facets=_io_facets(run),
+                partition_key=fx.partition_key(run.facets),
+            )
         )
         if old is not None and old.transitions == run.transitions:
             continue
@@ -586,6 +542,5 @@ def write_runs(conn: Connection, steps: Sequence[_Step]) -> None:
             )
             for state, at, digest in run.transitions
         ]
-    if rows:
-        execute_many(conn, upsert(conn, r, list(rows[0]), ["uuid"]), rows)
+    stored_runs.upsert(conn, rows)
     run_said.replace_states(conn, cleared, transitions)

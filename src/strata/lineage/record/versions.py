@@ -52,6 +52,7 @@ from strata.store.bulk import (
 )
 from strata.store.jsoncodec import canonical
 from strata.store.owners.runs import inputs as bound
+from strata.store.owners.runs import rows as stored_runs
 
 
 def by_label(
@@ -356,7 +357,7 @@ def settle(conn: Connection, datasets: Iterable[str]) -> None:
 def _first_reads(dialect: str) -> Any:
     """The synthetic versions of the ``:d`` datasets, each with when its first reader
     was created (NULL: no run reads it)."""
-    dv, r = s.dataset_versions, s.runs
+    dv, r = s.dataset_versions, stored_runs.relation()
     q = sa.select(dv.c.uuid, dv.c.created_at).select_from(dv)
     q, read = bound.join_read(q, version=dv.c.uuid, outer=True)
     return (
@@ -371,7 +372,7 @@ def set_current(conn: Connection, datasets: Iterable[str]) -> None:
     """Move the datasets' current pointers: each one's latest candidate (completed output
     or declared version), else its latest synthetic version. Synthetic versions must
     already be settled."""
-    dv, r, d = s.dataset_versions, s.runs, s.datasets
+    dv, r, d = s.dataset_versions, stored_runs.relation(), s.datasets
 
     def build() -> Any:
         order = (dv.c.created_at.desc(), dv.c.uuid.desc())

@@ -146,6 +146,49 @@ def readers_by_label(
     return out
 
 
+_CURRENT_AT = {
+    # The candidate current at the run's bind time: its latest completed output (not the
+    # run's own), or for a lake dataset its latest commit.
+    False: (
+        "SELECT dv.uuid FROM dataset_versions dv LEFT JOIN runs r ON r.uuid = dv.run_uuid"
+        " WHERE dv.dataset_uuid = q.d"
+        " AND ((r.state = 'COMPLETED' AND r.uuid != q.r) OR dv.declared)"
+        " AND dv.created_at <= q.t ORDER BY dv.created_at DESC, dv.uuid DESC LIMIT 1"
+    ),
+    True: (
+        "SELECT dv.uuid FROM dataset_versions dv WHERE dv.dataset_uuid = q.d"
+        " AND dv.commit_id IS NOT NULL AND dv.created_at <= q.t"
+        " ORDER BY dv.commit_id DESC LIMIT 1"
+    ),
+}
+
+
+def candidates_at(
+    conn: Connection, wanted: Sequence[tuple[str, bool, str, datetime]]
+) -> list[str | None]:
+    """For each ``(dataset, lake, run, bind time)``, the version a run binding then would
+    read: of a lake dataset its latest commit, of any other its latest completed output
+    (not the run's own) or declared version."""
+    out: list[str | None] = [None] * len(wanted)
+    for lake in (False, True):
+        picked = [i for i, w in enumerate(wanted) if w[1] is lake]
+        for chunk in bulk.chunks(picked):
+            rows = [
+                {"k": i, "d": wanted[i][0], "r": wanted[i][2], "t": wanted[i][3]} for i in chunk
+            ]
+            stmt, params = bulk.values_query(
+                conn,
+                ("current-at", lake),
+                "q",
+                {"k": None, "d": None, "r": None, "t": UTCDateTime()},
+                rows,
+                f"SELECT q.k, ({_CURRENT_AT[lake]}) FROM q",
+            )
+            for row in conn.execute(stmt, params).all():
+                out[int(row[0])] = str(row[1]) if row[1] is not None else None
+    return out
+
+
 # --- writes -----------------------------------------------------------------------------
 
 
