@@ -18,6 +18,7 @@ from typing import Any
 import sqlalchemy as sa
 from sqlalchemy.engine import Connection
 
+from strata.builds.state import programs
 from strata.lineage.record.facets import BUILD_FACET
 from strata.store import schema as s
 from strata.store.bulk import chunks
@@ -66,7 +67,7 @@ def _of_current(q: sa.Select[Any], namespace: str, names: Collection[str] | None
 def _current_rows(namespace: str, names: Collection[str] | None) -> sa.Select[Any]:
     # The program version (its uuid is the run's job version) names the job and the
     # fingerprint: a run of another producer has none, and counts as no build.
-    r, pv = stored_runs.relation(), s.program_versions
+    r, pv = stored_runs.relation(), programs.relation()
     columns = sa.select(
         _D.c.name,
         _D.c.uuid,
@@ -144,7 +145,8 @@ class VersionEntry:
 
 def version_entries(conn: Connection, dataset_uuid: str) -> list[VersionEntry]:
     """Every committed version of one lake dataset, oldest first."""
-    dv, t, r, pv = s.dataset_versions, s.transactions, stored_runs.relation(), s.program_versions
+    dv, t, r = s.dataset_versions, s.transactions, stored_runs.relation()
+    pv = programs.relation()
     rows = conn.execute(
         sa.select(
             dv.c.commit_id,
@@ -257,31 +259,6 @@ def hand_written(conn: Connection, namespace: str, names: Collection[str]) -> li
             .order_by(d.c.name)
         ).scalars()
     )
-
-
-def ordinals_of(conn: Connection, uuids: Collection[str]) -> dict[str, tuple[str, int]]:
-    """``program version uuid -> (transform, ordinal)``."""
-    if not uuids:
-        return {}
-    pv = s.program_versions
-    rows = conn.execute(
-        sa.select(pv.c.uuid, pv.c.job_name, pv.c.ordinal).where(pv.c.uuid.in_(sorted(uuids)))
-    )
-    return {x.uuid: (x.job_name, int(x.ordinal)) for x in rows}
-
-
-def declared_semantic_versions(conn: Connection, uuids: Collection[str]) -> dict[str, int | None]:
-    """``program version uuid -> the semantic_version its @incremental declared``
-    (None where it declared none, or was not incremental)."""
-    if not uuids:
-        return {}
-    pv = s.program_versions
-    out: dict[str, int | None] = {}
-    for batch in chunks(sorted(uuids)):
-        for row in conn.execute(sa.select(pv.c.uuid, pv.c.declaration).where(pv.c.uuid.in_(batch))):
-            inc = dict(row.declaration or {}).get("incremental") or {}
-            out[str(row.uuid)] = inc.get("semantic_version")
-    return out
 
 
 def dataset_uuids(conn: Connection, namespace: str, names: Collection[str]) -> dict[str, str]:

@@ -94,7 +94,7 @@ class BuildState:
             return {}
         by_uuid = {programs.program_uuid(self.namespace, j, fp): (j, fp) for j, fp in programs_}
         with read_tx(self.engine) as conn:
-            found = catalog.ordinals_of(conn, by_uuid)
+            found = programs.ordinals_of(conn, by_uuid)
         return {by_uuid[uuid]: ordinal for uuid, (_, ordinal) in found.items()}
 
     def semantic_versions(
@@ -103,7 +103,7 @@ class BuildState:
         """``(transform, fingerprint) -> the semantic_version`` that program declared."""
         by_uuid = {programs.program_uuid(self.namespace, j, fp): (j, fp) for j, fp in programs_}
         with read_tx(self.engine) as conn:
-            found = catalog.declared_semantic_versions(conn, by_uuid)
+            found = programs.declared_semantic_versions(conn, by_uuid)
         return {by_uuid[uuid]: value for uuid, value in found.items()}
 
     def moves(self, spans: Collection[tuple[str, int, int]]) -> dict[tuple[str, int, int], Moved]:
@@ -391,7 +391,7 @@ class BuildState:
 
     def ordinals_of(self, program_uuids: Collection[str]) -> dict[str, tuple[str, int]]:
         with read_tx(self.engine) as conn:
-            return catalog.ordinals_of(conn, program_uuids)
+            return programs.ordinals_of(conn, program_uuids)
 
     # -- program versions ---------------------------------------------------------------
 

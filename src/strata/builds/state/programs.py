@@ -15,6 +15,7 @@ from typing import Any
 
 import sqlalchemy as sa
 from sqlalchemy.engine import Connection, Engine
+from sqlalchemy.sql.selectable import NamedFromClause
 
 from strata import ids
 from strata.errors import StoreConflict
@@ -190,3 +191,34 @@ def keep_plan_lineage(engine: Engine, signature: str, derived: str) -> None:
     row = {"signature": signature, "derived": derived, "created_at": datetime.now(UTC)}
     with write_tx(engine) as conn:
         insert_ignore(conn, s.plan_lineage, row, ["signature"])
+
+
+def ordinals_of(conn: Connection, uuids: Collection[str]) -> dict[str, tuple[str, int]]:
+    """``program version uuid -> (transform, ordinal)``."""
+    if not uuids:
+        return {}
+    pv = s.program_versions
+    rows = conn.execute(
+        sa.select(pv.c.uuid, pv.c.job_name, pv.c.ordinal).where(pv.c.uuid.in_(sorted(uuids)))
+    )
+    return {x.uuid: (x.job_name, int(x.ordinal)) for x in rows}
+
+
+def declared_semantic_versions(conn: Connection, uuids: Collection[str]) -> dict[str, int | None]:
+    """``program version uuid -> the semantic_version its @incremental declared``
+    (None where it declared none, or was not incremental)."""
+    if not uuids:
+        return {}
+    pv = s.program_versions
+    out: dict[str, int | None] = {}
+    for batch in chunks(sorted(uuids)):
+        for row in conn.execute(sa.select(pv.c.uuid, pv.c.declaration).where(pv.c.uuid.in_(batch))):
+            inc = dict(row.declaration or {}).get("incremental") or {}
+            out[str(row.uuid)] = inc.get("semantic_version")
+    return out
+
+
+def relation(name: str = "program_versions") -> NamedFromClause:
+    """``program_versions`` under ``name``, to read in a statement that joins it to the
+    catalog's other tables (an alias: it can be selected from, not written)."""
+    return s.program_versions.alias(name)
