@@ -18,6 +18,7 @@ from strata.lineage.query import runs as run_reads
 from strata.lineage.query import upstream_runs as ur
 from strata.lineage.record import marquez_writes as w
 from strata.store.engine import read_tx
+from strata.store.owners.runs import rows as stored_runs
 
 router = APIRouter(tags=["Runs"])
 Action = Literal["start", "complete", "fail", "abort"]
@@ -98,7 +99,7 @@ def get_run_detail(request: Request, id: UUID) -> Response:
         touched = [v.version for v in (*run.input_versions, *run.output_versions)]
         commits = run_reads.commit_ids(conn, touched)
         number = run_reads.run_number(conn, run)
-        children = run_reads.child_run_states(conn, run.uuid)
+        children = stored_runs.children_by_state(conn, run.uuid)
         own = run_reads.run_has_own_events(conn, run.uuid)
     history = [{"state": x.state, "transitionedAt": views.ts(x.at)} for x in states]
     extra = {

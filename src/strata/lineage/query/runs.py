@@ -181,11 +181,6 @@ def run_number(conn: Connection, run: Run) -> int:
     return stored_runs.place_in_job(conn, run.job_uuid, run.created_at, run.uuid)
 
 
-def child_run_states(conn: Connection, run_uuid: str) -> dict[str, int]:
-    """How many runs name this run as their parent, by state."""
-    return stored_runs.children_by_state(conn, run_uuid)
-
-
 def run_has_own_events(conn: Connection, run_uuid: str) -> bool:
     """Whether any event was about this run itself, rather than naming it as a parent."""
     return stored_events.run_has_own(conn, run_uuid)
