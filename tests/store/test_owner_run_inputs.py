@@ -82,6 +82,23 @@ def test_the_fold_binds_a_reader_and_the_joins_compose_from_either_side(
         ]
 
 
+def test_a_binding_candidate_is_the_latest_completed_output_not_the_runs_own(
+    engine: sa.Engine,
+) -> None:
+    version, dataset = _seed(engine)
+    failed = "01890000-0000-7000-8000-000000000002"
+    out = [{"namespace": "ns", "name": "t"}]
+    record_event(engine, _event("FAIL", failed, 8, "writer", outputs=out))
+    asked = [
+        (dataset, False, READER, AT + timedelta(minutes=9)),  # the failed output is no candidate
+        (dataset, False, READER, AT),  # before any output
+        (dataset, False, WRITER, AT + timedelta(minutes=9)),  # a run's own output is not
+        (dataset, True, READER, AT + timedelta(minutes=9)),  # a lake dataset: no commit yet
+    ]
+    with engine.connect() as conn:
+        assert inputs.candidates_at(conn, asked) == [version, None, None, None]
+
+
 def test_join_read_refuses_a_join_with_nothing_to_join_on(engine: sa.Engine) -> None:
     try:
         inputs.join_read(sa.select(s.datasets.c.uuid))
