@@ -5,9 +5,10 @@ module, and no module outside ``strata.store`` names its tables
 Owned so far: namespaces (:mod:`.namespaces`), tags (:mod:`.tags`: ``tags``,
 ``dataset_tags``, ``job_tags``), sources (:mod:`.sources`), stored events
 (:mod:`.events`: ``lineage_events``), the fold's queue (:mod:`.event_queue`:
-``lineage_pending``), what runs said (:mod:`.runs`: ``run_states``,
-``run_input_facets``), jobs' other names (:mod:`.jobs`: ``job_aliases``) and datasets'
-(:mod:`.datasets`: ``dataset_symlinks``). Each owner offers typed reads (plain
-dataclasses) and writes that take the caller's connection, so a caller's transaction
-spans several owners.
+``lineage_pending``), the runs family (:mod:`.runs`, a package: ``runs``,
+``run_inputs``, ``run_states``, ``run_input_facets``, ``job_run_counts``), jobs' other
+names (:mod:`.jobs`: ``job_aliases``) and datasets' (:mod:`.datasets`:
+``dataset_symlinks``). Each owner offers typed reads (plain dataclasses) and writes that
+take the caller's connection, so a caller's transaction spans several owners; a query
+across families composes an owner's joins or reads its read-only relation.
 """
