@@ -32,15 +32,6 @@ from strata.store.owners.runs import inputs as bound
 from strata.store.owners.runs import said as run_said
 
 
-def _current_at_many(
-    conn: Connection, wanted: Sequence[tuple[str, bool, RunFold]]
-) -> list[str | None]:
-    """For each ``(dataset, lake, run)``, the candidate current at the run's bind time."""
-    return bound.candidates_at(
-        conn, [(d, lake, run.run_id, run.bind_time) for d, lake, run in wanted]
-    )
-
-
 def _synthetic_uuid(dataset_uuid: str, label: str | None) -> str:
     if label:
         return ids.named_version_uuid(dataset_uuid, label)
@@ -156,7 +147,11 @@ def _wanted_bindings(
                 wanted[run.run_id][placeholder] = (dataset, True)
                 named[placeholder] = label
     for (dataset, is_lake, run), found_uuid in zip(
-        by_time, _current_at_many(conn, by_time), strict=True
+        by_time,
+        bound.candidates_at(
+            conn, [(d, lake, run.run_id, run.bind_time) for d, lake, run in by_time]
+        ),
+        strict=True,
     ):
         if found_uuid is not None:
             wanted[run.run_id][found_uuid] = (dataset, False)

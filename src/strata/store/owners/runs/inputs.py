@@ -62,15 +62,18 @@ def join_read(
 
 def readers_among(conn: Connection, runs: Collection[str]) -> set[str]:
     """Those of ``runs`` bound to any input (the primary key leads with the run)."""
-    stmt = bulk.select_by_ids("runs-that-read", conn, _RI.c.run_uuid, _RI.c.run_uuid)
-    return {str(row[0]) for row in bulk.rows_by_ids(conn, stmt.distinct(), sorted(runs))}
+    return _distinct_of(conn, _RI.c.run_uuid, runs)
 
 
 def read_versions(conn: Connection, versions: Collection[str]) -> set[str]:
     """Those of ``versions`` some run read (``ix_run_inputs_version``)."""
-    col = _RI.c.dataset_version_uuid
-    stmt = bulk.select_by_ids("versions-read", conn, col, col)
-    return {str(row[0]) for row in bulk.rows_by_ids(conn, stmt.distinct(), sorted(versions))}
+    return _distinct_of(conn, _RI.c.dataset_version_uuid, versions)
+
+
+def _distinct_of(conn: Connection, column: Any, ids: Collection[str]) -> set[str]:
+    """Those of ``ids`` found in ``column``."""
+    stmt = bulk.select_by_ids(f"bound-{column.name}", conn, column, column)
+    return {str(row[0]) for row in bulk.rows_by_ids(conn, stmt.distinct(), sorted(set(ids)))}
 
 
 # Runs that started at or after a time and read one of some datasets. The runs come
