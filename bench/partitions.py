@@ -113,8 +113,8 @@ def late_rebuild(lake: Any, service: Any, args: Any) -> dict[str, Any]:
 def status_figure(lake: Any, service: Any, args: Any) -> dict[str, Any]:
     import pyarrow as pa
 
-    from strata.builds.state.partitions import PartitionBuild
     from strata.ids import new_id
+    from strata.store.owners.partition_builds import PartitionBuild
 
     n = args.status_partitions
     keys = [f"k{i:05d}" for i in range(n)]

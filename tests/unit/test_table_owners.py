@@ -32,6 +32,11 @@ OWNERS = {
     "job_run_counts": "strata.store.owners.runs",
     "job_aliases": "strata.store.owners.jobs",
     "dataset_symlinks": "strata.store.owners.datasets",
+    # Tables the build shares with lower layers: the lake raises triggers, lineage
+    # retention deletes check results, retention reads the partition catalog.
+    "build_triggers": "strata.store.owners.triggers",
+    "partition_builds": "strata.store.owners.partition_builds",
+    "check_results": "strata.store.owners.check_results",
     # Tables of one capability, each read and written by that capability's state module.
     "build_requests": "strata.builds.state.requests",
     "build_leases": "strata.builds.state.leases",
@@ -55,9 +60,7 @@ NOT_YET_OWNED = frozenset(
     {
         "strata.builds.state.catalog",
         "strata.builds.state.checks",
-        "strata.builds.state.partitions",
         "strata.builds.state.runs",
-        "strata.builds.state.triggers",
         "strata.lake.commit",
         "strata.lake.partition_index",
         "strata.lake.registry",

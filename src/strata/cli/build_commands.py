@@ -262,10 +262,10 @@ def worker(
     schedule names when it is due; run retention daily where a policy exists."""
     from rich.markup import escape
 
-    from strata.builds.state.triggers import Claim
     from strata.builds.workers.scheduler import Fired
     from strata.builds.workers.worker import Attempt, run_worker
     from strata.retention.service import RetentionReport
+    from strata.store.owners.triggers import Claim
 
     with reported():
         service = service_from(ctx, pipeline)

@@ -23,8 +23,8 @@ from strata.lake import partition_hashes, partition_index, partitions, schemas
 from strata.lake.registry import Version, latest_version
 from strata.lake.rowhash import EMPTY, RowHash, fingerprint, sum_hashes
 from strata.lake.storage import FileEntry
+from strata.store.owners import triggers
 from strata.store.schema import (
-    build_triggers,
     dataset_files,
     dataset_versions,
     datasets,
@@ -82,9 +82,7 @@ def _closing_statements() -> tuple[Any, ...]:
         .where(datasets.c.uuid == p("ds_uuid"))
         .values(current_version_uuid=p("v_uuid"), updated_at=p("now"))
     )
-    trigger = build_triggers.insert().values(
-        dataset_uuid=p("ds_uuid"), commit_id=p("cid"), created_at=p("now")
-    )
+    trigger = triggers.enqueue()
     # The delta log is copied from the interval index rows this commit just wrote.
     f = dataset_files.c
     log_delta = transaction_files.insert().from_select(
@@ -107,7 +105,7 @@ def _closing_statements() -> tuple[Any, ...]:
         .add_cte(
             insert_version.returning(dataset_versions.c.uuid).cte("new_version"),
             move_current.returning(datasets.c.uuid).cte("moved"),
-            trigger.returning(build_triggers.c.id).cte("triggered"),
+            triggers.enqueue(returning=True).cte("triggered"),
             log_delta.returning(transaction_files.c.path).cte("logged"),
         )
     )

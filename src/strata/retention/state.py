@@ -15,12 +15,12 @@ from sqlalchemy.engine import Connection
 from strata.retention.pending import LAKE, Pending, list_deletes
 from strata.retention.selection import FileSpan, VersionFacts
 from strata.store.bulk import chunks
+from strata.store.owners import partition_builds
 from strata.store.owners.runs import inputs as bound
 from strata.store.schema import (
     dataset_files,
     dataset_versions,
     datasets,
-    partition_builds,
     retention_marks,
     retention_passes,
     transactions,
@@ -116,7 +116,7 @@ def inputs_in_use(conn: Connection) -> dict[str, set[int]]:
     of_current = read.join(cv, cv.c.run_uuid == by.run).join(
         datasets, datasets.c.current_version_uuid == cv.c.uuid
     )
-    of_partitions = read.join(partition_builds, partition_builds.c.run_uuid == by.run)
+    of_partitions = partition_builds.join_built_by(read, by.run)
     out: dict[str, set[int]] = defaultdict(set)
     for r in conn.execute(sa.union(of_current, of_partitions)):
         if r.commit_id is not None:

@@ -20,9 +20,9 @@ from strata.builds.programs.discovery import Declared
 from strata.builds.staleness.causes import Cause, CauseKind
 from strata.builds.state import BuildState
 from strata.builds.state.catalog import Current
-from strata.builds.state.partitions import PartitionBuild
 from strata.errors import InvalidArgument, TransformError
 from strata.lake import partitions as pkeys
+from strata.store.owners.partition_builds import PartitionBuild
 
 
 @dataclass

@@ -43,7 +43,6 @@ from strata.builds.partitions.planning import Layout
 from strata.builds.programs.discovery import Declared
 from strata.builds.programs.files import program_text
 from strata.builds.staleness.causes import Outcome
-from strata.builds.state.partitions import PartitionBuild
 from strata.errors import InvalidArgument, can_pass
 from strata.ids import new_id
 from strata.lake import partitions as pkeys
@@ -51,6 +50,7 @@ from strata.lake.registry import Version
 from strata.lake.service import reads_limited_to
 from strata.lake.transaction import Transaction
 from strata.lineage.record.facets import PARTITION_FACET
+from strata.store.owners.partition_builds import PartitionBuild
 
 
 @dataclass

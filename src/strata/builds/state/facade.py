@@ -2,7 +2,9 @@
 
 The build service (builder, worker, history, status) asks :class:`BuildState`; the
 small stores beside it (:mod:`.catalog`, :mod:`.programs`, :mod:`.leases`,
-:mod:`.triggers`, :mod:`.runs`) hold the SQL, one table family each. Each method is one
+:mod:`.runs`, :mod:`.checks`) and the owners of the tables the build shares with other
+layers (:mod:`strata.store.owners.triggers`, the commit outbox;
+:mod:`strata.store.owners.partition_builds`, the partition catalog) hold the SQL. Each method is one
 SQL transaction of its own, so callers never hold a connection.
 """
 
@@ -16,25 +18,13 @@ from typing import Any
 from sqlalchemy.engine import Engine
 
 from strata.builds.checks.check import CheckResult
-from strata.builds.state import (
-    catalog,
-    checks,
-    leases,
-    partitions,
-    programs,
-    requests,
-    runs,
-    schedules,
-    triggers,
-)
+from strata.builds.state import catalog, checks, leases, programs, requests, runs, schedules
 from strata.builds.state.catalog import Current, VersionEntry
 from strata.builds.state.checks import StoredResult
-from strata.builds.state.partitions import PartitionBuild
 from strata.builds.state.programs import Program, ProgramText
 from strata.builds.state.requests import BuildRequest
 from strata.builds.state.runs import Running
 from strata.builds.state.schedules import Firing
-from strata.builds.state.triggers import Claim
 from strata.errors import InvalidArgument, NotFound
 from strata.lake import partition_hashes, partition_index, registry
 from strata.lake.registry import Moved
@@ -46,7 +36,12 @@ from strata.retention import archive_state
 from strata.retention import state as retention_state
 from strata.retention.state import Mark
 from strata.store.engine import read_tx, write_tx
+from strata.store.owners import check_results as stored_checks
+from strata.store.owners import partition_builds as partitions
+from strata.store.owners import triggers
+from strata.store.owners.partition_builds import PartitionBuild
 from strata.store.owners.runs import rows as stored_runs
+from strata.store.owners.triggers import Claim
 
 
 @dataclass(frozen=True)
@@ -356,7 +351,7 @@ class BuildState:
     def warned_versions(self, dataset: str) -> dict[int, list[str]]:
         with read_tx(self.engine) as conn:
             uuid = catalog.dataset_uuids(conn, self.namespace, [dataset]).get(dataset)
-            return checks.warned_versions(conn, uuid) if uuid is not None else {}
+            return stored_checks.warned_versions(conn, uuid) if uuid is not None else {}
 
     # -- schedules --------------------------------------------------------------------
 

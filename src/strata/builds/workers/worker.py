@@ -1,7 +1,7 @@
 """Commit-triggered and scheduled builds: the worker fires due schedules
 (:mod:`strata.builds.workers.scheduler`), runs retention and the archive tier daily where a policy
 exists (:mod:`strata.retention`), and takes triggers (the commit outbox, see
-:mod:`strata.builds.state.triggers`) and builds the out-of-date dependents of each committed
+:mod:`strata.store.owners.triggers`) and builds the out-of-date dependents of each committed
 dataset. The new versions' own triggers carry the build down the graph.
 
 No trigger is lost. A build that ran and failed in the transform itself is recorded
@@ -27,13 +27,13 @@ from strata.builds.execution.orphans import reap_expired_leases
 from strata.builds.execution.run_events import Emitter
 from strata.builds.service import BuildService
 from strata.builds.staleness.causes import Outcome
-from strata.builds.state.triggers import Claim, backoff
 from strata.builds.workers.scheduler import Clock, Fired, fire_due
 from strata.errors import PipelineError, StoreError, StrataError, can_pass
 from strata.ids import new_id
 from strata.retention.archive import Archive
 from strata.retention.lineage import LineageRetention
 from strata.retention.service import DailyPass, Retention, RetentionReport
+from strata.store.owners.triggers import Claim, backoff
 
 log = logging.getLogger(__name__)
 

@@ -25,6 +25,7 @@ from strata.lineage.record.apply import lock_writers
 from strata.store import schema as s
 from strata.store.bulk import chunks
 from strata.store.engine import read_tx, write_tx
+from strata.store.owners import check_results as stored_checks
 from strata.store.owners import events as stored_events
 from strata.store.owners.runs import inputs as bound
 from strata.store.owners.runs import rows as stored_runs
@@ -153,7 +154,7 @@ def _delete_runs(conn: Connection, runs: list[str], out: Pruned) -> None:
     produced = sorted(_uuids(conn, sa.select(_DV.uuid).where(_DV.run_uuid.in_(runs))))
     run_said.delete_said(conn, runs)
     bound.delete_of_runs(conn, runs)
-    conn.execute(s.check_results.delete().where(s.check_results.c.run_uuid.in_(runs)))
+    stored_checks.delete_of_runs(conn, runs)
     out.events += stored_events.delete_of_runs(conn, runs)
     gone, kept = _versions_to_delete(conn, produced)
     for part in chunks(gone, 500):

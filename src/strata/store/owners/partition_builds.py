@@ -1,4 +1,6 @@
-"""The build catalog of partitioned outputs: per partition, what last built it."""
+"""The owner of ``partition_builds``, the build catalog of partitioned outputs: per
+partition, what last built it. The builder writes it; retention reads which runs built a
+current partition (:func:`join_built_by`)."""
 
 from __future__ import annotations
 
@@ -24,6 +26,12 @@ class PartitionBuild:
     run: str
     program: str
     inputs: dict[str, int]
+
+
+def join_built_by(q: sa.Select[Any], run: Any) -> sa.Select[Any]:
+    """``q`` joined to the partitions the run in column ``run`` last built: only rows of
+    runs that built a partition that is current."""
+    return q.join(partition_builds, partition_builds.c.run_uuid == run)
 
 
 def records(conn: Connection, dataset_uuid: str) -> dict[str, PartitionBuild]:

@@ -1,6 +1,8 @@
-"""The trigger queue (the commit outbox): claims, renewals, retries and completions.
+"""The owner of ``build_triggers``, the commit outbox: enqueues, claims, renewals,
+retries and completions.
 
-Each lake commit writes a ``build_triggers`` row in the commit's own SQL transaction. A
+Each lake commit writes a trigger row in the commit's own SQL transaction
+(:func:`enqueue`, the statement :mod:`strata.lake.commit` runs). A
 worker claims the oldest pending trigger of its namespace (with the other pending
 triggers of the same dataset, which one build answers). A claim is a lease: renewed while
 the worker works, and taken again by another worker once it expires. A trigger is done
@@ -36,6 +38,19 @@ class Claim:
     commit_id: int
     retaken: bool  # one of them was claimed before by a worker whose claim ran out
     attempts: int  # the most any of them was tried before
+
+
+def enqueue(*, returning: bool = False) -> Any:
+    """The insert of one trigger, for the commit to run inside its own transaction: the
+    dataset's (``ds_uuid``) new commit (``cid``) at ``now``, all bind parameters;
+    ``returning`` the new row's id, to run as a CTE of the commit's one statement."""
+    bt = s.build_triggers
+    stmt = bt.insert().values(
+        dataset_uuid=sa.bindparam("ds_uuid"),
+        commit_id=sa.bindparam("cid"),
+        created_at=sa.bindparam("now"),
+    )
+    return stmt.returning(bt.c.id) if returning else stmt
 
 
 def backoff(attempts: int) -> float:
