@@ -32,6 +32,7 @@ OWNERS = {
     "job_run_counts": "strata.store.owners.runs",
     "job_aliases": "strata.store.owners.jobs",
     "dataset_symlinks": "strata.store.owners.datasets",
+    "column_lineage": "strata.store.owners.column_lineage",
     # Tables the build shares with lower layers: the lake raises triggers, lineage
     # retention deletes check results, retention reads the partition catalog.
     "build_triggers": "strata.store.owners.triggers",

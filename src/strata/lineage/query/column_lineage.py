@@ -24,6 +24,7 @@ from strata.lineage.query import common, jobs
 from strata.lineage.query import datasets as dataset_reads
 from strata.lineage.query.nodes import NodeRef, check_depth, find_dataset, parse_node_id
 from strata.store import schema as s
+from strata.store.owners import column_lineage as edges_of
 from strata.store.owners.runs import inputs as bound
 
 # A field of one version of a dataset: (dataset uuid, version uuid, field).
@@ -109,7 +110,7 @@ def _seeds(conn: Connection, start: NodeRef) -> set[Key]:
         job = jobs.jobs_by_uuid(conn, [start.uuid], with_latest_run=False)[start.uuid]
         outputs = [find_dataset(conn, ref.namespace, ref.name) for ref in job.outputs]
         current = _current_versions(conn, [u for u in outputs if u])
-        return {(d, v, f) for d, v in current.items() if v for f in _output_fields(conn, v)}
+        return {(d, v, f) for d, v in current.items() if v for f in edges_of.output_fields(conn, v)}
     version = _version_of(conn, start)
     if version is None:
         return set()
@@ -117,9 +118,8 @@ def _seeds(conn: Connection, start: NodeRef) -> set[Key]:
         assert start.field is not None
         return {(start.uuid, version, start.field)}
     fields = dataset_reads.dataset_fields(_schema(conn, version), {})
-    return {
-        (start.uuid, version, f) for f in {x.name for x in fields} | _output_fields(conn, version)
-    }
+    named = {x.name for x in fields} | edges_of.output_fields(conn, version)
+    return {(start.uuid, version, f) for f in named}
 
 
 def _version_of(conn: Connection, start: NodeRef) -> str | None:
@@ -148,15 +148,6 @@ def _schema(conn: Connection, version: str) -> object:
     return conn.execute(sa.select(dv.c.schema_fields).where(dv.c.uuid == version)).scalar()
 
 
-def _output_fields(conn: Connection, version: str) -> set[str]:
-    cl = s.column_lineage
-    return set(
-        conn.execute(
-            sa.select(cl.c.output_field).where(cl.c.dataset_version_uuid == version).distinct()
-        ).scalars()
-    )
-
-
 def commit_ids(conn: Connection, versions: Iterable[str]) -> dict[str, int | None]:
     """Version uuid -> its lake commit id (None for a version declared by events)."""
     dv = s.dataset_versions
@@ -181,8 +172,9 @@ _CURRENT = sa.select(s.datasets.c.uuid, s.datasets.c.current_version_uuid).where
 )
 
 
+_CL = edges_of.relation("cl")
 _EDGE_COLS = [
-    s.column_lineage.c[name]
+    _CL.c[name]
     for name in (
         "dataset_version_uuid",
         "output_field",
@@ -195,8 +187,8 @@ _EDGE_COLS = [
 
 
 _EDGES = sa.select(*_EDGE_COLS).where(
-    s.column_lineage.c.dataset_version_uuid.in_(sa.bindparam("v", expanding=True)),
-    s.column_lineage.c.output_field.in_(sa.bindparam("f", expanding=True)),
+    _CL.c.dataset_version_uuid.in_(sa.bindparam("v", expanding=True)),
+    _CL.c.output_field.in_(sa.bindparam("f", expanding=True)),
 )
 
 
@@ -240,17 +232,16 @@ def _upstream_edges(conn: Connection, keys: set[Key], inherit: bool) -> dict[Key
 def _inherited(conn: Connection, keys: set[Key]) -> list[tuple[Key, sa.Row[Any]]]:
     """For each key whose version recorded no column lineage at all: the rows of its field
     in the newest version of its dataset, no later than that version, that recorded some."""
-    cl, dv = s.column_lineage, s.dataset_versions
+    cl, dv = _CL, s.dataset_versions
     bare = {v for _, v, _ in keys} - _with_lineage(conn, {v for _, v, _ in keys})
     if not bare:
         return []
     made = _created(conn, bare)
     recorded: dict[str, list[tuple[Any, str]]] = defaultdict(list)
     for batch in common.chunks({d for d, v, _ in keys if v in bare}):
-        has_lineage = sa.exists().where(cl.c.dataset_version_uuid == dv.c.uuid)
         for r in conn.execute(
             sa.select(dv.c.dataset_uuid, dv.c.uuid, dv.c.created_at).where(
-                dv.c.dataset_uuid.in_(batch), has_lineage
+                dv.c.dataset_uuid.in_(batch), edges_of.recorded_for(dv.c.uuid)
             )
         ).all():
             recorded[str(r.dataset_uuid)].append((r.created_at, str(r.uuid)))
@@ -279,13 +270,9 @@ def _inherited(conn: Connection, keys: set[Key]) -> list[tuple[Key, sa.Row[Any]]
 
 def _with_lineage(conn: Connection, versions: set[str]) -> set[str]:
     """Those of ``versions`` that recorded column lineage."""
-    cl = s.column_lineage
     out: set[str] = set()
     for batch in common.chunks(versions):
-        rows = conn.execute(
-            sa.select(cl.c.dataset_version_uuid).where(cl.c.dataset_version_uuid.in_(batch))
-        )
-        out |= {str(r.dataset_version_uuid) for r in rows}
+        out |= edges_of.with_lineage(conn, batch)
     return out
 
 
@@ -345,10 +332,10 @@ def _downstream_edges(conn: Connection, keys: set[Key], inherit: bool) -> list[t
 
 _DOWN = (
     sa.select(*_EDGE_COLS, s.datasets.c.uuid.label("out_dataset"))
-    .join(s.datasets, s.datasets.c.current_version_uuid == s.column_lineage.c.dataset_version_uuid)
+    .join(s.datasets, s.datasets.c.current_version_uuid == _CL.c.dataset_version_uuid)
     .where(
-        s.column_lineage.c.input_dataset_uuid.in_(sa.bindparam("d", expanding=True)),
-        s.column_lineage.c.input_field.in_(sa.bindparam("f", expanding=True)),
+        _CL.c.input_dataset_uuid.in_(sa.bindparam("d", expanding=True)),
+        _CL.c.input_field.in_(sa.bindparam("f", expanding=True)),
     )
 )
 
@@ -356,7 +343,7 @@ _DOWN = (
 def _inherited_downstream(conn: Connection, inputs: list[str], fields: list[str]) -> list[Any]:
     """Lineage rows reading ``inputs``'s ``fields`` of the newest version that recorded
     column lineage of each dataset whose current version recorded none."""
-    cl, d, dv = s.column_lineage, s.datasets, s.dataset_versions
+    cl, d, dv = _CL, s.datasets, s.dataset_versions
     older = conn.execute(
         sa.select(*_EDGE_COLS, dv.c.dataset_uuid.label("out_dataset"), dv.c.created_at)
         .join(dv, dv.c.uuid == cl.c.dataset_version_uuid)
@@ -369,12 +356,11 @@ def _inherited_downstream(conn: Connection, inputs: list[str], fields: list[str]
     ).all()
     if not older:
         return []
-    current = cl.alias("current")
     bare: set[str] = set(
         conn.execute(
             sa.select(d.c.uuid).where(
                 d.c.uuid.in_({r.out_dataset for r in older}),
-                ~sa.exists().where(current.c.dataset_version_uuid == d.c.current_version_uuid),
+                ~edges_of.recorded_for(d.c.current_version_uuid),
             )
         ).scalars()
     )
@@ -384,8 +370,8 @@ def _inherited_downstream(conn: Connection, inputs: list[str], fields: list[str]
 
 def _newest_with_lineage(conn: Connection, datasets: set[str]) -> dict[str, Any]:
     """Dataset -> when its newest version that recorded column lineage was made."""
-    cl, dv = s.column_lineage, s.dataset_versions
-    has_lineage = sa.exists().where(cl.c.dataset_version_uuid == dv.c.uuid)
+    dv = s.dataset_versions
+    has_lineage = edges_of.recorded_for(dv.c.uuid)
     out: dict[str, Any] = {}
     for batch in common.chunks(datasets):
         rows = conn.execute(
@@ -496,7 +482,7 @@ def current_columns(
 ) -> dict[str, VersionColumns]:
     """Of each of ``names`` in ``namespace``, its current version's columns and recorded
     column lineage (datasets without a current version are left out)."""
-    d, dv, cl = s.datasets, s.dataset_versions, s.column_lineage
+    d, dv, cl = s.datasets, s.dataset_versions, _CL
     src = d.alias("src")
     out: dict[str, VersionColumns] = {}
     for chunk in common.chunks(names):

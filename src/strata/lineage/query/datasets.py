@@ -20,6 +20,7 @@ from strata.lineage.query.read_facets import readers_input_facets
 from strata.lineage.query.runs import Run, runs_by_uuid
 from strata.store import bulk
 from strata.store import schema as s
+from strata.store.owners import column_lineage as edges_of
 from strata.store.owners import datasets as stored_datasets
 from strata.store.owners import tags
 
@@ -69,7 +70,7 @@ class ColumnLineage:
 
 def _column_lineage(conn: Connection, versions: Sequence[str]) -> dict[str, list[ColumnLineage]]:
     """The column lineage of each of ``versions``, by output field then input."""
-    cl, d = s.column_lineage, s.datasets
+    cl, d = edges_of.relation("cl"), s.datasets
     edges: dict[str, dict[str, list[Any]]] = defaultdict(lambda: defaultdict(list))
     for batch in chunks(sorted(set(versions))):
         rows = conn.execute(

@@ -26,6 +26,7 @@ from strata.store import schema as s
 from strata.store.bulk import chunks
 from strata.store.engine import read_tx, write_tx
 from strata.store.owners import check_results as stored_checks
+from strata.store.owners import column_lineage as edges_of
 from strata.store.owners import events as stored_events
 from strata.store.owners.runs import inputs as bound
 from strata.store.owners.runs import rows as stored_runs
@@ -157,10 +158,8 @@ def _delete_runs(conn: Connection, runs: list[str], out: Pruned) -> None:
     stored_checks.delete_of_runs(conn, runs)
     out.events += stored_events.delete_of_runs(conn, runs)
     gone, kept = _versions_to_delete(conn, produced)
+    edges_of.delete_of_versions(conn, gone)
     for part in chunks(gone, 500):
-        conn.execute(
-            s.column_lineage.delete().where(s.column_lineage.c.dataset_version_uuid.in_(part))
-        )
         conn.execute(s.dataset_versions.delete().where(_DV.uuid.in_(part)))
     for part in chunks(kept, 500):
         conn.execute(s.dataset_versions.update().where(_DV.uuid.in_(part)).values(run_uuid=None))

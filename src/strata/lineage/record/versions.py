@@ -51,6 +51,7 @@ from strata.store.bulk import (
     upsert,
 )
 from strata.store.jsoncodec import canonical
+from strata.store.owners import column_lineage as edges_of
 from strata.store.owners.runs import inputs as bound
 from strata.store.owners.runs import rows as stored_runs
 
@@ -118,7 +119,7 @@ class Output:
 
 def write_outputs(conn: Connection, outputs: Sequence[Output]) -> None:
     """Record runs' outputs: a version each, or a lake commit's producer."""
-    dv, cl = s.dataset_versions, s.column_lineage
+    dv = s.dataset_versions
     versions: list[dict[str, Any]] = []
     edges: list[dict[str, Any]] = []
     cleared: list[str] = []
@@ -157,9 +158,7 @@ def write_outputs(conn: Connection, outputs: Sequence[Output]) -> None:
         edges += _edges(conn, run, io, merged, uuid, created)
     if versions:
         execute_many(conn, upsert(conn, dv, list(versions[0]), ["uuid"]), versions)
-    delete_in(conn, cl, "dataset_version_uuid", cleared)
-    if edges:
-        execute_many(conn, cached(("cl-insert",), cl.insert), edges)
+    edges_of.replace(conn, cleared, edges)
 
 
 def _edges(
