@@ -31,6 +31,8 @@ OWNERS = {
     "run_inputs": "strata.store.owners.runs",
     "job_run_counts": "strata.store.owners.runs",
     "job_aliases": "strata.store.owners.jobs",
+    "job_versions": "strata.store.owners.job_versions",
+    "job_version_io": "strata.store.owners.job_versions",
     "dataset_symlinks": "strata.store.owners.datasets",
     "column_lineage": "strata.store.owners.column_lineage",
     # Tables the build shares with lower layers: the lake raises triggers, lineage
@@ -55,7 +57,7 @@ OWNERS = {
 }
 
 #: Modules outside ``strata.store`` that still name tables of families with no owner
-#: yet (datasets and versions; jobs, runs and their inputs and outputs). A module
+#: yet (datasets and versions with their files and transactions; jobs). A module
 #: leaves this list when its family gets an owner; none joins it.
 NOT_YET_OWNED = frozenset(
     {

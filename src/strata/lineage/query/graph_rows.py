@@ -19,6 +19,7 @@ from strata.lineage.query import runs as run_reads
 from strata.store import bulk, jsoncodec
 from strata.store import schema as s
 from strata.store.bulk import one_of
+from strata.store.owners import job_versions as versions_of
 from strata.store.owners import tags
 from strata.store.owners.runs import rows as stored_runs
 
@@ -203,7 +204,7 @@ def jobs_select(pg: bool, with_run: bool) -> sa.Select[Any]:
     )
     if not with_run:
         return stmt
-    jv, r, rj = s.job_versions, stored_runs.relation(), s.jobs.alias("run_job")
+    jv, r, rj = versions_of.relation(), stored_runs.relation(), s.jobs.alias("run_job")
     return (
         stmt.add_columns(*_run_cols(r, rj))
         .outerjoin(jv, jv.c.uuid == j.c.current_version_uuid)

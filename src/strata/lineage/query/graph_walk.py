@@ -1,10 +1,11 @@
 """The walk of the dataset/job graph: which jobs a start node reaches within a depth.
 
-The current graph is walked on PostgreSQL by one recursive query over ``job_version_io``
-(its cached generic plans are the same index lookups); elsewhere, and for a graph as of a
+The current graph is walked on PostgreSQL by one recursive query over the job versions'
+edges (:func:`strata.store.owners.job_versions.walk_statement`; its cached generic plans
+are the same index lookups); elsewhere, and for a graph as of a
 time, breadth first with one batch of queries per level (:func:`walk_levels`) over the
-edges in force: :class:`CurrentEdges` or :class:`EdgesAt`. Edges come from
-``job_version_io`` (both directions are indexed: by job version and by dataset).
+edges in force: :class:`CurrentEdges` or :class:`EdgesAt`. Edges come from the job
+versions' owner (both directions are indexed: by job version and by dataset).
 """
 
 from __future__ import annotations
@@ -19,12 +20,13 @@ from sqlalchemy.engine import Connection
 from strata.lineage.query import common
 from strata.lineage.query.nodes import NodeRef
 from strata.store import schema as s
+from strata.store.owners import job_versions as versions_of
 from strata.store.owners.runs import rows as stored_runs
 
 
 def _expand_select() -> sa.Select[Any]:
     """Edges of the jobs whose current version touches any of ``:datasets`` (built once)."""
-    a, b, j = s.job_version_io, s.job_version_io.alias("other"), s.jobs
+    a, b, j = versions_of.io_relation(), versions_of.io_relation("other"), s.jobs
     return (
         sa.select(b.c.job_uuid, b.c.job_version_uuid, b.c.dataset_uuid, b.c.io_type)
         .select_from(a)
@@ -56,7 +58,7 @@ class Walker(Protocol):
 def _io_of(conn: Connection, versions: dict[str, str]) -> list[tuple[str, str, str]]:
     """(job, dataset, INPUT|OUTPUT) for the given job versions (primary-key lookups)."""
     by_version = {v: j for j, v in versions.items()}
-    io = s.job_version_io
+    io = versions_of.io_relation()
     out = []
     for batch in common.chunks(by_version):
         for r in conn.execute(
@@ -125,7 +127,8 @@ class EdgesAt:
         out = self._latest_at(_RUNS, jobs, _RUNS.c.job_version_uuid)
         missing = [j for j in jobs if j not in out]
         if missing:
-            out.update(self._latest_at(s.job_versions, missing, s.job_versions.c.uuid))
+            jv = versions_of.relation()
+            out.update(self._latest_at(jv, missing, jv.c.uuid))
         return out
 
     def _latest_at(
@@ -184,7 +187,7 @@ class EdgesAt:
 
     def _jobs_touching(self, dataset_uuids: Iterable[str]) -> dict[str, str]:
         """job -> version for jobs whose version in force reads or writes any dataset."""
-        io = s.job_version_io
+        io = versions_of.io_relation()
         pairs: set[tuple[str, str]] = set()
         for batch in common.chunks(set(dataset_uuids)):
             stmt = sa.select(io.c.job_uuid, io.c.job_version_uuid).where(
@@ -252,53 +255,10 @@ def walk_levels(walker: Walker, start: NodeRef, depth: int) -> Walk:
     return jobs, edges
 
 
-# One row per hop: the hop's new job versions and every version reached so far. The visited
-# set travels as an array, so each version is expanded once (a plain recursive UNION of
-# (version, hop) rows would re-expand every version at every later hop).
-_WALK_SQL = """
-WITH RECURSIVE walk(hop, frontier, seen) AS (
-  SELECT 0, f.versions::varchar[], f.versions::varchar[] FROM ({start}) AS f(versions)
-  WHERE f.versions IS NOT NULL
-  UNION ALL
-  SELECT w.hop + 1, n.versions, w.seen || n.versions
-  FROM walk AS w CROSS JOIN LATERAL (
-    SELECT array_agg(DISTINCT b.job_version_uuid) AS versions
-    FROM job_version_io AS a
-    JOIN job_version_io AS b ON b.dataset_uuid = a.dataset_uuid
-    JOIN jobs AS j ON j.uuid = b.job_uuid AND j.current_version_uuid = b.job_version_uuid
-    WHERE a.job_version_uuid = ANY (w.frontier)
-      AND b.job_version_uuid NOT IN (SELECT unnest(w.seen))
-  ) AS n
-  WHERE w.hop < :depth AND n.versions IS NOT NULL
-)
-SELECT v.uuid AS job_version_uuid, io.job_uuid, io.dataset_uuid, io.io_type
-FROM (SELECT seen FROM walk ORDER BY hop DESC LIMIT 1) AS w
-CROSS JOIN LATERAL unnest(w.seen) AS v(uuid)
-LEFT JOIN job_version_io AS io ON io.job_version_uuid = v.uuid
-"""
-
-
-_WALK_FROM_DATASET = sa.text(
-    _WALK_SQL.format(
-        start="SELECT array_agg(DISTINCT a.job_version_uuid) FROM job_version_io AS a"
-        " JOIN jobs AS j ON j.uuid = a.job_uuid AND j.current_version_uuid = a.job_version_uuid"
-        " WHERE a.dataset_uuid = :start"
-    )
-)
-
-
-_WALK_FROM_JOB = sa.text(
-    _WALK_SQL.format(
-        start="SELECT ARRAY[current_version_uuid] FROM jobs"
-        " WHERE uuid = :start AND current_version_uuid IS NOT NULL"
-    )
-)
-
-
 def walk_recursive(conn: Connection, start: NodeRef, depth: int) -> Walk:
     """The current graph's walk as one recursive query (PostgreSQL): the same jobs and edges
     as :func:`walk_levels`, without a round trip per hop."""
-    stmt = _WALK_FROM_JOB if start.type == "JOB" else _WALK_FROM_DATASET
+    stmt = versions_of.walk_statement(from_job=start.type == "JOB")
     jobs: dict[str, str] = {}
     edges: set[tuple[str, str, str]] = set()
     rows: Sequence[Sequence[Any]] = conn.execute(stmt, {"start": start.uuid, "depth": depth}).all()

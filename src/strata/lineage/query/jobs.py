@@ -16,6 +16,7 @@ from strata.lineage.query.common import DatasetRef, Page, chunks
 from strata.lineage.query.namespaces import get_namespace
 from strata.lineage.query.runs import Run, _job_by_fqn, runs_by_uuid
 from strata.store import schema as s
+from strata.store.owners import job_versions as versions_of
 from strata.store.owners import jobs as stored_jobs
 from strata.store.owners import tags
 from strata.store.owners.runs import rows as stored_runs
@@ -50,7 +51,7 @@ def _io_by_version(
     conn: Connection, version_uuids: Iterable[str]
 ) -> dict[str, tuple[list[DatasetRef], list[DatasetRef]]]:
     out: dict[str, tuple[list[DatasetRef], list[DatasetRef]]] = defaultdict(lambda: ([], []))
-    io, d = s.job_version_io, s.datasets
+    io, d = versions_of.io_relation(), s.datasets
     for batch in chunks(set(version_uuids)):
         for x in conn.execute(
             sa.select(io.c.job_version_uuid, io.c.io_type, d.c.namespace, d.c.name)
@@ -67,7 +68,7 @@ def _latest_runs(
     conn: Connection, rows: Sequence[sa.Row[Any]], fallback: bool = True
 ) -> dict[str, Run]:
     """job uuid -> latest run: the current version's latest run, else the newest run."""
-    jv = s.job_versions
+    jv = versions_of.relation()
     latest: dict[str, str] = {}
     cur = {r.current_version_uuid: r.uuid for r in rows if r.current_version_uuid}
     for batch in chunks(cur):
@@ -228,7 +229,7 @@ def programs_moved_on(conn: Connection, lake_namespace: str) -> list[ProgramMove
     jobs that lag, not the size of the store."""
     lagging = _lagging_jobs(conn, lake_namespace)
     d, dv, r, j = s.datasets, s.dataset_versions, stored_runs.relation(), s.jobs
-    old, new = s.job_versions.alias("old"), s.job_versions.alias("new")
+    old, new = versions_of.relation("old"), versions_of.relation("new")
     rows: list[Any] = []
     for chunk in chunks(sorted(lagging)):
         rows += conn.execute(
@@ -275,7 +276,7 @@ def _lagging_jobs(conn: Connection, lake_namespace: str) -> dict[str, tuple[str,
     """The visible jobs outside the lake whose current version's newest run (the job's
     newest) has not completed, with that run's id and state: driven by the partial index
     of such runs (a literal, not a parameter, so that its predicate is seen to hold)."""
-    r, j, cur = stored_runs.relation(), s.jobs, s.job_versions
+    r, j, cur = stored_runs.relation(), s.jobs, versions_of.relation("cur")
     found = conn.execute(
         sa.select(j.c.uuid, r.c.uuid, r.c.state)
         .select_from(r)
@@ -396,7 +397,7 @@ def _job_versions_from_rows(
 
 def list_job_versions(conn: Connection, job_uuid: str, limit: int, offset: int) -> Page[JobVersion]:
     job = get_job(conn, job_uuid)
-    jv = s.job_versions
+    jv = versions_of.relation()
     rows = conn.execute(
         sa.select(jv)
         .where(jv.c.job_uuid == job_uuid)
@@ -413,7 +414,7 @@ def list_job_versions(conn: Connection, job_uuid: str, limit: int, offset: int) 
 def get_job_version(conn: Connection, job_uuid: str, version: str) -> JobVersion:
     """A job version by its id or by its fingerprint."""
     job = get_job(conn, job_uuid)
-    jv = s.job_versions
+    jv = versions_of.relation()
     row = conn.execute(
         sa.select(jv).where(
             jv.c.job_uuid == job_uuid, sa.or_(jv.c.uuid == version.lower(), jv.c.version == version)

@@ -18,6 +18,7 @@ from strata.lineage.query import common, datasets
 from strata.lineage.query import runs as run_reads
 from strata.lineage.query.nodes import check_depth
 from strata.store import schema as s
+from strata.store.owners import job_versions as versions_of
 from strata.store.owners.runs import inputs as bound
 from strata.store.owners.runs import rows as stored_runs
 
@@ -101,7 +102,7 @@ def provenance(
 
 
 def _runs(conn: Connection, run_ids: set[str]) -> dict[str, ProducingRun]:
-    r, j, jv = stored_runs.relation(), s.jobs, s.job_versions
+    r, j, jv = stored_runs.relation(), s.jobs, versions_of.relation()
     out: dict[str, ProducingRun] = {}
     for batch in common.chunks(run_ids):
         for x in conn.execute(

@@ -27,12 +27,11 @@ from strata.store import schema as s
 from strata.store.bulk import (
     cached,
     chunks,
-    execute_many,
-    insert_ignore_many,
     returning_many,
     update_rows,
     widening_upsert,
 )
+from strata.store.owners import job_versions as versions_of
 from strata.store.owners import jobs as stored_jobs
 from strata.store.owners.runs import rows as stored_runs
 
@@ -313,12 +312,7 @@ def ensure_job_versions(conn: Connection, wanted: Sequence[VersionWanted]) -> li
             {"job_version_uuid": uuid, "dataset_uuid": d, "io_type": kind, "job_uuid": w.job_uuid}
             for d, kind in sorted(io)
         ]
-    if rows:
-        params = [rows[u] for u in sorted(rows)]
-        created = insert_ignore_many(conn, s.job_versions, params, ["uuid"])
-        new_edges = [e for u in sorted(created) for e in edges[u]]
-        if new_edges:
-            execute_many(conn, cached(("job-version-io",), s.job_version_io.insert), new_edges)
+    versions_of.insert_new(conn, [rows[u] for u in sorted(rows)], edges)
     return out
 
 
@@ -348,41 +342,7 @@ def widen_job_versions(
     Enough when the run joined the version or only gained events (a run's times
     only widen); a version a run left needs :func:`refresh_job_versions`.
     """
-    jv = s.job_versions
-
-    def build() -> Any:
-        created = sa.bindparam("c", type_=jv.c.created_at.type)
-        updated = sa.bindparam("u", type_=jv.c.updated_at.type)
-        run: Any = sa.bindparam("r")
-        latest = stored_runs.relation("latest")
-        beaten = sa.exists().where(
-            latest.c.uuid == jv.c.latest_run_uuid,
-            sa.or_(
-                latest.c.updated_at < updated,
-                sa.and_(latest.c.updated_at == updated, latest.c.uuid < run),
-            ),
-        )
-        return (
-            jv.update()
-            .where(jv.c.uuid == sa.bindparam("v"))
-            .values(
-                created_at=sa.case((created < jv.c.created_at, created), else_=jv.c.created_at),
-                updated_at=sa.case((updated > jv.c.updated_at, updated), else_=jv.c.updated_at),
-                latest_run_uuid=sa.case(
-                    (jv.c.latest_run_uuid.is_(None), run),
-                    (jv.c.latest_run_uuid == run, run),
-                    (beaten, run),
-                    else_=jv.c.latest_run_uuid,
-                ),
-            )
-        )
-
-    if runs:
-        execute_many(
-            conn,
-            cached(("widen-job-version",), build),
-            [{"v": v, "r": r, "c": c, "u": u} for v, r, c, u in runs],
-        )
+    versions_of.widen(conn, runs)
 
 
 def refresh_job_versions(conn: Connection, version_uuids: set[str]) -> None:
@@ -390,12 +350,10 @@ def refresh_job_versions(conn: Connection, version_uuids: set[str]) -> None:
     a version with no run left (nor a JobEvent's) goes, one with runs left takes their
     times and its newest as latest run. Set by set (one fold-state read per job), as
     lineage retention refreshes hundreds at a time."""
-    jv, r, io = s.job_versions, stored_runs.relation(), s.job_version_io
-    rows: dict[str, tuple[str, str]] = {}  # version -> (job, fingerprint)
+    r = stored_runs.relation()
+    rows = versions_of.identities(conn, version_uuids)  # version -> (job, fingerprint)
     spans: dict[str, list[Any]] = {}  # version -> its runs' first and last times
     for part in chunks(sorted(version_uuids)):
-        found = sa.select(jv.c.uuid, jv.c.job_uuid, jv.c.version).where(jv.c.uuid.in_(part))
-        rows.update((str(u), (str(j), str(fp))) for u, j, fp in conn.execute(found))
         runs_left = (
             sa.select(
                 r.c.job_version_uuid,
@@ -435,10 +393,8 @@ def refresh_job_versions(conn: Connection, version_uuids: set[str]) -> None:
                 "latest_run_uuid": latest,
             }
         )
-    for part in chunks(gone):
-        conn.execute(io.delete().where(io.c.job_version_uuid.in_(part)))
-        conn.execute(jv.delete().where(jv.c.uuid.in_(part)))
-    update_rows(conn, jv, "uuid", writes)
+    versions_of.delete(conn, gone)
+    versions_of.update_times(conn, writes)
     refresh_current_versions(conn, {job: (states[job], False) for job in jobs})
 
 

@@ -25,6 +25,7 @@ from strata.lineage.record.events import iso
 from strata.lineage.record.validate import check_uuid
 from strata.store import schema as s
 from strata.store.engine import read_tx, write_tx
+from strata.store.owners import job_versions as versions_of
 from strata.store.owners import jobs as stored_jobs
 from strata.store.owners import namespaces, sources, tags
 from strata.store.owners.runs import rows as stored_runs
@@ -189,7 +190,7 @@ def _job_row(
     engine: Engine, namespace: str, name: str
 ) -> tuple[str, dict[str, Any], list[Any], list[Any]]:
     """Raw name, facets and current version's inputs and outputs of a job (FQN or alias)."""
-    j, jv = s.jobs, s.job_versions
+    j, jv = s.jobs, versions_of.relation()
     cols = (j.c.fold_state, j.c.name, j.c.facets, jv.c.inputs, jv.c.outputs)
     with read_tx(engine) as conn:
         base = sa.select(*cols).outerjoin(jv, jv.c.uuid == j.c.current_version_uuid)
