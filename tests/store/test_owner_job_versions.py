@@ -16,7 +16,7 @@ from strata.lineage.query.graph_walk import CurrentEdges, walk_levels, walk_recu
 from strata.lineage.query.nodes import NodeRef
 from strata.lineage.record.apply import record_event
 from strata.store import schema as s
-from strata.store.owners import job_versions as versions
+from strata.store.owners.jobs import versions
 
 AT = datetime(2026, 1, 1, tzinfo=UTC)
 PRODUCER = "https://example.com/tests"

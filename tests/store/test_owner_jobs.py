@@ -10,7 +10,7 @@ import sqlalchemy as sa
 
 from strata.lineage.record.apply import record_event
 from strata.store import schema as s
-from strata.store.owners import jobs
+from strata.store.owners.jobs import aliases as jobs
 
 AT = datetime(2026, 1, 1, tzinfo=UTC).isoformat()
 PARENT_RUN = "01890000-0000-7000-8000-000000000001"

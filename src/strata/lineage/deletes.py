@@ -16,6 +16,7 @@ from strata.lineage.query import namespaces as namespace_reads
 from strata.store import schema as s
 from strata.store.engine import write_tx
 from strata.store.owners import namespaces
+from strata.store.owners.jobs import rows as job_rows
 from strata.store.owners.namespaces import Namespace
 
 
@@ -29,23 +30,22 @@ def hide_dataset(engine: Engine, namespace: str, name: str) -> dataset_reads.Dat
 
 
 def hide_job(engine: Engine, job_uuid: str) -> job_reads.Job:
-    j = s.jobs
     with write_tx(engine) as conn:
         job = job_reads.get_job(conn, job_uuid)
-        conn.execute(j.update().where(j.c.uuid == job_uuid).values(is_hidden=True))
+        job_rows.hide(conn, job_uuid)
     return job
 
 
 def hide_namespace(engine: Engine, namespace: str) -> Namespace:
     """Hide the namespace and every dataset and job in it."""
-    d, j = s.datasets, s.jobs
+    d = s.datasets
     with write_tx(engine) as conn:
         found = namespace_reads.get_namespace(conn, namespace)
-        for t in (d, j):
-            conn.execute(
-                t.update()
-                .where(t.c.namespace == namespace, t.c.is_hidden.is_(False))
-                .values(is_hidden=True)
-            )
+        conn.execute(
+            d.update()
+            .where(d.c.namespace == namespace, d.c.is_hidden.is_(False))
+            .values(is_hidden=True)
+        )
+        job_rows.hide_namespace(conn, namespace)
         namespaces.hide(conn, namespace)
     return found

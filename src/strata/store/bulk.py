@@ -590,8 +590,11 @@ def widen_times(conn: Connection, table: sa.Table, key: str, value: Any, at: dat
     conn.execute(cached(("widen-update", table.name, key), build), {"key": value, "at": at})
 
 
-def counts_created_before(conn: Connection, table: sa.Table, ends: Sequence[datetime]) -> list[int]:
-    """How many rows of ``table`` were created before each of ``ends``, in one pass."""
+def counts_created_before(
+    conn: Connection, table: sa.FromClause, ends: Sequence[datetime]
+) -> list[int]:
+    """How many rows of ``table`` (or a relation of one) were created before each of
+    ``ends``, in one pass."""
     created = table.c.created_at
     row = conn.execute(
         sa.select(*[sa.func.sum(sa.case((created < end, 1), else_=0)) for end in ends])

@@ -9,7 +9,7 @@ from dataclasses import dataclass
 import sqlalchemy as sa
 from sqlalchemy.engine import Connection
 
-from strata.store import schema as s
+from strata.store.owners.jobs import rows as job_rows
 from strata.store.owners.runs import rows as stored_runs
 
 
@@ -26,7 +26,7 @@ class Running:
 
 def running(conn: Connection, namespace: str, transforms: Collection[str]) -> list[Running]:
     """Every RUNNING run of ``transforms``."""
-    r, j = stored_runs.relation(), s.jobs
+    r, j = stored_runs.relation(), job_rows.relation()
     parent, parent_job = stored_runs.relation("parent"), j.alias("parent_job")
     rows = conn.execute(
         sa.select(

@@ -13,6 +13,7 @@ import sqlalchemy as sa
 from sqlalchemy.engine import Connection
 
 from strata.store import schema as s
+from strata.store.owners.jobs import rows as job_rows
 from strata.store.owners.runs import rows as stored_runs
 
 
@@ -56,7 +57,7 @@ def run_summary(
 ) -> RunSummary:
     """Runs created at or after ``since`` and before ``until`` (``ix_runs_created``
     answers the range)."""
-    r, j = stored_runs.relation(), s.jobs
+    r, j = stored_runs.relation(), job_rows.relation()
     recent = sa.and_(r.c.created_at >= since, r.c.created_at < until if until else sa.true())
     by_state = sa.select(r.c.state, sa.func.count()).where(recent).group_by(r.c.state)
     counted = [(str(row[0]), int(row[1])) for row in conn.execute(by_state)]

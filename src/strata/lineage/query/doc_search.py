@@ -21,7 +21,8 @@ from sqlalchemy.engine import Connection
 from strata.lineage.query import datasets as dataset_reads
 from strata.store import schema as s
 from strata.store.owners import events as stored_events
-from strata.store.owners import job_versions as versions_of
+from strata.store.owners.jobs import rows as job_rows
+from strata.store.owners.jobs import versions as versions_of
 from strata.store.owners.runs import rows as stored_runs
 
 HITS = 10
@@ -139,7 +140,7 @@ def _batches(conn: Connection, select: sa.Select[Any]) -> Iterator[Sequence[sa.R
 
 
 def _job_docs(conn: Connection, query: str) -> Iterator[dict[str, Any]]:
-    j, jv, r = s.jobs, versions_of.relation(), stored_runs.relation()
+    j, jv, r = job_rows.relation(), versions_of.relation(), stored_runs.relation()
     select = (
         sa.select(
             j.c.namespace,

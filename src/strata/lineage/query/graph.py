@@ -32,6 +32,7 @@ from strata.lineage.query.nodes import NodeRef, NodeType, check_depth, parse_nod
 from strata.store import bulk, jsoncodec
 from strata.store import schema as s
 from strata.store.owners import tags
+from strata.store.owners.jobs import rows as job_rows
 
 
 @dataclass
@@ -82,7 +83,7 @@ def lineage_graph(
             + ("; SET LOCAL plan_cache_mode = force_custom_plan" if as_of is not None else "")
         )
     if as_of is not None:
-        table = s.jobs if start.type == "JOB" else s.datasets
+        table = job_rows.relation() if start.type == "JOB" else s.datasets
         born = conn.execute(
             sa.select(table.c.created_at).where(table.c.uuid == start.uuid)
         ).scalar()

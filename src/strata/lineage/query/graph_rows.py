@@ -19,8 +19,9 @@ from strata.lineage.query import runs as run_reads
 from strata.store import bulk, jsoncodec
 from strata.store import schema as s
 from strata.store.bulk import one_of
-from strata.store.owners import job_versions as versions_of
 from strata.store.owners import tags
+from strata.store.owners.jobs import rows as job_rows
+from strata.store.owners.jobs import versions as versions_of
 from strata.store.owners.runs import rows as stored_runs
 
 
@@ -181,7 +182,7 @@ JOB_COLS = 14  # before the run columns of jobs_select; "tagged" is the last
 def jobs_select(pg: bool, with_run: bool) -> sa.Select[Any]:
     """Visible jobs by uuid with their parent's name and whether they carry tags;
     ``with_run``, also the latest run of their current version (:func:`_run_cols`)."""
-    j, parent = s.jobs, s.jobs.alias("parent")
+    j, parent = job_rows.relation(), job_rows.relation("parent")
     stmt = (
         sa.select(
             j.c.uuid,
@@ -204,7 +205,7 @@ def jobs_select(pg: bool, with_run: bool) -> sa.Select[Any]:
     )
     if not with_run:
         return stmt
-    jv, r, rj = versions_of.relation(), stored_runs.relation(), s.jobs.alias("run_job")
+    jv, r, rj = versions_of.relation(), stored_runs.relation(), job_rows.relation("run_job")
     return (
         stmt.add_columns(*_run_cols(r, rj))
         .outerjoin(jv, jv.c.uuid == j.c.current_version_uuid)
@@ -215,7 +216,7 @@ def jobs_select(pg: bool, with_run: bool) -> sa.Select[Any]:
 
 @functools.cache
 def runs_select(pg: bool) -> sa.Select[Any]:
-    r, j = stored_runs.relation(), s.jobs
+    r, j = stored_runs.relation(), job_rows.relation()
     return (
         sa.select(*_run_cols(r, j)).join(j, j.c.uuid == r.c.job_uuid).where(_in_ids(r.c.uuid, pg))
     )

@@ -1,7 +1,7 @@
 """The walk of the dataset/job graph: which jobs a start node reaches within a depth.
 
 The current graph is walked on PostgreSQL by one recursive query over the job versions'
-edges (:func:`strata.store.owners.job_versions.walk_statement`; its cached generic plans
+edges (:func:`strata.store.owners.jobs.versions.walk_statement`; its cached generic plans
 are the same index lookups); elsewhere, and for a graph as of a
 time, breadth first with one batch of queries per level (:func:`walk_levels`) over the
 edges in force: :class:`CurrentEdges` or :class:`EdgesAt`. Edges come from the job
@@ -20,13 +20,14 @@ from sqlalchemy.engine import Connection
 from strata.lineage.query import common
 from strata.lineage.query.nodes import NodeRef
 from strata.store import schema as s
-from strata.store.owners import job_versions as versions_of
+from strata.store.owners.jobs import rows as job_rows
+from strata.store.owners.jobs import versions as versions_of
 from strata.store.owners.runs import rows as stored_runs
 
 
 def _expand_select() -> sa.Select[Any]:
     """Edges of the jobs whose current version touches any of ``:datasets`` (built once)."""
-    a, b, j = versions_of.io_relation(), versions_of.io_relation("other"), s.jobs
+    a, b, j = versions_of.io_relation(), versions_of.io_relation("other"), job_rows.relation()
     return (
         sa.select(b.c.job_uuid, b.c.job_version_uuid, b.c.dataset_uuid, b.c.io_type)
         .select_from(a)
@@ -78,7 +79,7 @@ class CurrentEdges:
 
     def versions(self, job_uuids: Iterable[str]) -> dict[str, str]:
         """job -> its current version."""
-        j = s.jobs
+        j = job_rows.relation()
         out: dict[str, str] = {}
         for batch in common.chunks(list(job_uuids)):
             for r in self.conn.execute(

@@ -16,12 +16,14 @@ from strata.lineage.query.common import DatasetRef, Page, chunks
 from strata.lineage.query.namespaces import get_namespace
 from strata.lineage.query.runs import Run, _job_by_fqn, runs_by_uuid
 from strata.store import schema as s
-from strata.store.owners import job_versions as versions_of
-from strata.store.owners import jobs as stored_jobs
 from strata.store.owners import tags
+from strata.store.owners.jobs import aliases as job_aliases
+from strata.store.owners.jobs import rows as job_rows
+from strata.store.owners.jobs import versions as versions_of
 from strata.store.owners.runs import rows as stored_runs
 
-_JOBS = sa.select(*[c for c in s.jobs.c if c.name != "fold_state"])
+_J = job_rows.relation()
+_JOBS = sa.select(*[c for c in _J.c if c.name != "fold_state"])
 
 # --- jobs ---------------------------------------------------------------------------------
 
@@ -100,7 +102,7 @@ def jobs_from_rows(
         else {}
     )
     parents: dict[str, str] = {}
-    j = s.jobs
+    j = job_rows.relation()
     for batch in chunks({r.parent_job_uuid for r in rows if r.parent_job_uuid}):
         for x in conn.execute(sa.select(j.c.uuid, j.c.name).where(j.c.uuid.in_(batch))).all():
             parents[x.uuid] = x.name
@@ -142,7 +144,7 @@ def jobs_by_uuid(
 ) -> dict[str, Job]:
     rows: list[sa.Row[Any]] = []
     for batch in chunks(set(uuids)):
-        rows.extend(conn.execute(_JOBS.where(s.jobs.c.uuid.in_(batch))).all())
+        rows.extend(conn.execute(_JOBS.where(_J.c.uuid.in_(batch))).all())
     return {
         j.uuid: j for j in jobs_from_rows(conn, rows, with_latest_run, latest_fallback, with_io)
     }
@@ -157,7 +159,7 @@ def get_job(conn: Connection, job_uuid: str) -> Job:
 
 def child_jobs(conn: Connection, job_uuid: str, limit: int = 1000) -> list[tuple[str, str]]:
     """The visible jobs whose parent is this one, (namespace, name) by name."""
-    j = s.jobs
+    j = job_rows.relation()
     rows = conn.execute(
         sa.select(j.c.namespace, j.c.name)
         .where(j.c.parent_job_uuid == job_uuid, j.c.is_hidden.is_(False))
@@ -177,7 +179,7 @@ def list_jobs(
     """The visible jobs of ``namespace`` (None: of every namespace) by name; with
     ``last_run_states``, only those whose latest run is in one of them or that have no
     run (as Marquez filters). The total counts them all, as Marquez's does."""
-    j, r = s.jobs, stored_runs.relation()
+    j, r = job_rows.relation(), stored_runs.relation()
     where: sa.ColumnElement[bool] = j.c.is_hidden.is_(False)
     if namespace is not None:
         get_namespace(conn, namespace)
@@ -228,7 +230,7 @@ def programs_moved_on(conn: Connection, lake_namespace: str) -> list[ProgramMove
     Found from the runs not completed (``ix_runs_unfinished``), so the cost follows the
     jobs that lag, not the size of the store."""
     lagging = _lagging_jobs(conn, lake_namespace)
-    d, dv, r, j = s.datasets, s.dataset_versions, stored_runs.relation(), s.jobs
+    d, dv, r, j = s.datasets, s.dataset_versions, stored_runs.relation(), job_rows.relation()
     old, new = versions_of.relation("old"), versions_of.relation("new")
     rows: list[Any] = []
     for chunk in chunks(sorted(lagging)):
@@ -276,7 +278,7 @@ def _lagging_jobs(conn: Connection, lake_namespace: str) -> dict[str, tuple[str,
     """The visible jobs outside the lake whose current version's newest run (the job's
     newest) has not completed, with that run's id and state: driven by the partial index
     of such runs (a literal, not a parameter, so that its predicate is seen to hold)."""
-    r, j, cur = stored_runs.relation(), s.jobs, versions_of.relation("cur")
+    r, j, cur = stored_runs.relation(), job_rows.relation(), versions_of.relation("cur")
     found = conn.execute(
         sa.select(j.c.uuid, r.c.uuid, r.c.state)
         .select_from(r)
@@ -307,7 +309,7 @@ def _ref(row: Any, prefix: str) -> JobVersionRef:
 
 def namespaces_of_job(conn: Connection, name: str) -> list[str]:
     """The namespaces where a visible job is called ``name``."""
-    j = s.jobs
+    j = job_rows.relation()
     found = conn.execute(
         sa.select(j.c.namespace).where(j.c.name == name, j.c.is_hidden.is_(False)).distinct()
     )
@@ -327,14 +329,14 @@ class JobResolution:
 
 def resolve_job(conn: Connection, namespace: str, name: str) -> JobResolution:
     """Find a job by its FQN, else by an old name or its simple name (to redirect)."""
-    j = s.jobs
+    j = job_rows.relation()
     visible = j.c.is_hidden.is_(False)  # soft-deleted jobs answer 404, as in Marquez
     hit = conn.execute(_job_by_fqn(namespace, name)).first()
     if hit is not None:
         return JobResolution("found", hit.uuid, namespace, name)
     found = conn.execute(
         sa.select(j.c.uuid, j.c.namespace, j.c.name).where(
-            j.c.uuid.in_(stored_jobs.named(namespace, name)), visible
+            j.c.uuid.in_(job_aliases.named(namespace, name)), visible
         )
     ).all()
     if not found:

@@ -13,6 +13,7 @@ from strata.errors import InvalidArgument, NotFound
 from strata.lineage.query.datasets import symlink_target
 from strata.lineage.query.jobs import resolve_job
 from strata.store import schema as s
+from strata.store.owners.jobs import rows as job_rows
 
 NodeType = Literal["DATASET", "JOB", "DATASET_FIELD"]
 MAX_DEPTH = 100
@@ -62,7 +63,7 @@ def parse_node_id(conn: Connection, node_id: str) -> NodeRef:
                 return NodeRef("DATASET", str(target.uuid), *target_name(target), version=version)
     elif kind == "job":
         for ns, name in _splits(rest):
-            j = s.jobs
+            j = job_rows.relation()
             uuid = conn.execute(
                 sa.select(j.c.uuid).where(
                     j.c.namespace == ns, j.c.name == name, j.c.is_hidden.is_(False)

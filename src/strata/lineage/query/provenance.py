@@ -17,8 +17,8 @@ from strata.errors import NotFound
 from strata.lineage.query import common, datasets
 from strata.lineage.query import runs as run_reads
 from strata.lineage.query.nodes import check_depth
-from strata.store import schema as s
-from strata.store.owners import job_versions as versions_of
+from strata.store.owners.jobs import rows as job_rows
+from strata.store.owners.jobs import versions as versions_of
 from strata.store.owners.runs import inputs as bound
 from strata.store.owners.runs import rows as stored_runs
 
@@ -102,7 +102,7 @@ def provenance(
 
 
 def _runs(conn: Connection, run_ids: set[str]) -> dict[str, ProducingRun]:
-    r, j, jv = stored_runs.relation(), s.jobs, versions_of.relation()
+    r, j, jv = stored_runs.relation(), job_rows.relation(), versions_of.relation()
     out: dict[str, ProducingRun] = {}
     for batch in common.chunks(run_ids):
         for x in conn.execute(

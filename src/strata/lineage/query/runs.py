@@ -18,6 +18,7 @@ from strata.lineage.query.common import DatasetVersionRef, Page, chunks
 from strata.store import bulk
 from strata.store import schema as s
 from strata.store.owners import events as stored_events
+from strata.store.owners.jobs import rows as job_rows
 from strata.store.owners.runs import counts as run_counts
 from strata.store.owners.runs import inputs as bound
 from strata.store.owners.runs import rows as stored_runs
@@ -65,7 +66,7 @@ _R = stored_runs.relation()
 
 
 def _run_select() -> sa.Select[Any]:
-    r, j = _R, s.jobs
+    r, j = _R, job_rows.relation()
     return sa.select(r, j.c.namespace.label("job_namespace"), j.c.name.label("job_name")).join(
         j, j.c.uuid == r.c.job_uuid
     )
@@ -220,7 +221,7 @@ def run_states(conn: Connection, run_id: str) -> list[RunState]:
 
 def _job_by_fqn(namespace: Any, name: Any) -> sa.Select[Any]:
     """The job a URL names by its FQN; soft-deleted jobs are not found, as in Marquez."""
-    j = s.jobs
+    j = job_rows.relation()
     return (
         sa.select(j.c.uuid, j.c.namespace, j.c.name)
         .where(j.c.namespace == namespace, j.c.name == name, j.c.is_hidden.is_(False))
@@ -361,8 +362,9 @@ def _job_total(the_job: sa.CTE) -> sa.Select[Any]:
     ).select_from(with_count)
 
 
-_JOB_BY_UUID = sa.select(s.jobs.c.uuid, s.jobs.c.namespace, s.jobs.c.name).where(
-    s.jobs.c.uuid == sa.bindparam("job", type_=sa.String())
+_J = job_rows.relation()
+_JOB_BY_UUID = sa.select(_J.c.uuid, _J.c.namespace, _J.c.name).where(
+    _J.c.uuid == sa.bindparam("job", type_=sa.String())
 )
 _BY_FQN = _job_by_fqn(
     sa.bindparam("namespace", type_=sa.String()), sa.bindparam("name", type_=sa.String())

@@ -13,6 +13,7 @@ from strata.errors import InvalidArgument
 from strata.lineage.query.common import Page
 from strata.store import schema as s
 from strata.store.owners import events as stored_events
+from strata.store.owners.jobs import rows as job_rows
 
 # --- search and events --------------------------------------------------------------------
 
@@ -56,7 +57,7 @@ def search(
             ).where(cond)
         )
     if filter in (None, "JOB"):
-        j = s.jobs
+        j = job_rows.relation()
         cond = sa.and_(sa.func.lower(j.c.name).like(pattern), j.c.is_hidden.is_(False))
         if namespace:
             cond = sa.and_(cond, j.c.namespace == namespace)

@@ -19,6 +19,7 @@ from strata.store import bulk
 from strata.store import schema as s
 from strata.store.owners import events as stored_events
 from strata.store.owners import sources
+from strata.store.owners.jobs import rows as job_rows
 
 Period = Literal["DAY", "WEEK"]
 EVENT_TYPES = ("FAIL", "START", "COMPLETE", "ABORT")
@@ -72,7 +73,7 @@ def lineage_events(conn: Connection, spans: list[Interval]) -> list[LineageMetri
     return [LineageMetric(iv, c) for iv, c in zip(spans, counts, strict=True)]
 
 
-TOTALS = {"jobs": s.jobs, "datasets": s.datasets}
+TOTALS = {"jobs": job_rows.relation(), "datasets": s.datasets}
 
 
 def running_totals(

@@ -23,29 +23,16 @@ from strata import ids
 from strata.lineage.record import facets as fx
 from strata.lineage.record.events import Event
 from strata.lineage.record.rows import merge_stamped, touch_namespace
-from strata.store import schema as s
 from strata.store.bulk import (
-    cached,
     chunks,
-    returning_many,
-    update_rows,
-    widening_upsert,
 )
-from strata.store.owners import job_versions as versions_of
-from strata.store.owners import jobs as stored_jobs
+from strata.store.owners.jobs import aliases as job_aliases
+from strata.store.owners.jobs import rows as job_rows
+from strata.store.owners.jobs import versions as versions_of
+from strata.store.owners.jobs.rows import JobRow
 from strata.store.owners.runs import rows as stored_runs
 
 _MAX_DEPTH = 64
-
-
-@dataclass
-class JobRow:
-    """A job's merge state, read back by the upsert that touched it."""
-
-    uuid: str
-    facets: dict[str, Any]
-    fold_state: dict[str, Any]
-    current_version: str | None = None
 
 
 def touch_job_rows(
@@ -55,7 +42,6 @@ def touch_job_rows(
     ``(earliest, latest)`` times, and read them back in one statement."""
     if not spans:
         return {}
-    t = s.jobs
     params = [
         {
             "uuid": ids.job_uuid(namespace, raw_name),
@@ -70,39 +56,14 @@ def touch_job_rows(
         }
         for (namespace, raw_name), (lo, hi) in sorted(spans.items())
     ]
-    stmt = widening_upsert(
-        conn,
-        t,
-        list(params[0]),
-        ["uuid"],
-        ["uuid", "facets", "fold_state", "current_version_uuid"],
-    )
-    by_uuid = {p["uuid"]: key for p, key in zip(params, sorted(spans), strict=True)}
-    out = {}
-    for row in returning_many(conn, stmt, params):
-        current = str(row.current_version_uuid) if row.current_version_uuid else None
-        out[by_uuid[str(row.uuid)]] = JobRow(
-            str(row.uuid), row.facets or {}, row.fold_state or {}, current
-        )
-    return out
+    touched = job_rows.touch(conn, params)
+    return {key: touched[str(p["uuid"])] for p, key in zip(params, sorted(spans), strict=True)}
 
 
 def touch_job(conn: Connection, namespace: str, raw_name: str, at: datetime) -> str:
     """The job's uuid, creating it (without parent) when new."""
     touch_namespace(conn, namespace, at)
     return touch_job_rows(conn, {(namespace, raw_name): (at, at)})[(namespace, raw_name)].uuid
-
-
-def _state(conn: Connection, job_uuid: str) -> tuple[dict[str, Any], dict[str, Any]]:
-    t = s.jobs
-    row = conn.execute(
-        cached(
-            ("job-state",),
-            lambda: sa.select(t.c.facets, t.c.fold_state).where(t.c.uuid == sa.bindparam("u")),
-        ),
-        {"u": job_uuid},
-    ).one()
-    return dict(row.facets or {}), dict(row.fold_state or {})
 
 
 def merge_job_facets(job: JobRow, ev: Event, parent_job: str | None) -> tuple[bool, bool]:
@@ -127,17 +88,12 @@ def merge_job_facets(job: JobRow, ev: Event, parent_job: str | None) -> tuple[bo
 
 def write_job_states(conn: Connection, rows: Sequence[JobRow]) -> None:
     """Store the merged facets and fold state of ``rows``."""
-    update_rows(
-        conn,
-        s.jobs,
-        "uuid",
-        [{"uuid": r.uuid, "facets": r.facets, "fold_state": r.fold_state} for r in rows],
-    )
+    job_rows.write_states(conn, rows)
 
 
 def merge_job_event(conn: Connection, job_uuid: str, ev: Event, parent_job: str | None) -> bool:
     """Fold one event into the stored job; True when a refresh is needed."""
-    current, state = _state(conn, job_uuid)
+    current, state = job_rows.state(conn, job_uuid)
     job = JobRow(job_uuid, current, state)
     changed, derived = merge_job_facets(job, ev, parent_job)
     if changed:
@@ -147,104 +103,71 @@ def merge_job_event(conn: Connection, job_uuid: str, ev: Event, parent_job: str 
 
 def add_static_version(conn: Connection, job_uuid: str, fingerprint: str, stamp: list[str]) -> None:
     """Remember a version declared by a JobEvent (it has no run to keep it alive)."""
-    _, state = _state(conn, job_uuid)
+    _, state = job_rows.state(conn, job_uuid)
     static = dict(state.get("static") or {})
     if fingerprint not in static or list(static[fingerprint]) < stamp:
         static[fingerprint] = stamp
         state["static"] = static
-        t = s.jobs
-        conn.execute(t.update().where(t.c.uuid == job_uuid).values(fold_state=state))
+        job_rows.write_fold_state(conn, job_uuid, state)
 
 
 def _effective_parent(conn: Connection, job_uuid: str, wanted: str | None) -> str | None:
     """``wanted`` unless it would close a cycle of parents."""
-    t = s.jobs
     node = wanted
     for _ in range(_MAX_DEPTH):
         if node is None:
             return wanted
         if node == job_uuid:
             return None
-        node = conn.execute(sa.select(t.c.parent_job_uuid).where(t.c.uuid == node)).scalar()
+        node = job_rows.parent_of(conn, node)
     return None
 
 
 def refresh_job(conn: Connection, job_uuid: str, _seen: frozenset[str] = frozenset()) -> None:
     """Recompute name, parent, alias and facet-derived columns; cascade to children."""
-    t = s.jobs
-    row = conn.execute(sa.select(t).where(t.c.uuid == job_uuid)).one()
+    row = job_rows.row(conn, job_uuid)
     state = row.fold_state or {}
     raw: str = state.get("raw") or row.name
     wanted = state["parent"][2] if state.get("parent") else None
     parent = _effective_parent(conn, job_uuid, wanted)
     simple, fqn = raw, raw
     if parent is not None:
-        prow = conn.execute(sa.select(t.c.name, t.c.fold_state).where(t.c.uuid == parent)).one()
-        praw = (prow.fold_state or {}).get("raw") or prow.name
-        for prefix in (prow.name, praw):
+        pname, praw = job_rows.name_and_raw(conn, parent)
+        for prefix in (pname, praw):
             if raw.startswith(prefix + "."):
                 simple = raw[len(prefix) + 1 :]
                 break
-        fqn = f"{prow.name}.{simple}"
+        fqn = f"{pname}.{simple}"
     parent_key = parent or ""
-    holder = _holder(conn, row.namespace, simple, parent_key, job_uuid)
+    holder = job_rows.holder(conn, row.namespace, simple, parent_key, job_uuid)
     if holder is not None:
         if _outranks(raw, fqn, holder.raw):
             # Free the name first; the holder's refresh below renames it for good.
-            conn.execute(t.update().where(t.c.uuid == holder.uuid).values(parent_key=holder.uuid))
+            job_rows.free_name(conn, holder.uuid)
         else:
             simple, fqn, parent_key = raw, raw, job_uuid
     merged: dict[str, Any] = row.facets or {}
-    conn.execute(
-        t.update()
-        .where(t.c.uuid == job_uuid)
-        .values(
-            simple_name=simple,
-            name=fqn,
-            parent_job_uuid=parent,
-            parent_key=parent_key,
-            type=fx.job_type(merged),
-            description=fx.description(merged),
-            location=fx.location(merged),
-        )
+    naming = job_rows.Naming(
+        simple_name=simple,
+        name=fqn,
+        parent_job_uuid=parent,
+        parent_key=parent_key,
+        type=fx.job_type(merged),
+        description=fx.description(merged),
+        location=fx.location(merged),
     )
-    stored_jobs.set_alias(conn, job_uuid, row.namespace, raw if raw != fqn else None)
+    job_rows.write_names(conn, job_uuid, naming)
+    job_aliases.set_alias(conn, job_uuid, row.namespace, raw if raw != fqn else None)
     if holder is not None and parent_key != job_uuid:
         refresh_job(conn, holder.uuid, _seen | {job_uuid})
     if (row.simple_name, row.parent_key) != (simple, parent_key) and row.parent_job_uuid:
         # A name this job gave up may be what a job that yielded to it wanted.
-        for other in _yielded(conn, row.namespace, str(row.parent_job_uuid), job_uuid):
+        for other in job_rows.yielded(conn, row.namespace, str(row.parent_job_uuid), job_uuid):
             if other not in _seen:
                 refresh_job(conn, other, _seen | {job_uuid})
     if fqn != row.name and job_uuid not in _seen:
-        children = conn.execute(sa.select(t.c.uuid).where(t.c.parent_job_uuid == job_uuid))
-        kids: list[Any] = list(children.scalars().all())
-        for child in kids:
-            refresh_job(conn, str(child), _seen | {job_uuid})
-
-
-@dataclass(frozen=True)
-class _Holder:
-    uuid: str
-    raw: str
-
-
-def _holder(
-    conn: Connection, namespace: str, simple: str, parent_key: str, job_uuid: str
-) -> _Holder | None:
-    """The other job that has ``simple`` under ``parent_key``, if any."""
-    t = s.jobs
-    row = conn.execute(
-        sa.select(t.c.uuid, t.c.name, t.c.fold_state).where(
-            t.c.namespace == namespace,
-            t.c.simple_name == simple,
-            t.c.parent_key == parent_key,
-            t.c.uuid != job_uuid,
-        )
-    ).first()
-    if row is None:
-        return None
-    return _Holder(str(row.uuid), (row.fold_state or {}).get("raw") or row.name)
+        for child in job_rows.children(conn, job_uuid):
+            refresh_job(conn, child, _seen | {job_uuid})
 
 
 def _outranks(raw: str, fqn: str, other_raw: str) -> bool:
@@ -255,20 +178,6 @@ def _outranks(raw: str, fqn: str, other_raw: str) -> bool:
     smaller raw name: a rule on the names alone, so arrival order cannot change it.
     """
     return (raw != fqn, len(raw), raw) < (other_raw != fqn, len(other_raw), other_raw)
-
-
-def _yielded(conn: Connection, namespace: str, parent: str, job_uuid: str) -> list[str]:
-    """Jobs under ``parent`` that kept their raw names because another job outranked them."""
-    t = s.jobs
-    found: sa.CursorResult[Any] = conn.execute(
-        sa.select(t.c.uuid).where(
-            t.c.namespace == namespace,
-            t.c.parent_job_uuid == parent,
-            t.c.parent_key == sa.cast(t.c.uuid, t.c.parent_key.type),
-            t.c.uuid != job_uuid,
-        )
-    )
-    return sorted(str(u) for u in found.scalars().all())
 
 
 @dataclass(frozen=True)
@@ -368,7 +277,7 @@ def refresh_job_versions(conn: Connection, version_uuids: set[str]) -> None:
             if rows.get(str(v), ("",))[0] == str(job):  # the version's own job's runs
                 spans[str(v)] = [lo, hi]
     jobs = {job for job, _ in rows.values()}
-    states = {job: _state(conn, job)[1] for job in sorted(jobs)}
+    states = {job: job_rows.state(conn, job)[1] for job in sorted(jobs)}
     gone: list[str] = []
     writes: list[dict[str, Any]] = []
     for v, (job, fp) in sorted(rows.items()):
@@ -415,7 +324,7 @@ def refresh_current_versions(
         state, known = jobs[job_uuid]
         best = latest.get(job_uuid)
         if state is None:
-            _, state = _state(conn, job_uuid)
+            _, state = job_rows.state(conn, job_uuid)
         static = state.get("static") or {}
         if static:
             fp, stamp = max(static.items(), key=lambda kv: (list(kv[1]), kv[0]))
@@ -425,4 +334,4 @@ def refresh_current_versions(
         current = best[1] if best else None
         if known is False or known != current:
             writes.append({"uuid": job_uuid, "current_version_uuid": current})
-    update_rows(conn, s.jobs, "uuid", writes)
+    job_rows.set_current_versions(conn, writes)

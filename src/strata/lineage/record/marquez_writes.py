@@ -25,9 +25,10 @@ from strata.lineage.record.events import iso
 from strata.lineage.record.validate import check_uuid
 from strata.store import schema as s
 from strata.store.engine import read_tx, write_tx
-from strata.store.owners import job_versions as versions_of
-from strata.store.owners import jobs as stored_jobs
 from strata.store.owners import namespaces, sources, tags
+from strata.store.owners.jobs import aliases as job_aliases
+from strata.store.owners.jobs import rows as job_rows
+from strata.store.owners.jobs import versions as versions_of
 from strata.store.owners.runs import rows as stored_runs
 
 _SCHEMA = "https://openlineage.io/spec/2-0-2/OpenLineage.json#/$defs/"
@@ -190,13 +191,13 @@ def _job_row(
     engine: Engine, namespace: str, name: str
 ) -> tuple[str, dict[str, Any], list[Any], list[Any]]:
     """Raw name, facets and current version's inputs and outputs of a job (FQN or alias)."""
-    j, jv = s.jobs, versions_of.relation()
+    j, jv = job_rows.relation(), versions_of.relation()
     cols = (j.c.fold_state, j.c.name, j.c.facets, jv.c.inputs, jv.c.outputs)
     with read_tx(engine) as conn:
         base = sa.select(*cols).outerjoin(jv, jv.c.uuid == j.c.current_version_uuid)
         row = conn.execute(base.where(j.c.namespace == namespace, j.c.name == name)).first()
         if row is None:
-            row = conn.execute(base.where(j.c.uuid.in_(stored_jobs.named(namespace, name)))).first()
+            row = conn.execute(base.where(j.c.uuid.in_(job_aliases.named(namespace, name)))).first()
     if row is None:
         raise NotFound(
             f"job {name!r} not found in namespace {namespace!r}; create it first",
@@ -288,7 +289,7 @@ def mark_run(
 
 def _run_job(engine: Engine, run_id: str) -> tuple[str, str]:
     """The namespace and the name events use of the job of run ``run_id``; NotFound."""
-    r, j = stored_runs.relation(), s.jobs
+    r, j = stored_runs.relation(), job_rows.relation()
     with read_tx(engine) as conn:
         row = conn.execute(
             sa.select(j.c.namespace, j.c.fold_state, j.c.name)

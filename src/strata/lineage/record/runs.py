@@ -31,6 +31,7 @@ from strata.store.bulk import (
 from strata.store.owners import datasets as stored_datasets
 from strata.store.owners import events as stored_events
 from strata.store.owners import namespaces, sources
+from strata.store.owners.jobs.rows import JobRow
 from strata.store.owners.runs import rows as stored_runs
 from strata.store.owners.runs import said as run_said
 
@@ -297,7 +298,7 @@ def _fold_runs(conn: Connection, new: Sequence[Event]) -> list[_Step]:
 
 def _touch_shared_rows(
     conn: Connection, ordered: Sequence[Event]
-) -> tuple[dict[tuple[str, str], DatasetRow], dict[tuple[str, str], jobs.JobRow]]:
+) -> tuple[dict[tuple[str, str], DatasetRow], dict[tuple[str, str], JobRow]]:
     """Namespaces, sources, datasets, jobs and parent runs take the events' merges, once.
 
     Returns the events' dataset rows and job rows, by (namespace, name).
@@ -313,7 +314,7 @@ def _touch_shared_rows(
     # Written after the jobs are read: on PostgreSQL the database writes the datasets
     # while the jobs' facets are merged (see strata.store.deferred).
     write_dataset_facets(conn, facet_rows, stale)
-    merged: dict[str, jobs.JobRow] = {}
+    merged: dict[str, JobRow] = {}
     refresh: set[str] = set()
     for ev in ordered:
         assert ev.run_id is not None and ev.job_namespace is not None and ev.job_name
@@ -397,7 +398,7 @@ class _JobVersionChanges:
 
 
 def _job_version_changes(
-    steps: Sequence[_Step], job_rows: dict[tuple[str, str], jobs.JobRow]
+    steps: Sequence[_Step], job_rows: dict[tuple[str, str], JobRow]
 ) -> _JobVersionChanges:
     """Which job versions a run moved between, which it only widens, and which jobs'
     current versions need reading again; reads nothing from the store."""

@@ -6,9 +6,9 @@ Owned so far: namespaces (:mod:`.namespaces`), tags (:mod:`.tags`: ``tags``,
 ``dataset_tags``, ``job_tags``), sources (:mod:`.sources`), stored events
 (:mod:`.events`: ``lineage_events``), the fold's queue (:mod:`.event_queue`:
 ``lineage_pending``), the runs family (:mod:`.runs`, a package: ``runs``,
-``run_inputs``, ``run_states``, ``run_input_facets``, ``job_run_counts``), jobs' other
-names (:mod:`.jobs`: ``job_aliases``), job versions and their edges
-(:mod:`.job_versions`: ``job_versions``, ``job_version_io``), datasets' other names
+``run_inputs``, ``run_states``, ``run_input_facets``, ``job_run_counts``), the jobs
+family (:mod:`.jobs`, a package: ``jobs``, ``job_versions``, ``job_version_io``,
+``job_aliases``), datasets' other names
 (:mod:`.datasets`: ``dataset_symlinks``), versions' column lineage
 (:mod:`.column_lineage`), and the build's tables a lower layer touches: the commit
 outbox (:mod:`.triggers`: ``build_triggers``), the partition catalog

@@ -1,9 +1,8 @@
 """Jobs' other names: the name a job's events use when the job is known by another.
 
-The only module that reads or writes ``job_aliases``; the jobs and their versions join
-this owner next. A child job's events name it by its own name, which the fold turns into
-a name under its parent; the name the events used is kept here so that a lookup by it
-can redirect, as Marquez does.
+The only module that reads or writes ``job_aliases``. A child job's events name it by
+its own name, which the fold turns into a name under its parent; the name the events
+used is kept here so that a lookup by it can redirect, as Marquez does.
 """
 
 from __future__ import annotations
