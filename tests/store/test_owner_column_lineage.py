@@ -13,7 +13,7 @@ import sqlalchemy as sa
 
 from strata.lineage.record.apply import record_event
 from strata.store import schema as s
-from strata.store.owners import column_lineage as edges
+from strata.store.owners.datasets import columns as edges
 
 AT = datetime(2026, 1, 1, tzinfo=UTC)
 PRODUCER = "https://example.com/tests"

@@ -35,7 +35,8 @@ OWNERS = {
     "job_versions": "strata.store.owners.jobs",
     "job_version_io": "strata.store.owners.jobs",
     "dataset_symlinks": "strata.store.owners.datasets",
-    "column_lineage": "strata.store.owners.column_lineage",
+    "column_lineage": "strata.store.owners.datasets",
+    "transactions": "strata.store.owners.datasets",
     # Tables the build shares with lower layers: the lake raises triggers, lineage
     # retention deletes check results, retention reads the partition catalog.
     "build_triggers": "strata.store.owners.triggers",
@@ -68,7 +69,6 @@ NOT_YET_OWNED = frozenset(
         "strata.lake.partition_index",
         "strata.lake.registry",
         "strata.lake.service",
-        "strata.lake.transaction",
         "strata.lineage.deletes",
         "strata.lineage.query.changes",
         "strata.lineage.query.column_lineage",

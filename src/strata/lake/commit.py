@@ -24,12 +24,12 @@ from strata.lake.registry import Version, latest_version
 from strata.lake.rowhash import EMPTY, RowHash, fingerprint, sum_hashes
 from strata.lake.storage import FileEntry
 from strata.store.owners import triggers
+from strata.store.owners.datasets import transactions as txns
 from strata.store.schema import (
     dataset_files,
     dataset_versions,
     datasets,
     transaction_files,
-    transactions,
 )
 
 _HASH_MOD = 1 << 256
@@ -69,11 +69,7 @@ def _file_digest(path: str, size: int, rows: int) -> int:
 def _closing_statements() -> tuple[Any, ...]:
     """The closing writes of a commit, built once with bind parameters."""
     p = sa.bindparam
-    close = (
-        transactions.update()
-        .where(transactions.c.uuid == p("txn_uuid"), transactions.c.state == "OPEN")
-        .values(state="COMMITTED", committed_at=p("now"), ended_at=p("now"), commit_id=p("cid"))
-    )
+    close = txns.close()
     insert_version = dataset_versions.insert().values(
         {c: p(f"v_{c}", type_=dataset_versions.c[c].type) for c in _VERSION_COLUMNS}
     )
@@ -101,7 +97,7 @@ def _closing_statements() -> tuple[Any, ...]:
     # PostgreSQL: one round trip instead of four; each costs about a millisecond here.
     combined = (
         sa.select(sa.func.count())
-        .select_from(close.returning(transactions.c.uuid).cte("closed"))
+        .select_from(txns.close(returning=True).cte("closed"))
         .add_cte(
             insert_version.returning(dataset_versions.c.uuid).cte("new_version"),
             move_current.returning(datasets.c.uuid).cte("moved"),
@@ -262,9 +258,7 @@ def commit_part(conn: Connection, part: Part, run_uuid: str | None) -> Version:
         partitions=touched.summary(part.runs) if touched is not None else None,
     )
     if not _record_commit(conn, part, _version_row(version, fields)):
-        state = conn.execute(
-            sa.select(transactions.c.state).where(transactions.c.uuid == part.txn_uuid)
-        ).scalar()
+        state = txns.state_of(conn, part.txn_uuid)
         raise TransactionClosed(
             f"transaction {part.txn_uuid} on {part.dataset!r} was {str(state).lower()} "
             "(by `strata gc` after the grace period, or by another process); start a new "

@@ -14,7 +14,8 @@ from strata.errors import InvalidArgument, NotFound, PurgedVersion
 from strata.lake.partition_index import summary_dicts
 from strata.lake.storage import FileEntry
 from strata.store.bulk import chunks
-from strata.store.schema import dataset_files, dataset_versions, datasets, transactions
+from strata.store.owners.datasets import transactions as txns
+from strata.store.schema import dataset_files, dataset_versions, datasets
 
 
 @dataclass(frozen=True)
@@ -112,14 +113,11 @@ def latest_version(conn: Connection, name: str, dataset_uuid: str) -> Version | 
 
 
 def _version_query() -> sa.Select[Any]:
+    t = txns.relation()
     return sa.select(
         dataset_versions,
-        sa.func.coalesce(transactions.c.type, sa.literal("EXTERNAL")).label("txn_type"),
-    ).select_from(
-        dataset_versions.outerjoin(
-            transactions, transactions.c.uuid == dataset_versions.c.transaction_uuid
-        )
-    )
+        sa.func.coalesce(t.c.type, sa.literal("EXTERNAL")).label("txn_type"),
+    ).select_from(dataset_versions.outerjoin(t, t.c.uuid == dataset_versions.c.transaction_uuid))
 
 
 # Built once: every transaction start and commit runs it.
@@ -336,7 +334,8 @@ def moves(conn: Connection, spans: list[tuple[str, int, int]]) -> dict[tuple[str
     ``upto``, summed; one statement for every span (most are one or two versions)."""
     out: dict[tuple[str, int, int], Moved] = {}
     wanted = [x for x in dict.fromkeys(spans) if x[1] < x[2]]
-    dv, t = dataset_versions.c, transactions.c
+    txn = txns.relation()
+    dv, t = dataset_versions.c, txn.c
     for start in range(0, len(wanted), 200):
         batch = wanted[start : start + 200]
         where = sa.or_(
@@ -347,7 +346,7 @@ def moves(conn: Connection, spans: list[tuple[str, int, int]]) -> dict[tuple[str
         )
         rows = conn.execute(
             sa.select(dv.dataset_uuid, dv.commit_id, dv.row_count, t.type, dv.purged_at)
-            .select_from(dataset_versions.outerjoin(transactions, t.uuid == dv.transaction_uuid))
+            .select_from(dataset_versions.outerjoin(txn, t.uuid == dv.transaction_uuid))
             .where(where)
             .order_by(dv.dataset_uuid, dv.commit_id)
         ).all()

@@ -27,7 +27,8 @@ from strata.store import migrate
 from strata.store.bulk import insert_ignore
 from strata.store.engine import engine_for, read_tx, write_tx
 from strata.store.owners import namespaces
-from strata.store.schema import datasets, transactions
+from strata.store.owners.datasets import transactions as txns
+from strata.store.schema import datasets
 
 # How much older than gc's cutoff a transaction folder with no transaction row must be
 # before it goes (see ``Lake._remove_orphans``).
@@ -160,19 +161,8 @@ class Lake:
                 folder = f"{ds_uuid}/{txn_uuid}"
                 # Folder first: a lake that cannot be written fails before anything is recorded.
                 self.storage.make_dir(folder)
-                conn.execute(
-                    transactions.insert().values(
-                        uuid=txn_uuid,
-                        group_uuid=group,
-                        dataset_uuid=ds_uuid,
-                        type=kind,
-                        state="OPEN",
-                        started_at=now,
-                        base_commit_id=base,
-                        run_uuid=run_uuid,
-                        path=folder,
-                    )
-                )
+                opened = txns.Opened(txn_uuid, group, ds_uuid, kind, now, base, run_uuid, folder)
+                txns.open_part(conn, opened)
                 part = Part(name, ds_uuid, txn_uuid, base, base_schema, folder, type=kind)
                 part.partition_limit = self.settings.partition_limit
                 part.dataset_by = partition_index.partition_by(conn, ds_uuid)
@@ -434,11 +424,7 @@ class Lake:
         """Delete the folders of aborted transactions and mark them cleaned."""
         removed = sum(1 for folder in folders if self.storage.delete_dir(folder))
         with write_tx(self.engine) as conn:
-            conn.execute(
-                transactions.update()
-                .where(transactions.c.uuid.in_(txn_uuids), transactions.c.state == "ABORTED")
-                .values(cleaned_at=datetime.now(UTC))
-            )
+            txns.mark_cleaned(conn, txn_uuids, datetime.now(UTC))
         return removed
 
     def gc(self, grace_seconds: float | None = None) -> GcReport:
@@ -450,19 +436,9 @@ class Lake:
         """
         grace = self.settings.gc_grace_seconds if grace_seconds is None else grace_seconds
         cutoff = datetime.now(UTC) - timedelta(seconds=grace)
-        t = transactions.c
         with write_tx(self.engine) as conn:
-            conn.execute(
-                transactions.update()
-                .where(t.state == "OPEN", t.started_at < cutoff)
-                .values(state="ABORTED", ended_at=datetime.now(UTC))
-            )
-            dead = conn.execute(
-                sa.select(t.uuid, t.path).where(
-                    t.state == "ABORTED", t.cleaned_at.is_(None), t.started_at < cutoff
-                )
-            ).all()
-        folders = self.clean_transactions([r.path for r in dead], [r.uuid for r in dead])
+            dead = txns.abort_abandoned(conn, cutoff, datetime.now(UTC))
+        folders = self.clean_transactions([path for _, path in dead], [u for u, _ in dead])
         orphans = self._remove_orphans(cutoff)
         return GcReport(transactions=len(dead), folders=folders, orphan_folders=orphans)
 
@@ -498,13 +474,8 @@ class Lake:
         return removed
 
     def _transaction_states(self, uuids: list[str]) -> dict[str, str]:
-        t = transactions.c
-        found: dict[str, str] = {}
         with read_tx(self.engine) as conn:
-            for chunk in range(0, len(uuids), 500):
-                part = uuids[chunk : chunk + 500]
-                found.update(conn.execute(sa.select(t.uuid, t.state).where(t.uuid.in_(part))).all())
-        return found
+            return txns.states(conn, uuids)
 
 
 def _aware(mtime: datetime | None) -> datetime | None:

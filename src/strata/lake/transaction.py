@@ -13,8 +13,6 @@ from datetime import UTC, datetime
 from types import TracebackType
 from typing import TYPE_CHECKING, Any, Protocol
 
-import sqlalchemy as sa
-
 from strata.errors import (
     CommitConflict,
     InvalidArgument,
@@ -29,9 +27,7 @@ from strata.lake.registry import Version
 from strata.lake.rowhash import fingerprint
 from strata.lake.storage import FileEntry
 from strata.store.engine import read_tx, write_tx
-from strata.store.schema import (
-    transactions,
-)
+from strata.store.owners.datasets import transactions as txns
 
 if TYPE_CHECKING:
     import pyarrow as pa
@@ -171,11 +167,7 @@ class Transaction:
             )
         if kind != part.type:
             with write_tx(self._lake.engine) as conn:
-                conn.execute(
-                    transactions.update()
-                    .where(transactions.c.uuid == part.txn_uuid)
-                    .values(type=kind)
-                )
+                txns.set_type(conn, part.txn_uuid, kind)
         part.type, part.exclusive = kind, exclusive
 
     def write(
@@ -300,9 +292,7 @@ class Transaction:
         """A write that failed because gc aborted the transaction (and removed its
         folder) says so, rather than blaming the lake."""
         with read_tx(self._lake.engine) as conn:
-            state = conn.execute(
-                sa.select(transactions.c.state).where(transactions.c.uuid == part.txn_uuid)
-            ).scalar()
+            state = txns.state_of(conn, part.txn_uuid)
         if state is not None and state != "OPEN":
             self.state = str(state)
             raise TransactionClosed(
@@ -327,14 +317,7 @@ class Transaction:
         """Discard the transaction and its files. Aborting twice is an error."""
         self._require_open()
         with write_tx(self._lake.engine) as conn:
-            conn.execute(
-                transactions.update()
-                .where(
-                    transactions.c.group_uuid == self.group_uuid,
-                    transactions.c.state == "OPEN",
-                )
-                .values(state="ABORTED", ended_at=datetime.now(UTC))
-            )
+            txns.abort_group(conn, self.group_uuid, datetime.now(UTC))
         self.state = "ABORTED"
         self._lake.clean_transactions(
             [p.folder for p in self._parts.values()], [p.txn_uuid for p in self._parts.values()]

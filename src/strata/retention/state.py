@@ -16,6 +16,7 @@ from strata.retention.pending import LAKE, Pending, list_deletes
 from strata.retention.selection import FileSpan, VersionFacts
 from strata.store.bulk import chunks
 from strata.store.owners import partition_builds
+from strata.store.owners.datasets import transactions as txns
 from strata.store.owners.runs import inputs as bound
 from strata.store.schema import (
     dataset_files,
@@ -23,7 +24,6 @@ from strata.store.schema import (
     datasets,
     retention_marks,
     retention_passes,
-    transactions,
     version_pins,
 )
 
@@ -52,18 +52,17 @@ class Mark:
 
 def version_facts(conn: Connection, dataset_uuid: str) -> list[VersionFacts]:
     """Every committed version of one lake dataset, oldest first."""
+    t = txns.relation()
     rows = conn.execute(
         sa.select(
             _DV.commit_id,
             _DV.created_at,
-            sa.func.coalesce(transactions.c.type, "EXTERNAL"),
+            sa.func.coalesce(t.c.type, "EXTERNAL"),
             _M.marked_at,
             _DV.purged_at,
         )
         .select_from(
-            dataset_versions.outerjoin(
-                transactions, transactions.c.uuid == _DV.transaction_uuid
-            ).outerjoin(
+            dataset_versions.outerjoin(t, t.c.uuid == _DV.transaction_uuid).outerjoin(
                 retention_marks,
                 sa.and_(_M.dataset_uuid == _DV.dataset_uuid, _M.commit_id == _DV.commit_id),
             )

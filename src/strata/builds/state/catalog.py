@@ -23,6 +23,7 @@ from strata.lineage.record.facets import BUILD_FACET
 from strata.store import schema as s
 from strata.store.bulk import chunks
 from strata.store.fetch import plain_rows
+from strata.store.owners.datasets import transactions as txns
 from strata.store.owners.runs import inputs as bound
 from strata.store.owners.runs import rows as stored_runs
 
@@ -145,7 +146,7 @@ class VersionEntry:
 
 def version_entries(conn: Connection, dataset_uuid: str) -> list[VersionEntry]:
     """Every committed version of one lake dataset, oldest first."""
-    dv, t, r = s.dataset_versions, s.transactions, stored_runs.relation()
+    dv, t, r = s.dataset_versions, txns.relation(), stored_runs.relation()
     pv = programs.relation()
     rows = conn.execute(
         sa.select(
@@ -248,7 +249,7 @@ def hand_written(conn: Connection, namespace: str, names: Collection[str]) -> li
     """Those of ``names`` whose every committed transaction was made by hand (no run)."""
     if not names:
         return []
-    d, t = s.datasets, s.transactions
+    d, t = s.datasets, txns.relation()
     return list(
         conn.execute(
             sa.select(d.c.name)

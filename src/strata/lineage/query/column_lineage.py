@@ -24,7 +24,7 @@ from strata.lineage.query import common, jobs
 from strata.lineage.query import datasets as dataset_reads
 from strata.lineage.query.nodes import NodeRef, check_depth, find_dataset, parse_node_id
 from strata.store import schema as s
-from strata.store.owners import column_lineage as edges_of
+from strata.store.owners.datasets import columns as edges_of
 from strata.store.owners.runs import inputs as bound
 
 # A field of one version of a dataset: (dataset uuid, version uuid, field).

@@ -20,9 +20,9 @@ from strata.lineage.query.read_facets import readers_input_facets
 from strata.lineage.query.runs import Run, runs_by_uuid
 from strata.store import bulk
 from strata.store import schema as s
-from strata.store.owners import column_lineage as edges_of
-from strata.store.owners import datasets as stored_datasets
 from strata.store.owners import tags
+from strata.store.owners.datasets import columns as edges_of
+from strata.store.owners.datasets import symlinks as stored_symlinks
 
 # --- datasets -----------------------------------------------------------------------------
 
@@ -225,7 +225,7 @@ def symlink_target(conn: Connection, namespace: str, name: str) -> sa.Row[Any] |
     t = s.datasets
     return conn.execute(
         sa.select(t)
-        .where(t.c.uuid.in_(stored_datasets.symlinked(namespace, name)), t.c.is_hidden.is_(False))
+        .where(t.c.uuid.in_(stored_symlinks.symlinked(namespace, name)), t.c.is_hidden.is_(False))
         .order_by(t.c.namespace, t.c.name)
         .limit(1)
     ).first()

@@ -26,8 +26,8 @@ from strata.store import schema as s
 from strata.store.bulk import chunks
 from strata.store.engine import read_tx, write_tx
 from strata.store.owners import check_results as stored_checks
-from strata.store.owners import column_lineage as edges_of
 from strata.store.owners import events as stored_events
+from strata.store.owners.datasets import columns as edges_of
 from strata.store.owners.runs import inputs as bound
 from strata.store.owners.runs import rows as stored_runs
 from strata.store.owners.runs import said as run_said

@@ -28,9 +28,9 @@ from strata.store.bulk import (
     chunks,
     one_of,
 )
-from strata.store.owners import datasets as stored_datasets
 from strata.store.owners import events as stored_events
 from strata.store.owners import namespaces, sources
+from strata.store.owners.datasets import symlinks as stored_symlinks
 from strata.store.owners.jobs.rows import JobRow
 from strata.store.owners.runs import rows as stored_runs
 from strata.store.owners.runs import said as run_said
@@ -100,7 +100,7 @@ def touch_events(
                 named_sources.add((source[0], source[1], at))
     namespaces.touch(conn, names)
     found = touch_dataset_rows(conn, spans)
-    stored_datasets.add_symlinks(
+    stored_symlinks.add_symlinks(
         conn,
         {
             (found[key].uuid, ns, name): max((k for k in kinds if k is not None), default=None)

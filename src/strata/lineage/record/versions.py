@@ -51,7 +51,7 @@ from strata.store.bulk import (
     upsert,
 )
 from strata.store.jsoncodec import canonical
-from strata.store.owners import column_lineage as edges_of
+from strata.store.owners.datasets import columns as edges_of
 from strata.store.owners.runs import inputs as bound
 from strata.store.owners.runs import rows as stored_runs
 

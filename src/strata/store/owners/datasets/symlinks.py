@@ -1,8 +1,8 @@
 """Datasets' other names: the symlinks their ``symlinks`` facets gave them.
 
-The only module that reads or writes ``dataset_symlinks``; the datasets and their
-versions join this owner next. Every symlink a dataset was ever given is kept, as
-Marquez does (none is removed), so that a lookup by it finds the dataset.
+The only module that reads or writes ``dataset_symlinks``. Every symlink a dataset was
+ever given is kept, as Marquez does (none is removed), so that a lookup by it finds the
+dataset.
 """
 
 from __future__ import annotations

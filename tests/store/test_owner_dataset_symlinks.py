@@ -11,7 +11,7 @@ import sqlalchemy as sa
 
 from strata.lineage.record.apply import record_event
 from strata.store import schema as s
-from strata.store.owners import datasets
+from strata.store.owners.datasets import symlinks as datasets
 
 AT = datetime(2026, 1, 1, tzinfo=UTC).isoformat()
 
