@@ -37,6 +37,7 @@ OWNERS = {
     "dataset_symlinks": "strata.store.owners.datasets",
     "column_lineage": "strata.store.owners.datasets",
     "transactions": "strata.store.owners.datasets",
+    "dataset_files": "strata.store.owners.datasets",
     # Tables the build shares with lower layers: the lake raises triggers, lineage
     # retention deletes check results, retention reads the partition catalog.
     "build_triggers": "strata.store.owners.triggers",
@@ -90,7 +91,6 @@ NOT_YET_OWNED = frozenset(
         "strata.lineage.record.runs",
         "strata.lineage.record.versions",
         "strata.retention.archive_state",
-        "strata.retention.pending",
         "strata.retention.state",
     }
 )

@@ -24,9 +24,9 @@ from strata.lake.registry import Version, latest_version
 from strata.lake.rowhash import EMPTY, RowHash, fingerprint, sum_hashes
 from strata.lake.storage import FileEntry
 from strata.store.owners import triggers
+from strata.store.owners.datasets import files as files_of
 from strata.store.owners.datasets import transactions as txns
 from strata.store.schema import (
-    dataset_files,
     dataset_versions,
     datasets,
     transaction_files,
@@ -80,7 +80,7 @@ def _closing_statements() -> tuple[Any, ...]:
     )
     trigger = triggers.enqueue()
     # The delta log is copied from the interval index rows this commit just wrote.
-    f = dataset_files.c
+    f = files_of.relation("f").c
     log_delta = transaction_files.insert().from_select(
         ["txn_uuid", "path", "op", "bytes", "rows"],
         sa.select(
@@ -224,8 +224,8 @@ def commit_part(conn: Connection, part: Part, run_uuid: str | None) -> Version:
             conn, _partition_commit(part, previous, commit_id, touched, fields)
         )
     if part.adds:
-        conn.execute(
-            dataset_files.insert(),
+        files_of.add(
+            conn,
             [
                 {
                     "dataset_uuid": part.dataset_uuid,
@@ -395,17 +395,14 @@ def _rows_after(part: Part, previous: Version | None, removed: list[Any]) -> Row
 
 def _removals(conn: Connection, part: Part, commit_id: int) -> list[Any]:
     """Mark removed files in the interval index; returns their rows."""
-    f = dataset_files.c
-    live = sa.and_(f.dataset_uuid == part.dataset_uuid, f.removed_commit_id.is_(None))
-    if part.type == "SNAPSHOT" and part.replace is not None:
-        inside = partitions.Filters(part.partition_by or [], part.replace)
-        held = partition_index.live_counts(conn, part.dataset_uuid)
-        keys = sorted(k for k in held if inside.holds(k))
-        where = sa.and_(live, f.partition_key.in_(keys or [""]))
-    elif part.type == "SNAPSHOT":
-        where = live
+    chosen: dict[str, Any] = {}  # none: a whole SNAPSHOT removes every live file
+    if part.type == "SNAPSHOT":
+        if part.replace is not None:
+            inside = partitions.Filters(part.partition_by or [], part.replace)
+            held = partition_index.live_counts(conn, part.dataset_uuid)
+            chosen["keys"] = sorted(k for k in held if inside.holds(k))
     elif part.removes:
-        where = sa.and_(live, f.path.in_(part.removes))
+        chosen["paths"] = part.removes
     else:
         if part.type == "DELETE":
             raise InvalidArgument(
@@ -414,7 +411,7 @@ def _removals(conn: Connection, part: Part, commit_id: int) -> list[Any]:
                 dataset=part.dataset,
             )
         return []
-    rows = conn.execute(sa.select(f.path, f.bytes, f.rows, f.partition_key).where(where)).all()
+    rows = files_of.live(conn, part.dataset_uuid, **chosen)
     missing = sorted(set(part.removes) - {r.path for r in rows})
     if missing:
         raise InvalidArgument(
@@ -424,5 +421,5 @@ def _removals(conn: Connection, part: Part, commit_id: int) -> list[Any]:
             paths=missing,
         )
     if rows:
-        conn.execute(dataset_files.update().where(where).values(removed_commit_id=commit_id))
-    return list(rows)
+        files_of.mark_removed(conn, part.dataset_uuid, commit_id, **chosen)
+    return rows

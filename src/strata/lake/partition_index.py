@@ -13,9 +13,13 @@ from sqlalchemy.engine import Connection
 
 from strata.lake import partitions
 from strata.store.bulk import chunks
-from strata.store.schema import dataset_files, datasets
+from strata.store.owners.datasets import files as files_of
+from strata.store.schema import datasets
 
 SUMMARY_KINDS = ("added", "appended", "replaced", "removed")
+
+
+_FILES = files_of.relation()
 
 
 def partition_by(conn: Connection, dataset_uuid: str) -> list[str] | None:
@@ -26,7 +30,7 @@ def partition_by(conn: Connection, dataset_uuid: str) -> list[str] | None:
 
 
 def _live_at(at: int | None) -> sa.ColumnElement[bool]:
-    f = dataset_files.c
+    f = _FILES.c
     if at is None:
         return f.removed_commit_id.is_(None)
     return sa.and_(
@@ -38,7 +42,7 @@ def live_counts(
     conn: Connection, dataset_uuid: str, keys: Sequence[str] | None = None, at: int | None = None
 ) -> Counter[str]:
     """Live containers per key at version ``at`` (None: the latest), for ``keys`` or all."""
-    f = dataset_files.c
+    f = _FILES.c
     base = (
         sa.select(f.partition_key, sa.func.count())
         .where(f.dataset_uuid == dataset_uuid, _live_at(at), f.partition_key.is_not(None))
@@ -75,7 +79,7 @@ def changed_at(
     """Each key version ``at`` holds (``removed_too``: and each it held before), with the
     last version up to ``at`` that changed it (added or removed one of its containers):
     a partition's own version."""
-    f = dataset_files.c
+    f = _FILES.c
     removed = sa.case((f.removed_commit_id <= at, f.removed_commit_id), else_=0)
     live = sa.func.sum(
         sa.case((sa.or_(f.removed_commit_id.is_(None), f.removed_commit_id > at), 1), else_=0)

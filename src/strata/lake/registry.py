@@ -14,8 +14,9 @@ from strata.errors import InvalidArgument, NotFound, PurgedVersion
 from strata.lake.partition_index import summary_dicts
 from strata.lake.storage import FileEntry
 from strata.store.bulk import chunks
+from strata.store.owners.datasets import files as files_of
 from strata.store.owners.datasets import transactions as txns
-from strata.store.schema import dataset_files, dataset_versions, datasets
+from strata.store.schema import dataset_versions, datasets
 
 
 @dataclass(frozen=True)
@@ -248,13 +249,16 @@ def resolve_version(
     )
 
 
+_FILES = files_of.relation()
+
+
 def version_files(conn: Connection, dataset_uuid: str, commit_id: int) -> list[FileEntry]:
     """The containers of one version: one indexed range query, no replay of history."""
     return _live_files(
         conn,
         dataset_uuid,
         commit_id,
-        dataset_files.c.added_commit_id <= commit_id,
+        _FILES.c.added_commit_id <= commit_id,
         f"version {commit_id} can no longer be read",
     )
 
@@ -264,7 +268,7 @@ def partition_files(
 ) -> list[FileEntry]:
     """The containers of the partitions ``keys`` in one version: only theirs are read,
     whatever the number of other partitions."""
-    f = dataset_files.c
+    f = _FILES.c
     out: list[FileEntry] = []
     for part in chunks(sorted(keys), 500):
         out += _live_files(
@@ -281,7 +285,7 @@ def added_files(conn: Connection, dataset_uuid: str, after: int, upto: int) -> l
     """The containers versions ``after + 1`` to ``upto`` added and ``upto`` still holds:
     the rows appended in between, when every one of those versions is an APPEND. One
     range query on the added-commit index, whatever the number of earlier versions."""
-    added = dataset_files.c.added_commit_id
+    added = _FILES.c.added_commit_id
     return _live_files(
         conn,
         dataset_uuid,
@@ -296,7 +300,7 @@ def _live_files(
 ) -> list[FileEntry]:
     """The containers ``added`` selects that version ``at`` holds; PurgedVersion (saying
     ``what``) if retention purged any of them."""
-    f = dataset_files.c
+    f = _FILES.c
     rows = conn.execute(
         sa.select(f.path, f.bytes, f.rows, f.purged_at, f.partition_key, f.archive_uri)
         .where(

@@ -12,9 +12,10 @@ from sqlalchemy.engine import Connection
 
 from strata.retention.pending import LAKE, Pending, list_deletes
 from strata.retention.state import pinned
-from strata.store.schema import dataset_files, dataset_versions
+from strata.store.owners.datasets import files as files_of
+from strata.store.schema import dataset_versions
 
-_F, _DV = dataset_files.c, dataset_versions.c
+_F, _DV = files_of.relation().c, dataset_versions.c
 
 
 @dataclass(frozen=True, slots=True)
@@ -81,17 +82,7 @@ def record_moves(
     there first) is left alone; the ones recorded are returned."""
     done = []
     for f in files:
-        moved = conn.execute(
-            dataset_files.update()
-            .where(
-                _F.dataset_uuid == dataset_uuid,
-                _F.path == f.path,
-                _F.purged_at.is_(None),
-                _F.archive_uri.is_(None) if f.archive is None else _F.archive_uri == f.archive,
-            )
-            .values(archive_uri=to)
-        )
-        if moved.rowcount:
+        if files_of.move(conn, dataset_uuid, f.path, f.archive, to):
             done.append(f)
     list_deletes(conn, [Pending(f.archive or LAKE, f.path) for f in done], at)
     return done

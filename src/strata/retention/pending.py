@@ -17,10 +17,11 @@ import sqlalchemy as sa
 from sqlalchemy.engine import Connection
 
 from strata.store.bulk import chunks
-from strata.store.schema import dataset_files, pending_deletes
+from strata.store.owners.datasets import files as files_of
+from strata.store.schema import pending_deletes
 
 LAKE = ""  # the root of a file listed on the lake itself
-_F, _D = dataset_files.c, pending_deletes.c
+_F, _D = files_of.relation().c, pending_deletes.c
 
 
 @dataclass(frozen=True, slots=True, order=True)

@@ -16,10 +16,10 @@ from strata.retention.pending import LAKE, Pending, list_deletes
 from strata.retention.selection import FileSpan, VersionFacts
 from strata.store.bulk import chunks
 from strata.store.owners import partition_builds
+from strata.store.owners.datasets import files as files_of
 from strata.store.owners.datasets import transactions as txns
 from strata.store.owners.runs import inputs as bound
 from strata.store.schema import (
-    dataset_files,
     dataset_versions,
     datasets,
     retention_marks,
@@ -27,7 +27,8 @@ from strata.store.schema import (
     version_pins,
 )
 
-_DV, _F, _M, _P = dataset_versions.c, dataset_files.c, retention_marks.c, version_pins.c
+_DV, _M, _P = dataset_versions.c, retention_marks.c, version_pins.c
+_F = files_of.relation().c
 
 
 @dataclass(frozen=True, slots=True)
@@ -187,12 +188,7 @@ def purge(
             )
     drop_marks(conn, dataset_uuid, list(policies))
     gone = sorted(files, key=lambda f: f.path)
-    for names in chunks([f.path for f in gone], 500):
-        conn.execute(
-            dataset_files.update()
-            .where(_F.dataset_uuid == dataset_uuid, _F.path.in_(names))
-            .values(purged_at=at)
-        )
+    files_of.mark_purged(conn, dataset_uuid, [f.path for f in gone], at)
     listed = [Pending(f.archive or LAKE, f.path) for f in gone]
     list_deletes(conn, listed, at)
     return listed
