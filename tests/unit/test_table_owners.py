@@ -38,6 +38,7 @@ OWNERS = {
     "column_lineage": "strata.store.owners.datasets",
     "transactions": "strata.store.owners.datasets",
     "dataset_files": "strata.store.owners.datasets",
+    "dataset_versions": "strata.store.owners.datasets",
     # Tables the build shares with lower layers: the lake raises triggers, lineage
     # retention deletes check results, retention reads the partition catalog.
     "build_triggers": "strata.store.owners.triggers",
@@ -65,7 +66,6 @@ OWNERS = {
 NOT_YET_OWNED = frozenset(
     {
         "strata.builds.state.catalog",
-        "strata.builds.state.checks",
         "strata.lake.commit",
         "strata.lake.partition_index",
         "strata.lake.registry",
@@ -84,13 +84,11 @@ NOT_YET_OWNED = frozenset(
         "strata.lineage.query.search",
         "strata.lineage.query.stats",
         "strata.lineage.query.upstream_runs",
-        "strata.lineage.record.bindings",
         "strata.lineage.record.marquez_writes",
         "strata.lineage.record.prune",
         "strata.lineage.record.rows",
         "strata.lineage.record.runs",
         "strata.lineage.record.versions",
-        "strata.retention.archive_state",
         "strata.retention.state",
     }
 )
@@ -168,6 +166,14 @@ def _tables_in_sql(path: Path) -> set[str]:
     }
 
 
+#: Hand-written statements of one owner that read another family's table, each kept as
+#: text for a join order the planners would not choose from the composed form (see the
+#: comments beside them). They read only; every write stays with the table's owner.
+SQL_TEXT_READS = {
+    ("strata.store.owners.runs.inputs", "dataset_versions"),
+}
+
+
 def test_sql_text_names_owned_tables_in_their_owner_alone() -> None:
     """Hand-written SQL counts too: a table named in a string is named all the same."""
     bad = sorted(
@@ -175,9 +181,21 @@ def test_sql_text_names_owned_tables_in_their_owner_alone() -> None:
         for path in SRC.rglob("*.py")
         if not _name(path).startswith("strata.store.migrations")
         for table in _tables_in_sql(path)
-        if table in OWNERS and not _owns(_name(path), table)
+        if table in OWNERS
+        and not _owns(_name(path), table)
+        and (_name(path), table) not in SQL_TEXT_READS
     )
     assert not bad, bad
+
+
+def test_sql_text_reads_across_families_only_read() -> None:
+    """The statements let through above are reads: no write names the foreign table."""
+    writes = re.compile(r"\b(?:INTO|UPDATE|DELETE\s+FROM)\s+(\w+)")
+    for module, table in SQL_TEXT_READS:
+        path = SRC.parent.joinpath(*module.split(".")).with_suffix(".py")
+        assert table in _tables_in_sql(path), f"{module} no longer names {table}: unlist it"
+        text = path.read_text("utf-8")
+        assert table not in writes.findall(text), f"{module} writes {table}"
 
 
 def test_only_the_listed_modules_still_name_tables() -> None:

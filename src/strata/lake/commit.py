@@ -26,11 +26,8 @@ from strata.lake.storage import FileEntry
 from strata.store.owners import triggers
 from strata.store.owners.datasets import files as files_of
 from strata.store.owners.datasets import transactions as txns
-from strata.store.schema import (
-    dataset_versions,
-    datasets,
-    transaction_files,
-)
+from strata.store.owners.datasets import versions as stored_versions
+from strata.store.schema import datasets, transaction_files
 
 _HASH_MOD = 1 << 256
 
@@ -70,9 +67,7 @@ def _closing_statements() -> tuple[Any, ...]:
     """The closing writes of a commit, built once with bind parameters."""
     p = sa.bindparam
     close = txns.close()
-    insert_version = dataset_versions.insert().values(
-        {c: p(f"v_{c}", type_=dataset_versions.c[c].type) for c in _VERSION_COLUMNS}
-    )
+    insert_version = stored_versions.insert(_VERSION_COLUMNS)
     move_current = (
         datasets.update()
         .where(datasets.c.uuid == p("ds_uuid"))
@@ -99,7 +94,7 @@ def _closing_statements() -> tuple[Any, ...]:
         sa.select(sa.func.count())
         .select_from(txns.close(returning=True).cte("closed"))
         .add_cte(
-            insert_version.returning(dataset_versions.c.uuid).cte("new_version"),
+            stored_versions.insert(_VERSION_COLUMNS, returning=True).cte("new_version"),
             move_current.returning(datasets.c.uuid).cte("moved"),
             triggers.enqueue(returning=True).cte("triggered"),
             log_delta.returning(transaction_files.c.path).cte("logged"),

@@ -16,7 +16,10 @@ from strata.lake.storage import FileEntry
 from strata.store.bulk import chunks
 from strata.store.owners.datasets import files as files_of
 from strata.store.owners.datasets import transactions as txns
-from strata.store.schema import dataset_versions, datasets
+from strata.store.owners.datasets import versions as stored_versions
+from strata.store.schema import datasets
+
+_VERSIONS = stored_versions.relation()
 
 
 @dataclass(frozen=True)
@@ -100,8 +103,8 @@ def require_lake_dataset(conn: Connection, namespace: str, name: str) -> RowMapp
 def latest_commit_id(conn: Connection, dataset_uuid: str) -> int:
     """The newest commit id of a dataset, 0 when it has none."""
     value = conn.execute(
-        sa.select(sa.func.max(dataset_versions.c.commit_id)).where(
-            dataset_versions.c.dataset_uuid == dataset_uuid
+        sa.select(sa.func.max(_VERSIONS.c.commit_id)).where(
+            _VERSIONS.c.dataset_uuid == dataset_uuid
         )
     ).scalar()
     return int(value or 0)
@@ -116,19 +119,19 @@ def latest_version(conn: Connection, name: str, dataset_uuid: str) -> Version | 
 def _version_query() -> sa.Select[Any]:
     t = txns.relation()
     return sa.select(
-        dataset_versions,
+        _VERSIONS,
         sa.func.coalesce(t.c.type, sa.literal("EXTERNAL")).label("txn_type"),
-    ).select_from(dataset_versions.outerjoin(t, t.c.uuid == dataset_versions.c.transaction_uuid))
+    ).select_from(_VERSIONS.outerjoin(t, t.c.uuid == _VERSIONS.c.transaction_uuid))
 
 
 # Built once: every transaction start and commit runs it.
 _LATEST = (
     _version_query()
     .where(
-        dataset_versions.c.dataset_uuid == sa.bindparam("dataset_uuid"),
-        dataset_versions.c.commit_id.is_not(None),
+        _VERSIONS.c.dataset_uuid == sa.bindparam("dataset_uuid"),
+        _VERSIONS.c.commit_id.is_not(None),
     )
-    .order_by(dataset_versions.c.commit_id.desc())
+    .order_by(_VERSIONS.c.commit_id.desc())
     .limit(1)
 )
 
@@ -206,7 +209,7 @@ def resolve_version(
 ) -> Version:
     """The latest version, version ``N``, or the version current at ``as_of``."""
     ds = require_lake_dataset(conn, namespace, name)
-    dv = dataset_versions.c
+    dv = _VERSIONS.c
     q = _version_query().where(dv.dataset_uuid == ds["uuid"], dv.commit_id.is_not(None))
     if version is not None and as_of is not None:
         raise InvalidArgument("pass either version or as_of, not both")
@@ -339,7 +342,7 @@ def moves(conn: Connection, spans: list[tuple[str, int, int]]) -> dict[tuple[str
     out: dict[tuple[str, int, int], Moved] = {}
     wanted = [x for x in dict.fromkeys(spans) if x[1] < x[2]]
     txn = txns.relation()
-    dv, t = dataset_versions.c, txn.c
+    dv, t = _VERSIONS.c, txn.c
     for start in range(0, len(wanted), 200):
         batch = wanted[start : start + 200]
         where = sa.or_(
@@ -350,7 +353,7 @@ def moves(conn: Connection, spans: list[tuple[str, int, int]]) -> dict[tuple[str
         )
         rows = conn.execute(
             sa.select(dv.dataset_uuid, dv.commit_id, dv.row_count, t.type, dv.purged_at)
-            .select_from(dataset_versions.outerjoin(txn, t.uuid == dv.transaction_uuid))
+            .select_from(_VERSIONS.outerjoin(txn, t.uuid == dv.transaction_uuid))
             .where(where)
             .order_by(dv.dataset_uuid, dv.commit_id)
         ).all()
@@ -384,13 +387,13 @@ def list_datasets(conn: Connection, namespace: str) -> list[DatasetInfo]:
     commit time. A dataset named by a build that failed before its first commit is
     lineage's (a Marquez client sees it) but holds no data, so it is not listed; reading
     a dataset, which lineage records, does not make it "updated"."""
-    dv = dataset_versions.c
+    dv = _VERSIONS.c
     latest = (
         sa.select(dv.dataset_uuid, sa.func.max(dv.commit_id).label("latest"))
         .group_by(dv.dataset_uuid)
         .subquery()
     )
-    current = dataset_versions.alias("cur")
+    current = stored_versions.relation("cur")
     q = (
         sa.select(
             datasets.c.uuid,
@@ -432,9 +435,9 @@ def list_versions(conn: Connection, namespace: str, name: str) -> list[Version]:
     rows = conn.execute(
         _version_query()
         .where(
-            dataset_versions.c.dataset_uuid == ds["uuid"],
-            dataset_versions.c.commit_id.is_not(None),
+            _VERSIONS.c.dataset_uuid == ds["uuid"],
+            _VERSIONS.c.commit_id.is_not(None),
         )
-        .order_by(dataset_versions.c.commit_id)
+        .order_by(_VERSIONS.c.commit_id)
     ).mappings()
     return [_to_version(name, r) for r in rows]

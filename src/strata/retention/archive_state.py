@@ -13,9 +13,11 @@ from sqlalchemy.engine import Connection
 from strata.retention.pending import LAKE, Pending, list_deletes
 from strata.retention.state import pinned
 from strata.store.owners.datasets import files as files_of
-from strata.store.schema import dataset_versions
+from strata.store.owners.datasets import versions as stored_versions
 
-_F, _DV = files_of.relation().c, dataset_versions.c
+_VERSIONS = stored_versions.relation()
+
+_F, _DV = files_of.relation().c, _VERSIONS.c
 
 
 @dataclass(frozen=True, slots=True)
@@ -37,7 +39,7 @@ def movable(conn: Connection, dataset_uuid: str, cutoff: datetime) -> list[Place
     )
     rows = conn.execute(
         sa.select(_F.path, _F.bytes, _F.added_commit_id, _F.removed_commit_id)
-        .join(dataset_versions, newest_reader)
+        .join(_VERSIONS, newest_reader)
         .where(
             _F.dataset_uuid == dataset_uuid,
             _F.removed_commit_id.is_not(None),

@@ -18,16 +18,13 @@ from strata.store.bulk import chunks
 from strata.store.owners import partition_builds
 from strata.store.owners.datasets import files as files_of
 from strata.store.owners.datasets import transactions as txns
+from strata.store.owners.datasets import versions as stored_versions
 from strata.store.owners.runs import inputs as bound
-from strata.store.schema import (
-    dataset_versions,
-    datasets,
-    retention_marks,
-    retention_passes,
-    version_pins,
-)
+from strata.store.schema import datasets, retention_marks, retention_passes, version_pins
 
-_DV, _M, _P = dataset_versions.c, retention_marks.c, version_pins.c
+_VERSIONS = stored_versions.relation()
+
+_DV, _M, _P = _VERSIONS.c, retention_marks.c, version_pins.c
 _F = files_of.relation().c
 
 
@@ -63,7 +60,7 @@ def version_facts(conn: Connection, dataset_uuid: str) -> list[VersionFacts]:
             _DV.purged_at,
         )
         .select_from(
-            dataset_versions.outerjoin(t, t.c.uuid == _DV.transaction_uuid).outerjoin(
+            _VERSIONS.outerjoin(t, t.c.uuid == _DV.transaction_uuid).outerjoin(
                 retention_marks,
                 sa.and_(_M.dataset_uuid == _DV.dataset_uuid, _M.commit_id == _DV.commit_id),
             )
@@ -108,8 +105,8 @@ def pinned(conn: Connection, dataset_uuid: str) -> set[int]:
 def inputs_in_use(conn: Connection) -> dict[str, set[int]]:
     """``dataset uuid -> commit ids`` that a current version of any dataset (or a current
     partition of one) was built from."""
-    iv = dataset_versions.alias("iv")
-    cv = dataset_versions.alias("cv")
+    iv = stored_versions.relation("iv")
+    cv = stored_versions.relation("cv")
     read, by = bound.join_read(
         sa.select(iv.c.dataset_uuid, iv.c.commit_id).select_from(iv), version=iv.c.uuid
     )
@@ -180,12 +177,7 @@ def purge(
     for cid, policy in policies.items():
         by_policy[policy].append(cid)
     for policy, cids in by_policy.items():
-        for part in chunks(sorted(cids), 500):
-            conn.execute(
-                dataset_versions.update()
-                .where(_DV.dataset_uuid == dataset_uuid, _DV.commit_id.in_(part))
-                .values(purged_at=at, purged_by=policy)
-            )
+        stored_versions.mark_purged(conn, dataset_uuid, cids, at, policy)
     drop_marks(conn, dataset_uuid, list(policies))
     gone = sorted(files, key=lambda f: f.path)
     files_of.mark_purged(conn, dataset_uuid, [f.path for f in gone], at)

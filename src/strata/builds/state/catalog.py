@@ -24,8 +24,11 @@ from strata.store import schema as s
 from strata.store.bulk import chunks
 from strata.store.fetch import plain_rows
 from strata.store.owners.datasets import transactions as txns
+from strata.store.owners.datasets import versions as stored_versions
 from strata.store.owners.runs import inputs as bound
 from strata.store.owners.runs import rows as stored_runs
+
+_VERSIONS = stored_versions.relation()
 
 
 @dataclass(frozen=True, slots=True)
@@ -50,7 +53,7 @@ class Current:
     inputs: dict[str, BuiltFrom] = field(default_factory=dict)
 
 
-_D, _DV = s.datasets, s.dataset_versions
+_D, _DV = s.datasets, _VERSIONS
 _PRODUCER = _DV.c.run_uuid
 
 
@@ -89,7 +92,7 @@ def _current_rows(namespace: str, names: Collection[str] | None) -> sa.Select[An
 def _input_rows(namespace: str, names: Collection[str] | None) -> sa.Select[Any]:
     # The input's dataset comes as its uuid: the current rows name nearly all of them,
     # which spares a lookup of each input version's dataset row.
-    iv = s.dataset_versions.alias("iv")
+    iv = stored_versions.relation("iv")
     columns = sa.select(_D.c.name, iv.c.dataset_uuid, iv.c.commit_id, iv.c.data_fingerprint)
     q, read = bound.join_read(_of_current(columns, namespace, names), run=_PRODUCER)
     return q.join(iv, iv.c.uuid == read.version)
@@ -146,7 +149,7 @@ class VersionEntry:
 
 def version_entries(conn: Connection, dataset_uuid: str) -> list[VersionEntry]:
     """Every committed version of one lake dataset, oldest first."""
-    dv, t, r = s.dataset_versions, txns.relation(), stored_runs.relation()
+    dv, t, r = _VERSIONS, txns.relation(), stored_runs.relation()
     pv = programs.relation()
     rows = conn.execute(
         sa.select(
@@ -196,7 +199,7 @@ def version_entries(conn: Connection, dataset_uuid: str) -> list[VersionEntry]:
 def purged(conn: Connection, version_uuids: Collection[str]) -> dict[str, tuple[datetime, str]]:
     """``version uuid -> (purged at, policy)`` of those of ``version_uuids`` retention
     purged."""
-    dv = s.dataset_versions.c
+    dv = _VERSIONS.c
     out: dict[str, tuple[datetime, str]] = {}
     for part in chunks(sorted(version_uuids), 500):
         rows = conn.execute(
@@ -212,7 +215,7 @@ def run_inputs(conn: Connection, runs: Collection[str]) -> dict[str, dict[str, i
     """For each run, the exact versions it read: ``{dataset: commit id}``."""
     if not runs:
         return {}
-    iv, d = s.dataset_versions, s.datasets
+    iv, d = _VERSIONS, s.datasets
     out: dict[str, dict[str, int | None]] = defaultdict(dict)
     q = sa.select(d.c.name, iv.c.commit_id).select_from(iv).join(d, d.c.uuid == iv.c.dataset_uuid)
     q, read = bound.join_read(q, version=iv.c.uuid)
@@ -226,7 +229,7 @@ def run_inputs(conn: Connection, runs: Collection[str]) -> dict[str, dict[str, i
 
 def producer(conn: Connection, version_uuid: str) -> tuple[str | None, str | None, str | None]:
     """``(run, its job version, the version's data fingerprint)`` of one version."""
-    dv, r = s.dataset_versions, stored_runs.relation()
+    dv, r = _VERSIONS, stored_runs.relation()
     row = conn.execute(
         sa.select(dv.c.run_uuid, r.c.job_version_uuid, dv.c.data_fingerprint)
         .select_from(dv)

@@ -13,9 +13,11 @@ from sqlalchemy.engine import Connection
 
 from strata.builds.checks.check import CheckResult
 from strata.store.owners import check_results as stored
-from strata.store.schema import dataset_versions
+from strata.store.owners.datasets import versions as stored_versions
 
-_V = dataset_versions.c
+_VERSIONS = stored_versions.relation()
+
+_V = _VERSIONS.c
 
 
 @dataclass(frozen=True)

@@ -13,8 +13,11 @@ import sqlalchemy as sa
 from sqlalchemy.engine import Connection
 
 from strata.store import schema as s
+from strata.store.owners.datasets import versions as stored_versions
 from strata.store.owners.jobs import rows as job_rows
 from strata.store.owners.runs import rows as stored_runs
+
+_VERSIONS = stored_versions.relation()
 
 
 def iso(value: datetime) -> str:
@@ -104,7 +107,7 @@ def new_versions(
 ) -> list[NewVersions]:
     """Each dataset that gained versions in [since, until), the most recent first
     (``ix_dataset_versions_created`` answers the range)."""
-    v, d = s.dataset_versions, s.datasets
+    v, d = _VERSIONS, s.datasets
     latest = sa.func.max(v.c.created_at)
     rows = conn.execute(
         sa.select(

@@ -25,7 +25,10 @@ from strata.lineage.query import datasets as dataset_reads
 from strata.lineage.query.nodes import NodeRef, check_depth, find_dataset, parse_node_id
 from strata.store import schema as s
 from strata.store.owners.datasets import columns as edges_of
+from strata.store.owners.datasets import versions as stored_versions
 from strata.store.owners.runs import inputs as bound
+
+_VERSIONS = stored_versions.relation()
 
 # A field of one version of a dataset: (dataset uuid, version uuid, field).
 Key = tuple[str, str, str]
@@ -127,7 +130,7 @@ def _version_of(conn: Connection, start: NodeRef) -> str | None:
     current one; NotFound for a version the dataset does not have."""
     if start.version is None:
         return _current_versions(conn, [start.uuid]).get(start.uuid)
-    dv = s.dataset_versions
+    dv = _VERSIONS
     label = start.version
     found = conn.execute(
         sa.select(dv.c.uuid).where(
@@ -144,13 +147,13 @@ def _version_of(conn: Connection, start: NodeRef) -> str | None:
 
 
 def _schema(conn: Connection, version: str) -> object:
-    dv = s.dataset_versions
+    dv = _VERSIONS
     return conn.execute(sa.select(dv.c.schema_fields).where(dv.c.uuid == version)).scalar()
 
 
 def commit_ids(conn: Connection, versions: Iterable[str]) -> dict[str, int | None]:
     """Version uuid -> its lake commit id (None for a version declared by events)."""
-    dv = s.dataset_versions
+    dv = _VERSIONS
     out: dict[str, int | None] = {}
     for batch in common.chunks(set(versions)):
         rows = conn.execute(sa.select(dv.c.uuid, dv.c.commit_id).where(dv.c.uuid.in_(batch)))
@@ -232,7 +235,7 @@ def _upstream_edges(conn: Connection, keys: set[Key], inherit: bool) -> dict[Key
 def _inherited(conn: Connection, keys: set[Key]) -> list[tuple[Key, sa.Row[Any]]]:
     """For each key whose version recorded no column lineage at all: the rows of its field
     in the newest version of its dataset, no later than that version, that recorded some."""
-    cl, dv = _CL, s.dataset_versions
+    cl, dv = _CL, _VERSIONS
     bare = {v for _, v, _ in keys} - _with_lineage(conn, {v for _, v, _ in keys})
     if not bare:
         return []
@@ -277,7 +280,7 @@ def _with_lineage(conn: Connection, versions: set[str]) -> set[str]:
 
 
 def _created(conn: Connection, versions: set[str]) -> dict[str, Any]:
-    dv = s.dataset_versions
+    dv = _VERSIONS
     out: dict[str, Any] = {}
     for batch in common.chunks(versions):
         rows = conn.execute(sa.select(dv.c.uuid, dv.c.created_at).where(dv.c.uuid.in_(batch)))
@@ -297,7 +300,7 @@ def _versions_read(conn: Connection, outputs: set[str]) -> dict[tuple[str, str],
 
 def _read_select() -> sa.Select[Any]:
     """(output version, input dataset, input version) of the outputs ``:v``."""
-    written, read_version = s.dataset_versions, s.dataset_versions.alias("read")
+    written, read_version = _VERSIONS, stored_versions.relation("read")
     q = sa.select(written.c.uuid, read_version.c.dataset_uuid, read_version.c.uuid)
     q, read = bound.join_read(q.select_from(written), run=written.c.run_uuid)
     return q.join(read_version, read_version.c.uuid == read.version).where(
@@ -343,7 +346,7 @@ _DOWN = (
 def _inherited_downstream(conn: Connection, inputs: list[str], fields: list[str]) -> list[Any]:
     """Lineage rows reading ``inputs``'s ``fields`` of the newest version that recorded
     column lineage of each dataset whose current version recorded none."""
-    cl, d, dv = _CL, s.datasets, s.dataset_versions
+    cl, d, dv = _CL, s.datasets, _VERSIONS
     older = conn.execute(
         sa.select(*_EDGE_COLS, dv.c.dataset_uuid.label("out_dataset"), dv.c.created_at)
         .join(dv, dv.c.uuid == cl.c.dataset_version_uuid)
@@ -370,7 +373,7 @@ def _inherited_downstream(conn: Connection, inputs: list[str], fields: list[str]
 
 def _newest_with_lineage(conn: Connection, datasets: set[str]) -> dict[str, Any]:
     """Dataset -> when its newest version that recorded column lineage was made."""
-    dv = s.dataset_versions
+    dv = _VERSIONS
     has_lineage = edges_of.recorded_for(dv.c.uuid)
     out: dict[str, Any] = {}
     for batch in common.chunks(datasets):
@@ -385,7 +388,7 @@ def _newest_with_lineage(conn: Connection, datasets: set[str]) -> dict[str, Any]
 
 def _types(conn: Connection, shown: set[Key]) -> dict[tuple[str, str], str | None]:
     """(version, field) -> the field's type in that version's schema, for ``shown``."""
-    dv = s.dataset_versions
+    dv = _VERSIONS
     wanted: dict[str, set[str]] = defaultdict(set)
     for _, version, name in shown:
         wanted[version].add(name)
@@ -482,7 +485,7 @@ def current_columns(
 ) -> dict[str, VersionColumns]:
     """Of each of ``names`` in ``namespace``, its current version's columns and recorded
     column lineage (datasets without a current version are left out)."""
-    d, dv, cl = s.datasets, s.dataset_versions, _CL
+    d, dv, cl = s.datasets, _VERSIONS, _CL
     src = d.alias("src")
     out: dict[str, VersionColumns] = {}
     for chunk in common.chunks(names):

@@ -23,6 +23,9 @@ from strata.store import schema as s
 from strata.store.owners import tags
 from strata.store.owners.datasets import columns as edges_of
 from strata.store.owners.datasets import symlinks as stored_symlinks
+from strata.store.owners.datasets import versions as stored_versions
+
+_VERSIONS = stored_versions.relation()
 
 # --- datasets -----------------------------------------------------------------------------
 
@@ -126,7 +129,7 @@ def _datasets_from_rows(
     }
     version_ids = [v for v in chosen.values() if v]
     versions: dict[str, sa.Row[Any]] = {}
-    dv = s.dataset_versions
+    dv = _VERSIONS
     for batch in chunks(version_ids):
         for row in conn.execute(sa.select(dv).where(dv.c.uuid.in_(batch))).all():
             versions[row.uuid] = row
@@ -340,7 +343,7 @@ def list_dataset_versions(
     conn: Connection, namespace: str, name: str, limit: int, offset: int
 ) -> Page[DatasetVersion]:
     ds = get_dataset(conn, namespace, name)
-    dv = s.dataset_versions
+    dv = _VERSIONS
     rows = conn.execute(
         sa.select(dv)
         .where(dv.c.dataset_uuid == ds.uuid)
@@ -356,7 +359,7 @@ def list_dataset_versions(
 
 def version_row(conn: Connection, dataset_uuid: str, version: str | None) -> sa.Row[Any] | None:
     """A dataset's version by uuid or commit id; ``None`` asks for the current one."""
-    dv = s.dataset_versions
+    dv = _VERSIONS
     if version is None:
         cur = conn.execute(
             sa.select(s.datasets.c.current_version_uuid).where(s.datasets.c.uuid == dataset_uuid)

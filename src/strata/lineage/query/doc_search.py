@@ -21,6 +21,7 @@ from sqlalchemy.engine import Connection
 from strata.lineage.query import datasets as dataset_reads
 from strata.store import schema as s
 from strata.store.owners import events as stored_events
+from strata.store.owners.datasets import versions as stored_versions
 from strata.store.owners.jobs import rows as job_rows
 from strata.store.owners.jobs import versions as versions_of
 from strata.store.owners.runs import rows as stored_runs
@@ -51,6 +52,8 @@ DATASET_FIELDS = (
     "facets.columnLineage.fields.*.transformationDescription",
     "facets.columnLineage.fields.*.transformationType",
 )
+
+_VERSIONS = stored_versions.relation()
 # The last lineage event type of a run, from its state when it has no event of its own.
 _EVENT_OF_STATE = {
     "RUNNING": "START",
@@ -183,7 +186,7 @@ def _job_docs(conn: Connection, query: str) -> Iterator[dict[str, Any]]:
 
 
 def _dataset_docs(conn: Connection, query: str) -> Iterator[dict[str, Any]]:
-    d, dv = s.datasets, s.dataset_versions
+    d, dv = s.datasets, _VERSIONS
     select = (
         sa.select(d.c.uuid, dv.c.run_uuid)
         .select_from(d.outerjoin(dv, dv.c.uuid == d.c.current_version_uuid))

@@ -20,9 +20,12 @@ from strata.store import bulk, jsoncodec
 from strata.store import schema as s
 from strata.store.bulk import one_of
 from strata.store.owners import tags
+from strata.store.owners.datasets import versions as stored_versions
 from strata.store.owners.jobs import rows as job_rows
 from strata.store.owners.jobs import versions as versions_of
 from strata.store.owners.runs import rows as stored_runs
+
+_VERSIONS = stored_versions.relation()
 
 
 def _in_ids(col: sa.ColumnElement[Any], pg: bool) -> sa.ColumnElement[bool]:
@@ -59,7 +62,7 @@ _DATASET_COLS = 14  # before the version columns of _datasets_select; "tagged" i
 def _datasets_select(pg: bool, with_current: bool) -> sa.Select[Any]:
     """Visible datasets by uuid, whether they carry tags and, ``with_current``, their current
     version (:func:`_version_cols`)."""
-    d, v = s.datasets, s.dataset_versions
+    d, v = s.datasets, _VERSIONS
     stmt = sa.select(
         d.c.uuid,
         d.c.namespace,
@@ -83,7 +86,7 @@ def _datasets_select(pg: bool, with_current: bool) -> sa.Select[Any]:
 
 @functools.cache
 def _versions_select(pg: bool) -> sa.Select[Any]:
-    v = s.dataset_versions
+    v = _VERSIONS
     return sa.select(*_version_cols(v)).where(_in_ids(v.c.uuid, pg))
 
 

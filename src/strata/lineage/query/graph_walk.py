@@ -20,9 +20,12 @@ from sqlalchemy.engine import Connection
 from strata.lineage.query import common
 from strata.lineage.query.nodes import NodeRef
 from strata.store import schema as s
+from strata.store.owners.datasets import versions as stored_versions
 from strata.store.owners.jobs import rows as job_rows
 from strata.store.owners.jobs import versions as versions_of
 from strata.store.owners.runs import rows as stored_runs
+
+_VERSIONS = stored_versions.relation()
 
 
 def _expand_select() -> sa.Select[Any]:
@@ -202,7 +205,7 @@ class EdgesAt:
 
     def dataset_versions(self, dataset_uuids: Iterable[str]) -> dict[str, str | None]:
         """dataset -> its version at ``as_of`` (the latest created at or before it)."""
-        dv = s.dataset_versions
+        dv = _VERSIONS
         out: dict[str, str | None] = dict.fromkeys(dataset_uuids)
         for batch in common.chunks(list(out)):
             rn = (

@@ -17,10 +17,13 @@ from strata.lineage.query.namespaces import get_namespace
 from strata.lineage.query.runs import Run, _job_by_fqn, runs_by_uuid
 from strata.store import schema as s
 from strata.store.owners import tags
+from strata.store.owners.datasets import versions as stored_versions
 from strata.store.owners.jobs import aliases as job_aliases
 from strata.store.owners.jobs import rows as job_rows
 from strata.store.owners.jobs import versions as versions_of
 from strata.store.owners.runs import rows as stored_runs
+
+_VERSIONS = stored_versions.relation()
 
 _J = job_rows.relation()
 _JOBS = sa.select(*[c for c in _J.c if c.name != "fold_state"])
@@ -230,7 +233,7 @@ def programs_moved_on(conn: Connection, lake_namespace: str) -> list[ProgramMove
     Found from the runs not completed (``ix_runs_unfinished``), so the cost follows the
     jobs that lag, not the size of the store."""
     lagging = _lagging_jobs(conn, lake_namespace)
-    d, dv, r, j = s.datasets, s.dataset_versions, stored_runs.relation(), job_rows.relation()
+    d, dv, r, j = s.datasets, _VERSIONS, stored_runs.relation(), job_rows.relation()
     old, new = versions_of.relation("old"), versions_of.relation("new")
     rows: list[Any] = []
     for chunk in chunks(sorted(lagging)):

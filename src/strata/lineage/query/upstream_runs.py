@@ -15,7 +15,10 @@ from strata.lineage.query import common
 from strata.lineage.query import runs as run_reads
 from strata.lineage.query.nodes import check_depth
 from strata.store import schema as s
+from strata.store.owners.datasets import versions as stored_versions
 from strata.store.owners.runs import inputs as bound
+
+_VERSIONS = stored_versions.relation()
 
 
 @dataclass(frozen=True)
@@ -77,7 +80,7 @@ def upstream_runs(conn: Connection, run_id: str, depth: int = 20) -> list[Upstre
 
 
 def _run_inputs(conn: Connection, run_ids: list[str]) -> dict[str, list[UpstreamInput]]:
-    dv, d = s.dataset_versions, s.datasets
+    dv, d = _VERSIONS, s.datasets
     q = sa.select(dv.c.uuid, dv.c.run_uuid.label("producer"), d.c.namespace, d.c.name)
     q = q.select_from(dv).join(d, d.c.uuid == dv.c.dataset_uuid)
     q, read = bound.join_read(q, version=dv.c.uuid)

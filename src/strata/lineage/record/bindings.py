@@ -21,15 +21,16 @@ from strata import ids
 from strata.lineage.record import facets as fx
 from strata.lineage.record import versions
 from strata.lineage.record.fold import RunFold
-from strata.store import schema as s
 from strata.store.bulk import (
     cached,
     chunks,
-    insert_ignore_many,
     one_of,
 )
+from strata.store.owners.datasets import versions as stored_versions
 from strata.store.owners.runs import inputs as bound
 from strata.store.owners.runs import said as run_said
+
+_VERSIONS = stored_versions.relation()
 
 
 def _synthetic_uuid(dataset_uuid: str, label: str | None) -> str:
@@ -112,8 +113,8 @@ def _bound_now(conn: Connection, items: Sequence[Rebind]) -> Bindings:
 
 
 def _bound_select(dialect: str) -> Any:
-    dv = s.dataset_versions
-    q = sa.select(dv.c.uuid, dv.c.dataset_uuid, versions.is_synthetic(dv)).select_from(dv)
+    dv = _VERSIONS
+    q = sa.select(dv.c.uuid, dv.c.dataset_uuid, stored_versions.is_synthetic(dv)).select_from(dv)
     q, read = bound.join_read(q, version=dv.c.uuid)
     return q.add_columns(read.run).where(one_of(dialect, read.run, "r"))
 
@@ -181,7 +182,7 @@ def _write_synthetic_versions(
                         "external_version": named.get(version),
                     }
     rows = [synthetic[v] for v in sorted(synthetic)]
-    insert_ignore_many(conn, s.dataset_versions, rows, ["uuid"])
+    stored_versions.add_missing(conn, rows)
 
 
 def _rewrite_bindings(

@@ -28,12 +28,15 @@ from strata.store.engine import read_tx, write_tx
 from strata.store.owners import check_results as stored_checks
 from strata.store.owners import events as stored_events
 from strata.store.owners.datasets import columns as edges_of
+from strata.store.owners.datasets import versions as stored_versions
 from strata.store.owners.runs import inputs as bound
 from strata.store.owners.runs import rows as stored_runs
 from strata.store.owners.runs import said as run_said
 
+_VERSIONS = stored_versions.relation()
+
 _RUNS = stored_runs.relation()
-_R, _DV = _RUNS.c, s.dataset_versions.c
+_R, _DV = _RUNS.c, _VERSIONS.c
 
 
 @dataclass
@@ -159,10 +162,8 @@ def _delete_runs(conn: Connection, runs: list[str], out: Pruned) -> None:
     out.events += stored_events.delete_of_runs(conn, runs)
     gone, kept = _versions_to_delete(conn, produced)
     edges_of.delete_of_versions(conn, gone)
-    for part in chunks(gone, 500):
-        conn.execute(s.dataset_versions.delete().where(_DV.uuid.in_(part)))
-    for part in chunks(kept, 500):
-        conn.execute(s.dataset_versions.update().where(_DV.uuid.in_(part)).values(run_uuid=None))
+    stored_versions.delete(conn, gone)
+    stored_versions.unlink(conn, kept)
     out.versions += len(gone)
     out.unlinked += len(kept)
     versions = _uuids(conn, sa.select(_R.job_version_uuid).where(_R.uuid.in_(runs)))

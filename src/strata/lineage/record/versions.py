@@ -44,23 +44,23 @@ from strata.store import schema as s
 from strata.store.bulk import (
     cached,
     chunks,
-    delete_in,
     execute_many,
     one_of,
-    update_rows,
-    upsert,
 )
 from strata.store.jsoncodec import canonical
 from strata.store.owners.datasets import columns as edges_of
+from strata.store.owners.datasets import versions as stored_versions
 from strata.store.owners.runs import inputs as bound
 from strata.store.owners.runs import rows as stored_runs
+
+_VERSIONS = stored_versions.relation()
 
 
 def by_label(
     conn: Connection, dataset_uuid: str, label: str, lake: bool
 ) -> tuple[str, bool] | None:
     """The version ``label`` names, and whether it is synthetic (no run, no commit)."""
-    dv = s.dataset_versions
+    dv = _VERSIONS
     cols = (dv.c.uuid, dv.c.run_uuid, dv.c.commit_id, dv.c.declared)
     if lake and label.isdigit():
         found = conn.execute(
@@ -98,11 +98,6 @@ def _found(row: Any) -> tuple[str, bool]:
     return str(row.uuid), row.run_uuid is None and row.commit_id is None and not row.declared
 
 
-def is_synthetic(dv: sa.Table) -> Any:
-    """A stand-in version: no run, no commit, not declared."""
-    return sa.and_(dv.c.run_uuid.is_(None), dv.c.commit_id.is_(None), dv.c.declared.is_(False))
-
-
 @dataclass(frozen=True)
 class Output:
     """One run's output to one dataset, to be (re)written.
@@ -119,7 +114,6 @@ class Output:
 
 def write_outputs(conn: Connection, outputs: Sequence[Output]) -> None:
     """Record runs' outputs: a version each, or a lake commit's producer."""
-    dv = s.dataset_versions
     versions: list[dict[str, Any]] = []
     edges: list[dict[str, Any]] = []
     cleared: list[str] = []
@@ -156,8 +150,7 @@ def write_outputs(conn: Connection, outputs: Sequence[Output]) -> None:
         if not out.fresh:
             cleared.append(uuid)
         edges += _edges(conn, run, io, merged, uuid, created)
-    if versions:
-        execute_many(conn, upsert(conn, dv, list(versions[0]), ["uuid"]), versions)
+    stored_versions.upsert(conn, versions)
     edges_of.replace(conn, cleared, edges)
 
 
@@ -243,8 +236,7 @@ def _bind_lake_output(
     found = by_label(conn, dataset, label, lake=True)
     if found is None:
         raise _missing_commit(run.run_id, label)
-    dv = s.dataset_versions
-    conn.execute(dv.update().where(dv.c.uuid == found[0]).values(run_uuid=run.run_id))
+    stored_versions.set_producer(conn, found[0], run.run_id)
     return str(found[0])
 
 
@@ -280,7 +272,7 @@ def declare(conn: Connection, dataset: str, event: Event) -> Moved | None:
     }
     digest = hashlib.sha256(canonical(content).encode()).hexdigest()
     uuid = ids.declared_version_uuid(dataset, digest)
-    dv = s.dataset_versions
+    dv = _VERSIONS
     stored = conn.execute(sa.select(dv.c.created_at, dv.c.facets).where(dv.c.uuid == uuid)).first()
     at = event.event_time
     if stored is not None and (stored.created_at, canonical(stored.facets or {})) >= (
@@ -298,7 +290,7 @@ def declare(conn: Connection, dataset: str, event: Event) -> Moved | None:
         "external_version": label,
         "declared": True,
     }
-    execute_many(conn, upsert(conn, dv, list(row), ["uuid"]), [row])
+    stored_versions.upsert(conn, [row])
     since = at if stored is None else min(at, stored.created_at)
     return Moved(dataset, "", since, frozenset({uuid, *([label] if label else [])}))
 
@@ -335,7 +327,6 @@ def consumers_of(conn: Connection, moved: Sequence[Moved]) -> set[str]:
 def settle(conn: Connection, datasets: Iterable[str]) -> None:
     """Date or drop the synthetic versions of non-lake ``datasets``, then move their
     current pointers."""
-    dv = s.dataset_versions
     keys_ = sorted(set(datasets))
     dead: list[str] = []
     dated: list[dict[str, Any]] = []
@@ -348,21 +339,21 @@ def settle(conn: Connection, datasets: Iterable[str]) -> None:
             for row in synthetic
             if row.first is not None and row.first != row.created_at
         ]
-    delete_in(conn, dv, "uuid", dead)
-    update_rows(conn, dv, "uuid", dated)
+    stored_versions.delete(conn, dead)
+    stored_versions.update(conn, dated)
     set_current(conn, keys_)
 
 
 def _first_reads(dialect: str) -> Any:
     """The synthetic versions of the ``:d`` datasets, each with when its first reader
     was created (NULL: no run reads it)."""
-    dv, r = s.dataset_versions, stored_runs.relation()
+    dv, r = _VERSIONS, stored_runs.relation()
     q = sa.select(dv.c.uuid, dv.c.created_at).select_from(dv)
     q, read = bound.join_read(q, version=dv.c.uuid, outer=True)
     return (
         q.outerjoin(r, r.c.uuid == read.run)
         .add_columns(sa.func.min(r.c.created_at).label("first"))
-        .where(one_of(dialect, dv.c.dataset_uuid, "d"), is_synthetic(dv))
+        .where(one_of(dialect, dv.c.dataset_uuid, "d"), stored_versions.is_synthetic(dv))
         .group_by(dv.c.uuid, dv.c.created_at)
     )
 
@@ -371,7 +362,7 @@ def set_current(conn: Connection, datasets: Iterable[str]) -> None:
     """Move the datasets' current pointers: each one's latest candidate (completed output
     or declared version), else its latest synthetic version. Synthetic versions must
     already be settled."""
-    dv, r, d = s.dataset_versions, stored_runs.relation(), s.datasets
+    dv, r, d = _VERSIONS, stored_runs.relation(), s.datasets
 
     def build() -> Any:
         order = (dv.c.created_at.desc(), dv.c.uuid.desc())
@@ -388,7 +379,7 @@ def set_current(conn: Connection, datasets: Iterable[str]) -> None:
         )
         synthetic = (
             sa.select(dv.c.uuid)
-            .where(dv.c.dataset_uuid == d.c.uuid, is_synthetic(dv))
+            .where(dv.c.dataset_uuid == d.c.uuid, stored_versions.is_synthetic(dv))
             .order_by(*order)
             .limit(1)
             .scalar_subquery()

@@ -9,8 +9,8 @@ Owned so far: namespaces (:mod:`.namespaces`), tags (:mod:`.tags`: ``tags``,
 ``run_inputs``, ``run_states``, ``run_input_facets``, ``job_run_counts``), the jobs
 family (:mod:`.jobs`, a package: ``jobs``, ``job_versions``, ``job_version_io``,
 ``job_aliases``), the datasets family so far (:mod:`.datasets`, a package:
-``transactions``, ``dataset_files``, ``column_lineage``, ``dataset_symlinks``), and the
-build's tables a
+``dataset_versions``, ``transactions``, ``dataset_files``, ``column_lineage``,
+``dataset_symlinks``), and the build's tables a
 lower layer touches: the commit outbox (:mod:`.triggers`: ``build_triggers``), the
 partition catalog (:mod:`.partition_builds`) and check results (:mod:`.check_results`).
 Each owner offers typed reads (plain dataclasses) and writes that take the caller's

@@ -12,9 +12,12 @@ import sqlalchemy as sa
 from sqlalchemy.engine import Connection
 
 from strata.store.bulk import chunks
-from strata.store.schema import check_results, dataset_versions, datasets
+from strata.store.owners.datasets import versions as stored_versions
+from strata.store.schema import check_results, datasets
 
-_C, _D, _V = check_results.c, datasets.c, dataset_versions.c
+_VERSIONS = stored_versions.relation()
+
+_C, _D, _V = check_results.c, datasets.c, _VERSIONS.c
 
 
 class Found(NamedTuple):
