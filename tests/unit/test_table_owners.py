@@ -1,9 +1,7 @@
-"""Every shared table has one owner: the tables of an owned family are named only by its
-owner module (and by ``strata.store`` itself, with its migrations), and the modules
-outside ``strata.store`` that still name tables they do not own are listed below, a list
-that only shrinks as families find owners. Shared tables are owned in
-``strata.store.owners``; a table one capability keeps to itself (schedules, retention
-marks) is owned by that capability's state module."""
+"""Every table has one owner, and only its owner names it (``strata.store`` itself aside,
+with its migrations): in code, in hand-written SQL, and by importing the schema at all.
+Shared tables are owned in ``strata.store.owners``; a table one capability keeps to
+itself (schedules, retention marks) is owned by that capability's state module."""
 
 from __future__ import annotations
 
@@ -12,6 +10,7 @@ import re
 from pathlib import Path
 
 import strata
+from strata.store import schema
 
 SRC = Path(strata.__file__).parent
 SCHEMA = "strata.store.schema"
@@ -39,6 +38,7 @@ OWNERS = {
     "transactions": "strata.store.owners.datasets",
     "dataset_files": "strata.store.owners.datasets",
     "dataset_versions": "strata.store.owners.datasets",
+    "datasets": "strata.store.owners.datasets",
     # Tables the build shares with lower layers: the lake raises triggers, lineage
     # retention deletes check results, retention reads the partition catalog.
     "build_triggers": "strata.store.owners.triggers",
@@ -59,39 +59,6 @@ OWNERS = {
     "retention_passes": "strata.retention.state",
     "version_pins": "strata.retention.state",
 }
-
-#: Modules outside ``strata.store`` that still name tables of families with no owner
-#: yet (datasets and versions with their files and transactions). A module
-#: leaves this list when its family gets an owner; none joins it.
-NOT_YET_OWNED = frozenset(
-    {
-        "strata.builds.state.catalog",
-        "strata.lake.commit",
-        "strata.lake.partition_index",
-        "strata.lake.registry",
-        "strata.lake.service",
-        "strata.lineage.deletes",
-        "strata.lineage.query.changes",
-        "strata.lineage.query.column_lineage",
-        "strata.lineage.query.datasets",
-        "strata.lineage.query.doc_search",
-        "strata.lineage.query.graph",
-        "strata.lineage.query.graph_rows",
-        "strata.lineage.query.graph_walk",
-        "strata.lineage.query.jobs",
-        "strata.lineage.query.nodes",
-        "strata.lineage.query.runs",
-        "strata.lineage.query.search",
-        "strata.lineage.query.stats",
-        "strata.lineage.query.upstream_runs",
-        "strata.lineage.record.marquez_writes",
-        "strata.lineage.record.prune",
-        "strata.lineage.record.rows",
-        "strata.lineage.record.runs",
-        "strata.lineage.record.versions",
-        "strata.retention.state",
-    }
-)
 
 
 def _name(path: Path) -> str:
@@ -198,13 +165,33 @@ def test_sql_text_reads_across_families_only_read() -> None:
         assert table not in writes.findall(text), f"{module} writes {table}"
 
 
-def test_only_the_listed_modules_still_name_tables() -> None:
-    """A module that names a table it does not own is one of the list; a module on the
-    list that names none any more leaves it."""
-    naming = {
-        module
-        for module, tables in _modules().items()
-        if any(not _owns(module, t) for t in tables) and not module.startswith("strata.store.")
-    }
-    assert sorted(naming - NOT_YET_OWNED) == [], "name tables through their owner"
-    assert sorted(NOT_YET_OWNED - naming) == [], "these no longer name tables: unlist them"
+def _imports_schema(path: Path) -> bool:
+    tree = ast.parse(path.read_text("utf-8"))
+    for node in ast.walk(tree):
+        if isinstance(node, ast.ImportFrom) and node.module == SCHEMA:
+            return True
+        from_store = isinstance(node, ast.ImportFrom) and node.module == "strata.store"
+        if from_store and any(a.name == "schema" for a in node.names):  # type: ignore[attr-defined]
+            return True
+        if isinstance(node, ast.Import) and any(a.name == SCHEMA for a in node.names):
+            return True
+    return False
+
+
+def test_every_table_has_an_owner() -> None:
+    assert sorted(set(schema.metadata.tables) - set(OWNERS)) == []
+    assert sorted(set(OWNERS) - set(schema.metadata.tables)) == [], "unlist dropped tables"
+
+
+def test_only_owners_import_the_schema() -> None:
+    """Outside ``strata.store`` itself, a module that imports the schema owns a table."""
+    owners = set(OWNERS.values())
+    bad = sorted(
+        _name(path)
+        for path in SRC.rglob("*.py")
+        if not _name(path).startswith("strata.store.")
+        or _name(path).startswith("strata.store.owners.")
+        if _imports_schema(path)
+        and not any(_name(path) == o or _name(path).startswith(o + ".") for o in owners)
+    )
+    assert not bad, bad

@@ -25,9 +25,10 @@ from strata.lake.rowhash import EMPTY, RowHash, fingerprint, sum_hashes
 from strata.lake.storage import FileEntry
 from strata.store.owners import triggers
 from strata.store.owners.datasets import files as files_of
+from strata.store.owners.datasets import rows as dataset_rows
 from strata.store.owners.datasets import transactions as txns
 from strata.store.owners.datasets import versions as stored_versions
-from strata.store.schema import datasets, transaction_files
+from strata.store.schema import transaction_files
 
 _HASH_MOD = 1 << 256
 
@@ -68,11 +69,7 @@ def _closing_statements() -> tuple[Any, ...]:
     p = sa.bindparam
     close = txns.close()
     insert_version = stored_versions.insert(_VERSION_COLUMNS)
-    move_current = (
-        datasets.update()
-        .where(datasets.c.uuid == p("ds_uuid"))
-        .values(current_version_uuid=p("v_uuid"), updated_at=p("now"))
-    )
+    move_current = dataset_rows.move_current()
     trigger = triggers.enqueue()
     # The delta log is copied from the interval index rows this commit just wrote.
     f = files_of.relation("f").c
@@ -95,7 +92,7 @@ def _closing_statements() -> tuple[Any, ...]:
         .select_from(txns.close(returning=True).cte("closed"))
         .add_cte(
             stored_versions.insert(_VERSION_COLUMNS, returning=True).cte("new_version"),
-            move_current.returning(datasets.c.uuid).cte("moved"),
+            dataset_rows.move_current(returning=True).cte("moved"),
             triggers.enqueue(returning=True).cte("triggered"),
             log_delta.returning(transaction_files.c.path).cte("logged"),
         )
@@ -181,20 +178,7 @@ def lock(conn: Connection, parts: Sequence[Part]) -> None:
     """Hold each dataset of ``parts`` against other commits until the SQL transaction ends."""
     # SQLite already holds the database write lock (BEGIN IMMEDIATE); PostgreSQL
     # serialises commits per dataset on the dataset rows, in a fixed order.
-    lock_datasets(conn, [p.dataset_uuid for p in parts])
-
-
-def lock_datasets(conn: Connection, uuids: Sequence[str]) -> None:
-    """Hold datasets ``uuids`` against commits (and retention) until the SQL transaction
-    ends."""
-    if conn.dialect.name == "postgresql":
-        ids = sorted(uuids)
-        conn.execute(
-            sa.select(datasets.c.uuid)
-            .where(datasets.c.uuid.in_(ids))
-            .order_by(datasets.c.uuid)
-            .with_for_update()
-        ).all()
+    dataset_rows.lock(conn, [p.dataset_uuid for p in parts])
 
 
 def commit_part(conn: Connection, part: Part, run_uuid: str | None) -> Version:
@@ -276,11 +260,7 @@ def _check_partitioning(conn: Connection, part: Part) -> None:
             dataset=part.dataset,
         )
     if part.partition_by != now:
-        conn.execute(
-            datasets.update()
-            .where(datasets.c.uuid == part.dataset_uuid)
-            .values(partition_by=part.partition_by)
-        )
+        dataset_rows.set_partition_by(conn, part.dataset_uuid, part.partition_by)
 
 
 def _partition_commit(

@@ -14,7 +14,9 @@ from sqlalchemy.engine import Connection
 from strata.lake import partitions
 from strata.store.bulk import chunks
 from strata.store.owners.datasets import files as files_of
-from strata.store.schema import datasets
+from strata.store.owners.datasets import rows as dataset_rows
+
+_DATASETS = dataset_rows.relation()
 
 SUMMARY_KINDS = ("added", "appended", "replaced", "removed")
 
@@ -24,7 +26,7 @@ _FILES = files_of.relation()
 
 def partition_by(conn: Connection, dataset_uuid: str) -> list[str] | None:
     value = conn.execute(
-        sa.select(datasets.c.partition_by).where(datasets.c.uuid == dataset_uuid)
+        sa.select(_DATASETS.c.partition_by).where(_DATASETS.c.uuid == dataset_uuid)
     ).scalar()
     return list(value) if value else None
 

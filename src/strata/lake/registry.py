@@ -15,9 +15,11 @@ from strata.lake.partition_index import summary_dicts
 from strata.lake.storage import FileEntry
 from strata.store.bulk import chunks
 from strata.store.owners.datasets import files as files_of
+from strata.store.owners.datasets import rows as dataset_rows
 from strata.store.owners.datasets import transactions as txns
 from strata.store.owners.datasets import versions as stored_versions
-from strata.store.schema import datasets
+
+_DATASETS = dataset_rows.relation()
 
 _VERSIONS = stored_versions.relation()
 
@@ -81,7 +83,7 @@ class Version:
 def find_dataset(conn: Connection, namespace: str, name: str) -> RowMapping | None:
     return (
         conn.execute(
-            sa.select(datasets).where(datasets.c.namespace == namespace, datasets.c.name == name)
+            sa.select(_DATASETS).where(_DATASETS.c.namespace == namespace, _DATASETS.c.name == name)
         )
         .mappings()
         .first()
@@ -396,25 +398,25 @@ def list_datasets(conn: Connection, namespace: str) -> list[DatasetInfo]:
     current = stored_versions.relation("cur")
     q = (
         sa.select(
-            datasets.c.uuid,
-            datasets.c.namespace,
-            datasets.c.name,
-            datasets.c.created_at,
+            _DATASETS.c.uuid,
+            _DATASETS.c.namespace,
+            _DATASETS.c.name,
+            _DATASETS.c.created_at,
             current.c.created_at.label("updated_at"),
             latest.c.latest,
             current.c.row_count,
         )
         .select_from(
-            datasets.join(latest, latest.c.dataset_uuid == datasets.c.uuid).join(
-                current, current.c.uuid == datasets.c.current_version_uuid
+            _DATASETS.join(latest, latest.c.dataset_uuid == _DATASETS.c.uuid).join(
+                current, current.c.uuid == _DATASETS.c.current_version_uuid
             )
         )
         .where(
-            datasets.c.namespace == namespace,
-            datasets.c.is_lake.is_(True),
-            datasets.c.deleted_at.is_(None),
+            _DATASETS.c.namespace == namespace,
+            _DATASETS.c.is_lake.is_(True),
+            _DATASETS.c.deleted_at.is_(None),
         )
-        .order_by(datasets.c.name)
+        .order_by(_DATASETS.c.name)
     )
     return [
         DatasetInfo(

@@ -24,11 +24,12 @@ from strata.lake.storage import FileEntry, Storage
 from strata.lake.transaction import TYPES, Transaction, parse_type
 from strata.settings import Settings
 from strata.store import migrate
-from strata.store.bulk import insert_ignore
 from strata.store.engine import engine_for, read_tx, write_tx
 from strata.store.owners import namespaces
+from strata.store.owners.datasets import rows as dataset_rows
 from strata.store.owners.datasets import transactions as txns
-from strata.store.schema import datasets
+
+_DATASETS = dataset_rows.relation()
 
 # How much older than gc's cutoff a transaction folder with no transaction row must be
 # before it goes (see ``Lake._remove_orphans``).
@@ -175,20 +176,9 @@ class Lake:
     transaction = start
 
     def _ensure_dataset(self, conn: sa.Connection, name: str, now: datetime) -> str:
-        existing = registry.find_dataset(conn, self.namespace, name)
-        if existing is not None:
-            if not existing["is_lake"]:
-                # Known so far only from lineage events: the lake now stores it.
-                conn.execute(
-                    datasets.update()
-                    .where(datasets.c.uuid == existing["uuid"])
-                    .values(is_lake=True)
-                )
-            return str(existing["uuid"])
         ds_uuid = ids.dataset_uuid(self.namespace, name)
-        insert_ignore(
+        return dataset_rows.ensure_lake(
             conn,
-            datasets,
             {
                 "uuid": ds_uuid,
                 "namespace": self.namespace,
@@ -199,9 +189,7 @@ class Lake:
                 "created_at": now,
                 "updated_at": now,
             },
-            ["namespace", "name"],
         )
-        return ds_uuid
 
     # -- reads ----------------------------------------------------------------------
 
@@ -246,7 +234,7 @@ class Lake:
                 return
             ds_uuid = stray.split("/", 1)[0]
             name = conn.execute(
-                sa.select(datasets.c.name).where(datasets.c.uuid == ds_uuid)
+                sa.select(_DATASETS.c.name).where(_DATASETS.c.uuid == ds_uuid)
             ).scalar()
         what = f"dataset {name!r}" if name else "a lake folder no dataset owns"
         raise UndeclaredInput(

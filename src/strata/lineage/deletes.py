@@ -13,19 +13,18 @@ from sqlalchemy.engine import Engine
 from strata.lineage.query import datasets as dataset_reads
 from strata.lineage.query import jobs as job_reads
 from strata.lineage.query import namespaces as namespace_reads
-from strata.store import schema as s
 from strata.store.engine import write_tx
 from strata.store.owners import namespaces
+from strata.store.owners.datasets import rows as dataset_rows
 from strata.store.owners.jobs import rows as job_rows
 from strata.store.owners.namespaces import Namespace
 
 
 def hide_dataset(engine: Engine, namespace: str, name: str) -> dataset_reads.Dataset:
-    d = s.datasets
     with write_tx(engine) as conn:
         namespace_reads.get_namespace(conn, namespace)
         dataset = dataset_reads.get_dataset(conn, namespace, name)
-        conn.execute(d.update().where(d.c.uuid == dataset.uuid).values(is_hidden=True))
+        dataset_rows.hide(conn, dataset.uuid)
     return dataset
 
 
@@ -38,14 +37,9 @@ def hide_job(engine: Engine, job_uuid: str) -> job_reads.Job:
 
 def hide_namespace(engine: Engine, namespace: str) -> Namespace:
     """Hide the namespace and every dataset and job in it."""
-    d = s.datasets
     with write_tx(engine) as conn:
         found = namespace_reads.get_namespace(conn, namespace)
-        conn.execute(
-            d.update()
-            .where(d.c.namespace == namespace, d.c.is_hidden.is_(False))
-            .values(is_hidden=True)
-        )
+        dataset_rows.hide_namespace(conn, namespace)
         job_rows.hide_namespace(conn, namespace)
         namespaces.hide(conn, namespace)
     return found

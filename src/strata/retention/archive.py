@@ -17,7 +17,6 @@ from typing import Any
 
 from strata.errors import InvalidName, NotFound
 from strata.lake import registry
-from strata.lake.commit import lock_datasets
 from strata.lake.service import Lake
 from strata.retention import archive_policies as apol
 from strata.retention import archive_state as astate
@@ -27,6 +26,7 @@ from strata.retention.archive_policies import ArchivePolicy
 from strata.retention.archive_state import Placed
 from strata.retention.service import DAILY
 from strata.store.engine import read_tx, write_tx
+from strata.store.owners.datasets import rows as dataset_rows
 
 _BATCH = 200  # files copied, then recorded in one SQL transaction
 RESTORED_NOTE = "restored from the archive"
@@ -171,7 +171,7 @@ class Archive:
                 tiers.copy_verified(self.lake.tier(f.archive), target, f.path, f.bytes)
             at = datetime.now(UTC)
             with write_tx(self.lake.engine) as conn:
-                lock_datasets(conn, [dataset_uuid])
+                dataset_rows.lock(conn, [dataset_uuid])
                 # Held now, the copies cannot go: record those still whole.
                 whole = [f for f in batch if tiers.has_copy(target, f.path, f.bytes)]
                 recorded = astate.record_moves(conn, dataset_uuid, whole, to, at)

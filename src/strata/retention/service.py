@@ -17,7 +17,6 @@ from typing import Any, Generic, Protocol, TypeVar
 
 from strata.errors import InvalidArgument, InvalidName, NotFound
 from strata.lake import registry
-from strata.lake.commit import lock_datasets
 from strata.lake.service import Lake
 from strata.retention import pending as pend
 from strata.retention import policies as pol
@@ -25,6 +24,7 @@ from strata.retention import selection, state, tiers
 from strata.retention.pending import Pending
 from strata.retention.policies import Policy
 from strata.store.engine import read_tx, write_tx
+from strata.store.owners.datasets import rows as dataset_rows
 
 R_co = TypeVar("R_co", covariant=True)
 # The worker runs a pass when the last one ended this long ago.
@@ -130,7 +130,7 @@ class Retention:
     def _pass(self, p: _DatasetPass, now: datetime, dry_run: bool) -> list[Touched]:
         listed: list[Pending] = []
         with write_tx(self.lake.engine) as conn:
-            lock_datasets(conn, [p.uuid])
+            dataset_rows.lock(conn, [p.uuid])
             versions = state.version_facts(conn, p.uuid)
             times = state.mark_times(conn, p.uuid)
             protected = state.pinned(conn, p.uuid)

@@ -17,10 +17,13 @@ from strata.retention.selection import FileSpan, VersionFacts
 from strata.store.bulk import chunks
 from strata.store.owners import partition_builds
 from strata.store.owners.datasets import files as files_of
+from strata.store.owners.datasets import rows as dataset_rows
 from strata.store.owners.datasets import transactions as txns
 from strata.store.owners.datasets import versions as stored_versions
 from strata.store.owners.runs import inputs as bound
-from strata.store.schema import datasets, retention_marks, retention_passes, version_pins
+from strata.store.schema import retention_marks, retention_passes, version_pins
+
+_DATASETS = dataset_rows.relation()
 
 _VERSIONS = stored_versions.relation()
 
@@ -111,7 +114,7 @@ def inputs_in_use(conn: Connection) -> dict[str, set[int]]:
         sa.select(iv.c.dataset_uuid, iv.c.commit_id).select_from(iv), version=iv.c.uuid
     )
     of_current = read.join(cv, cv.c.run_uuid == by.run).join(
-        datasets, datasets.c.current_version_uuid == cv.c.uuid
+        _DATASETS, _DATASETS.c.current_version_uuid == cv.c.uuid
     )
     of_partitions = partition_builds.join_built_by(read, by.run)
     out: dict[str, set[int]] = defaultdict(set)
@@ -123,9 +126,9 @@ def inputs_in_use(conn: Connection) -> dict[str, set[int]]:
 
 def marks(conn: Connection, dataset_uuid: str | None = None) -> list[Mark]:
     q = (
-        sa.select(datasets.c.name, _M.commit_id, _M.policy, _M.marked_at, _M.bytes)
-        .join(datasets, datasets.c.uuid == _M.dataset_uuid)
-        .order_by(datasets.c.name, _M.commit_id)
+        sa.select(_DATASETS.c.name, _M.commit_id, _M.policy, _M.marked_at, _M.bytes)
+        .join(_DATASETS, _DATASETS.c.uuid == _M.dataset_uuid)
+        .order_by(_DATASETS.c.name, _M.commit_id)
     )
     if dataset_uuid is not None:
         q = q.where(_M.dataset_uuid == dataset_uuid)
@@ -188,9 +191,9 @@ def purge(
 
 def pins(conn: Connection) -> list[dict[str, Any]]:
     rows = conn.execute(
-        sa.select(datasets.c.name, _P.commit_id, _P.pinned_at, _P.note)
-        .join(datasets, datasets.c.uuid == _P.dataset_uuid)
-        .order_by(datasets.c.name, _P.commit_id)
+        sa.select(_DATASETS.c.name, _P.commit_id, _P.pinned_at, _P.note)
+        .join(_DATASETS, _DATASETS.c.uuid == _P.dataset_uuid)
+        .order_by(_DATASETS.c.name, _P.commit_id)
     )
     return [
         {

@@ -19,12 +19,12 @@ from datetime import UTC, datetime, timedelta
 from typing import Any
 
 from strata.errors import LakeError
-from strata.lake.commit import lock_datasets
 from strata.lake.service import Lake
 from strata.lake.storage import Storage
 from strata.retention import pending as pend
 from strata.retention.pending import Pending
 from strata.store.engine import read_tx, write_tx
+from strata.store.owners.datasets import rows as dataset_rows
 
 _BLOCK = 1 << 20
 _BATCH = 500  # deletions per SQL transaction that holds their dataset
@@ -100,7 +100,7 @@ def finish_deletes(lake: Lake, items: Sequence[Pending], now: datetime | None = 
     for dataset_uuid, share in sorted(by_dataset.items()):
         for start in range(0, len(share), _BATCH):
             with write_tx(lake.engine) as conn:
-                lock_datasets(conn, [dataset_uuid])
+                dataset_rows.lock(conn, [dataset_uuid])
                 delete, unlist = pend.settle(
                     conn, dataset_uuid, share[start : start + _BATCH], moved_before
                 )

@@ -20,13 +20,15 @@ from sqlalchemy.engine import Connection
 
 from strata.builds.state import programs
 from strata.lineage.record.facets import BUILD_FACET
-from strata.store import schema as s
 from strata.store.bulk import chunks
 from strata.store.fetch import plain_rows
+from strata.store.owners.datasets import rows as dataset_rows
 from strata.store.owners.datasets import transactions as txns
 from strata.store.owners.datasets import versions as stored_versions
 from strata.store.owners.runs import inputs as bound
 from strata.store.owners.runs import rows as stored_runs
+
+_DATASETS = dataset_rows.relation()
 
 _VERSIONS = stored_versions.relation()
 
@@ -53,7 +55,7 @@ class Current:
     inputs: dict[str, BuiltFrom] = field(default_factory=dict)
 
 
-_D, _DV = s.datasets, _VERSIONS
+_D, _DV = _DATASETS, _VERSIONS
 _PRODUCER = _DV.c.run_uuid
 
 
@@ -215,7 +217,7 @@ def run_inputs(conn: Connection, runs: Collection[str]) -> dict[str, dict[str, i
     """For each run, the exact versions it read: ``{dataset: commit id}``."""
     if not runs:
         return {}
-    iv, d = _VERSIONS, s.datasets
+    iv, d = _VERSIONS, _DATASETS
     out: dict[str, dict[str, int | None]] = defaultdict(dict)
     q = sa.select(d.c.name, iv.c.commit_id).select_from(iv).join(d, d.c.uuid == iv.c.dataset_uuid)
     q, read = bound.join_read(q, version=iv.c.uuid)
@@ -252,7 +254,7 @@ def hand_written(conn: Connection, namespace: str, names: Collection[str]) -> li
     """Those of ``names`` whose every committed transaction was made by hand (no run)."""
     if not names:
         return []
-    d, t = s.datasets, txns.relation()
+    d, t = _DATASETS, txns.relation()
     return list(
         conn.execute(
             sa.select(d.c.name)

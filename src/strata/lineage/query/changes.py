@@ -12,10 +12,12 @@ from typing import Any
 import sqlalchemy as sa
 from sqlalchemy.engine import Connection
 
-from strata.store import schema as s
+from strata.store.owners.datasets import rows as dataset_rows
 from strata.store.owners.datasets import versions as stored_versions
 from strata.store.owners.jobs import rows as job_rows
 from strata.store.owners.runs import rows as stored_runs
+
+_DATASETS = dataset_rows.relation()
 
 _VERSIONS = stored_versions.relation()
 
@@ -107,7 +109,7 @@ def new_versions(
 ) -> list[NewVersions]:
     """Each dataset that gained versions in [since, until), the most recent first
     (``ix_dataset_versions_created`` answers the range)."""
-    v, d = _VERSIONS, s.datasets
+    v, d = _VERSIONS, _DATASETS
     latest = sa.func.max(v.c.created_at)
     rows = conn.execute(
         sa.select(

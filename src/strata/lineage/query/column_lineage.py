@@ -23,10 +23,12 @@ from strata.errors import NotFound
 from strata.lineage.query import common, jobs
 from strata.lineage.query import datasets as dataset_reads
 from strata.lineage.query.nodes import NodeRef, check_depth, find_dataset, parse_node_id
-from strata.store import schema as s
 from strata.store.owners.datasets import columns as edges_of
+from strata.store.owners.datasets import rows as dataset_rows
 from strata.store.owners.datasets import versions as stored_versions
 from strata.store.owners.runs import inputs as bound
+
+_DATASETS = dataset_rows.relation()
 
 _VERSIONS = stored_versions.relation()
 
@@ -170,8 +172,8 @@ def _current_versions(conn: Connection, dataset_uuids: Iterable[str]) -> dict[st
 
 
 # The walk runs these once per step: built once, so a step pays only for the round trip.
-_CURRENT = sa.select(s.datasets.c.uuid, s.datasets.c.current_version_uuid).where(
-    s.datasets.c.uuid.in_(sa.bindparam("d", expanding=True))
+_CURRENT = sa.select(_DATASETS.c.uuid, _DATASETS.c.current_version_uuid).where(
+    _DATASETS.c.uuid.in_(sa.bindparam("d", expanding=True))
 )
 
 
@@ -334,8 +336,8 @@ def _downstream_edges(conn: Connection, keys: set[Key], inherit: bool) -> list[t
 
 
 _DOWN = (
-    sa.select(*_EDGE_COLS, s.datasets.c.uuid.label("out_dataset"))
-    .join(s.datasets, s.datasets.c.current_version_uuid == _CL.c.dataset_version_uuid)
+    sa.select(*_EDGE_COLS, _DATASETS.c.uuid.label("out_dataset"))
+    .join(_DATASETS, _DATASETS.c.current_version_uuid == _CL.c.dataset_version_uuid)
     .where(
         _CL.c.input_dataset_uuid.in_(sa.bindparam("d", expanding=True)),
         _CL.c.input_field.in_(sa.bindparam("f", expanding=True)),
@@ -346,7 +348,7 @@ _DOWN = (
 def _inherited_downstream(conn: Connection, inputs: list[str], fields: list[str]) -> list[Any]:
     """Lineage rows reading ``inputs``'s ``fields`` of the newest version that recorded
     column lineage of each dataset whose current version recorded none."""
-    cl, d, dv = _CL, s.datasets, _VERSIONS
+    cl, d, dv = _CL, _DATASETS, _VERSIONS
     older = conn.execute(
         sa.select(*_EDGE_COLS, dv.c.dataset_uuid.label("out_dataset"), dv.c.created_at)
         .join(dv, dv.c.uuid == cl.c.dataset_version_uuid)
@@ -407,7 +409,7 @@ def _types(conn: Connection, shown: set[Key]) -> dict[tuple[str, str], str | Non
 
 def _visible(conn: Connection, uuids: set[str]) -> dict[str, tuple[str, str]]:
     """Dataset uuid -> (namespace, name), of those not hidden."""
-    d = s.datasets
+    d = _DATASETS
     out: dict[str, tuple[str, str]] = {}
     for batch in common.chunks(uuids):
         rows = conn.execute(
@@ -485,7 +487,7 @@ def current_columns(
 ) -> dict[str, VersionColumns]:
     """Of each of ``names`` in ``namespace``, its current version's columns and recorded
     column lineage (datasets without a current version are left out)."""
-    d, dv, cl = s.datasets, _VERSIONS, _CL
+    d, dv, cl = _DATASETS, _VERSIONS, _CL
     src = d.alias("src")
     out: dict[str, VersionColumns] = {}
     for chunk in common.chunks(names):

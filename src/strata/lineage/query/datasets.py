@@ -19,11 +19,13 @@ from strata.lineage.query.namespaces import get_namespace
 from strata.lineage.query.read_facets import readers_input_facets
 from strata.lineage.query.runs import Run, runs_by_uuid
 from strata.store import bulk
-from strata.store import schema as s
 from strata.store.owners import tags
 from strata.store.owners.datasets import columns as edges_of
+from strata.store.owners.datasets import rows as dataset_rows
 from strata.store.owners.datasets import symlinks as stored_symlinks
 from strata.store.owners.datasets import versions as stored_versions
+
+_DATASETS = dataset_rows.relation()
 
 _VERSIONS = stored_versions.relation()
 
@@ -73,7 +75,7 @@ class ColumnLineage:
 
 def _column_lineage(conn: Connection, versions: Sequence[str]) -> dict[str, list[ColumnLineage]]:
     """The column lineage of each of ``versions``, by output field then input."""
-    cl, d = edges_of.relation("cl"), s.datasets
+    cl, d = edges_of.relation("cl"), _DATASETS
     edges: dict[str, dict[str, list[Any]]] = defaultdict(lambda: defaultdict(list))
     for batch in chunks(sorted(set(versions))):
         rows = conn.execute(
@@ -198,7 +200,7 @@ def _written_at(version: sa.Row[Any] | None) -> datetime | None:
 
 
 # Rows for reading, without the ingest bookkeeping (``fold_state``), which can be large.
-_DATASETS = sa.select(*[c for c in s.datasets.c if c.name != "fold_state"])
+_READABLE = sa.select(*[c for c in _DATASETS.c if c.name != "fold_state"])
 
 
 def datasets_by_uuid(
@@ -206,13 +208,13 @@ def datasets_by_uuid(
 ) -> dict[str, Dataset]:
     rows: list[sa.Row[Any]] = []
     for batch in chunks(set(uuids)):
-        rows.extend(conn.execute(_DATASETS.where(s.datasets.c.uuid.in_(batch))).all())
+        rows.extend(conn.execute(_READABLE.where(_DATASETS.c.uuid.in_(batch))).all())
     return {d.uuid: d for d in _datasets_from_rows(conn, rows, version_of)}
 
 
 def list_datasets(conn: Connection, namespace: str, limit: int, offset: int) -> Page[Dataset]:
     get_namespace(conn, namespace)
-    t = s.datasets
+    t = _DATASETS
     where = sa.and_(t.c.namespace == namespace, t.c.deleted_at.is_(None), t.c.is_hidden.is_(False))
     rows = conn.execute(
         sa.select(t).where(where).order_by(t.c.name).limit(limit).offset(offset)
@@ -225,7 +227,7 @@ def symlink_target(conn: Connection, namespace: str, name: str) -> sa.Row[Any] |
     """The visible dataset whose ``symlinks`` facet names ``namespace``/``name`` (a Hive
     table behind a path, say), as Marquez resolves a symlink; where several do, the first
     by namespace and name, so that the answer does not depend on arrival order."""
-    t = s.datasets
+    t = _DATASETS
     return conn.execute(
         sa.select(t)
         .where(t.c.uuid.in_(stored_symlinks.symlinked(namespace, name)), t.c.is_hidden.is_(False))
@@ -236,7 +238,7 @@ def symlink_target(conn: Connection, namespace: str, name: str) -> sa.Row[Any] |
 
 def dataset_row(conn: Connection, namespace: str, name: str) -> sa.Row[Any]:
     """The visible dataset of that name, else the one it is a symlink of."""
-    t = s.datasets
+    t = _DATASETS
     row = conn.execute(
         sa.select(t).where(t.c.namespace == namespace, t.c.name == name, t.c.is_hidden.is_(False))
     ).first()
@@ -254,7 +256,7 @@ def dataset_row(conn: Connection, namespace: str, name: str) -> sa.Row[Any]:
 def require_datasets(conn: Connection, keys: Sequence[tuple[str, str]]) -> None:
     """:func:`dataset_row` for many (namespace, name) pairs, a statement per thousand:
     NotFound names the first that is missing."""
-    t = s.datasets
+    t = _DATASETS
     by_uuid = {ids.dataset_uuid(ns, name): (ns, name) for ns, name in keys}
     found: set[tuple[str, str]] = set()
     for chunk in bulk.chunks(sorted(by_uuid)):
@@ -362,7 +364,7 @@ def version_row(conn: Connection, dataset_uuid: str, version: str | None) -> sa.
     dv = _VERSIONS
     if version is None:
         cur = conn.execute(
-            sa.select(s.datasets.c.current_version_uuid).where(s.datasets.c.uuid == dataset_uuid)
+            sa.select(_DATASETS.c.current_version_uuid).where(_DATASETS.c.uuid == dataset_uuid)
         ).scalar()
         if cur is None:
             return None

@@ -19,12 +19,14 @@ import sqlalchemy as sa
 from sqlalchemy.engine import Connection
 
 from strata.lineage.query import datasets as dataset_reads
-from strata.store import schema as s
 from strata.store.owners import events as stored_events
+from strata.store.owners.datasets import rows as dataset_rows
 from strata.store.owners.datasets import versions as stored_versions
 from strata.store.owners.jobs import rows as job_rows
 from strata.store.owners.jobs import versions as versions_of
 from strata.store.owners.runs import rows as stored_runs
+
+_DATASETS = dataset_rows.relation()
 
 HITS = 10
 FRAGMENTS = 5  # per field, as OpenSearch's default number_of_fragments
@@ -186,7 +188,7 @@ def _job_docs(conn: Connection, query: str) -> Iterator[dict[str, Any]]:
 
 
 def _dataset_docs(conn: Connection, query: str) -> Iterator[dict[str, Any]]:
-    d, dv = s.datasets, _VERSIONS
+    d, dv = _DATASETS, _VERSIONS
     select = (
         sa.select(d.c.uuid, dv.c.run_uuid)
         .select_from(d.outerjoin(dv, dv.c.uuid == d.c.current_version_uuid))

@@ -30,9 +30,11 @@ from strata.lineage.query.graph_walk import (
 )
 from strata.lineage.query.nodes import NodeRef, NodeType, check_depth, parse_node_id
 from strata.store import bulk, jsoncodec
-from strata.store import schema as s
 from strata.store.owners import tags
+from strata.store.owners.datasets import rows as dataset_rows
 from strata.store.owners.jobs import rows as job_rows
+
+_DATASETS = dataset_rows.relation()
 
 
 @dataclass
@@ -83,7 +85,7 @@ def lineage_graph(
             + ("; SET LOCAL plan_cache_mode = force_custom_plan" if as_of is not None else "")
         )
     if as_of is not None:
-        table = job_rows.relation() if start.type == "JOB" else s.datasets
+        table = job_rows.relation() if start.type == "JOB" else _DATASETS
         born = conn.execute(
             sa.select(table.c.created_at).where(table.c.uuid == start.uuid)
         ).scalar()

@@ -17,13 +17,15 @@ from sqlalchemy.engine import Connection
 from strata.lineage.query import datasets as dataset_reads
 from strata.lineage.query import runs as run_reads
 from strata.store import bulk, jsoncodec
-from strata.store import schema as s
 from strata.store.bulk import one_of
 from strata.store.owners import tags
+from strata.store.owners.datasets import rows as dataset_rows
 from strata.store.owners.datasets import versions as stored_versions
 from strata.store.owners.jobs import rows as job_rows
 from strata.store.owners.jobs import versions as versions_of
 from strata.store.owners.runs import rows as stored_runs
+
+_DATASETS = dataset_rows.relation()
 
 _VERSIONS = stored_versions.relation()
 
@@ -62,7 +64,7 @@ _DATASET_COLS = 14  # before the version columns of _datasets_select; "tagged" i
 def _datasets_select(pg: bool, with_current: bool) -> sa.Select[Any]:
     """Visible datasets by uuid, whether they carry tags and, ``with_current``, their current
     version (:func:`_version_cols`)."""
-    d, v = s.datasets, _VERSIONS
+    d, v = _DATASETS, _VERSIONS
     stmt = sa.select(
         d.c.uuid,
         d.c.namespace,

@@ -19,11 +19,13 @@ from sqlalchemy.engine import Connection
 
 from strata.lineage.query import common
 from strata.lineage.query.nodes import NodeRef
-from strata.store import schema as s
+from strata.store.owners.datasets import rows as dataset_rows
 from strata.store.owners.datasets import versions as stored_versions
 from strata.store.owners.jobs import rows as job_rows
 from strata.store.owners.jobs import versions as versions_of
 from strata.store.owners.runs import rows as stored_runs
+
+_DATASETS = dataset_rows.relation()
 
 _VERSIONS = stored_versions.relation()
 
@@ -170,7 +172,7 @@ class EdgesAt:
         return [e for e in out if e[1] in born]
 
     def _datasets_born(self, uuids: list[str]) -> set[str]:
-        d = s.datasets
+        d = _DATASETS
         born: set[str] = set()
         for batch in common.chunks(set(uuids)):
             born.update(

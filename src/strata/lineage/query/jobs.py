@@ -15,13 +15,15 @@ from strata.errors import NotFound
 from strata.lineage.query.common import DatasetRef, Page, chunks
 from strata.lineage.query.namespaces import get_namespace
 from strata.lineage.query.runs import Run, _job_by_fqn, runs_by_uuid
-from strata.store import schema as s
 from strata.store.owners import tags
+from strata.store.owners.datasets import rows as dataset_rows
 from strata.store.owners.datasets import versions as stored_versions
 from strata.store.owners.jobs import aliases as job_aliases
 from strata.store.owners.jobs import rows as job_rows
 from strata.store.owners.jobs import versions as versions_of
 from strata.store.owners.runs import rows as stored_runs
+
+_DATASETS = dataset_rows.relation()
 
 _VERSIONS = stored_versions.relation()
 
@@ -56,7 +58,7 @@ def _io_by_version(
     conn: Connection, version_uuids: Iterable[str]
 ) -> dict[str, tuple[list[DatasetRef], list[DatasetRef]]]:
     out: dict[str, tuple[list[DatasetRef], list[DatasetRef]]] = defaultdict(lambda: ([], []))
-    io, d = versions_of.io_relation(), s.datasets
+    io, d = versions_of.io_relation(), _DATASETS
     for batch in chunks(set(version_uuids)):
         for x in conn.execute(
             sa.select(io.c.job_version_uuid, io.c.io_type, d.c.namespace, d.c.name)
@@ -233,7 +235,7 @@ def programs_moved_on(conn: Connection, lake_namespace: str) -> list[ProgramMove
     Found from the runs not completed (``ix_runs_unfinished``), so the cost follows the
     jobs that lag, not the size of the store."""
     lagging = _lagging_jobs(conn, lake_namespace)
-    d, dv, r, j = s.datasets, _VERSIONS, stored_runs.relation(), job_rows.relation()
+    d, dv, r, j = _DATASETS, _VERSIONS, stored_runs.relation(), job_rows.relation()
     old, new = versions_of.relation("old"), versions_of.relation("new")
     rows: list[Any] = []
     for chunk in chunks(sorted(lagging)):

@@ -12,8 +12,10 @@ from sqlalchemy.engine import Connection
 from strata.errors import InvalidArgument, NotFound
 from strata.lineage.query.datasets import symlink_target
 from strata.lineage.query.jobs import resolve_job
-from strata.store import schema as s
+from strata.store.owners.datasets import rows as dataset_rows
 from strata.store.owners.jobs import rows as job_rows
+
+_DATASETS = dataset_rows.relation()
 
 NodeType = Literal["DATASET", "JOB", "DATASET_FIELD"]
 MAX_DEPTH = 100
@@ -115,7 +117,7 @@ def target_name(row: sa.Row[Any]) -> tuple[str, str]:
 
 def find_dataset(conn: Connection, ns: str, name: str, visible: bool = False) -> str | None:
     """The dataset's uuid; ``visible``, None for a hidden one."""
-    d = s.datasets
+    d = _DATASETS
     stmt = sa.select(d.c.uuid).where(d.c.namespace == ns, d.c.name == name)
     if visible:
         stmt = stmt.where(d.c.is_hidden.is_(False))

@@ -16,14 +16,16 @@ from sqlalchemy.engine import Connection
 from strata.errors import NotFound
 from strata.lineage.query.common import DatasetVersionRef, Page, chunks
 from strata.store import bulk
-from strata.store import schema as s
 from strata.store.owners import events as stored_events
+from strata.store.owners.datasets import rows as dataset_rows
 from strata.store.owners.datasets import versions as stored_versions
 from strata.store.owners.jobs import rows as job_rows
 from strata.store.owners.runs import counts as run_counts
 from strata.store.owners.runs import inputs as bound
 from strata.store.owners.runs import rows as stored_runs
 from strata.store.owners.runs import said as run_said
+
+_DATASETS = dataset_rows.relation()
 
 _VERSIONS = stored_versions.relation()
 
@@ -91,7 +93,7 @@ class RunIO:
 
 @functools.cache
 def _run_io_select(dialect: str) -> sa.Select[Any]:
-    dv, d = _VERSIONS, s.datasets
+    dv, d = _VERSIONS, _DATASETS
     version = (dv.c.uuid, dv.c.commit_id, dv.c.created_at, dv.c.run_uuid.label("producer"))
     ins, read = bound.join_read(
         sa.select(d.c.namespace, d.c.name).select_from(dv).join(d, d.c.uuid == dv.c.dataset_uuid),
@@ -316,7 +318,7 @@ def _page_runs(page: sa.CTE) -> sa.Select[Any]:
 
 def _page_versions(page: sa.CTE, kind: Literal["I", "O"], *, lateral: bool) -> sa.Select[Any]:
     """``I`` or ``O`` rows: one input or output version of a run of the page."""
-    dv, d = _VERSIONS, s.datasets
+    dv, d = _VERSIONS, _DATASETS
     # Versions carry no time, so none is converted: they sort by run, then dataset name.
     versions = sa.select(d.c.namespace, d.c.name, dv.c.uuid).select_from(
         dv.join(d, d.c.uuid == dv.c.dataset_uuid)

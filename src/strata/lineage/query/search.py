@@ -11,9 +11,11 @@ from sqlalchemy.engine import Connection
 
 from strata.errors import InvalidArgument
 from strata.lineage.query.common import Page
-from strata.store import schema as s
 from strata.store.owners import events as stored_events
+from strata.store.owners.datasets import rows as dataset_rows
 from strata.store.owners.jobs import rows as job_rows
+
+_DATASETS = dataset_rows.relation()
 
 # --- search and events --------------------------------------------------------------------
 
@@ -40,7 +42,7 @@ def search(
     pattern = f"%{q.lower()}%"
     parts: list[sa.Select[Any]] = []
     if filter in (None, "DATASET"):
-        d = s.datasets
+        d = _DATASETS
         cond = sa.and_(
             sa.func.lower(d.c.name).like(pattern),
             d.c.deleted_at.is_(None),

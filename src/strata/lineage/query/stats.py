@@ -16,10 +16,12 @@ import sqlalchemy as sa
 from sqlalchemy.engine import Connection
 
 from strata.store import bulk
-from strata.store import schema as s
 from strata.store.owners import events as stored_events
 from strata.store.owners import sources
+from strata.store.owners.datasets import rows as dataset_rows
 from strata.store.owners.jobs import rows as job_rows
+
+_DATASETS = dataset_rows.relation()
 
 Period = Literal["DAY", "WEEK"]
 EVENT_TYPES = ("FAIL", "START", "COMPLETE", "ABORT")
@@ -73,7 +75,7 @@ def lineage_events(conn: Connection, spans: list[Interval]) -> list[LineageMetri
     return [LineageMetric(iv, c) for iv, c in zip(spans, counts, strict=True)]
 
 
-TOTALS = {"jobs": job_rows.relation(), "datasets": s.datasets}
+TOTALS = {"jobs": job_rows.relation(), "datasets": _DATASETS}
 
 
 def running_totals(

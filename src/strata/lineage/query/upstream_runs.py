@@ -14,9 +14,11 @@ from sqlalchemy.engine import Connection
 from strata.lineage.query import common
 from strata.lineage.query import runs as run_reads
 from strata.lineage.query.nodes import check_depth
-from strata.store import schema as s
+from strata.store.owners.datasets import rows as dataset_rows
 from strata.store.owners.datasets import versions as stored_versions
 from strata.store.owners.runs import inputs as bound
+
+_DATASETS = dataset_rows.relation()
 
 _VERSIONS = stored_versions.relation()
 
@@ -80,7 +82,7 @@ def upstream_runs(conn: Connection, run_id: str, depth: int = 20) -> list[Upstre
 
 
 def _run_inputs(conn: Connection, run_ids: list[str]) -> dict[str, list[UpstreamInput]]:
-    dv, d = _VERSIONS, s.datasets
+    dv, d = _VERSIONS, _DATASETS
     q = sa.select(dv.c.uuid, dv.c.run_uuid.label("producer"), d.c.namespace, d.c.name)
     q = q.select_from(dv).join(d, d.c.uuid == dv.c.dataset_uuid)
     q, read = bound.join_read(q, version=dv.c.uuid)

@@ -23,13 +23,15 @@ from strata.lineage.producer import PRODUCER
 from strata.lineage.record.apply import RecordResult, record_event
 from strata.lineage.record.events import iso
 from strata.lineage.record.validate import check_uuid
-from strata.store import schema as s
 from strata.store.engine import read_tx, write_tx
 from strata.store.owners import namespaces, sources, tags
+from strata.store.owners.datasets import rows as dataset_rows
 from strata.store.owners.jobs import aliases as job_aliases
 from strata.store.owners.jobs import rows as job_rows
 from strata.store.owners.jobs import versions as versions_of
 from strata.store.owners.runs import rows as stored_runs
+
+_DATASETS = dataset_rows.relation()
 
 _SCHEMA = "https://openlineage.io/spec/2-0-2/OpenLineage.json#/$defs/"
 _ACTIONS = {"start": "START", "complete": "COMPLETE", "fail": "FAIL", "abort": "ABORT"}
@@ -136,13 +138,8 @@ def upsert_dataset(
             "schemaURL": _SCHEMA + "DatasetEvent",
         }
     result = record_event(engine, event)
-    d = s.datasets
     with write_tx(engine) as conn:
-        conn.execute(
-            d.update()
-            .where(d.c.namespace == namespace, d.c.name == name)
-            .values(type=type, physical_name=physical_name or name)
-        )
+        dataset_rows.describe(conn, namespace, name, type, physical_name or name)
     return result
 
 
@@ -307,7 +304,7 @@ def upsert_tag(engine: Engine, name: str, description: str | None = None) -> Non
 
 
 def _dataset_uuid(conn: Connection, namespace: str, name: str) -> str:
-    d = s.datasets
+    d = _DATASETS
     found = conn.execute(
         sa.select(d.c.uuid).where(d.c.namespace == namespace, d.c.name == name)
     ).scalar()

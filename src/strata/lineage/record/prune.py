@@ -22,16 +22,18 @@ from sqlalchemy.engine import Connection, Engine
 
 from strata.lineage.record import jobs
 from strata.lineage.record.apply import lock_writers
-from strata.store import schema as s
 from strata.store.bulk import chunks
 from strata.store.engine import read_tx, write_tx
 from strata.store.owners import check_results as stored_checks
 from strata.store.owners import events as stored_events
 from strata.store.owners.datasets import columns as edges_of
+from strata.store.owners.datasets import rows as dataset_rows
 from strata.store.owners.datasets import versions as stored_versions
 from strata.store.owners.runs import inputs as bound
 from strata.store.owners.runs import rows as stored_runs
 from strata.store.owners.runs import said as run_said
+
+_DATASETS = dataset_rows.relation()
 
 _VERSIONS = stored_versions.relation()
 
@@ -177,7 +179,7 @@ def _versions_to_delete(conn: Connection, produced: list[str]) -> tuple[list[str
     version, or one another run read)."""
     if not produced:
         return [], []
-    d = s.datasets.c
+    d = _DATASETS.c
     held = bound.read_versions(conn, produced)
     for part in chunks(sorted(produced), 500):
         held |= _uuids(

@@ -9,7 +9,6 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from collections.abc import Set as AbstractSet
-from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
 
@@ -17,28 +16,14 @@ from sqlalchemy.engine import Connection
 
 from strata import ids
 from strata.lineage.record import facets as fx
-from strata.store import schema as s
-from strata.store.bulk import (
-    returning_many,
-    update_rows,
-    widening_upsert,
-)
 from strata.store.owners import namespaces
+from strata.store.owners.datasets import rows as dataset_rows
+from strata.store.owners.datasets.rows import DatasetRow
 
 
 def touch_namespace(conn: Connection, name: str, at: datetime) -> None:
     """Create the namespace ``name`` seen at ``at``, or widen its times to cover it."""
     namespaces.touch(conn, {name: (at, at)})
-
-
-@dataclass
-class DatasetRow:
-    """What ingest needs of a dataset row, read back by the upsert that touched it."""
-
-    uuid: str
-    is_lake: bool
-    facets: dict[str, Any]
-    fold_state: dict[str, Any]
 
 
 def touch_dataset_rows(
@@ -48,7 +33,6 @@ def touch_dataset_rows(
     latest)`` times, and read them back: one statement for all of them."""
     if not spans:
         return {}
-    t = s.datasets
     params = [
         {
             "uuid": ids.dataset_uuid(ns, name),
@@ -62,20 +46,7 @@ def touch_dataset_rows(
         }
         for (ns, name), (lo, hi) in sorted(spans.items())
     ]
-    stmt = widening_upsert(
-        conn,
-        t,
-        list(params[0]),
-        ["namespace", "name"],
-        ["namespace", "name", "uuid", "is_lake", "facets", "fold_state"],
-    )
-    found = returning_many(conn, stmt, params)
-    return {
-        (r.namespace, r.name): DatasetRow(
-            str(r.uuid), bool(r.is_lake), r.facets or {}, r.fold_state or {}
-        )
-        for r in found
-    }
+    return dataset_rows.touch(conn, params)
 
 
 def touch_datasets(
@@ -130,33 +101,13 @@ def write_dataset_facets(
     """Store the merged stamps of ``rows``, and the facets of those in ``values_changed``
     (a later event that repeats the stored values moves only the stamps, and facets
     such as a schema are large)."""
-    update_rows(
-        conn,
-        s.datasets,
-        "uuid",
-        [
-            {"uuid": r.uuid, "facets": r.facets, "fold_state": r.fold_state}
-            for r in rows
-            if r.uuid in values_changed
-        ],
-    )
-    update_rows(
-        conn,
-        s.datasets,
-        "uuid",
-        [
-            {"uuid": r.uuid, "fold_state": r.fold_state}
-            for r in rows
-            if r.uuid not in values_changed
-        ],
-    )
+    dataset_rows.write_facets(conn, rows, values_changed)
 
 
 def refresh_datasets(conn: Connection, facets: dict[str, dict[str, Any]]) -> None:
     """Columns derived from each dataset's merged ``facets``: description, source."""
     if not facets:
         return
-    t = s.datasets
     updates: dict[tuple[str, ...], list[dict[str, Any]]] = {}
     for dataset_uuid in sorted(facets):
         merged = facets[dataset_uuid]
@@ -170,4 +121,4 @@ def refresh_datasets(conn: Connection, facets: dict[str, dict[str, Any]]) -> Non
         if values:
             updates.setdefault(tuple(values), []).append({"uuid": dataset_uuid, **values})
     for params in updates.values():
-        update_rows(conn, t, "uuid", params)
+        dataset_rows.update(conn, params)

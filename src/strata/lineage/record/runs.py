@@ -16,13 +16,11 @@ from strata.lineage.record import facets as fx
 from strata.lineage.record.events import Event
 from strata.lineage.record.fold import RunFold, fold_run
 from strata.lineage.record.rows import (
-    DatasetRow,
     merge_dataset_facets,
     refresh_datasets,
     touch_dataset_rows,
     write_dataset_facets,
 )
-from strata.store import schema as s
 from strata.store.bulk import (
     cached,
     chunks,
@@ -30,10 +28,14 @@ from strata.store.bulk import (
 )
 from strata.store.owners import events as stored_events
 from strata.store.owners import namespaces, sources
+from strata.store.owners.datasets import rows as dataset_rows
 from strata.store.owners.datasets import symlinks as stored_symlinks
+from strata.store.owners.datasets.rows import DatasetRow
 from strata.store.owners.jobs.rows import JobRow
 from strata.store.owners.runs import rows as stored_runs
 from strata.store.owners.runs import said as run_said
+
+_DATASETS = dataset_rows.relation()
 
 K = TypeVar("K")
 Key = tuple[str, str]  # a dataset by (namespace, name)
@@ -178,7 +180,7 @@ def apply_dataset_events(conn: Connection, events: Sequence[Event]) -> None:
 def _lookup_datasets(
     conn: Connection, wanted: Sequence[tuple[str, str]]
 ) -> dict[tuple[str, str], tuple[str, bool]]:
-    d = s.datasets
+    d = _DATASETS
     out = {}
     for chunk in chunks(sorted(set(wanted))):
         found = conn.execute(

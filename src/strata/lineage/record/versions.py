@@ -40,18 +40,19 @@ from strata.lineage.record import facets as fx
 from strata.lineage.record.events import DatasetRef, Event
 from strata.lineage.record.fold import IoFold, RunFold
 from strata.lineage.record.rows import touch_datasets
-from strata.store import schema as s
 from strata.store.bulk import (
     cached,
     chunks,
-    execute_many,
     one_of,
 )
 from strata.store.jsoncodec import canonical
 from strata.store.owners.datasets import columns as edges_of
+from strata.store.owners.datasets import rows as dataset_rows
 from strata.store.owners.datasets import versions as stored_versions
 from strata.store.owners.runs import inputs as bound
 from strata.store.owners.runs import rows as stored_runs
+
+_DATASETS = dataset_rows.relation()
 
 _VERSIONS = stored_versions.relation()
 
@@ -201,7 +202,7 @@ def check_lake_outputs(conn: Connection, events: Sequence[Event]) -> None:
     Checked when an event is stored, so the sender hears of it; the answer cannot
     change later, since committed versions are never removed.
     """
-    d = s.datasets
+    d = _DATASETS
     for ev, ref, label in labelled_outputs(events):
         row = conn.execute(
             cached(
@@ -362,9 +363,9 @@ def set_current(conn: Connection, datasets: Iterable[str]) -> None:
     """Move the datasets' current pointers: each one's latest candidate (completed output
     or declared version), else its latest synthetic version. Synthetic versions must
     already be settled."""
-    dv, r, d = _VERSIONS, stored_runs.relation(), s.datasets
+    dv, r = _VERSIONS, stored_runs.relation()
 
-    def build() -> Any:
+    def pick(d: Any) -> Any:
         order = (dv.c.created_at.desc(), dv.c.uuid.desc())
         completed = (
             sa.select(dv.c.uuid)
@@ -385,11 +386,6 @@ def set_current(conn: Connection, datasets: Iterable[str]) -> None:
             .scalar_subquery()
         )
         # COALESCE evaluates the synthetic scan only when no run completed an output.
-        return (
-            d.update()
-            .where(one_of(conn.dialect.name, d.c.uuid, "keys"))
-            .values(current_version_uuid=sa.func.coalesce(completed, synthetic))
-        )
+        return sa.func.coalesce(completed, synthetic)
 
-    for chunk in chunks(sorted(set(datasets))):
-        execute_many(conn, cached(("set-current", conn.dialect.name), build), [{"keys": chunk}])
+    dataset_rows.set_current(conn, set(datasets), pick, "set-current")

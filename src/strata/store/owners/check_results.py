@@ -12,12 +12,15 @@ import sqlalchemy as sa
 from sqlalchemy.engine import Connection
 
 from strata.store.bulk import chunks
+from strata.store.owners.datasets import rows as dataset_rows
 from strata.store.owners.datasets import versions as stored_versions
-from strata.store.schema import check_results, datasets
+from strata.store.schema import check_results
+
+_DATASETS = dataset_rows.relation()
 
 _VERSIONS = stored_versions.relation()
 
-_C, _D, _V = check_results.c, datasets.c, _VERSIONS.c
+_C, _D, _V = check_results.c, _DATASETS.c, _VERSIONS.c
 
 
 class Found(NamedTuple):
@@ -70,7 +73,7 @@ def delete_of_runs(conn: Connection, runs: Collection[str]) -> None:
 def _found(conn: Connection, where: Any) -> list[Found]:
     q = (
         sa.select(*_COLUMNS)
-        .select_from(check_results.join(datasets, _D.uuid == _C.dataset_uuid))
+        .select_from(check_results.join(_DATASETS, _D.uuid == _C.dataset_uuid))
         .where(where)
         .order_by(_C.id)
     )

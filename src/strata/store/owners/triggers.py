@@ -24,6 +24,9 @@ from sqlalchemy.engine import Connection, Engine
 
 from strata.store import schema as s
 from strata.store.engine import write_tx
+from strata.store.owners.datasets import rows as dataset_rows
+
+_DATASETS = dataset_rows.relation()
 
 MAX_BACKOFF_SECONDS = 300.0
 _PAIRS_PER_STATEMENT = 500
@@ -86,7 +89,7 @@ def claim(
 ) -> Claim | None:
     """Claim the oldest pending trigger of ``namespace`` and its dataset's other pending
     ones; ``waiting`` also takes triggers still waiting out a retry's backoff."""
-    bt, d = s.build_triggers, s.datasets
+    bt, d = s.build_triggers, _DATASETS
     now = datetime.now(UTC)
     pending = _pending(now, now - timedelta(seconds=lease), waiting)
     if skip:
@@ -169,7 +172,7 @@ def mark_handled(
 ) -> int:
     """Triggers of ``commits`` (dataset, commit id) that no worker has claimed are done:
     the build that made them already built everything that reads them. How many."""
-    bt, d = s.build_triggers, s.datasets
+    bt, d = s.build_triggers, _DATASETS
     by_dataset: dict[str, set[int]] = {}
     for name, commit_id in commits:
         by_dataset.setdefault(name, set()).add(commit_id)
