@@ -13,6 +13,7 @@ from datetime import datetime
 from typing import Any
 
 from strata.builds.state import BuildState
+from strata.builds.state.build_reads import BuildRead
 from strata.builds.state.catalog import VersionEntry
 from strata.builds.state.programs import Program
 from strata.errors import NotFound
@@ -107,9 +108,10 @@ def _how_read(x: VersionEntry, inputs: dict[str, int | None]) -> dict[str, Any]:
     every input whole); both None for a version written by hand."""
     if x.run is None or x.fingerprint is None:
         return {"mode": None, "read": None}
-    build = x.build or {}
     whole = {name: {"from": None, "to": v, "rows": None} for name, v in inputs.items()}
-    return {"mode": build.get("mode", "full"), "read": build.get("read", whole)}
+    if x.build is None or x.build.read is None:
+        return {"mode": x.build.mode if x.build else "full", "read": whole}
+    return {"mode": x.build.mode, "read": {k: r.to_dict() for k, r in x.build.read.items()}}
 
 
 def trace(state: BuildState, dataset: str, version: int | None) -> dict[str, Any]:
@@ -148,13 +150,13 @@ class _Tracer:
     def __init__(self, state: BuildState) -> None:
         self.state = state
         self.ordinals: dict[str, tuple[str, int]] = {}
-        self.builds: dict[str, dict[str, Any]] = {}
+        self.builds: dict[str, BuildRead] = {}
         self.made: dict[str, ProvenanceNode] = {}
         self.purged: dict[str, tuple[datetime, str]] = {}
 
     def node(self, root: ProvenanceNode, depth: int = TRACE_DEPTH) -> dict[str, Any]:
         self.ordinals.update(self.state.ordinals_of(_job_versions(root)))
-        self.builds.update(self.state.build_facets(_runs(root)))
+        self.builds.update(self.state.build_reads(_runs(root)))
         self.made.update(_expanded(root, {}))
         self.purged.update(self.state.purged(_versions(root)))
         return self._json(root, depth)
@@ -167,18 +169,18 @@ class _Tracer:
         if run is not None and run.job_version in self.ordinals:
             job, ordinal = self.ordinals[run.job_version]
             program = {"transform": job, "ordinal": ordinal, "fingerprint": run.program_version}
-        build = self.builds.get(run.id, {}) if run else {}
+        build = self.builds.get(run.id) if run else None
         out: dict[str, Any] = {
             "dataset": node.name,
             "version": node.commit_id,
             "run": run.id if run else None,
             "state": run.state if run else None,
             "program": program,
-            "mode": build.get("mode") if run else None,
+            "mode": build.mode if build else None,
             "inputs": [self._input(child, build, depth - 1) for child in node.inputs],
         }
-        previous = {k: v for k, v in (build.get("previous") or {}).items() if v is not None}
-        if build.get("mode") == "incremental" and previous:
+        previous = {k: v for k, v in (build.previous if build else {}).items() if v is not None}
+        if build is not None and build.mode == "incremental" and previous:
             out["previous"] = previous
         if node.version in self.purged:
             out["purged"] = _purged(*self.purged[node.version])
@@ -186,13 +188,13 @@ class _Tracer:
             out["repeated"] = True
         return out
 
-    def _input(self, child: ProvenanceNode, build: dict[str, Any], depth: int) -> dict[str, Any]:
+    def _input(self, child: ProvenanceNode, build: BuildRead | None, depth: int) -> dict[str, Any]:
         out = self._json(child, depth)
-        read = (build.get("read") or {}).get(child.name)
-        if not read or read.get("from") is None or child.repeated:
+        read = (build.read or {}).get(child.name) if build else None
+        if read is None or read.after is None or read.upto is None or child.repeated:
             return out
-        out["read"] = {"from": read["from"], "to": read["to"]}
-        earlier = range(int(read["from"]) + 1, int(read["to"]))
+        out["read"] = {"from": read.after, "to": read.upto}
+        earlier = range(read.after + 1, read.upto)
         if earlier:  # the range's other versions added rows the run read too
             out["also_read"] = [self._version(child.name, v, depth) for v in earlier]
         return out

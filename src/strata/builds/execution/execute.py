@@ -155,7 +155,7 @@ def run_transform(
     )
     read = [_at(v, plan) for v in inputs.values()]
     writing = [DatasetAt(name, None) for name in item.output_names]
-    spec = replace(spec, run_facets=build_facets(plan.mode, plan.read_json(), plan.previous))
+    spec = replace(spec, run_facets=build_facets(plan.recorded()))
     ctx.emitter.emit(
         run_event("START", spec, namespace=lake.namespace, inputs=read, outputs=writing)
     )

@@ -18,6 +18,7 @@ from typing import Any, Literal, Protocol
 
 from strata.builds.programs.discovery import Declared
 from strata.builds.staleness.causes import Cause, CauseKind
+from strata.builds.state.build_reads import BuildRead, InputRead
 from strata.builds.state.catalog import Current
 from strata.lake.registry import Moved, Version
 
@@ -43,9 +44,6 @@ class ReadRange:
     upto: int
     rows: int | None = None  # rows in the range (the version's, when read whole)
 
-    def to_dict(self) -> dict[str, int | None]:
-        return {"from": self.after, "to": self.upto, "rows": self.rows}
-
 
 @dataclass(frozen=True)
 class Plan:
@@ -56,8 +54,13 @@ class Plan:
     previous: dict[str, int | None]  # output -> its version before the build (None: none)
     why_full: tuple[str, ...] = ()
 
+    def recorded(self) -> BuildRead:
+        """The plan as the catalog keeps it on the run."""
+        reads = {r.dataset: InputRead(r.after, r.upto, r.rows) for r in self.reads.values()}
+        return BuildRead(self.mode, reads, dict(self.previous))
+
     def read_json(self) -> dict[str, dict[str, int | None]]:
-        return {r.dataset: r.to_dict() for r in self.reads.values()}
+        return {name: r.to_dict() for name, r in (self.recorded().read or {}).items()}
 
 
 def whole(item: Declared, inputs: Mapping[str, Version]) -> Plan:

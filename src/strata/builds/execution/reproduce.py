@@ -25,6 +25,7 @@ from strata.builds.history import Entry, entry
 from strata.builds.partitions.trace import partition_runs, whole_key
 from strata.builds.programs.discovery import Declared, load_pipelines
 from strata.builds.state import BuildState
+from strata.builds.state.build_reads import BuildRead, InputRead
 from strata.builds.state.programs import Program
 from strata.errors import NotFound, PurgedVersion
 from strata.lake import partitions as pkeys
@@ -89,7 +90,7 @@ def reproduce(
             for p, i in item.inputs.items()
         }
         refuse_purged_inputs(built, inputs.values())
-        plan = _recorded_plan(item, inputs, state.build_facets([built.run]).get(built.run))
+        plan = _recorded_plan(item, inputs, state.build_reads([built.run]).get(built.run))
         spark = start_spark()
         txn = lake.transaction(list(item.output_names), write_type(item, plan))
         readable = (*item.input_names, *item.output_names)
@@ -260,23 +261,22 @@ def _run_partition(
         call_transform(lake, spark, item, inputs, txn, plan, Partition(where, sources, rows))
 
 
-def _recorded_plan(
-    item: Declared, inputs: dict[str, Version], facet: dict[str, Any] | None
-) -> Plan:
+def _recorded_plan(item: Declared, inputs: dict[str, Version], how: BuildRead | None) -> Plan:
     """The plan the version's run followed: its recorded ranges and previous outputs."""
-    if not facet or facet.get("mode") != "incremental":
+    if how is None or how.mode != "incremental":
         return incremental.whole(item, inputs)
-    read = facet.get("read") or {}
+    read = how.read or {}
+    unread = InputRead(None, None)
     reads = {
         p: ReadRange(
             v.dataset,
-            read.get(v.dataset, {}).get("from"),
+            read.get(v.dataset, unread).after,
             v.commit_id,
-            read.get(v.dataset, {}).get("rows"),
+            read.get(v.dataset, unread).rows,
         )
         for p, v in inputs.items()
     }
-    previous = {k: v for k, v in (facet.get("previous") or {}).items() if k in item.output_names}
+    previous = {k: v for k, v in how.previous.items() if k in item.output_names}
     return Plan("incremental", reads, previous)
 
 

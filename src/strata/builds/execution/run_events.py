@@ -12,11 +12,12 @@ from __future__ import annotations
 
 import logging
 import os
-from collections.abc import Mapping, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import TYPE_CHECKING, Any
 
+from strata.builds.state.build_reads import BuildRead
 from strata.lineage.record.apply import record_event
 from strata.lineage.record.facets import BUILD_FACET, PROGRAM_FACET
 
@@ -68,11 +69,7 @@ class RunSpec:
 READ_FACET = "strata_read"
 
 
-def build_facets(
-    mode: str,
-    read: Mapping[str, Mapping[str, int | None]],
-    previous: Mapping[str, int | None],
-) -> dict[str, Any]:
+def build_facets(how: BuildRead) -> dict[str, Any]:
     """The run facet saying how a transform run read its inputs: ``incremental`` (each
     input's ``(from, to]`` range; ``from`` null: read whole, and the output versions it
     built on) or ``full``."""
@@ -80,9 +77,7 @@ def build_facets(
         BUILD_FACET: {
             "_producer": PRODUCER,
             "_schemaURL": f"{FACET_SCHEMA}/StrataBuildRunFacet.json",
-            "mode": mode,
-            "read": {name: dict(r) for name, r in read.items()},
-            "previous": dict(previous),
+            **how.body(),
         }
     }
 

@@ -18,8 +18,8 @@ from typing import Any
 import sqlalchemy as sa
 from sqlalchemy.engine import Connection
 
-from strata.builds.state import programs
-from strata.lineage.record.facets import BUILD_FACET
+from strata.builds.state import build_reads, programs
+from strata.builds.state.build_reads import BuildRead
 from strata.store.bulk import chunks
 from strata.store.fetch import plain_rows
 from strata.store.owners.datasets import rows as dataset_rows
@@ -143,7 +143,7 @@ class VersionEntry:
     job: str | None
     ordinal: int | None
     fingerprint: str | None
-    build: dict[str, Any] | None = None  # the run's build facet: mode and read ranges
+    build: BuildRead | None = None  # how its run read its inputs
     partitions: dict[str, Any] | None = None  # what it did to which partition (and by which run)
     purged_at: datetime | None = None  # retention purged its data (by policy ``purged_by``)
     purged_by: str | None = None
@@ -189,7 +189,7 @@ def version_entries(conn: Connection, dataset_uuid: str) -> list[VersionEntry]:
             x.job_name,
             int(x.ordinal) if x.ordinal is not None else None,
             x.fingerprint,
-            dict(x.run_facets or {}).get(BUILD_FACET),
+            build_reads.parse(dict(x.run_facets or {})),
             x.partitions,
             x.purged_at,
             x.purged_by,
@@ -281,11 +281,11 @@ def dataset_uuids(conn: Connection, namespace: str, names: Collection[str]) -> d
     return out
 
 
-def build_facets(conn: Connection, runs: Collection[str]) -> dict[str, dict[str, Any]]:
-    """``run -> its build facet`` (how it read its inputs), for the runs that have one."""
-    out: dict[str, dict[str, Any]] = {}
+def reads_of_runs(conn: Connection, runs: Collection[str]) -> dict[str, BuildRead]:
+    """``run -> how it read its inputs``, for the runs the build made."""
+    out: dict[str, BuildRead] = {}
     for run, detail in stored_runs.details(conn, runs).items():
-        facet = detail.facets.get(BUILD_FACET)
-        if isinstance(facet, dict):
-            out[run] = facet
+        found = build_reads.parse(detail.facets)
+        if found is not None:
+            out[run] = found
     return out

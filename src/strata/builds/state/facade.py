@@ -19,6 +19,7 @@ from sqlalchemy.engine import Engine
 
 from strata.builds.checks.check import CheckResult
 from strata.builds.state import catalog, checks, leases, programs, requests, runs, schedules
+from strata.builds.state.build_reads import BuildRead
 from strata.builds.state.catalog import Current, VersionEntry
 from strata.builds.state.checks import StoredResult
 from strata.builds.state.programs import Program, ProgramText
@@ -157,10 +158,10 @@ class BuildState:
         with read_tx(self.engine) as conn:
             return programs.by_uuid(conn, uuid)
 
-    def build_facets(self, runs: Collection[str]) -> dict[str, dict[str, Any]]:
+    def build_reads(self, runs: Collection[str]) -> dict[str, BuildRead]:
         """``run -> how it read its inputs`` (mode, ranges, previous outputs)."""
         with read_tx(self.engine) as conn:
-            return catalog.build_facets(conn, runs)
+            return catalog.reads_of_runs(conn, runs)
 
     def built_version(self, dataset: str, version: int | None) -> BuiltVersion:
         """``dataset`` at ``version`` (default: current) and the run that made it."""
