@@ -8,6 +8,8 @@ from pathlib import Path
 import pytest
 import sqlalchemy as sa
 
+from strata.lake.service import Lake
+from strata.settings import Settings
 from strata.store.engine import create_engine
 
 
@@ -24,3 +26,11 @@ def fresh_engine(fresh_url: str) -> Iterator[sa.Engine]:
     eng = create_engine(fresh_url)
     yield eng
     eng.dispose()
+
+
+@pytest.fixture
+def lake(settings: Settings) -> Iterator[Lake]:
+    """The lake on the backend under test (its store migrated)."""
+    lk = Lake(settings)
+    yield lk
+    lk.engine.dispose()

@@ -8,29 +8,19 @@ retention prunes)."""
 from __future__ import annotations
 
 import dataclasses
-from collections.abc import Iterator
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
 import pyarrow as pa
-import pytest
 import sqlalchemy as sa
 
 from strata.lake.service import Lake
-from strata.settings import Settings
 from strata.store.owners import check_results, partition_builds, triggers
 
 AT = datetime(2026, 1, 1, tzinfo=UTC)
 RUN = "01890000-0000-7000-8000-000000000001"
 LATER = "01890000-0000-7000-8000-000000000002"
 OTHER = "01890000-0000-7000-8000-000000000003"
-
-
-@pytest.fixture
-def lake(settings: Settings) -> Iterator[Lake]:
-    lk = Lake(settings)
-    yield lk
-    lk.engine.dispose()
 
 
 def _commit(lake: Lake, dataset: str, run: str | None = None) -> tuple[str, int]:

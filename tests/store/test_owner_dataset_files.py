@@ -5,25 +5,15 @@ containers they name, once."""
 
 from __future__ import annotations
 
-from collections.abc import Iterator
 from datetime import UTC, datetime
 
 import pyarrow as pa
-import pytest
 import sqlalchemy as sa
 
 from strata.lake.service import Lake
-from strata.settings import Settings
 from strata.store.owners.datasets import files
 
 AT = datetime(2026, 1, 1, tzinfo=UTC)
-
-
-@pytest.fixture
-def lake(settings: Settings) -> Iterator[Lake]:
-    lk = Lake(settings)
-    yield lk
-    lk.engine.dispose()
 
 
 def _index(lake: Lake, dataset_uuid: str) -> dict[str, tuple[int, int | None, str | None, bool]]:

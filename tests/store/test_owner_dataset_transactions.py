@@ -5,7 +5,6 @@ version's transaction is read by joining the relation."""
 
 from __future__ import annotations
 
-from collections.abc import Iterator
 from datetime import UTC, datetime, timedelta
 
 import pyarrow as pa
@@ -14,17 +13,9 @@ import sqlalchemy as sa
 
 from strata.errors import TransactionClosed
 from strata.lake.service import Lake
-from strata.settings import Settings
 from strata.store.owners.datasets import transactions as txns
 
 AT = datetime(2026, 1, 1, tzinfo=UTC)
-
-
-@pytest.fixture
-def lake(settings: Settings) -> Iterator[Lake]:
-    lk = Lake(settings)
-    yield lk
-    lk.engine.dispose()
 
 
 def _row(lake: Lake, uuid: str) -> sa.Row[tuple[str, str, int | None]]:

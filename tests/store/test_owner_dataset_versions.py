@@ -5,31 +5,21 @@ names."""
 
 from __future__ import annotations
 
-from collections.abc import Iterator
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
 import pyarrow as pa
-import pytest
 import sqlalchemy as sa
 
 from strata import ids
 from strata.lake.service import Lake
 from strata.lineage.record.apply import record_event
-from strata.settings import Settings
 from strata.store.owners.datasets import versions
 from strata.store.owners.runs import inputs as bound
 
 AT = datetime(2026, 1, 1, tzinfo=UTC)
 PRODUCER = "https://example.com/tests"
 WRITER = "01890000-0000-7000-8000-000000000001"
-
-
-@pytest.fixture
-def lake(settings: Settings) -> Iterator[Lake]:
-    lk = Lake(settings)
-    yield lk
-    lk.engine.dispose()
 
 
 def _rows(engine: sa.Engine) -> dict[str, dict[str, Any]]:
