@@ -53,7 +53,7 @@ def test_the_check_sees_imports() -> None:
     """The checks above would pass on anything if they saw no imports."""
     imported = _imported(ROOT / "query" / "graph.py")
     assert "strata.lineage.query.common" in imported
-    assert "strata.store.schema" in imported
+    assert "strata.store.owners.jobs.rows" in imported
 
 
 def test_no_function_is_longer_than_a_reader_can_follow() -> None:
