@@ -20,7 +20,6 @@ from strata.store.owners.datasets import transactions as txns
 from strata.store.owners.datasets import versions as stored_versions
 
 _DATASETS = dataset_rows.relation()
-
 _VERSIONS = stored_versions.relation()
 
 

@@ -24,7 +24,6 @@ from strata.store.owners.runs import inputs as bound
 from strata.store.schema import retention_marks, retention_passes, version_pins
 
 _DATASETS = dataset_rows.relation()
-
 _VERSIONS = stored_versions.relation()
 
 _DV, _M, _P = _VERSIONS.c, retention_marks.c, version_pins.c

@@ -29,7 +29,6 @@ from strata.store.owners.runs import inputs as bound
 from strata.store.owners.runs import rows as stored_runs
 
 _DATASETS = dataset_rows.relation()
-
 _VERSIONS = stored_versions.relation()
 
 

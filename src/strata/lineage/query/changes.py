@@ -18,7 +18,6 @@ from strata.store.owners.jobs import rows as job_rows
 from strata.store.owners.runs import rows as stored_runs
 
 _DATASETS = dataset_rows.relation()
-
 _VERSIONS = stored_versions.relation()
 
 

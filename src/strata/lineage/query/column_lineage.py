@@ -29,7 +29,6 @@ from strata.store.owners.datasets import versions as stored_versions
 from strata.store.owners.runs import inputs as bound
 
 _DATASETS = dataset_rows.relation()
-
 _VERSIONS = stored_versions.relation()
 
 # A field of one version of a dataset: (dataset uuid, version uuid, field).

@@ -26,7 +26,6 @@ from strata.store.owners.datasets import symlinks as stored_symlinks
 from strata.store.owners.datasets import versions as stored_versions
 
 _DATASETS = dataset_rows.relation()
-
 _VERSIONS = stored_versions.relation()
 
 # --- datasets -----------------------------------------------------------------------------

@@ -34,7 +34,6 @@ from strata.store.owners.runs import rows as stored_runs
 from strata.store.owners.runs import said as run_said
 
 _DATASETS = dataset_rows.relation()
-
 _VERSIONS = stored_versions.relation()
 
 _RUNS = stored_runs.relation()

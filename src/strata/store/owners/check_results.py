@@ -17,7 +17,6 @@ from strata.store.owners.datasets import versions as stored_versions
 from strata.store.schema import check_results
 
 _DATASETS = dataset_rows.relation()
-
 _VERSIONS = stored_versions.relation()
 
 _C, _D, _V = check_results.c, _DATASETS.c, _VERSIONS.c
