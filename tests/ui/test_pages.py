@@ -16,6 +16,7 @@ import sqlalchemy as sa
 from selenium.webdriver.common.action_chains import ActionChains
 from selenium.webdriver.common.by import By
 from selenium.webdriver.common.keys import Keys
+from selenium.webdriver.remote.webdriver import WebDriver
 from selenium.webdriver.remote.webelement import WebElement
 from ui_site import NARROW, READ, WIDE, WRITE, Site, css, one, section, set_viewport
 
@@ -386,10 +387,14 @@ def test_build_button_needs_a_write_token_then_builds_with_progress(site: Site) 
     assert not site.service.dataset_status(STALE).stale
     [request] = site.service.state.build_requests(10)
     assert (request.dataset, request.state) == (STALE, "COMPLETED")
-    steps = css(site, "#build-progress tbody tr")
-    assert [r.find_element(By.CSS_SELECTOR, "td").text for r in steps] == [
-        t["transform"] for t in request.progress["transforms"]
-    ]
+    expected = [t["transform"] for t in request.progress["transforms"]]
+
+    def steps_shown(d: WebDriver) -> bool:
+        # The page may redraw the finished table once more: the wait reads it again then.
+        rows = css(site, "#build-progress tbody tr")
+        return [r.find_element(By.CSS_SELECTOR, "td").text for r in rows] == expected
+
+    site.wait(steps_shown)
     assert run_count() > before
     site.shot("build-done")
     with site.service.lake.engine.connect() as conn:
