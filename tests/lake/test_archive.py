@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import dataclasses
 import threading
+import time
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
@@ -238,10 +239,13 @@ def test_a_pass_racing_commits_and_reads_loses_nothing(settings: Settings, tmp_p
     commit(lake, ds, "SNAPSHOT", 0)
     stop, errors = threading.Event(), []
 
+    written = [0]
+
     def writer() -> None:
         n = 1
         while not stop.is_set():
             commit(lake, ds, "SNAPSHOT" if n % 3 == 0 else "APPEND", n)
+            written[0] = n
             n += 1
 
     def reader() -> None:
@@ -255,13 +259,18 @@ def test_a_pass_racing_commits_and_reads_loses_nothing(settings: Settings, tmp_p
     for t in threads:
         t.start()
     try:
-        for _ in range(5):
+        # Five passes at least, and until a SNAPSHOT has replaced files twice: on a busy
+        # machine five passes can end before the writer commits anything to move.
+        passes, deadline = 0, time.monotonic() + 120
+        while (passes < 5 or written[0] < 6) and time.monotonic() < deadline:
             archive(lake, tmp_path).run()
+            passes += 1
     finally:
         stop.set()
         for t in threads:
             t.join()
     assert not errors, errors[:3]
+    assert written[0] >= 6, f"the writer committed {written[0]} versions: nothing raced"
     archive(lake, tmp_path).run()  # what the last commits left to move
     later = archive(lake, tmp_path).run(now=datetime.now(UTC) + timedelta(hours=2))
     assert later.files == 0 and later.finished_files > 0 and later.waiting_files == 0
