@@ -27,6 +27,7 @@ from strata.store.owners.jobs import versions as versions_of
 from strata.store.owners.runs import rows as stored_runs
 
 _DATASETS = dataset_rows.relation()
+_VERSIONS = stored_versions.relation()
 
 HITS = 10
 FRAGMENTS = 5  # per field, as OpenSearch's default number_of_fragments
@@ -55,7 +56,6 @@ DATASET_FIELDS = (
     "facets.columnLineage.fields.*.transformationType",
 )
 
-_VERSIONS = stored_versions.relation()
 # The last lineage event type of a run, from its state when it has no event of its own.
 _EVENT_OF_STATE = {
     "RUNNING": "START",

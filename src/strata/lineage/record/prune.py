@@ -35,7 +35,6 @@ from strata.store.owners.runs import said as run_said
 
 _DATASETS = dataset_rows.relation()
 _VERSIONS = stored_versions.relation()
-
 _RUNS = stored_runs.relation()
 _R, _DV = _RUNS.c, _VERSIONS.c
 
