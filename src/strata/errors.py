@@ -12,6 +12,8 @@ say what to do about it.
     ├── StoreError              metadata store unusable (503)
     │   └── SchemaVersionError  database newer (or older) than this code
     ├── StoreConflict           a write broke a uniqueness rule: another won (409)
+    │   ├── BranchExists        a live branch already has that name
+    │   └── BranchRefused       merge into itself or a child; delete main or a parent
     ├── InvalidArgument         a value the caller passed is malformed (400)
     │   ├── UnsupportedMediaType  a request body not declared JSON (415)
     │   ├── InvalidName         dataset name rules
@@ -20,7 +22,8 @@ say what to do about it.
     ├── NotFound                unknown dataset, version, job, run … (404)
     ├── TransactionError        transaction misuse (409)
     │   ├── TransactionClosed   write/commit/abort after commit or abort
-    │   └── CommitConflict      another commit won (409)
+    │   ├── CommitConflict      another commit won (409)
+    │   └── MergeConflict       the target moved since the branch forked (409)
     ├── SchemaMismatch          APPEND with an incompatible schema (409)
     ├── LakeError               the lake cannot be written or read (400)
     │   └── PurgedVersion       the version's containers were purged (410)
@@ -70,6 +73,16 @@ class StoreConflict(StrataError):
     http_status = 409
 
 
+class BranchExists(StoreConflict):
+    code = "branch_exists"
+
+
+class BranchRefused(StoreConflict):
+    """The branches as they stand refuse the change (409)."""
+
+    code = "branch_refused"
+
+
 class SchemaVersionError(StoreError):
     code = "schema_version"
 
@@ -113,6 +126,12 @@ class TransactionClosed(TransactionError):
 
 class CommitConflict(TransactionError):
     code = "commit_conflict"
+
+
+class MergeConflict(TransactionError):
+    """Merging would lose a commit the target made since the branch forked."""
+
+    code = "merge_conflict"
 
 
 class SchemaMismatch(StrataError):

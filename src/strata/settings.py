@@ -30,6 +30,8 @@ class Settings:
     database_url: str = ""
     lake_uri: str = ""
     namespace: str = "strata"
+    # The branch commands read and write (`--branch`, STRATA_BRANCH).
+    branch: str = "main"
     spark_master: str = "local[2]"
     gc_grace_seconds: float = 3600.0
     api_host: str = "127.0.0.1"

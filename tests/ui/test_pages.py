@@ -835,3 +835,72 @@ def test_two_runs_side_by_side_with_exact_versions(site: Site) -> None:
         ]
         assert differs == (keys[0] != keys[1])
     site.shot("compare-runs")
+
+
+def test_branches_page_switches_previews_merges_and_marks_branch_versions(site: Site) -> None:
+    """A branch written beside the demo: the branches page lists it as the API does, the
+    switcher opens it with its datasets and what merging would do, a read token cannot
+    merge and a write token does, and the dataset's versions name the branch."""
+    import dataclasses
+
+    import pyarrow as pa
+
+    from strata.lake import branches
+    from strata.lake.service import Lake
+
+    name, branch = "scratch/branch_demo", "ui/dev"
+    main = site.service.lake
+    dev = Lake(dataclasses.replace(main.settings, branch=branch), main.engine)
+    with main.transaction(name, "SNAPSHOT") as txn:
+        txn.write(pa.table({"x": [1]}))
+    branches.create(main.engine, branch)
+    with dev.transaction(name, "APPEND") as txn:
+        txn.write(pa.table({"x": [2]}))
+
+    site.go("#/branches")
+    listed = api(site, "/strata/branches")["branches"]
+    rows = [
+        [c.text for c in r.find_elements(By.CSS_SELECTOR, "td")]
+        for r in css(site, "table.branch-table tbody tr")
+    ]
+    assert [r[:3] for r in rows] == [
+        [b["name"], b["parent"] or "—", "—" if b["datasets"] is None else str(b["datasets"])]
+        for b in listed
+    ]
+    picked = site.driver.find_element(By.ID, "branch-switch")
+    picked.find_element(By.CSS_SELECTOR, f"option[value='{branch}']").click()
+    route = f"#/branches?branch={quote(branch, safe='')}"
+    site.wait_shown(route)
+    on_branch = api(site, f"/strata/branches/{quote(branch, safe='')}/datasets")["datasets"]
+    shown = {
+        cells[0].text: (cells[1].text, cells[4].text)
+        for r in css(site, "table.branch-datasets tbody tr")
+        if (cells := r.find_elements(By.CSS_SELECTOR, "td"))
+    }
+    assert shown[name] == ("v2", f"written on {branch}")
+    assert {k for k, (_, how) in shown.items() if how == "from main"} == {
+        d["name"] for d in on_branch if d["name"] != name
+    }
+    plan = section(site, f"Merge {branch} into main")
+    assert "fast-forward" in plan.text
+    button = plan.find_element(By.ID, "merge-button")
+    assert not button.is_enabled()  # a read token cannot merge
+    assert main.version(name).commit_id == 1
+
+    site.go(route, token=WRITE)
+    site.driver.find_element(By.ID, "merge-button").click()
+    site.wait(lambda d: "up to date" in section(site, f"Merge {branch} into main").text)
+    assert main.version(name).commit_id == 2
+
+    with dev.transaction(name, "APPEND") as txn:
+        txn.write(pa.table({"x": [3]}))
+    site.go(ds(name))
+    badges = {
+        r.find_elements(By.CSS_SELECTOR, "td")[0].text.split()[0]: [
+            b.text for b in r.find_elements(By.CSS_SELECTOR, "td:first-child .badge")
+        ]
+        for r in section(site, "Versions").find_elements(By.CSS_SELECTOR, "tbody tr")
+    }
+    assert badges == {"v3": [f"⎇ {branch}"], "v2": [], "v1": []}
+    assert site.errors() == []
+    site.shot("branches")

@@ -39,6 +39,8 @@ OWNERS = {
     "dataset_files": "strata.store.owners.datasets",
     "dataset_versions": "strata.store.owners.datasets",
     "datasets": "strata.store.owners.datasets",
+    "branches": "strata.store.owners.branches",
+    "branch_heads": "strata.store.owners.branches",
     # Tables the build shares with lower layers: the lake raises triggers, lineage
     # retention deletes check results, retention reads the partition catalog.
     "build_triggers": "strata.store.owners.triggers",

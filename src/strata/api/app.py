@@ -18,6 +18,7 @@ from strata.api.direct import StrataApp
 from strata.api.guard import GuardMiddleware
 from strata.api.inputs import check_request
 from strata.api.routes import (
+    branches,
     builds,
     datasets,
     health,
@@ -87,7 +88,10 @@ def create_app(settings: Settings, engine: Engine | None = None) -> FastAPI:
     # Each module's router straight under the app: every level of router nesting is
     # matched again on every request.
     checks = [Depends(read_your_writes), Depends(check_request)]
-    routers = (namespaces, datasets, jobs, runs, tags, search, lineage, strata, builds, retention)
+    routers = (
+        *(namespaces, datasets, jobs, runs, tags, search, lineage),
+        *(strata, builds, retention, branches),
+    )
     for module in routers:
         app.include_router(module.router, prefix=API_PREFIX, dependencies=checks)
     include_extra_routes(app, API_PREFIX, checks)

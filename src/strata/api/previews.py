@@ -26,6 +26,7 @@ def preview(lake: Lake, dataset: str, version: int | None, rows: int) -> dict[st
     return {
         "dataset": dataset,
         "version": v.commit_id,
+        "branch": v.branch,
         "columns": columns,
         "rows": values,
         "totalRows": v.row_count,

@@ -51,6 +51,7 @@ def history(
             "version": x.version,
             "committed_at": x.committed_at.isoformat(),
             "type": x.type,
+            "branch": x.branch,
             "rows": x.rows,
             "data_fingerprint": x.data_fingerprint,
             "run": x.run,

@@ -19,6 +19,7 @@ from strata.builds.staleness import status
 from strata.builds.staleness.status import DatasetStatus, from_store
 from strata.builds.state import BuildState
 from strata.errors import InvalidArgument, NotFound, PipelineError, StrataError
+from strata.lake.branches import MAIN
 from strata.lake.service import Lake, connect
 from strata.settings import Settings
 
@@ -65,10 +66,22 @@ class BuildService:
         with self._lock:
             self._loaded = None
 
+    def _on_main(self, what: str) -> None:
+        """Builds and their status read and write main only, for now: refused on another
+        branch rather than answered for main."""
+        if self.lake.branch != MAIN:
+            raise InvalidArgument(
+                f"{what} works on main only for now (branch {self.lake.branch!r}): read, "
+                "write and merge on a branch with `strata ingest`, `strata read` and "
+                "`strata merge`; unset STRATA_BRANCH or drop --branch to build",
+                branch=self.lake.branch,
+            )
+
     def status(self) -> dict[str, DatasetStatus]:
         """Every dataset, fresh or out of date with every cause (no JVM); with the
         ``foreign_status`` setting, also the datasets of jobs Strata does not build whose
         program moved on since they were written."""
+        self._on_main("status")
         pipelines = self.pipelines
         with _collections_paused():
             found = from_store(self.state, pipelines, self.state.current())
@@ -92,6 +105,7 @@ class BuildService:
 
     def dataset_status(self, name: str) -> DatasetStatus:
         """One dataset's status, reading only it and what is upstream of it."""
+        self._on_main("status")
         pipelines = self.pipelines
         item = pipelines.producer(name)
         keys = pipelines.graph.post_order([item.fqn]) if item is not None else []
@@ -109,6 +123,7 @@ class BuildService:
         return found
 
     def builder(self) -> Builder:
+        self._on_main("a build")
         return Builder(
             self.lake,
             self.state,
@@ -246,6 +261,7 @@ class BuildService:
     ) -> Reproduction:
         from strata.builds.execution.reproduce import reproduce
 
+        self._on_main("reproduce")
         return reproduce(self.lake, self._spark, dataset, version, partition)
 
     def _spark(self) -> SparkSession:

@@ -16,9 +16,13 @@ from strata.times import Zoneless, aware
 F = TypeVar("F", bound=Callable[..., Any])
 
 
-def settings_from(ctx: typer.Context) -> Settings:
+def settings_from(ctx: typer.Context, branch: str | None = None) -> Settings:
+    """The settings of the global options (and of a command's ``--branch``)."""
     obj: dict[str, Any] = ctx.obj or {}
-    return Settings.load(config_file=obj.get("config"), **obj.get("overrides", {}))
+    overrides = dict(obj.get("overrides", {}))
+    if branch is not None:
+        overrides["branch"] = branch
+    return Settings.load(config_file=obj.get("config"), **overrides)
 
 
 @contextmanager

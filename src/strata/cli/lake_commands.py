@@ -8,6 +8,7 @@ from typing import Annotated
 import typer
 
 from strata.cli.common import parse_time, reported, settings_from
+from strata.cli.options import BranchOpt
 from strata.cli.output import (
     console,
     emit_json,
@@ -62,6 +63,7 @@ def ingest(
     json_out: Annotated[
         bool, typer.Option("--json", help="Print the new version as JSON.")
     ] = False,
+    branch: BranchOpt = None,
 ) -> None:
     """Load a file into a dataset as one transaction.
 
@@ -89,15 +91,16 @@ def ingest(
             raise InvalidArgument(f"no file or folder at {path!r}; check the path", path=path)
         by = [c.strip() for c in partition_by.split(",")] if partition_by is not None else None
         replace = [parse_filter(p) for p in partitions] if partitions else None
-        lake = connect(settings_from(ctx))
+        lake = connect(settings_from(ctx, branch))
         version, found = load(lake, path, fmt, dataset, type, permissive, spark, Split(by, replace))
         if found.count:
             err_console.print(repaired(found, fmt), highlight=False)
         if json_out:
             emit_json(version.to_dict())
         else:
+            on = f" on {version.branch}" if version.branch != "main" else ""
             console.print(
-                f"{dataset}: version {version.commit_id} ({version.type}), "
+                f"{dataset}: version {version.commit_id} ({version.type}){on}, "
                 f"{version.row_count} rows in {version.file_count} file(s)"
             )
             if version.partitions is not None:
@@ -107,10 +110,12 @@ def ingest(
 def datasets(
     ctx: typer.Context,
     json_out: Annotated[bool, typer.Option("--json", help="Print JSON.")] = False,
+    branch: BranchOpt = None,
 ) -> None:
-    """List lake datasets with their latest version."""
+    """List lake datasets with their latest version (on a branch: its own, else its
+    parent's)."""
     with reported():
-        lake = connect(settings_from(ctx))
+        lake = connect(settings_from(ctx, branch))
         items = lake.datasets()
         if json_out:
             emit_json(
@@ -126,8 +131,9 @@ def datasets(
                 ]
             )
             return
+        on = f" on {lake.branch}" if lake.branch != "main" else ""
         emit_table(
-            f"datasets in {lake.namespace}",
+            f"datasets in {lake.namespace}{on}",
             ["name", "latest version", "rows", "updated"],
             [(d.name, d.latest_commit_id, d.row_count, d.updated_at) for d in items],
         )
@@ -138,7 +144,7 @@ def versions(
     dataset: Annotated[str, typer.Argument(help="Lake dataset.")],
     json_out: Annotated[bool, typer.Option("--json", help="Print JSON.")] = False,
 ) -> None:
-    """The version history of a dataset."""
+    """The version history of a dataset, on every branch (each version names its own)."""
     with reported():
         lake = connect(settings_from(ctx))
         history = lake.versions(dataset)
@@ -166,13 +172,15 @@ def read(
         ),
     ] = None,
     json_out: Annotated[bool, typer.Option("--json", help="Print rows as JSON lines.")] = False,
+    branch: BranchOpt = None,
 ) -> None:
-    """Show rows of a version (read with pyarrow: no JVM)."""
+    """Show rows of a version (read with pyarrow: no JVM); the latest and --as-of are the
+    branch's."""
     with reported():
         if version is not None and as_of is not None:
             raise InvalidArgument("pass --version or --as-of, not both")
         when = parse_time(as_of) if as_of is not None else None
-        lake = connect(settings_from(ctx))
+        lake = connect(settings_from(ctx, branch))
         v = lake.version(dataset, version=version, as_of=when)
         wanted = parse_filter(where) if where is not None else None
         table = lake.read_arrow(dataset, version=v.commit_id, partitions=wanted).slice(0, limit)
@@ -182,6 +190,7 @@ def read(
                 emit_json(row)
             return
         scope = f", {where}" if where is not None else ""
+        scope += f", on {v.branch}" if v.branch != "main" else ""
         emit_table(
             f"{dataset} version {v.commit_id}{scope} ({v.row_count} rows, showing {len(rows)})",
             table.column_names,

@@ -8,6 +8,7 @@ from typing import Annotated
 import typer
 
 from strata.cli import (
+    branch_commands,
     build_commands,
     history_commands,
     lake_commands,
@@ -108,6 +109,8 @@ app.command()(retention_commands.pin)
 app.command()(retention_commands.unpin)
 app.command()(retention_commands.archive)
 app.command()(retention_commands.restore)
+app.add_typer(branch_commands.branch_app)
+app.command()(branch_commands.merge)
 app.command()(demo)
 app.command()(changes)
 app.command()(build_commands.status)

@@ -31,6 +31,12 @@ OnePartition = Annotated[
     ),
 ]
 JsonOpt = Annotated[bool, typer.Option("--json", help="Print JSON for scripts.")]
+BranchOpt = Annotated[
+    str | None,
+    typer.Option(
+        "--branch", "-b", help="The branch to read and write (default main, or STRATA_BRANCH)."
+    ),
+]
 
 
 def service_from(ctx: typer.Context, pipeline: list[Path] | None) -> BuildService:

@@ -50,13 +50,16 @@ def emit_versions(dataset: str, versions: Sequence[Version]) -> None:
     when partitioned)."""
     partitioned = any(v.partitions is not None for v in versions)
     purged = any(v.purged_at is not None for v in versions)
+    branched = any(v.branch != "main" for v in versions)
     emit_table(
         f"versions of {dataset}",
         ["version", "committed at", "type", "rows", "files", "content hash"]
+        + (["branch"] if branched else [])
         + (["partitions"] if partitioned else [])
         + (["retention"] if purged else []),
         [
             (v.commit_id, v.committed_at, v.type, v.row_count, v.file_count, v.content_hash[:12])
+            + ((v.branch,) if branched else ())
             + ((partition_words(v.partitions, shown=0),) if partitioned else ())
             + ((purge_words(v),) if purged else ())
             for v in versions

@@ -20,10 +20,11 @@ from sqlalchemy.engine import Connection
 from strata.errors import CommitConflict, InvalidArgument, TransactionClosed
 from strata.ids import new_id
 from strata.lake import partition_hashes, partition_index, partitions, schemas
-from strata.lake.registry import Version, latest_version
+from strata.lake.registry import Version, latest_commit_id, latest_version
 from strata.lake.rowhash import EMPTY, RowHash, fingerprint, sum_hashes
 from strata.lake.storage import FileEntry
-from strata.store.owners import triggers
+from strata.store.owners import branches, triggers
+from strata.store.owners.branches import MAIN
 from strata.store.owners.datasets import files as files_of
 from strata.store.owners.datasets import rows as dataset_rows
 from strata.store.owners.datasets import transactions as txns
@@ -58,6 +59,8 @@ class Part:
     runs: dict[str, str] | None = None  # partition key -> the run that wrote it
     watch: dict[str, Any] | None = None  # Spark aggregates observed by each write
     seen: dict[str, int] | None = None  # their sums since watch(); None: a write unseen
+    branch_id: str = MAIN  # the branch it commits on
+    branch_name: str = MAIN
 
 
 def _file_digest(path: str, size: int, rows: int) -> int:
@@ -117,6 +120,7 @@ _VERSION_COLUMNS = (
     "file_count",
     "lifecycle_state",
     "partitions",
+    "branch_id",
 )
 _CLOSE, _INSERT_VERSION, _MOVE_CURRENT, _TRIGGER, _LOG_DELTA, _CLOSE_ALL = _closing_statements()
 
@@ -136,18 +140,21 @@ def _record_commit(conn: Connection, part: Part, version: dict[str, Any]) -> boo
         "now": version["created_at"],
         "cid": version["commit_id"],
     }
-    if conn.dialect.name == "postgresql":
+    if conn.dialect.name == "postgresql" and part.branch_id == MAIN:
         return bool(conn.execute(_CLOSE_ALL, params).scalar_one() == 1)
     if conn.execute(_CLOSE, params).rowcount != 1:
         return False
     conn.execute(_INSERT_VERSION, params)
-    conn.execute(_MOVE_CURRENT, params)
-    conn.execute(_TRIGGER, params)
+    if part.branch_id == MAIN:
+        # A branch's commit moves the branch's head (the caller), and builds of a branch
+        # are asked for, not triggered.
+        conn.execute(_MOVE_CURRENT, params)
+        conn.execute(_TRIGGER, params)
     conn.execute(_LOG_DELTA, params)
     return True
 
 
-def _version_row(v: Version, fields: list[dict[str, Any]]) -> dict[str, Any]:
+def _version_row(v: Version, fields: list[dict[str, Any]], branch_id: str) -> dict[str, Any]:
     """The ``dataset_versions`` row of a new lake version."""
     return {
         "uuid": v.uuid,
@@ -166,6 +173,7 @@ def _version_row(v: Version, fields: list[dict[str, Any]]) -> dict[str, Any]:
         "file_count": v.file_count,
         "lifecycle_state": "COMMITTED",
         "partitions": v.partitions,
+        "branch_id": branch_id,
     }
 
 
@@ -183,16 +191,18 @@ def lock(conn: Connection, parts: Sequence[Part]) -> None:
 
 def commit_part(conn: Connection, part: Part, run_uuid: str | None) -> Version:
     """``part`` committed as its dataset's next version; raises when it can never be."""
-    previous = latest_version(conn, part.dataset, part.dataset_uuid)
+    previous = latest_version(conn, part.dataset, part.dataset_uuid, part.branch_id)
     _check_base(part, previous)
     fields, arrow = _schema_after(part, previous)
-    commit_id = previous.commit_id + 1 if previous is not None else 1
+    # Commit ids count every branch's commits: gap-free and total per dataset.
+    commit_id = latest_commit_id(conn, part.dataset_uuid) + 1
     now = datetime.now(UTC)
     if previous is not None and now <= previous.committed_at:
         # Keep commit times increasing so as-of reads agree with commit order.
         now = previous.committed_at + timedelta(microseconds=1)
 
     _check_partitioning(conn, part)
+    head = _start_branch_rows(conn, part, previous)
     removed = _removals(conn, part, commit_id)
     touched = _partitions_touched(conn, part, removed)
     rows, size, count, digest = _totals(part, previous, removed)
@@ -213,6 +223,7 @@ def commit_part(conn: Connection, part: Part, run_uuid: str | None) -> Version:
                     "rows": e.rows,
                     "added_commit_id": commit_id,
                     "partition_key": e.partition,
+                    "branch_id": part.branch_id,
                 }
                 for e in part.adds
             ],
@@ -235,8 +246,9 @@ def commit_part(conn: Connection, part: Part, run_uuid: str | None) -> Version:
         run_uuid=run_uuid,
         facets={schemas.ARROW_SCHEMA_FACET: arrow} if arrow else {},
         partitions=touched.summary(part.runs) if touched is not None else None,
+        branch=part.branch_name,
     )
-    if not _record_commit(conn, part, _version_row(version, fields)):
+    if not _record_commit(conn, part, _version_row(version, fields, part.branch_id)):
         state = txns.state_of(conn, part.txn_uuid)
         raise TransactionClosed(
             f"transaction {part.txn_uuid} on {part.dataset!r} was {str(state).lower()} "
@@ -245,8 +257,47 @@ def commit_part(conn: Connection, part: Part, run_uuid: str | None) -> Version:
             transaction=part.txn_uuid,
             state=state,
         )
+    if part.branch_id != MAIN:
+        _move_branch_head(conn, part, version, previous, head)
     # Everything a read of the new row would return is known here: no query needed.
     return version
+
+
+def _start_branch_rows(
+    conn: Connection, part: Part, previous: Version | None
+) -> branches.Head | None:
+    """A branch's head of the dataset; on its first write there is none, and the branch's
+    interval rows start as a copy of the rows of the version it starts from (rows, not
+    files: a whole SNAPSHOT needs none)."""
+    if part.branch_id == MAIN:
+        return None
+    head = branches.heads(conn, part.dataset_uuid, [part.branch_id]).get(part.branch_id)
+    if head is None and previous is not None and not replaces_all(part):
+        source = (stored_versions.branch_of(conn, previous.uuid), previous.commit_id)
+        files_of.adopt(conn, part.dataset_uuid, source, part.branch_id, closed_by=0)
+    return head
+
+
+def _move_branch_head(
+    conn: Connection,
+    part: Part,
+    version: Version,
+    previous: Version | None,
+    head: branches.Head | None,
+) -> None:
+    """The branch's head becomes ``version``. Its fork point is the parent's current
+    version when the branch first wrote the dataset; a whole SNAPSHOT, which keeps
+    nothing of what it started from, forks again from the parent's current version."""
+    if head is None:
+        fork = previous.uuid if previous is not None else None
+    elif replaces_all(part):
+        parent = branches.chain(conn, part.branch_id)[1]
+        now = latest_version(conn, part.dataset, part.dataset_uuid, parent)
+        fork = now.uuid if now is not None else None
+    else:
+        fork = head.fork_version_uuid
+    moved = branches.Head(part.branch_id, part.dataset_uuid, version.uuid, fork)
+    branches.set_head(conn, moved, version.committed_at)
 
 
 def _check_partitioning(conn: Connection, part: Part) -> None:
@@ -386,7 +437,7 @@ def _removals(conn: Connection, part: Part, commit_id: int) -> list[Any]:
                 dataset=part.dataset,
             )
         return []
-    rows = files_of.live(conn, part.dataset_uuid, **chosen)
+    rows = files_of.live(conn, part.dataset_uuid, branch=part.branch_id, **chosen)
     missing = sorted(set(part.removes) - {r.path for r in rows})
     if missing:
         raise InvalidArgument(
@@ -396,5 +447,5 @@ def _removals(conn: Connection, part: Part, commit_id: int) -> list[Any]:
             paths=missing,
         )
     if rows:
-        files_of.mark_removed(conn, part.dataset_uuid, commit_id, **chosen)
+        files_of.mark_removed(conn, part.dataset_uuid, commit_id, branch=part.branch_id, **chosen)
     return rows

@@ -14,6 +14,8 @@ from strata.errors import InvalidArgument, NotFound, PurgedVersion
 from strata.lake.partition_index import summary_dicts
 from strata.lake.storage import FileEntry
 from strata.store.bulk import chunks
+from strata.store.owners import branches as stored_branches
+from strata.store.owners.branches import MAIN
 from strata.store.owners.datasets import files as files_of
 from strata.store.owners.datasets import rows as dataset_rows
 from strata.store.owners.datasets import transactions as txns
@@ -68,6 +70,8 @@ class Version:
     # cannot be read.
     purged_at: datetime | None = None
     purged_by: str | None = None
+    # The branch it belongs to (a merge moves it to the branch it was merged into).
+    branch: str = MAIN
 
     def to_dict(self) -> dict[str, Any]:
         skip = ("facets", "row_hash", "partitions")
@@ -111,10 +115,27 @@ def latest_commit_id(conn: Connection, dataset_uuid: str) -> int:
     return int(value or 0)
 
 
-def latest_version(conn: Connection, name: str, dataset_uuid: str) -> Version | None:
-    """The newest committed version of a known dataset (one indexed query), or None."""
+def latest_version(
+    conn: Connection, name: str, dataset_uuid: str, branch_id: str = MAIN
+) -> Version | None:
+    """The current version of a known dataset on a branch, or None: the branch's own
+    head, else its parent's, up to ``main``'s newest commit (one indexed query)."""
+    if branch_id != MAIN:
+        parents = stored_branches.chain(conn, branch_id)
+        heads = stored_branches.heads(conn, dataset_uuid, parents)
+        held = next((heads[b] for b in parents if b in heads), None)
+        if held is not None:
+            return version_by_uuid(conn, name, held.version_uuid)
     row = conn.execute(_LATEST, {"dataset_uuid": dataset_uuid}).mappings().first()
     return _to_version(name, row) if row is not None else None
+
+
+def version_by_uuid(conn: Connection, name: str, uuid: str) -> Version | None:
+    row = conn.execute(_BY_UUID, {"uuid": uuid}).mappings().first()
+    return _to_version(name, row) if row is not None else None
+
+
+_BRANCHES = stored_branches.relation()
 
 
 def _version_query() -> sa.Select[Any]:
@@ -122,7 +143,12 @@ def _version_query() -> sa.Select[Any]:
     return sa.select(
         _VERSIONS,
         sa.func.coalesce(t.c.type, sa.literal("EXTERNAL")).label("txn_type"),
-    ).select_from(_VERSIONS.outerjoin(t, t.c.uuid == _VERSIONS.c.transaction_uuid))
+        sa.func.coalesce(_BRANCHES.c.name, _VERSIONS.c.branch_id).label("branch_name"),
+    ).select_from(
+        _VERSIONS.outerjoin(t, t.c.uuid == _VERSIONS.c.transaction_uuid).outerjoin(
+            _BRANCHES, _BRANCHES.c.id == _VERSIONS.c.branch_id
+        )
+    )
 
 
 # Built once: every transaction start and commit runs it.
@@ -131,10 +157,12 @@ _LATEST = (
     .where(
         _VERSIONS.c.dataset_uuid == sa.bindparam("dataset_uuid"),
         _VERSIONS.c.commit_id.is_not(None),
+        _VERSIONS.c.branch_id == MAIN,
     )
     .order_by(_VERSIONS.c.commit_id.desc())
     .limit(1)
 )
+_BY_UUID = _version_query().where(_VERSIONS.c.uuid == sa.bindparam("uuid"))
 
 
 def _to_version(name: str, row: RowMapping) -> Version:
@@ -158,6 +186,7 @@ def _to_version(name: str, row: RowMapping) -> Version:
         partitions=row["partitions"],
         purged_at=row["purged_at"],
         purged_by=row["purged_by"],
+        branch=row["branch_name"],
     )
 
 
@@ -207,28 +236,23 @@ def resolve_version(
     *,
     version: int | None = None,
     as_of: datetime | None = None,
+    branch_id: str = MAIN,
 ) -> Version:
-    """The latest version, version ``N``, or the version current at ``as_of``."""
+    """The latest version, version ``N``, or the version current at ``as_of``; the
+    latest and ``as_of`` are ``branch_id``'s (a version N is the same on every branch)."""
     ds = require_lake_dataset(conn, namespace, name)
-    dv = _VERSIONS.c
-    q = _version_query().where(dv.dataset_uuid == ds["uuid"], dv.commit_id.is_not(None))
     if version is not None and as_of is not None:
         raise InvalidArgument("pass either version or as_of, not both")
-    # Each shape is written so that even a generic (prepared) plan is an index point
-    # lookup: an ORDER BY ... LIMIT on an exact commit id made PostgreSQL walk the index.
-    if version is not None:
-        q = q.where(dv.commit_id == version)
-    elif as_of is not None:
-        # Commit times increase with commit ids, so the time index finds the version.
-        q = q.where(dv.created_at <= in_utc(as_of)).order_by(dv.created_at.desc()).limit(1)
-    else:
-        q = q.order_by(dv.commit_id.desc()).limit(1)
+    if version is None and as_of is None:
+        found = latest_version(conn, name, ds["uuid"], branch_id)
+        if found is not None:
+            return found
     # A commit id beyond a 64-bit integer cannot be stored, so no such version exists
     # (and the drivers refuse to bind it).
-    possible = version is None or 0 <= version <= MAX_COMMIT_ID
-    row = conn.execute(q).mappings().first() if possible else None
-    if row is not None:
-        return _to_version(name, row)
+    elif version is None or 0 <= version <= MAX_COMMIT_ID:
+        row = _version_at(conn, ds["uuid"], version, as_of, branch_id)
+        if row is not None:
+            return _to_version(name, row)
     latest = latest_commit_id(conn, ds["uuid"])
     if latest == 0:
         raise NotFound(
@@ -243,14 +267,58 @@ def resolve_version(
             version=version,
             latest=latest,
         )
+    branch = _branch_name(conn, branch_id)
+    if as_of is None:
+        raise NotFound(
+            f"dataset {name!r} has no version on branch {branch!r}: it was written only on "
+            f"other branches; see `strata versions {name}` for where each version lives",
+            dataset=name,
+            branch=branch,
+        )
     first = resolve_version(conn, namespace, name, version=1)
-    assert as_of is not None
+    if branch_id != MAIN:
+        raise NotFound(
+            f"dataset {name!r} had no version on branch {branch!r} at {as_of.isoformat()}; "
+            f"its first version was committed at {first.committed_at.isoformat()}",
+            dataset=name,
+            branch=branch,
+            as_of=as_of.isoformat(),
+        )
     raise NotFound(
         f"dataset {name!r} had no version at {as_of.isoformat()}; its first version was "
         f"committed at {first.committed_at.isoformat()}",
         dataset=name,
         as_of=as_of.isoformat(),
     )
+
+
+def _branch_name(conn: Connection, branch_id: str) -> str:
+    found = stored_branches.by_ids(conn, [branch_id]).get(branch_id)
+    return found.name if found is not None else branch_id
+
+
+def _version_at(
+    conn: Connection, dataset_uuid: str, version: int | None, as_of: datetime | None, branch: str
+) -> RowMapping | None:
+    """Version ``version``, else the version ``branch`` held at ``as_of``: its own newest
+    then (a version merged into it counts from its merge), else its parent's."""
+    dv = _VERSIONS.c
+    q = _version_query().where(dv.dataset_uuid == dataset_uuid, dv.commit_id.is_not(None))
+    # Each shape is written so that even a generic (prepared) plan is an index point
+    # lookup: an ORDER BY ... LIMIT on an exact commit id made PostgreSQL walk the index.
+    if version is not None:
+        return conn.execute(q.where(dv.commit_id == version)).mappings().first()
+    assert as_of is not None
+    at = in_utc(as_of)
+    # Commit times increase with commit ids, so the time index finds the version.
+    q = q.where(dv.created_at <= at, sa.or_(dv.merged_at.is_(None), dv.merged_at <= at))
+    q = q.order_by(dv.created_at.desc()).limit(1)
+    parents = stored_branches.chain(conn, branch) if branch != MAIN else [MAIN]
+    for b in parents:
+        row = conn.execute(q.where(dv.branch_id == b)).mappings().first()
+        if row is not None:
+            return row
+    return None
 
 
 _FILES = files_of.relation()
@@ -305,10 +373,13 @@ def _live_files(
     """The containers ``added`` selects that version ``at`` holds; PurgedVersion (saying
     ``what``) if retention purged any of them."""
     f = _FILES.c
+    # The rows of the branch the version belongs to: each branch keeps its own.
+    branch = stored_versions.branch_at(dataset_uuid, at)
     rows = conn.execute(
         sa.select(f.path, f.bytes, f.rows, f.purged_at, f.partition_key, f.archive_uri)
         .where(
             f.dataset_uuid == dataset_uuid,
+            f.branch_id == branch,
             added,
             sa.or_(f.removed_commit_id.is_(None), f.removed_commit_id > at),
         )
@@ -353,7 +424,9 @@ def moves(conn: Connection, spans: list[tuple[str, int, int]]) -> dict[tuple[str
             ]
         )
         rows = conn.execute(
-            sa.select(dv.dataset_uuid, dv.commit_id, dv.row_count, t.type, dv.purged_at)
+            sa.select(
+                dv.dataset_uuid, dv.commit_id, dv.row_count, t.type, dv.purged_at, dv.merged_at
+            )
             .select_from(_VERSIONS.outerjoin(txn, t.uuid == dv.transaction_uuid))
             .where(where)
             .order_by(dv.dataset_uuid, dv.commit_id)
@@ -375,6 +448,11 @@ def _moved(span: list[Any], after: int) -> Moved:
     )
     if base is None and after > 0:
         rewrite = rewrite or (after, "MISSING")
+    # A merged version stands for every commit of its branch since the fork: its own
+    # type says nothing of theirs, so such a range is read whole.
+    merged = next((int(r.commit_id) for r in later if r.merged_at is not None), None)
+    if merged is not None:
+        rewrite = rewrite or (merged, "MERGED")
     # Rows retention purged cannot be read as added rows: such a range is read whole.
     purged = next((int(r.commit_id) for r in later if r.purged_at is not None), None)
     if purged is not None:
@@ -383,14 +461,44 @@ def _moved(span: list[Any], after: int) -> Moved:
     return Moved(len(later), rows if rewrite is None else 0, rewrite)
 
 
-def list_datasets(conn: Connection, namespace: str) -> list[DatasetInfo]:
-    """Lake datasets with a committed version; ``updated_at`` is the current version's
-    commit time. A dataset named by a build that failed before its first commit is
-    lineage's (a Marquez client sees it) but holds no data, so it is not listed; reading
-    a dataset, which lineage records, does not make it "updated"."""
+def list_datasets(conn: Connection, namespace: str, branch_id: str = MAIN) -> list[DatasetInfo]:
+    """Lake datasets with a committed version on ``branch_id`` (its own or its parents');
+    ``updated_at`` is the current version's commit time. A dataset named by a build that
+    failed before its first commit is lineage's (a Marquez client sees it) but holds no
+    data, so it is not listed; reading a dataset, which lineage records, does not make it
+    "updated"."""
+    on_main = _list_main(conn, namespace)
+    if branch_id == MAIN:
+        return on_main
+    held: dict[str, str] = {}
+    for b in reversed(stored_branches.chain(conn, branch_id)[:-1]):
+        held |= {h.dataset_uuid: h.version_uuid for h in stored_branches.heads_of(conn, b)}
+    dv = _VERSIONS.c
+    rows = conn.execute(
+        sa.select(_DATASETS.c.uuid, _DATASETS.c.name, _DATASETS.c.created_at)
+        .add_columns(dv.commit_id, dv.row_count, dv.created_at.label("updated_at"))
+        .select_from(_DATASETS.join(_VERSIONS, dv.dataset_uuid == _DATASETS.c.uuid))
+        .where(
+            _DATASETS.c.namespace == namespace,
+            _DATASETS.c.deleted_at.is_(None),
+            dv.uuid.in_(sorted(held.values()) or [""]),
+        )
+    ).all()
+    own = {
+        r.uuid: DatasetInfo(
+            r.uuid, namespace, r.name, int(r.commit_id), r.row_count, r.created_at, r.updated_at
+        )
+        for r in rows
+    }
+    merged = {d.uuid: d for d in on_main} | own
+    return sorted(merged.values(), key=lambda d: d.name)
+
+
+def _list_main(conn: Connection, namespace: str) -> list[DatasetInfo]:
     dv = _VERSIONS.c
     latest = (
         sa.select(dv.dataset_uuid, sa.func.max(dv.commit_id).label("latest"))
+        .where(dv.branch_id == MAIN)
         .group_by(dv.dataset_uuid)
         .subquery()
     )

@@ -15,7 +15,7 @@ from sqlalchemy.engine import Engine
 from strata import ids
 from strata.errors import InvalidArgument, UndeclaredInput
 from strata.ids import new_id
-from strata.lake import partition_hashes, partition_index, registry, schemas
+from strata.lake import branches, partition_hashes, partition_index, registry, schemas
 from strata.lake import partitions as pkeys
 from strata.lake.commit import Part
 from strata.lake.names import validate_dataset_name
@@ -90,6 +90,7 @@ class Lake:
         self.engine = engine or engine_for(settings)
         self.storage = Storage(settings.lake_uri)
         self.namespace = settings.namespace
+        self.branch = settings.branch  # resolved (and refused if unknown) at each use
         self._archives: dict[str, Storage] = {}
 
     def tier(self, archive: str | None) -> Storage:
@@ -107,7 +108,9 @@ class Lake:
         version that changed it."""
         validate_dataset_name(dataset)
         with read_tx(self.engine) as conn:
-            v = registry.resolve_version(conn, self.namespace, dataset, version=version)
+            v = registry.resolve_version(
+                conn, self.namespace, dataset, version=version, branch_id=self._branch(conn).id
+            )
             return partition_index.changed_at(conn, v.dataset_uuid, v.commit_id)
 
     def partition_fingerprints(
@@ -116,7 +119,9 @@ class Lake:
         """The data fingerprint of each partition a version holds (None where unknown)."""
         validate_dataset_name(dataset)
         with read_tx(self.engine) as conn:
-            v = registry.resolve_version(conn, self.namespace, dataset, version=version)
+            v = registry.resolve_version(
+                conn, self.namespace, dataset, version=version, branch_id=self._branch(conn).id
+            )
             live = partition_index.live_counts(conn, v.dataset_uuid, at=v.commit_id)
             held = partition_hashes.latest(conn, v.dataset_uuid, list(live), at=v.commit_id)
         return {
@@ -152,12 +157,17 @@ class Lake:
         now = datetime.now(UTC)
         parts: list[Part] = []
         with write_tx(self.engine) as conn:
+            branch = self._branch(conn)
             namespaces.ensure(conn, self.namespace, now)
             for name in names:
                 ds_uuid = self._ensure_dataset(conn, name, now)
-                head = registry.latest_version(conn, name, ds_uuid)
+                head = registry.latest_version(conn, name, ds_uuid, branch.id)
                 base = head.commit_id if head is not None else 0
                 base_schema = head.schema_fields if head is not None else None
+                dataset_by = partition_index.partition_by(conn, ds_uuid)
+                had = head is not None
+                planned = pkeys.plan(name, kind, dataset_by, had, partition_by, replace)
+                _refuse_partitions_on_branch(name, branch, dataset_by or planned[0])
                 txn_uuid = new_id()
                 folder = f"{ds_uuid}/{txn_uuid}"
                 # Folder first: a lake that cannot be written fails before anything is recorded.
@@ -166,14 +176,24 @@ class Lake:
                 txns.open_part(conn, opened)
                 part = Part(name, ds_uuid, txn_uuid, base, base_schema, folder, type=kind)
                 part.partition_limit = self.settings.partition_limit
-                part.dataset_by = partition_index.partition_by(conn, ds_uuid)
-                part.partition_by, part.replace = pkeys.plan(
-                    name, kind, part.dataset_by, head is not None, partition_by, replace
-                )
+                part.dataset_by = dataset_by
+                part.partition_by, part.replace = planned
+                part.branch_id, part.branch_name = branch.id, branch.name
                 parts.append(part)
         return Transaction(self, kind, parts, group, run_uuid)
 
     transaction = start
+
+    def on_branch(self, branch: str | None) -> Lake:
+        """This lake read and written on ``branch`` (None: this lake's own)."""
+        if branch is None or branch == self.branch:
+            return self
+        import dataclasses
+
+        return Lake(dataclasses.replace(self.settings, branch=branch), self.engine)
+
+    def _branch(self, conn: sa.Connection) -> branches.Branch:
+        return branches.require(conn, self.branch)
 
     def _ensure_dataset(self, conn: sa.Connection, name: str, now: datetime) -> str:
         ds_uuid = ids.dataset_uuid(self.namespace, name)
@@ -200,7 +220,12 @@ class Lake:
         validate_dataset_name(dataset)
         with read_tx(self.engine) as conn:
             return registry.resolve_version(
-                conn, self.namespace, dataset, version=version, as_of=as_of
+                conn,
+                self.namespace,
+                dataset,
+                version=version,
+                as_of=as_of,
+                branch_id=self._branch(conn).id,
             )
 
     def files(
@@ -260,7 +285,12 @@ class Lake:
             _check_declared(dataset)
         with read_tx(self.engine) as conn:
             v = registry.resolve_version(
-                conn, self.namespace, dataset, version=version, as_of=as_of
+                conn,
+                self.namespace,
+                dataset,
+                version=version,
+                as_of=as_of,
+                branch_id=self._branch(conn).id,
             )
             registry.refuse_purged(v)
             if wanted is None:
@@ -279,7 +309,8 @@ class Lake:
         validate_dataset_name(dataset)
         with read_tx(self.engine) as conn:
             found = registry.find_dataset(conn, self.namespace, dataset)
-            latest = registry.latest_version(conn, dataset, found["uuid"]) if found else None
+            on = self._branch(conn).id
+            latest = registry.latest_version(conn, dataset, found["uuid"], on) if found else None
         schema = self._arrow_schema(latest) if latest is not None else None
         return schema if schema else None
 
@@ -399,7 +430,7 @@ class Lake:
 
     def datasets(self) -> list[DatasetInfo]:
         with read_tx(self.engine) as conn:
-            return registry.list_datasets(conn, self.namespace)
+            return registry.list_datasets(conn, self.namespace, self._branch(conn).id)
 
     def versions(self, dataset: str) -> list[Version]:
         validate_dataset_name(dataset)
@@ -464,6 +495,18 @@ class Lake:
     def _transaction_states(self, uuids: list[str]) -> dict[str, str]:
         with read_tx(self.engine) as conn:
             return txns.states(conn, uuids)
+
+
+def _refuse_partitions_on_branch(
+    name: str, branch: branches.Branch, partition_by: list[str] | None
+) -> None:
+    if branch.id != branches.MAIN and partition_by:
+        raise InvalidArgument(
+            f"{name!r} is partitioned by {partition_by}, and partitioned datasets are "
+            f"written on main only for now; write it without --branch {branch.name}",
+            dataset=name,
+            branch=branch.name,
+        )
 
 
 def _aware(mtime: datetime | None) -> datetime | None:

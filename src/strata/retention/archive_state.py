@@ -12,6 +12,8 @@ from sqlalchemy.engine import Connection
 
 from strata.retention.pending import LAKE, Pending, list_deletes
 from strata.retention.state import pinned
+from strata.store.owners import branches as stored_branches
+from strata.store.owners.branches import MAIN
 from strata.store.owners.datasets import files as files_of
 from strata.store.owners.datasets import versions as stored_versions
 
@@ -42,9 +44,11 @@ def movable(conn: Connection, dataset_uuid: str, cutoff: datetime) -> list[Place
         .join(_VERSIONS, newest_reader)
         .where(
             _F.dataset_uuid == dataset_uuid,
+            _F.branch_id == MAIN,
             _F.removed_commit_id.is_not(None),
             _F.purged_at.is_(None),
             _F.archive_uri.is_(None),
+            ~files_of.held_elsewhere(_F, stored_branches.live_ids()),
             _DV.created_at < cutoff,
         )
         .order_by(_F.added_commit_id, _F.path)
@@ -63,6 +67,7 @@ def archived_of(conn: Connection, dataset_uuid: str, commit_id: int) -> list[Pla
         sa.select(_F.path, _F.bytes, _F.added_commit_id, _F.removed_commit_id, _F.archive_uri)
         .where(
             _F.dataset_uuid == dataset_uuid,
+            _F.branch_id == stored_versions.branch_at(dataset_uuid, commit_id),
             _F.added_commit_id <= commit_id,
             sa.or_(_F.removed_commit_id.is_(None), _F.removed_commit_id > commit_id),
             _F.archive_uri.is_not(None),
@@ -94,7 +99,7 @@ def archived_counts(conn: Connection, dataset_uuid: str) -> dict[int, tuple[int,
     """Per version that has archived files: (its archived files, all its files)."""
     rows = conn.execute(
         sa.select(_F.added_commit_id, _F.removed_commit_id, _F.archive_uri).where(
-            _F.dataset_uuid == dataset_uuid, _F.purged_at.is_(None)
+            _F.dataset_uuid == dataset_uuid, _F.branch_id == MAIN, _F.purged_at.is_(None)
         )
     ).all()
     if not any(r.archive_uri for r in rows):

@@ -15,7 +15,9 @@ from sqlalchemy.engine import Connection
 from strata.retention.pending import LAKE, Pending, list_deletes
 from strata.retention.selection import FileSpan, VersionFacts
 from strata.store.bulk import chunks
+from strata.store.owners import branches as stored_branches
 from strata.store.owners import partition_builds
+from strata.store.owners.branches import MAIN
 from strata.store.owners.datasets import files as files_of
 from strata.store.owners.datasets import rows as dataset_rows
 from strata.store.owners.datasets import transactions as txns
@@ -67,7 +69,12 @@ def version_facts(conn: Connection, dataset_uuid: str) -> list[VersionFacts]:
                 sa.and_(_M.dataset_uuid == _DV.dataset_uuid, _M.commit_id == _DV.commit_id),
             )
         )
-        .where(_DV.dataset_uuid == dataset_uuid, _DV.commit_id.is_not(None))
+        .where(
+            _DV.dataset_uuid == dataset_uuid,
+            _DV.commit_id.is_not(None),
+            # Retention judges main's history; a branch's versions are kept.
+            _DV.branch_id == MAIN,
+        )
         .order_by(_DV.commit_id)
     ).all()
     return [VersionFacts(int(r[0]), r[1], r[2], r[3] is not None, r[4] is not None) for r in rows]
@@ -87,8 +94,10 @@ def file_spans(conn: Connection, dataset_uuid: str) -> list[FileSpan]:
             _F.path, _F.bytes, _F.added_commit_id, _F.removed_commit_id, _F.archive_uri
         ).where(
             _F.dataset_uuid == dataset_uuid,
+            _F.branch_id == MAIN,
             _F.removed_commit_id.is_not(None),
             _F.purged_at.is_(None),
+            ~files_of.held_elsewhere(_F, stored_branches.live_ids()),
         )
     ).all()
     return [

@@ -118,6 +118,11 @@ dataset_versions = sa.Table(
     # its files that no kept version reads are gone. ``purged_by`` names the policy.
     ts_col("purged_at", nullable=True),
     sa.Column("purged_by", sa.Text(), nullable=True),
+    # The branch the version belongs to (``branches.id``; "main" for main). A fast-forward
+    # merge moves it to the target branch and records when (``merged_at``): reads of the
+    # target as of an earlier time do not see it.
+    sa.Column("branch_id", sa.String(36), nullable=False, server_default="main"),
+    ts_col("merged_at", nullable=True),
     sa.UniqueConstraint("dataset_uuid", "commit_id"),
     sa.Index(
         "ix_dataset_versions_external",
@@ -170,8 +175,11 @@ transaction_files = sa.Table(
 dataset_files = sa.Table(
     "dataset_files",
     metadata,
-    uuid_col("dataset_uuid", sa.ForeignKey("datasets.uuid"), primary_key=True),
-    sa.Column("path", sa.String(400), primary_key=True),
+    uuid_col("dataset_uuid", sa.ForeignKey("datasets.uuid"), nullable=False),
+    # The branch whose versions this row serves: each branch that writes a dataset keeps
+    # its own interval rows (a copy of the rows it started from, never of the files).
+    sa.Column("branch_id", sa.String(36), nullable=False, server_default="main"),
+    sa.Column("path", sa.String(400), nullable=False),
     sa.Column("bytes", sa.BigInteger(), nullable=False),
     sa.Column("rows", sa.BigInteger(), nullable=False),
     sa.Column("added_commit_id", sa.BigInteger(), nullable=False),
@@ -181,9 +189,43 @@ dataset_files = sa.Table(
     sa.Column("archive_uri", sa.Text(), nullable=True),
     # The container's partition key text (`region=JP/day=2026-11-01`); null: unpartitioned.
     sa.Column("partition_key", sa.Text(), nullable=True),
+    sa.PrimaryKeyConstraint("dataset_uuid", "branch_id", "path"),
     sa.Index("ix_dataset_files_added", "dataset_uuid", "added_commit_id"),
     sa.Index("ix_dataset_files_partition", "dataset_uuid", "partition_key"),
     sa.Index("ix_dataset_files_removed", "dataset_uuid", "removed_commit_id"),
+)
+
+# Branches (strata.lake.branches): a name with a parent to fall back to ("main", the
+# root, has none). A deleted branch keeps its row (its versions name it) and frees its
+# name. ``branch_heads`` holds, per branch and dataset it wrote, its current version and
+# the version it forked from (the parent's current then): a merge fast-forwards only
+# while the target still holds that fork point.
+LIVE_BRANCH = sa.text("deleted_at IS NULL")
+branches = sa.Table(
+    "branches",
+    metadata,
+    sa.Column("id", sa.String(36), primary_key=True),
+    sa.Column("name", Name(), nullable=False),
+    sa.Column("parent_id", sa.String(36), sa.ForeignKey("branches.id"), nullable=True),
+    ts_col("created_at", nullable=False),
+    ts_col("deleted_at", nullable=True),
+    sa.Index(
+        "ix_branches_name",
+        "name",
+        unique=True,
+        sqlite_where=LIVE_BRANCH,
+        postgresql_where=LIVE_BRANCH,
+    ),
+)
+
+branch_heads = sa.Table(
+    "branch_heads",
+    metadata,
+    sa.Column("branch_id", sa.String(36), sa.ForeignKey("branches.id"), primary_key=True),
+    uuid_col("dataset_uuid", sa.ForeignKey("datasets.uuid"), primary_key=True),
+    uuid_col("version_uuid", nullable=False),
+    uuid_col("fork_version_uuid", nullable=True),
+    ts_col("updated_at", nullable=False),
 )
 
 jobs = sa.Table(

@@ -18,6 +18,7 @@ from strata.api.build_tasks import BuildTasks
 from strata.api.contract import errors
 from strata.api.deps import Partition
 from strata.builds.service import BuildService
+from strata.lake.branches import NAME_PATTERN
 from strata.lake.partitions import parse_alternatives
 
 router = APIRouter(prefix="/strata", tags=["Strata builds"])
@@ -181,8 +182,14 @@ Rows = Annotated[int, Query(ge=0, le=previews.MAX_ROWS, description="rows to ret
 
 @router.get("/preview/{dataset:seg}", response_model=views.Json)
 def get_preview(
-    request: Request, dataset: str, version: Version = None, rows: Rows = 100
+    request: Request,
+    dataset: str,
+    version: Version = None,
+    rows: Rows = 100,
+    branch: Annotated[
+        str | None, Query(pattern=NAME_PATTERN, description="the branch (default: main)")
+    ] = None,
 ) -> Response:
-    """The first rows of a version (default: current), read without Spark."""
-    lake = _service(request).lake
+    """The first rows of a version (default: the branch's current), read without Spark."""
+    lake = _service(request).lake.on_branch(branch)
     return views.json_response(previews.preview(lake, dataset, version, rows))

@@ -135,6 +135,8 @@ def whole_because(
             version, kind = moved.rewrite
             if kind == "PURGED":
                 reasons.append(f"input {name}: retention purged version {version} of the range")
+            elif kind == "MERGED":
+                reasons.append(f"input {name}: version {version} was merged from a branch")
             else:
                 reasons.append(f"input {name} was rewritten: version {version} is a {kind}")
     return reasons

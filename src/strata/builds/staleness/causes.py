@@ -169,6 +169,11 @@ def _input_rewritten(c: Cause) -> str:
             f"input {c.dependency}: retention purged version {d['version']} "
             f"({d['built_from']} → {d['current']}), so the next build runs whole"
         )
+    if d["type"] == "MERGED":
+        return (
+            f"input {c.dependency}: version {d['version']} was merged from a branch "
+            f"({d['built_from']} → {d['current']}), so the next build runs whole"
+        )
     return (
         f"input {c.dependency}: rewritten by {d['type']} {d['version']} "
         f"({d['built_from']} → {d['current']}), so the next build runs whole"

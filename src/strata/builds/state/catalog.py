@@ -22,6 +22,7 @@ from strata.builds.state import build_reads, programs
 from strata.builds.state.build_reads import BuildRead
 from strata.store.bulk import chunks
 from strata.store.fetch import plain_rows
+from strata.store.owners import branches as stored_branches
 from strata.store.owners.datasets import rows as dataset_rows
 from strata.store.owners.datasets import transactions as txns
 from strata.store.owners.datasets import versions as stored_versions
@@ -146,12 +147,13 @@ class VersionEntry:
     partitions: dict[str, Any] | None = None  # what it did to which partition (and by which run)
     purged_at: datetime | None = None  # retention purged its data (by policy ``purged_by``)
     purged_by: str | None = None
+    branch: str = "main"  # the branch it belongs to
 
 
 def version_entries(conn: Connection, dataset_uuid: str) -> list[VersionEntry]:
     """Every committed version of one lake dataset, oldest first."""
     dv, t, r = _VERSIONS, txns.relation(), stored_runs.relation()
-    pv = programs.relation()
+    pv, b = programs.relation(), stored_branches.relation()
     rows = conn.execute(
         sa.select(
             dv.c.commit_id,
@@ -168,8 +170,10 @@ def version_entries(conn: Connection, dataset_uuid: str) -> list[VersionEntry]:
             dv.c.partitions,
             dv.c.purged_at,
             dv.c.purged_by,
+            sa.func.coalesce(b.c.name, dv.c.branch_id).label("branch"),
         )
         .select_from(dv)
+        .outerjoin(b, b.c.id == dv.c.branch_id)
         .outerjoin(t, t.c.uuid == dv.c.transaction_uuid)
         .outerjoin(r, r.c.uuid == dv.c.run_uuid)
         .outerjoin(pv, pv.c.uuid == r.c.job_version_uuid)
@@ -192,6 +196,7 @@ def version_entries(conn: Connection, dataset_uuid: str) -> list[VersionEntry]:
             x.partitions,
             x.purged_at,
             x.purged_by,
+            x.branch,
         )
         for x in rows
     ]

@@ -37,8 +37,12 @@ def add(conn: Connection, rows: Sequence[dict[str, Any]]) -> None:
         conn.execute(_T.insert(), list(rows))
 
 
-def _live(dataset_uuid: str, keys: Collection[str] | None, paths: Collection[str] | None) -> Any:
-    live = sa.and_(_F.dataset_uuid == dataset_uuid, _F.removed_commit_id.is_(None))
+def _live(
+    dataset_uuid: str, branch: str, keys: Collection[str] | None, paths: Collection[str] | None
+) -> Any:
+    live = sa.and_(
+        _F.dataset_uuid == dataset_uuid, _F.branch_id == branch, _F.removed_commit_id.is_(None)
+    )
     if keys is not None:
         return sa.and_(live, _F.partition_key.in_(sorted(keys) or [""]))
     if paths is not None:
@@ -50,13 +54,14 @@ def live(
     conn: Connection,
     dataset_uuid: str,
     *,
+    branch: str = "main",
     keys: Collection[str] | None = None,
     paths: Collection[str] | None = None,
 ) -> list[Any]:
-    """The latest version's containers (path, bytes, rows, partition_key): those of
-    partition ``keys``, or those at ``paths``, or (neither) all of them."""
+    """The containers of ``branch``'s latest version (path, bytes, rows, partition_key):
+    those of partition ``keys``, or those at ``paths``, or (neither) all of them."""
     q = sa.select(_F.path, _F.bytes, _F.rows, _F.partition_key).where(
-        _live(dataset_uuid, keys, paths)
+        _live(dataset_uuid, branch, keys, paths)
     )
     return list(conn.execute(q).all())
 
@@ -66,12 +71,60 @@ def mark_removed(
     dataset_uuid: str,
     commit_id: int,
     *,
+    branch: str = "main",
     keys: Collection[str] | None = None,
     paths: Collection[str] | None = None,
 ) -> None:
     """Mark the containers :func:`live` selects as removed by ``commit_id``."""
-    where = _live(dataset_uuid, keys, paths)
+    where = _live(dataset_uuid, branch, keys, paths)
     conn.execute(_T.update().where(where).values(removed_commit_id=commit_id))
+
+
+_COPIED = (
+    *("dataset_uuid", "path", "bytes", "rows", "added_commit_id"),
+    *("purged_at", "archive_uri", "partition_key"),
+)
+
+
+def _held_at(dataset_uuid: str, branch: str, at: int) -> Any:
+    """The rows of ``branch`` that its version ``at`` reads."""
+    return sa.and_(
+        _F.dataset_uuid == dataset_uuid,
+        _F.branch_id == branch,
+        _F.added_commit_id <= at,
+        sa.or_(_F.removed_commit_id.is_(None), _F.removed_commit_id > at),
+    )
+
+
+def adopt(
+    conn: Connection, dataset_uuid: str, source: tuple[str, int], target: str, closed_by: int
+) -> None:
+    """Make ``target``'s live rows those version ``source`` = (branch, commit id) reads:
+    its live rows that version does not read are closed by ``closed_by``, and the rows it
+    reads that ``target`` lacks are copied (each keeps the commit that added it, so the
+    rows a span of versions added stay findable)."""
+    branch, at = source
+    held = _held_at(dataset_uuid, branch, at)
+    theirs = sa.select(_F.path).where(held)
+    conn.execute(
+        _T.update()
+        .where(
+            _live(dataset_uuid, target, None, None),
+            _F.path.not_in(theirs.scalar_subquery()),
+        )
+        .values(removed_commit_id=closed_by)
+    )
+    mine = relation("mine")
+    copied = [_F[c] for c in _COPIED]
+    rows = sa.select(*copied, sa.literal(target, sa.String(36))).where(
+        held,
+        ~sa.exists().where(
+            mine.c.dataset_uuid == dataset_uuid,
+            mine.c.branch_id == target,
+            mine.c.path == _F.path,
+        ),
+    )
+    conn.execute(_T.insert().from_select([*_COPIED, "branch_id"], rows))
 
 
 def move(conn: Connection, dataset_uuid: str, path: str, held: str | None, to: str | None) -> bool:
@@ -90,3 +143,16 @@ def mark_purged(conn: Connection, dataset_uuid: str, paths: Sequence[str], at: d
             .where(_F.dataset_uuid == dataset_uuid, _F.path.in_(names))
             .values(purged_at=at)
         )
+
+
+def held_elsewhere(f: Any, branch_ids: Any) -> Any:
+    """Whether the container of row ``f`` (columns of a :func:`relation`) is also named
+    by a row of another branch among ``branch_ids`` (a subquery): retention and the
+    archive judge main's rows, and leave a file such a branch may still read."""
+    other = relation("other").c
+    return sa.exists().where(
+        other.dataset_uuid == f.dataset_uuid,
+        other.path == f.path,
+        other.branch_id != f.branch_id,
+        other.branch_id.in_(branch_ids),
+    )

@@ -15,6 +15,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Collection, Mapping, Sequence
 from dataclasses import dataclass
+from datetime import datetime
 from typing import Any
 
 import sqlalchemy as sa
@@ -156,6 +157,13 @@ def move_current(*, returning: bool = False) -> Any:
         .values(current_version_uuid=p("v_uuid"), updated_at=p("now"))
     )
     return stmt.returning(_D.uuid) if returning else stmt
+
+
+def make_current(conn: Connection, uuid: str, version_uuid: str, at: datetime) -> None:
+    """A merge into main: dataset ``uuid``'s current version becomes ``version_uuid``."""
+    conn.execute(
+        _T.update().where(_D.uuid == uuid).values(current_version_uuid=version_uuid, updated_at=at)
+    )
 
 
 # --- the API ----------------------------------------------------------------------------

@@ -90,3 +90,22 @@ def mark_purged(
             .where(_V.dataset_uuid == dataset_uuid, _V.commit_id.in_(part))
             .values(purged_at=at, purged_by=policy)
         )
+
+
+def branch_of(conn: Connection, uuid: str) -> str:
+    """The id of the branch version ``uuid`` belongs to."""
+    return str(conn.execute(sa.select(_V.branch_id).where(_V.uuid == uuid)).scalar_one())
+
+
+def move_to_branch(conn: Connection, uuid: str, branch_id: str, at: datetime) -> None:
+    """A fast-forward merge: version ``uuid`` now belongs to ``branch_id``, from ``at``."""
+    conn.execute(_T.update().where(_V.uuid == uuid).values(branch_id=branch_id, merged_at=at))
+
+
+def branch_at(dataset_uuid: str, commit_id: int) -> Any:
+    """A scalar subquery: the id of the branch commit ``commit_id`` belongs to."""
+    return (
+        sa.select(_V.branch_id)
+        .where(_V.dataset_uuid == dataset_uuid, _V.commit_id == commit_id)
+        .scalar_subquery()
+    )

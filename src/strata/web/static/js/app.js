@@ -3,6 +3,7 @@
 import { ApiError, offer } from "./api.js";
 import { errorBox, h, markScrolling } from "./dom.js";
 import { fillNamespaces, wireHeader } from "./header.js";
+import { branches } from "./pages/branches.js";
 import { browse, search } from "./pages/browse.js";
 import { changes } from "./pages/changes.js";
 import { compare } from "./pages/compare.js";
@@ -25,6 +26,7 @@ const ROUTES = [
   [/^\/columns\/([^/]+)\/([^/]+)$/, columns],
   [/^\/status$/, status],
   [/^\/events$/, events],
+  [/^\/branches$/, branches],
   [/^\/dashboard$/, dashboard],
   [/^\/changes$/, changes],
   [/^\/compare$/, compare],

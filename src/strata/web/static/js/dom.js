@@ -191,6 +191,7 @@ export const to = {
   columns: (ns, name) => `#/columns/${enc(ns)}/${enc(name)}`,
   status: () => "#/status",
   events: (params) => `#/events${query(params)}`,
+  branches: (params) => `#/branches${query(params)}`,
 };
 
 export function query(params) {

@@ -106,7 +106,7 @@ function schemaTable(fields, editing) {
 
 function historyTable(ns, versions, here) {
   const rows = [...versions].reverse().map((v) => [
-    h("span", null, `v${v.version}`, retentionBadge(v)),
+    h("span", null, `v${v.version}`, retentionBadge(v), branchBadge(v)),
     when(v.committed_at),
     v.type,
     count(v.rows),
@@ -122,6 +122,12 @@ function historyTable(ns, versions, here) {
       v.version > 1 ? a(here({ diff: `${v.version - 1}..${v.version}` }), "Schema change") : null),
   ]);
   return table(["Version", "Committed", "Type", "Rows", "Run", "Program", "Inputs", "Checks", ""], rows);
+}
+
+// A version made on a branch (one merged into main belongs to main from its merge on).
+function branchBadge(v) {
+  if (!v.branch || v.branch === "main") return null;
+  return [" ", h("span", { class: "badge branch", title: `made on branch ${v.branch}: main does not read it unless it is merged` }, `⎇ ${v.branch}`)];
 }
 
 // Retention: a purged version keeps its history (run, program, inputs) but not its data;
