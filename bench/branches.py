@@ -5,7 +5,8 @@ Two lakes side by side, one with a single dataset and one with ``--datasets`` of
 each round creates a branch in both, alternating which goes first, and reports the
 ratio of medians (target: about 1, i.e. O(1)). Then ``--merged`` datasets are appended
 to on a branch and merged into main, timed and counted in SQL transactions (target:
-one transaction, under a second).
+one transaction, under a second). Last, a chain of ``--transforms`` is built whole on
+main and on a branch, alternating (target: the branch within 10 % of main).
 """
 
 from __future__ import annotations
@@ -97,14 +98,73 @@ def _merge(backend: str, merged: int) -> dict[str, Any]:
     return {"backend": backend, "merged": merged, "seconds": seconds, "transactions": len(begun)}
 
 
+def _build(backend: str, transforms: int, rows: int, rounds: int) -> dict[str, Any]:
+    """A chain of ``transforms`` built whole (``force``) on main and on a branch, the two
+    alternating: the branch's time over main's."""
+    import pyarrow as pa
+
+    from build_overhead import PIPELINE
+    from strata.builds.service import BuildService
+    from strata.lake import branches
+    from strata.settings import Settings
+
+    with scratch_dir("branch-build") as home, open_lake(backend, home) as lake:
+        folder = home / "pipelines"
+        folder.mkdir()
+        (folder / "chain.py").write_text(PIPELINE.format(n=transforms))
+        with lake.transaction("raw/events", type="SNAPSHOT") as txn:
+            txn.write(pa.table({"k": list(range(rows)), "v": [1.0] * rows}))
+        settings = Settings(home=home, database_url=lake.settings.database_url)
+        on_main = BuildService(settings, [str(folder)], lake=lake)
+        branches.create(lake.engine, "dev")
+        on_dev = on_main.on_branch("dev")
+        end = [f"chain/s{transforms - 1}"]
+
+        def timed(service: Any) -> Any:
+            def run(_: int) -> float:
+                t0 = now_ms()
+                report = service.build(end, force=True)
+                assert [s.outcome for s in report.steps] == ["built"] * transforms
+                return now_ms() - t0
+
+            return run
+
+        dev, main_ = alternate(timed(on_dev), timed(on_main), rounds, warmup=1)
+        assert lake.on_branch("dev").version(end[0]).branch == "dev"
+    d, m = summary(dev), summary(main_)
+    return {
+        "backend": backend,
+        "transforms": transforms,
+        "main_ms": m["p50"],
+        "branch_ms": d["p50"],
+        "ratio": d["p50"] / m["p50"],
+    }
+
+
 def main() -> None:
     p = parser(__doc__ or "")
     p.add_argument("--datasets", type=int, default=10_000, help="datasets in the large lake")
     p.add_argument("--rounds", type=int, default=15, help="timed creates per lake")
     p.add_argument("--merged", type=int, default=100, help="datasets merged at once")
+    p.add_argument("--transforms", type=int, default=10, help="transforms in the built chain")
+    p.add_argument("--build-rounds", type=int, default=6, help="timed builds on each branch")
+    p.add_argument("--only-build", action="store_true", help="measure the builds alone")
     a = p.parse_args()
-    created = [_create_ratio(b, a.datasets, a.rounds) for b in backends(a.backend)]
-    merged = [_merge(b, a.merged) for b in backends(a.backend)]
+    chosen = backends(a.backend)
+    built = [_build(b, a.transforms, 1000, a.build_rounds) for b in chosen]
+    print_table(
+        f"a {a.transforms}-transform chain built whole, on a branch against on main (ms, median)",
+        ["backend", "main", "branch", "ratio", "within 10 %"],
+        [
+            [r["backend"], r["main_ms"], r["branch_ms"], r["ratio"], ok(r["ratio"] <= 1.1)]
+            for r in built
+        ],
+    )
+    if a.only_build:
+        write_json("branches", a.json, vars(a), {"build": built})
+        return
+    created = [_create_ratio(b, a.datasets, a.rounds) for b in chosen]
+    merged = [_merge(b, a.merged) for b in chosen]
     print_table(
         f"create a branch: a lake of {a.datasets:,} datasets against one of 1 (ms, median)",
         ["backend", "many", "one", "ratio", "≈ O(1)"],
@@ -132,7 +192,7 @@ def main() -> None:
             for r in merged
         ],
     )
-    write_json("branches", a.json, vars(a), {"create": created, "merge": merged})
+    write_json("branches", a.json, vars(a), {"create": created, "merge": merged, "build": built})
 
 
 if __name__ == "__main__":

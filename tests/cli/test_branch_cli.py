@@ -31,6 +31,12 @@ def ok(settings: Settings, *args: str, env: dict[str, str] | None = None) -> str
     return out
 
 
+def error_lines(out: str) -> list[str]:
+    """The lines of an error, without the pointer to Spark's log that follows one when
+    this process has started Spark (an earlier test in the run may have)."""
+    return [line for line in out.strip().splitlines() if not line.startswith("Spark's log: ")]
+
+
 def ids(settings: Settings, *args: str, env: dict[str, str] | None = None) -> list[int]:
     out = ok(settings, "read", "raw/people", "--json", *args, env=env)
     return sorted(json.loads(line)["id"] for line in out.splitlines())
@@ -82,7 +88,7 @@ def test_branch_write_read_merge_and_delete(settings: Settings, csvs: tuple[str,
     assert (
         "error: nothing merged from 'dev' into 'main': raw/people: main moved to version 3" in out
     )
-    assert len(out.strip().splitlines()) == 1
+    assert len(error_lines(out)) == 1
     ok(settings, "ingest", first, "raw/people", "--branch", "dev", "--type", "SNAPSHOT")
     merged = json.loads(ok(settings, "merge", "dev", "--json"))
     assert [d["outcome"] for d in merged["datasets"]] == ["fast-forward"]
@@ -113,18 +119,7 @@ def test_bad_branch_input_is_one_clear_line(
     code, out = invoke(settings, *args)
     assert code == 1
     assert out.startswith("error: ") and message in out
-    assert len(out.strip().splitlines()) == 1
-
-
-@pytest.mark.parametrize("args", [("status",), ("build", "--all")])
-def test_builds_on_a_branch_are_refused_not_answered_for_main(
-    settings: Settings, args: tuple[str, ...]
-) -> None:
-    ok(settings, "branch", "create", "dev")
-    code, out = invoke(settings, *args, env={"STRATA_BRANCH": "dev"})
-    assert code == 1
-    assert "works on main only for now (branch 'dev')" in out
-    assert len(out.strip().splitlines()) == 1
+    assert len(error_lines(out)) == 1
 
 
 def test_branch_commands_have_help() -> None:

@@ -19,7 +19,6 @@ from strata.builds.staleness import status
 from strata.builds.staleness.status import DatasetStatus, from_store
 from strata.builds.state import BuildState
 from strata.errors import InvalidArgument, NotFound, PipelineError, StrataError
-from strata.lake.branches import MAIN
 from strata.lake.service import Lake, connect
 from strata.settings import Settings
 
@@ -46,7 +45,7 @@ class BuildService:
         self.settings = settings
         self.paths = list(pipelines or settings.pipelines)
         self.lake = lake or connect(settings)
-        self.state = BuildState(self.lake.engine, self.lake.namespace)
+        self.state = BuildState(self.lake.engine, self.lake.namespace, self.lake.branch)
         self._lock = threading.Lock()
         self._loaded: tuple[object, Pipelines] | None = None
 
@@ -66,22 +65,22 @@ class BuildService:
         with self._lock:
             self._loaded = None
 
-    def _on_main(self, what: str) -> None:
-        """Builds and their status read and write main only, for now: refused on another
-        branch rather than answered for main."""
-        if self.lake.branch != MAIN:
-            raise InvalidArgument(
-                f"{what} works on main only for now (branch {self.lake.branch!r}): read, "
-                "write and merge on a branch with `strata ingest`, `strata read` and "
-                "`strata merge`; unset STRATA_BRANCH or drop --branch to build",
-                branch=self.lake.branch,
-            )
+    def on_branch(self, branch: str | None) -> BuildService:
+        """This service reading and writing ``branch`` (None: its own), with the same
+        pipelines."""
+        if branch is None or branch == self.lake.branch:
+            return self
+        import copy
+
+        other = copy.copy(self)
+        other.lake = self.lake.on_branch(branch)
+        other.state = BuildState(self.lake.engine, self.lake.namespace, branch)
+        return other
 
     def status(self) -> dict[str, DatasetStatus]:
         """Every dataset, fresh or out of date with every cause (no JVM); with the
         ``foreign_status`` setting, also the datasets of jobs Strata does not build whose
         program moved on since they were written."""
-        self._on_main("status")
         pipelines = self.pipelines
         with _collections_paused():
             found = from_store(self.state, pipelines, self.state.current())
@@ -105,7 +104,6 @@ class BuildService:
 
     def dataset_status(self, name: str) -> DatasetStatus:
         """One dataset's status, reading only it and what is upstream of it."""
-        self._on_main("status")
         pipelines = self.pipelines
         item = pipelines.producer(name)
         keys = pipelines.graph.post_order([item.fqn]) if item is not None else []
@@ -123,7 +121,6 @@ class BuildService:
         return found
 
     def builder(self) -> Builder:
-        self._on_main("a build")
         return Builder(
             self.lake,
             self.state,
@@ -261,7 +258,6 @@ class BuildService:
     ) -> Reproduction:
         from strata.builds.execution.reproduce import reproduce
 
-        self._on_main("reproduce")
         return reproduce(self.lake, self._spark, dataset, version, partition)
 
     def _spark(self) -> SparkSession:

@@ -15,7 +15,7 @@ from rich.markup import escape
 from strata.builds.staleness.causes import Outcome, Status
 from strata.builds.staleness.status import DatasetStatus
 from strata.cli.common import point_to_spark_log, reported
-from strata.cli.options import JsonOpt, PipelineOpt, service_from
+from strata.cli.options import BranchOpt, JsonOpt, PipelineOpt, service_from
 from strata.cli.output import emit_json, emit_table, err_console
 from strata.cli.progress import BuildProgress, first_line
 from strata.errors import InvalidArgument, StrataError
@@ -46,11 +46,13 @@ def status(
         ),
     ] = False,
     json: JsonOpt = False,
+    branch: BranchOpt = None,
 ) -> None:
     """Every dataset (or DATASET): fresh or out of date, with every cause; a partitioned
-    dataset's partitions too. Starts no JVM unless asked for --columns."""
+    dataset's partitions too; on a branch, as the branch reads them. Starts no JVM
+    unless asked for --columns."""
     with reported():
-        service = service_from(ctx, pipeline)
+        service = service_from(ctx, pipeline, branch)
         planned = _plan_columns(service, dataset, json) if columns else None
         result = service.status() if dataset is None else {dataset: service.dataset_status(dataset)}
         if json:
@@ -163,14 +165,16 @@ def build(
     ] = None,
     pipeline: PipelineOpt = None,
     json: JsonOpt = False,
+    branch: BranchOpt = None,
 ) -> None:
-    """Build what DATASETS need, post-order, running only what is out of date."""
+    """Build what DATASETS need, post-order, running only what is out of date; with
+    --branch, outputs are written on the branch and inputs read as it reads them."""
     from strata.lake.partitions import parse_filter
 
     with reported():
         if not datasets and not all_:
             raise InvalidArgument("name the datasets to build, or pass --all for every root")
-        service = service_from(ctx, pipeline)
+        service = service_from(ctx, pipeline, branch)
         progress = BuildProgress(*_progress_to(json))
         with _sigterm_interrupts(), progress:
             report = service.build(

@@ -39,11 +39,14 @@ BranchOpt = Annotated[
 ]
 
 
-def service_from(ctx: typer.Context, pipeline: list[Path] | None) -> BuildService:
+def service_from(
+    ctx: typer.Context, pipeline: list[Path] | None, branch: str | None = None
+) -> BuildService:
+    """The build service of the global options, on ``branch`` (default: the setting)."""
     from strata.builds.service import BuildService
 
     paths = [str(p) for p in pipeline] if pipeline else None
-    return BuildService(settings_from(ctx), paths)
+    return BuildService(settings_from(ctx, branch), paths)
 
 
 Ref = Annotated[str, typer.Argument(help="DATASET or DATASET@VERSION.")]

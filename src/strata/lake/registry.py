@@ -470,9 +470,7 @@ def list_datasets(conn: Connection, namespace: str, branch_id: str = MAIN) -> li
     on_main = _list_main(conn, namespace)
     if branch_id == MAIN:
         return on_main
-    held: dict[str, str] = {}
-    for b in reversed(stored_branches.chain(conn, branch_id)[:-1]):
-        held |= {h.dataset_uuid: h.version_uuid for h in stored_branches.heads_of(conn, b)}
+    held = stored_branches.overlay(conn, branch_id)
     dv = _VERSIONS.c
     rows = conn.execute(
         sa.select(_DATASETS.c.uuid, _DATASETS.c.name, _DATASETS.c.created_at)

@@ -108,9 +108,7 @@ class Lake:
         version that changed it."""
         validate_dataset_name(dataset)
         with read_tx(self.engine) as conn:
-            v = registry.resolve_version(
-                conn, self.namespace, dataset, version=version, branch_id=self._branch(conn).id
-            )
+            v = self._version_in(conn, dataset, version)
             return partition_index.changed_at(conn, v.dataset_uuid, v.commit_id)
 
     def partition_fingerprints(
@@ -119,9 +117,7 @@ class Lake:
         """The data fingerprint of each partition a version holds (None where unknown)."""
         validate_dataset_name(dataset)
         with read_tx(self.engine) as conn:
-            v = registry.resolve_version(
-                conn, self.namespace, dataset, version=version, branch_id=self._branch(conn).id
-            )
+            v = self._version_in(conn, dataset, version)
             live = partition_index.live_counts(conn, v.dataset_uuid, at=v.commit_id)
             held = partition_hashes.latest(conn, v.dataset_uuid, list(live), at=v.commit_id)
         return {
@@ -195,6 +191,19 @@ class Lake:
     def _branch(self, conn: sa.Connection) -> branches.Branch:
         return branches.require(conn, self.branch)
 
+    def _version_in(
+        self,
+        conn: sa.Connection,
+        dataset: str,
+        version: int | None = None,
+        as_of: datetime | None = None,
+    ) -> Version:
+        """Version N, or this lake's branch's latest or version at ``as_of``."""
+        on = self._branch(conn).id
+        return registry.resolve_version(
+            conn, self.namespace, dataset, version=version, as_of=as_of, branch_id=on
+        )
+
     def _ensure_dataset(self, conn: sa.Connection, name: str, now: datetime) -> str:
         ds_uuid = ids.dataset_uuid(self.namespace, name)
         return dataset_rows.ensure_lake(
@@ -219,14 +228,7 @@ class Lake:
         """The latest version, version ``N`` or the version current at ``as_of``."""
         validate_dataset_name(dataset)
         with read_tx(self.engine) as conn:
-            return registry.resolve_version(
-                conn,
-                self.namespace,
-                dataset,
-                version=version,
-                as_of=as_of,
-                branch_id=self._branch(conn).id,
-            )
+            return self._version_in(conn, dataset, version, as_of)
 
     def files(
         self,
@@ -284,15 +286,7 @@ class Lake:
         if declared:
             _check_declared(dataset)
         with read_tx(self.engine) as conn:
-            v = registry.resolve_version(
-                conn,
-                self.namespace,
-                dataset,
-                version=version,
-                as_of=as_of,
-                branch_id=self._branch(conn).id,
-            )
-            registry.refuse_purged(v)
+            v = registry.refuse_purged(self._version_in(conn, dataset, version, as_of))
             if wanted is None:
                 return v, registry.version_files(conn, v.dataset_uuid, v.commit_id)
             by = partition_index.partition_by(conn, v.dataset_uuid)

@@ -37,13 +37,21 @@ def _tasks(request: Request) -> BuildTasks:
 
 
 # The server's pipelines setting may name pipelines that cannot be loaded (400).
-@router.get("/status", response_model=views.Json, responses=errors(400))
-def get_status(request: Request) -> Response:
-    """Every dataset, fresh or out of date with every cause (as `strata status --json`)."""
-    service = _service(request)
+BranchQuery = Annotated[
+    str | None, Query(pattern=NAME_PATTERN, description="the branch (default: main)")
+]
+
+
+@router.get("/status", response_model=views.Json, responses=errors(400, 404))
+def get_status(request: Request, branch: BranchQuery = None) -> Response:
+    """Every dataset, fresh or out of date with every cause (as `strata status --json`);
+    on a branch, as it reads them."""
+    service = _service(request).on_branch(branch)
     result = service.status()
     datasets = [s.to_dict() for s in result.values()]
-    return views.json_response({"namespace": service.lake.namespace, "datasets": datasets})
+    return views.json_response(
+        {"namespace": service.lake.namespace, "branch": service.lake.branch, "datasets": datasets}
+    )
 
 
 @router.post("/plans", response_model=views.Json, responses=errors(400, 404))
@@ -65,9 +73,10 @@ def post_plans(
 
 
 @router.get("/status/{dataset:seg}", response_model=views.Json)
-def get_dataset_status(request: Request, dataset: str) -> Response:
-    """One dataset's status and causes."""
-    return views.json_response(_service(request).dataset_status(dataset).to_dict())
+def get_dataset_status(request: Request, dataset: str, branch: BranchQuery = None) -> Response:
+    """One dataset's status and causes (on a branch, as it reads them)."""
+    found = _service(request).on_branch(branch).dataset_status(dataset)
+    return views.json_response(found.to_dict())
 
 
 @router.get("/history/{dataset:seg}", response_model=views.Json)
@@ -186,9 +195,7 @@ def get_preview(
     dataset: str,
     version: Version = None,
     rows: Rows = 100,
-    branch: Annotated[
-        str | None, Query(pattern=NAME_PATTERN, description="the branch (default: main)")
-    ] = None,
+    branch: BranchQuery = None,
 ) -> Response:
     """The first rows of a version (default: the branch's current), read without Spark."""
     lake = _service(request).lake.on_branch(branch)

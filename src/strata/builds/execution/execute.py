@@ -155,7 +155,7 @@ def run_transform(
     )
     read = [_at(v, plan) for v in inputs.values()]
     writing = [DatasetAt(name, None) for name in item.output_names]
-    spec = replace(spec, run_facets=build_facets(plan.recorded()))
+    spec = replace(spec, run_facets=build_facets(plan.recorded(), lake.branch))
     ctx.emitter.emit(
         run_event("START", spec, namespace=lake.namespace, inputs=read, outputs=writing)
     )
@@ -369,7 +369,7 @@ def derive_lineage(
     files they read. Lineage describes the run; it is not part of it: a plan it cannot
     follow leaves that output without one, and never fails the build."""
     names = {v.dataset_uuid: v.dataset for v in read.values()}
-    state = BuildState(lake.engine, lake.namespace)
+    state = BuildState(lake.engine, lake.namespace, lake.branch)
 
     def dataset_of(uri: str) -> str | None:
         rel = lake.storage.relative(uri)

@@ -78,7 +78,7 @@ def reproduce(
     its stored program are known to be reproducible, so a wrong name or version is
     refused at once.
     """
-    state = BuildState(lake.engine, lake.namespace)
+    state = BuildState(lake.engine, lake.namespace, lake.branch)
     built = entry(state, dataset, version)
     target = lake.version(dataset, version=built.version)
     if partition is not None or (target.partitions or {}).get("runs"):

@@ -19,7 +19,7 @@ from typing import TYPE_CHECKING, Any
 
 from strata.builds.state.build_reads import BuildRead
 from strata.lineage.record.apply import record_event
-from strata.lineage.record.facets import BUILD_FACET, PROGRAM_FACET
+from strata.lineage.record.facets import BRANCH_FACET, BUILD_FACET, PROGRAM_FACET
 
 if TYPE_CHECKING:
     from openlineage.client.client import OpenLineageClient
@@ -69,17 +69,24 @@ class RunSpec:
 READ_FACET = "strata_read"
 
 
-def build_facets(how: BuildRead) -> dict[str, Any]:
+def build_facets(how: BuildRead, branch: str = "main") -> dict[str, Any]:
     """The run facet saying how a transform run read its inputs: ``incremental`` (each
     input's ``(from, to]`` range; ``from`` null: read whole, and the output versions it
-    built on) or ``full``."""
-    return {
+    built on) or ``full``; and, on a branch, which one it read and wrote."""
+    out: dict[str, Any] = {
         BUILD_FACET: {
             "_producer": PRODUCER,
             "_schemaURL": f"{FACET_SCHEMA}/StrataBuildRunFacet.json",
             **how.body(),
         }
     }
+    if branch != "main":
+        out[BRANCH_FACET] = {
+            "_producer": PRODUCER,
+            "_schemaURL": f"{FACET_SCHEMA}/StrataBranchRunFacet.json",
+            "name": branch,
+        }
+    return out
 
 
 def program_facets(

@@ -23,6 +23,7 @@ from strata.builds.state.build_reads import BuildRead
 from strata.store.bulk import chunks
 from strata.store.fetch import plain_rows
 from strata.store.owners import branches as stored_branches
+from strata.store.owners.branches import MAIN
 from strata.store.owners.datasets import rows as dataset_rows
 from strata.store.owners.datasets import transactions as txns
 from strata.store.owners.datasets import versions as stored_versions
@@ -59,18 +60,29 @@ _D, _DV = _DATASETS, _VERSIONS
 _PRODUCER = _DV.c.run_uuid
 
 
-def _of_current(q: sa.Select[Any], namespace: str, names: Collection[str] | None) -> sa.Select[Any]:
+def _of_current(
+    q: sa.Select[Any],
+    namespace: str,
+    names: Collection[str] | None,
+    versions: Collection[str] | None = None,
+) -> sa.Select[Any]:
     """``q`` over the lake datasets of ``namespace`` (or ``names``) and their current
-    versions."""
+    versions (with ``versions``: those versions of theirs instead, a branch's)."""
+    if versions is None:
+        held = _DV.c.uuid == _D.c.current_version_uuid
+    else:
+        held = sa.and_(_DV.c.dataset_uuid == _D.c.uuid, _DV.c.uuid.in_(sorted(versions)))
     q = (
         q.select_from(_D)
-        .join(_DV, _DV.c.uuid == _D.c.current_version_uuid)
+        .join(_DV, held)
         .where(_D.c.namespace == namespace, _D.c.is_lake.is_(True), _D.c.deleted_at.is_(None))
     )
     return q.where(_D.c.name.in_(sorted(names))) if names is not None else q
 
 
-def _current_rows(namespace: str, names: Collection[str] | None) -> sa.Select[Any]:
+def _current_rows(
+    namespace: str, names: Collection[str] | None, versions: Collection[str] | None = None
+) -> sa.Select[Any]:
     # The program version (its uuid is the run's job version) names the job and the
     # fingerprint: a run of another producer has none, and counts as no build.
     r, pv = stored_runs.relation(), programs.relation()
@@ -85,33 +97,50 @@ def _current_rows(namespace: str, names: Collection[str] | None) -> sa.Select[An
         pv.c.ordinal,
     )
     return (
-        _of_current(columns, namespace, names)
+        _of_current(columns, namespace, names, versions)
         .outerjoin(r, r.c.uuid == _PRODUCER)
         .outerjoin(pv, pv.c.uuid == r.c.job_version_uuid)
     )
 
 
-def _input_rows(namespace: str, names: Collection[str] | None) -> sa.Select[Any]:
+def _input_rows(
+    namespace: str, names: Collection[str] | None, versions: Collection[str] | None = None
+) -> sa.Select[Any]:
     # The input's dataset comes as its uuid: the current rows name nearly all of them,
     # which spares a lookup of each input version's dataset row.
     iv = stored_versions.relation("iv")
     columns = sa.select(_D.c.name, iv.c.dataset_uuid, iv.c.commit_id, iv.c.data_fingerprint)
-    q, read = bound.join_read(_of_current(columns, namespace, names), run=_PRODUCER)
+    q, read = bound.join_read(_of_current(columns, namespace, names, versions), run=_PRODUCER)
     return q.join(iv, iv.c.uuid == read.version)
 
 
 def load_current(
-    conn: Connection, namespace: str, names: Collection[str] | None = None
+    conn: Connection, namespace: str, names: Collection[str] | None = None, branch_id: str = MAIN
 ) -> dict[str, Current]:
-    """Current versions with their catalog entries: every lake dataset, or ``names``."""
+    """Current versions with their catalog entries: every lake dataset, or ``names``; on
+    a branch, the versions it reads (its own, else its parents', else main's)."""
+    out = _load_current(conn, namespace, names, None)
+    if branch_id != MAIN:
+        held = stored_branches.overlay(conn, branch_id)
+        if held:
+            out.update(_load_current(conn, namespace, names, held.values()))
+    return out
+
+
+def _load_current(
+    conn: Connection,
+    namespace: str,
+    names: Collection[str] | None,
+    versions: Collection[str] | None,
+) -> dict[str, Current]:
     out: dict[str, Current] = {}
     named: dict[str, str] = {}
     for name, uuid, cid, fp, run, job, program, ordinal in plain_rows(
-        conn, _current_rows(namespace, names)
+        conn, _current_rows(namespace, names, versions)
     ):
         out[name] = Current(name, int(cid), fp, run, job, program, ordinal, {})
         named[uuid] = name
-    rows = plain_rows(conn, _input_rows(namespace, names))
+    rows = plain_rows(conn, _input_rows(namespace, names, versions))
     named.update(_dataset_names(conn, {r[1] for r in rows} - named.keys()))
     for name, input_uuid, cid, fp in rows:
         cur = out.get(name)

@@ -27,7 +27,8 @@ from strata.builds.state.requests import BuildRequest
 from strata.builds.state.runs import Running
 from strata.builds.state.schedules import Firing
 from strata.errors import InvalidArgument, NotFound
-from strata.lake import partition_hashes, partition_index, registry
+from strata.lake import branches, partition_hashes, partition_index, registry
+from strata.lake.branches import MAIN
 from strata.lake.registry import Moved
 from strata.lineage.query import column_lineage as columns
 from strata.lineage.query import common
@@ -74,15 +75,17 @@ _EPOCH = datetime(1970, 1, 1, tzinfo=UTC)
 class BuildState:
     """Build state of one namespace of one store."""
 
-    def __init__(self, engine: Engine, namespace: str) -> None:
-        self.engine, self.namespace = engine, namespace
+    def __init__(self, engine: Engine, namespace: str, branch: str = MAIN) -> None:
+        self.engine, self.namespace, self.branch = engine, namespace, branch
 
     # -- the catalog --------------------------------------------------------------------
 
     def current(self, names: Collection[str] | None = None) -> dict[str, Current]:
-        """Current versions with their catalog entries: every lake dataset, or ``names``."""
+        """Current versions with their catalog entries, as this state's branch reads them:
+        every lake dataset, or ``names``."""
         with read_tx(self.engine) as conn:
-            return catalog.load_current(conn, self.namespace, names)
+            on = branches.require(conn, self.branch).id
+            return catalog.load_current(conn, self.namespace, names, on)
 
     def ordinals(self, programs_: Collection[tuple[str, str]]) -> dict[tuple[str, str], int]:
         """``(transform, fingerprint) -> ordinal`` of those of ``programs_`` registered."""

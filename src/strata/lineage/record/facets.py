@@ -207,6 +207,7 @@ def _program_facets(job_facets: dict[str, Any]) -> dict[str, dict[str, Any]]:
 
 PROGRAM_FACET = "strata_program"
 BUILD_FACET = "strata_build"  # run facet: how a transform run read its inputs
+BRANCH_FACET = "strata_branch"  # run facet: the branch a run read and wrote (not main)
 
 
 def declared_fingerprint(job_facets: dict[str, Any]) -> str | None:

@@ -162,6 +162,16 @@ def heads_of(conn: Connection, branch_id: str) -> list[Head]:
     return [_head(r) for r in conn.execute(q)]
 
 
+def overlay(conn: Connection, branch_id: str) -> dict[str, str]:
+    """``dataset uuid -> version uuid`` of every dataset ``branch_id`` or a parent of it
+    (up to, not including, main) holds a head of, the nearest branch's winning: what the
+    branch reads instead of main's current versions."""
+    out: dict[str, str] = {}
+    for b in reversed(chain(conn, branch_id)[:-1]):
+        out |= {h.dataset_uuid: h.version_uuid for h in heads_of(conn, b)}
+    return out
+
+
 def set_head(conn: Connection, head: Head, at: datetime) -> None:
     """Make ``head`` the branch's current version of its dataset (and fork point)."""
     columns = ["branch_id", "dataset_uuid", "version_uuid", "fork_version_uuid", "updated_at"]
