@@ -20,7 +20,7 @@ from sqlalchemy.engine import Connection
 from strata.errors import CommitConflict, InvalidArgument, TransactionClosed
 from strata.ids import new_id
 from strata.lake import partition_hashes, partition_index, partitions, schemas
-from strata.lake.registry import Version, latest_commit_id, latest_version
+from strata.lake.registry import Version, latest_and_newest, latest_version
 from strata.lake.rowhash import EMPTY, RowHash, fingerprint, sum_hashes
 from strata.lake.storage import FileEntry
 from strata.store.owners import branches, triggers
@@ -191,11 +191,11 @@ def lock(conn: Connection, parts: Sequence[Part]) -> None:
 
 def commit_part(conn: Connection, part: Part, run_uuid: str | None) -> Version:
     """``part`` committed as its dataset's next version; raises when it can never be."""
-    previous = latest_version(conn, part.dataset, part.dataset_uuid, part.branch_id)
+    previous, newest = latest_and_newest(conn, part.dataset, part.dataset_uuid, part.branch_id)
     _check_base(part, previous)
     fields, arrow = _schema_after(part, previous)
     # Commit ids count every branch's commits: gap-free and total per dataset.
-    commit_id = latest_commit_id(conn, part.dataset_uuid) + 1
+    commit_id = newest + 1
     now = datetime.now(UTC)
     if previous is not None and now <= previous.committed_at:
         # Keep commit times increasing so as-of reads agree with commit order.

@@ -120,14 +120,25 @@ def latest_version(
 ) -> Version | None:
     """The current version of a known dataset on a branch, or None: the branch's own
     head, else its parent's, up to ``main``'s newest commit (one indexed query)."""
+    return latest_and_newest(conn, name, dataset_uuid, branch_id)[0]
+
+
+def latest_and_newest(
+    conn: Connection, name: str, dataset_uuid: str, branch_id: str = MAIN
+) -> tuple[Version | None, int]:
+    """:func:`latest_version`, and the dataset's newest commit id on any branch (0: none):
+    on main, one statement."""
     if branch_id != MAIN:
         parents = stored_branches.chain(conn, branch_id)
         heads = stored_branches.heads(conn, dataset_uuid, parents)
         held = next((heads[b] for b in parents if b in heads), None)
         if held is not None:
-            return version_by_uuid(conn, name, held.version_uuid)
+            found = version_by_uuid(conn, name, held.version_uuid)
+            return found, latest_commit_id(conn, dataset_uuid)
     row = conn.execute(_LATEST, {"dataset_uuid": dataset_uuid}).mappings().first()
-    return _to_version(name, row) if row is not None else None
+    if row is None:
+        return None, latest_commit_id(conn, dataset_uuid)
+    return _to_version(name, row), int(row["newest_commit_id"])
 
 
 def version_by_uuid(conn: Connection, name: str, uuid: str) -> Version | None:
@@ -138,22 +149,38 @@ def version_by_uuid(conn: Connection, name: str, uuid: str) -> Version | None:
 _BRANCHES = stored_branches.relation()
 
 
-def _version_query() -> sa.Select[Any]:
+def _version_query(on_main: bool = False) -> sa.Select[Any]:
+    """Versions with their transaction's type and their branch's name (``on_main``: of
+    main's versions only, whose branch needs no lookup)."""
     t = txns.relation()
+    joined = _VERSIONS.outerjoin(t, t.c.uuid == _VERSIONS.c.transaction_uuid)
+    if on_main:
+        branch: Any = sa.literal(MAIN)
+    else:
+        branch = sa.func.coalesce(_BRANCHES.c.name, _VERSIONS.c.branch_id)
+        joined = joined.outerjoin(_BRANCHES, _BRANCHES.c.id == _VERSIONS.c.branch_id)
     return sa.select(
         _VERSIONS,
         sa.func.coalesce(t.c.type, sa.literal("EXTERNAL")).label("txn_type"),
-        sa.func.coalesce(_BRANCHES.c.name, _VERSIONS.c.branch_id).label("branch_name"),
-    ).select_from(
-        _VERSIONS.outerjoin(t, t.c.uuid == _VERSIONS.c.transaction_uuid).outerjoin(
-            _BRANCHES, _BRANCHES.c.id == _VERSIONS.c.branch_id
-        )
+        branch.label("branch_name"),
+    ).select_from(joined)
+
+
+def _newest_commit() -> Any:
+    """The dataset's newest commit id on any branch (what the next commit follows)."""
+    dv = stored_versions.relation("newest")
+    return (
+        sa.select(sa.func.max(dv.c.commit_id))
+        .where(dv.c.dataset_uuid == sa.bindparam("dataset_uuid"))
+        .scalar_subquery()
     )
 
 
-# Built once: every transaction start and commit runs it.
+# Built once: every transaction start and commit runs it; the commit reads the newest
+# commit id of any branch in the same statement.
 _LATEST = (
-    _version_query()
+    _version_query(on_main=True)
+    .add_columns(_newest_commit().label("newest_commit_id"))
     .where(
         _VERSIONS.c.dataset_uuid == sa.bindparam("dataset_uuid"),
         _VERSIONS.c.commit_id.is_not(None),
