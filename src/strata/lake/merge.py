@@ -105,7 +105,10 @@ def _planned(
         # before it (and the merge sees it) or after it.
         dataset_rows.lock(conn, [h.dataset_uuid for h in heads])
     names = _names(conn, [h.dataset_uuid for h in heads])
-    planned = [_plan(conn, h, names[h.dataset_uuid], target) for h in heads]
+    planned = sorted(
+        (_plan(conn, h, names[h.dataset_uuid], target) for h in heads),
+        key=lambda step: step[0].dataset,
+    )
     return MergeReport(branch.name, target.name, dry_run, [s for s, _, _ in planned]), planned
 
 
