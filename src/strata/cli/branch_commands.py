@@ -60,7 +60,10 @@ def list_(ctx: typer.Context, json_out: JsonOpt = False) -> None:
         emit_table(
             "branches",
             ["branch", "from", "datasets written", "created"],
-            [(b.name, b.parent or "", b.datasets, b.created_at) for b in found],
+            [
+                (b.name, b.parent or "—", "—" if b.datasets is None else b.datasets, b.created_at)
+                for b in found
+            ],
         )
 
 
