@@ -102,6 +102,13 @@ def test_change_build_compare_and_merge_a_branch(project: Project, tmp_path: Pat
     names = sorted((_facets(f[0]).get("strata_branch") or {}).get("name", "main") for f in facets)
     assert names == ["dev", "main"]
 
+    # Trace and reproduce take the branch's current version when none is named.
+    on_dev_tree = p.json("trace", "clicks/slow", "--branch", "dev")
+    assert (on_dev_tree["dataset"], on_dev_tree["version"]) == ("clicks/slow", 2)
+    assert p.json("trace", "clicks/slow")["version"] == 1
+    again = p.json("reproduce", "clicks/slow", "--branch", "dev")
+    assert (again["version"], again["identical"]) == (2, True)
+
     # The API answers the same, per branch, from a server whose pipelines are dev's.
     served = dataclasses.replace(p.settings, pipelines=(str(dev),))
     with TestClient(create_app(served, p.lake.engine)) as api:

@@ -19,6 +19,7 @@ from strata.builds.staleness import status
 from strata.builds.staleness.status import DatasetStatus, from_store
 from strata.builds.state import BuildState
 from strata.errors import InvalidArgument, NotFound, PipelineError, StrataError
+from strata.lake.branches import MAIN
 from strata.lake.service import Lake, connect
 from strata.settings import Settings
 
@@ -205,7 +206,8 @@ class BuildService:
     ) -> dict[str, Any]:
         """The provenance tree of a version (of one partition of it, with ``partition``:
         one value for each partition column); with ``column``, that column's
-        (:func:`column_trace.column_trace`)."""
+        (:func:`column_trace.column_trace`). Without a version, the branch's current."""
+        version = self._current_on_branch(dataset, version)
         if column is not None:
             if partition is not None:
                 raise InvalidArgument(
@@ -258,7 +260,15 @@ class BuildService:
     ) -> Reproduction:
         from strata.builds.execution.reproduce import reproduce
 
+        version = self._current_on_branch(dataset, version)
         return reproduce(self.lake, self._spark, dataset, version, partition)
+
+    def _current_on_branch(self, dataset: str, version: int | None) -> int | None:
+        """``version``, or on a branch other than main the version it reads now (main's
+        current version is what the catalog calls current already)."""
+        if version is not None or self.lake.branch == MAIN:
+            return version
+        return self.lake.version(dataset).commit_id
 
     def _spark(self) -> SparkSession:
         from strata.lake.spark import get_spark

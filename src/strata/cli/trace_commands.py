@@ -9,7 +9,7 @@ import typer
 from rich.markup import escape
 
 from strata.cli.common import reported
-from strata.cli.options import JsonOpt, OnePartition, Ref, service_from
+from strata.cli.options import BranchOpt, JsonOpt, OnePartition, Ref, service_from
 from strata.cli.output import emit_json, emit_table, err_console
 
 if TYPE_CHECKING:
@@ -36,15 +36,18 @@ def trace(
         ),
     ] = False,
     json: JsonOpt = False,
+    branch: BranchOpt = None,
 ) -> None:
-    """The provenance tree of a version down to raw datasets, with exact versions."""
+    """The provenance tree of a version down to raw datasets, with exact versions (without
+    @VERSION, the current one: on --branch, the branch's)."""
     from strata.lake.names import parse_ref
     from strata.lake.partitions import parse_alternatives
 
     with reported():
         name, version = parse_ref(ref)
         wanted = parse_alternatives(partition) if partition is not None else None
-        tree = service_from(ctx, []).trace(name, version, wanted, column=column, indirect=indirect)
+        service = service_from(ctx, [], branch)
+        tree = service.trace(name, version, wanted, column=column, indirect=indirect)
         if json:
             emit_json(tree)
         elif column is not None:
@@ -215,16 +218,18 @@ def reproduce(
     ref: Ref,
     partition: OnePartition = None,
     json: JsonOpt = False,
+    branch: BranchOpt = None,
 ) -> None:
     """Run a version's stored program on its recorded inputs; compare the rows. A version
-    built partition by partition is run again partition by partition."""
+    built partition by partition is run again partition by partition. Without @VERSION,
+    the current one (on --branch, the branch's)."""
     from strata.lake.names import parse_ref
     from strata.lake.partitions import parse_alternatives
 
     with reported():
         name, version = parse_ref(ref)
         wanted = parse_alternatives(partition) if partition is not None else None
-        result = service_from(ctx, []).reproduce(name, version, wanted)
+        result = service_from(ctx, [], branch).reproduce(name, version, wanted)
         if json:
             emit_json(result.to_dict())
         else:
