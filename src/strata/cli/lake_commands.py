@@ -19,6 +19,7 @@ from strata.cli.output import (
 )
 from strata.errors import InvalidArgument
 from strata.lake.partitions import parse_filter
+from strata.lake.registry import Version
 from strata.lake.service import connect
 
 FORMATS = ("csv", "json", "parquet")
@@ -98,13 +99,18 @@ def ingest(
         if json_out:
             emit_json(version.to_dict())
         else:
-            on = f" on {version.branch}" if version.branch != "main" else ""
-            console.print(
-                f"{dataset}: version {version.commit_id} ({version.type}){on}, "
-                f"{version.row_count} rows in {version.file_count} file(s)"
-            )
-            if version.partitions is not None:
-                console.print(f"  partitions: {partition_words(version.partitions)}")
+            _print_committed(dataset, version)
+
+
+def _print_committed(dataset: str, version: Version) -> None:
+    """One line for a new version (and what it did to which partitions)."""
+    on = f" on {version.branch}" if version.branch != "main" else ""
+    console.print(
+        f"{dataset}: version {version.commit_id} ({version.type}){on}, "
+        f"{version.row_count} rows in {version.file_count} file(s)"
+    )
+    if version.partitions is not None:
+        console.print(f"  partitions: {partition_words(version.partitions)}")
 
 
 def datasets(
