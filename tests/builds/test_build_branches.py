@@ -6,6 +6,7 @@ store is checked after each step."""
 from __future__ import annotations
 
 import dataclasses
+import os
 import shutil
 from pathlib import Path
 from typing import Any
@@ -169,3 +170,88 @@ def _facets(value: Any) -> dict[str, Any]:
     import json
 
     return value if isinstance(value, dict) else json.loads(value or "{}")
+
+
+def test_a_worker_on_a_branch_builds_its_commits_and_schedules_only(
+    project: Project, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    import json
+    import signal
+    import time
+
+    p = project
+    p.append("raw/clicks", clicks(("ada", 40), ("bob", 300)))
+    p.append("raw/users", users(("ada", "UK"), ("bob", "US")))
+    build(p, p.folder)
+    p.json("branch", "create", "dev")
+    dev_id = p.scalar("SELECT id FROM branches WHERE name = 'dev' AND deleted_at IS NULL")
+    with p.lake.on_branch("dev").transaction("raw/clicks", type="APPEND") as txn:
+        txn.write(clicks(("ada", 500)))
+    pending = "SELECT branch_id, count(*) FROM build_triggers WHERE done_at IS NULL GROUP BY 1"
+    assert dict(p.rows(pending)) == {"main": 2, dev_id: 1}  # main's: the raw appends
+    before = {d: p.lake.version(d).commit_id for d in ("clicks/slow", "report/users")}
+
+    # Main's worker takes main's triggers and leaves the branch's to the branch's workers.
+    mains = p.spawn("worker", "--once", "--json")
+    out, err = mains.communicate(timeout=600)
+    assert mains.returncode == 0, err
+    assert json.loads(out)["triggers"] == 2
+    assert dict(p.rows(pending)) == {dev_id: 1}
+
+    devs = p.spawn("worker", "--once", "--json", "--branch", "dev")
+    out, err = devs.communicate(timeout=600)
+    assert devs.returncode == 0, err
+    assert json.loads(out)["triggers"] >= 1
+    assert p.rows(pending) == []
+    # What it built is dev's: main's versions and status are as they were.
+    assert {d: p.lake.version(d).commit_id for d in before} == before
+    assert stale(status(p, p.folder)) == set()
+    assert stale(status(p, p.folder, "--branch", "dev")) == set()
+    on_dev = p.lake.on_branch("dev")
+    assert on_dev.version("report/users").branch == "dev"
+    assert on_dev.version("clicks/slow").commit_id > before["clicks/slow"]
+
+    # Schedules name their branch; a worker fires only its own branch's.
+    monkeypatch.setenv("STRATA_CONFIG", str(tmp_path / "strata.toml"))
+    (tmp_path / "strata.toml").write_text(
+        "".join(
+            f'[[schedule]]\nname = "often"\ncron = "* * * * * */2"\nbuild = ["report/countries"]'
+            f'\nforce = true\nbranch = "{b}"\n'
+            for b in ("main", "dev")
+        )
+    )
+    worker = p.spawn(
+        "worker", "--poll", "0.05", "--branch", "dev", STRATA_CONFIG=os.environ["STRATA_CONFIG"]
+    )
+    try:
+        deadline = time.monotonic() + 300
+        done = "SELECT count(*) FROM schedule_firings WHERE ended_at IS NOT NULL"
+        while (p.scalar(done) or 0) < 1:
+            assert worker.poll() is None, worker.communicate()
+            assert time.monotonic() < deadline
+            time.sleep(0.5)
+    finally:
+        worker.send_signal(signal.SIGTERM)
+        _, err = worker.communicate(timeout=60)
+    fired = p.rows(
+        "SELECT branch, schedule, outcome FROM schedule_firings WHERE ended_at IS NOT NULL"
+    )
+    assert {tuple(r) for r in fired} == {("dev", "often", "COMPLETED")}, err
+    assert p.lake.version("report/countries").commit_id == 1  # main's untouched
+    assert on_dev.version("report/countries").branch == "dev"
+    listed = p.json("schedules", "--pipeline", str(p.folder))["schedules"]
+    last = {(s["branch"], s["name"]): s["last"] for s in listed}
+    assert last[("main", "often")] is None
+    assert last[("dev", "often")]["outcome"] == "COMPLETED"
+
+    # A branch that is gone: its worker says so; its pending triggers are closed.
+    with on_dev.transaction("raw/users", type="APPEND") as txn:
+        txn.write(users(("cy", "JP")))
+    p.json("branch", "delete", "dev")
+    closed = p.rows(
+        "SELECT error FROM build_triggers WHERE branch_id = :b AND error IS NOT NULL", b=dev_id
+    )
+    assert closed and {r[0] for r in closed} == {"branch 'dev' was deleted"}
+    assert p.rows(pending) == []
+    code, _, err = p.cli("worker", "--once", "--branch", "dev")
+    assert code == 1 and "branch 'dev' does not exist" in err

@@ -64,6 +64,10 @@ def _config(tmp_path: Path, body: str) -> Path:
             "timezone = 'Mars/Olympus' is not a known time zone",
         ),
         ('cron = "5 * * * *"\nbuild = ["nothing/*"]', "build names ['nothing/*'], which no"),
+        (
+            'cron = "5 * * * *"\nbuild = ["report/*"]\nbranch = "my branch"',
+            "branch = invalid branch name 'my branch'",
+        ),
     ],
 )
 def test_bad_schedules_are_one_clear_error_at_start(

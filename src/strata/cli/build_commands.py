@@ -261,9 +261,11 @@ def worker(
     poll: Annotated[float, typer.Option(min=0.01, help="Seconds between looks when idle.")] = 0.2,
     pipeline: PipelineOpt = None,
     json: JsonOpt = False,
+    branch: BranchOpt = None,
 ) -> None:
     """Build the out-of-date dependents of each commit, as commits land, and what each
-    schedule names when it is due; run retention daily where a policy exists."""
+    schedule names when it is due; run retention daily where a policy exists. A worker
+    watches one branch: main, or --branch (its commits and its schedules)."""
     from rich.markup import escape
 
     from strata.builds.workers.scheduler import Fired
@@ -272,7 +274,7 @@ def worker(
     from strata.store.owners.triggers import Claim
 
     with reported():
-        service = service_from(ctx, pipeline)
+        service = service_from(ctx, pipeline, branch)
         progress = BuildProgress(*_progress_to(json))
 
         def told(claimed: Claim, done: Attempt) -> None:
@@ -287,7 +289,9 @@ def worker(
             if json:
                 return
             tail = f": {f.error}" if f.error else ""
-            line = f"schedule {f.schedule} due {f.due_at:%Y-%m-%d %H:%M %Z}: {f.outcome}{tail}"
+            on = f" on {f.branch}" if f.branch != "main" else ""
+            due = f"{f.due_at:%Y-%m-%d %H:%M %Z}"
+            line = f"schedule {f.schedule}{on} due {due}: {f.outcome}{tail}"
             err_console.print(escape(line), highlight=False)
 
         def swept(r: RetentionReport) -> None:
@@ -334,10 +338,11 @@ def schedules(ctx: typer.Context, pipeline: PipelineOpt = None, json: JsonOpt = 
             return
         emit_table(
             "schedules",
-            ["schedule", "cron", "builds", "last firing", "outcome", "next firing"],
+            ["schedule", "branch", "cron", "builds", "last firing", "outcome", "next firing"],
             [
                 (
                     s["name"],
+                    s["branch"],
                     f"{s['cron']} ({s['timezone']})",
                     ", ".join(s["build"]),
                     s["last"]["due_at"] if s["last"] else "never",

@@ -18,6 +18,7 @@ from strata.errors import BranchExists, BranchRefused, InvalidName, NotFound
 from strata.ids import new_id
 from strata.store.engine import read_tx, write_tx
 from strata.store.owners import branches as stored
+from strata.store.owners import triggers
 from strata.store.owners.branches import MAIN, Branch
 
 # Letters, digits and . _ - /, starting with a letter or digit (the API declares it).
@@ -129,6 +130,8 @@ def delete(engine: Engine, name: str) -> BranchInfo:
             )
         wrote = len(stored.heads_of(conn, found.id))
         parent = stored.by_ids(conn, [found.parent_id] if found.parent_id else [])
-        stored.delete(conn, found.id, datetime.now(UTC))
+        now = datetime.now(UTC)
+        stored.delete(conn, found.id, now)
+        triggers.drop_branch(conn, found.id, now, f"branch {name!r} was deleted")
     parent_name = parent[found.parent_id].name if found.parent_id in parent else None
     return BranchInfo(name, parent_name, found.created_at, wrote)

@@ -123,12 +123,13 @@ _VERSION_COLUMNS = (
     "branch_id",
 )
 _CLOSE, _INSERT_VERSION, _MOVE_CURRENT, _TRIGGER, _LOG_DELTA, _CLOSE_ALL = _closing_statements()
+_TRIGGER_ON_BRANCH = triggers.enqueue(on_branch=True)
 
 
 def _record_commit(conn: Connection, part: Part, version: dict[str, Any]) -> bool:
     """Write the version row, move the current pointer, close the transaction, raise the
-    build trigger and log the file delta. False (and nothing kept: the caller raises)
-    when the transaction was no longer OPEN.
+    build trigger (for the workers of the commit's branch) and log the file delta. False
+    (and nothing kept: the caller raises) when the transaction was no longer OPEN.
 
     Only an OPEN transaction commits: the state test and the change are one statement,
     so an abort by `strata gc` cannot slip in between.
@@ -146,10 +147,12 @@ def _record_commit(conn: Connection, part: Part, version: dict[str, Any]) -> boo
         return False
     conn.execute(_INSERT_VERSION, params)
     if part.branch_id == MAIN:
-        # A branch's commit moves the branch's head (the caller), and builds of a branch
-        # are asked for, not triggered.
         conn.execute(_MOVE_CURRENT, params)
         conn.execute(_TRIGGER, params)
+    else:
+        # A branch's commit moves the branch's head (the caller) and triggers only the
+        # workers that watch that branch.
+        conn.execute(_TRIGGER_ON_BRANCH, params | {"branch_id": part.branch_id})
     conn.execute(_LOG_DELTA, params)
     return True
 

@@ -487,6 +487,8 @@ build_triggers = sa.Table(
     # it was tried, and not before when it is tried again.
     sa.Column("attempts", sa.Integer(), nullable=False, server_default="0"),
     ts_col("retry_at", nullable=True),
+    # The branch whose commit raised it: only that branch's workers take it.
+    sa.Column("branch_id", sa.String(36), nullable=False, server_default="main"),
     sa.Index("ix_build_triggers_pending", "done_at", "claimed_at"),
 )
 
@@ -655,9 +657,11 @@ retention_passes = sa.Table(
 # Schedules (strata.builds.workers.schedules): when a worker first saw each (firings missed before
 # that are not caught up), and each firing taken. A firing's key is its schedule and due
 # time: the worker whose insert lands takes it, so no firing is built twice.
+# A schedule builds on the branch it names; the same name may fire on two branches.
 schedules = sa.Table(
     "schedules",
     metadata,
+    sa.Column("branch", sa.Text(), primary_key=True, server_default="main"),
     sa.Column("name", sa.Text(), primary_key=True),
     ts_col("registered_at", nullable=False),
 )
@@ -665,6 +669,7 @@ schedules = sa.Table(
 schedule_firings = sa.Table(
     "schedule_firings",
     metadata,
+    sa.Column("branch", sa.Text(), primary_key=True, server_default="main"),
     sa.Column("schedule", sa.Text(), primary_key=True),
     ts_col("due_at", primary_key=True),
     sa.Column("holder", sa.Text(), nullable=False),

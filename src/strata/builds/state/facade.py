@@ -359,30 +359,36 @@ class BuildState:
 
     # -- schedules --------------------------------------------------------------------
 
-    def register_schedules(self, names: Collection[str]) -> dict[str, datetime]:
-        """When each schedule was first seen by any worker (now, for new ones)."""
+    def register_schedules(self, branch: str, names: Collection[str]) -> dict[str, datetime]:
+        """When each schedule of ``branch`` was first seen by any worker (now, for new ones)."""
         with write_tx(self.engine) as conn:
-            return schedules.register(conn, names, datetime.now(UTC))
+            return schedules.register(conn, branch, names, datetime.now(UTC))
 
-    def last_firings(self, names: Collection[str]) -> dict[str, datetime]:
+    def last_firings(self, branch: str, names: Collection[str]) -> dict[str, datetime]:
         """The due time of each schedule's latest firing taken."""
         with read_tx(self.engine) as conn:
-            return schedules.last_due(conn, names)
+            return schedules.last_due(conn, branch, names)
 
-    def take_firing(self, name: str, due: datetime, holder: str) -> bool:
+    def take_firing(self, branch: str, name: str, due: datetime, holder: str) -> bool:
         """Take one firing; False when another worker took it first."""
         with write_tx(self.engine) as conn:
-            return schedules.take(conn, name, due, holder, datetime.now(UTC))
+            return schedules.take(conn, branch, name, due, holder, datetime.now(UTC))
 
     def finish_firing(
-        self, name: str, due: datetime, outcome: str, run: str | None, error: str | None
+        self,
+        branch: str,
+        name: str,
+        due: datetime,
+        outcome: str,
+        run: str | None,
+        error: str | None,
     ) -> None:
         with write_tx(self.engine) as conn:
-            schedules.finish(conn, name, due, datetime.now(UTC), outcome, run, error)
+            schedules.finish(conn, branch, name, due, datetime.now(UTC), outcome, run, error)
 
-    def firings(self, name: str, limit: int = 10) -> list[Firing]:
+    def firings(self, branch: str, name: str, limit: int = 10) -> list[Firing]:
         with read_tx(self.engine) as conn:
-            return schedules.firings(conn, name, limit)
+            return schedules.firings(conn, branch, name, limit)
 
     def existing(self, names: Collection[str]) -> list[str]:
         """Those of ``names`` that are lake datasets with a version."""
@@ -425,8 +431,11 @@ class BuildState:
     def claim(
         self, holder: str, lease: float, *, skip: Collection[int] = (), waiting: bool = False
     ) -> Claim | None:
+        """Claim this state's branch's oldest pending trigger (see :func:`triggers.claim`)."""
+        with read_tx(self.engine) as conn:
+            on = branches.require(conn, self.branch).id
         return triggers.claim(
-            self.engine, self.namespace, holder, lease, skip=skip, waiting=waiting
+            self.engine, self.namespace, holder, lease, skip=skip, waiting=waiting, branch_id=on
         )
 
     def renew_claim(self, claimed: Claim, holder: str) -> None:

@@ -1,4 +1,5 @@
-"""The schedule tables: when each schedule was first seen, and the firings taken."""
+"""The schedule tables: when each schedule was first seen, and the firings taken, each
+kept per branch (a schedule builds the branch it names)."""
 
 from __future__ import annotations
 
@@ -41,31 +42,41 @@ class Firing:
         }
 
 
-def register(conn: Connection, names: Collection[str], now: datetime) -> dict[str, datetime]:
-    """When each of ``names`` was first seen (now, for those new)."""
+def register(
+    conn: Connection, branch: str, names: Collection[str], now: datetime
+) -> dict[str, datetime]:
+    """When each of ``names`` on ``branch`` was first seen (now, for those new)."""
     for name in names:
-        insert_ignore(conn, schedules, {"name": name, "registered_at": now}, ["name"])
-    rows = conn.execute(sa.select(_S.name, _S.registered_at).where(_S.name.in_(list(names))))
+        row = {"branch": branch, "name": name, "registered_at": now}
+        insert_ignore(conn, schedules, row, ["branch", "name"])
+    rows = conn.execute(
+        sa.select(_S.name, _S.registered_at).where(_S.branch == branch, _S.name.in_(list(names)))
+    )
     return {str(r[0]): r[1] for r in rows.all()}
 
 
-def last_due(conn: Connection, names: Collection[str]) -> dict[str, datetime]:
+def last_due(conn: Connection, branch: str, names: Collection[str]) -> dict[str, datetime]:
     q = (
         sa.select(_F.schedule, sa.func.max(_F.due_at))
-        .where(_F.schedule.in_(list(names)))
+        .where(_F.branch == branch, _F.schedule.in_(list(names)))
         .group_by(_F.schedule)
     )
     return {str(r[0]): r[1] for r in conn.execute(q).all()}
 
 
-def take(conn: Connection, name: str, due: datetime, holder: str, now: datetime) -> bool:
-    """Take the firing of ``name`` due at ``due``; False when another worker has it."""
-    row = {"schedule": name, "due_at": due, "holder": holder, "started_at": now}
-    return insert_ignore(conn, schedule_firings, row, ["schedule", "due_at"])
+def take(
+    conn: Connection, branch: str, name: str, due: datetime, holder: str, now: datetime
+) -> bool:
+    """Take the firing of ``name`` on ``branch`` due at ``due``; False when another worker
+    has it."""
+    row = {"branch": branch, "schedule": name, "due_at": due, "holder": holder}
+    row["started_at"] = now
+    return insert_ignore(conn, schedule_firings, row, ["branch", "schedule", "due_at"])
 
 
 def finish(
     conn: Connection,
+    branch: str,
     name: str,
     due: datetime,
     now: datetime,
@@ -75,13 +86,13 @@ def finish(
 ) -> None:
     conn.execute(
         schedule_firings.update()
-        .where(_F.schedule == name, _F.due_at == due)
+        .where(_F.branch == branch, _F.schedule == name, _F.due_at == due)
         .values(ended_at=now, outcome=outcome, run_uuid=run, error=error)
     )
 
 
-def firings(conn: Connection, name: str, limit: int) -> list[Firing]:
-    """The latest ``limit`` firings of ``name``, newest first."""
+def firings(conn: Connection, branch: str, name: str, limit: int) -> list[Firing]:
+    """The latest ``limit`` firings of ``name`` on ``branch``, newest first."""
     q = (
         sa.select(
             _F.schedule,
@@ -93,7 +104,7 @@ def firings(conn: Connection, name: str, limit: int) -> list[Firing]:
             _F.run_uuid,
             _F.error,
         )
-        .where(_F.schedule == name)
+        .where(_F.branch == branch, _F.schedule == name)
         .order_by(_F.due_at.desc())
         .limit(limit)
     )

@@ -20,6 +20,7 @@ from strata.builds.staleness.causes import Outcome
 from strata.builds.state.schedules import Firing
 from strata.builds.workers.schedules import Schedule, gather
 from strata.errors import PipelineError, StrataError
+from strata.lake.branches import MAIN
 
 log = logging.getLogger(__name__)
 RECHECK = timedelta(seconds=30)  # how often a waiting worker reads the schedules again
@@ -35,10 +36,12 @@ class Fired:
     outcome: str
     run: str | None
     error: str | None = None
+    branch: str = MAIN
 
     def to_dict(self) -> dict[str, Any]:
         return {
             "schedule": self.schedule,
+            "branch": self.branch,
             "due_at": self.due_at.isoformat(),
             "outcome": self.outcome,
             "run": self.run,
@@ -68,24 +71,26 @@ class Clock:
 def fire_due(
     service: BuildService, holder: str, clock: Clock, reporter: Reporter | None = None
 ) -> list[Fired]:
-    """Build every firing due now that no other worker took; returns what it built and
-    sets when to look again (the next due time, or a recheck of the declarations)."""
+    """Build every firing of the service's branch due now that no other worker took;
+    returns what it built and sets when to look again (the next due time, or a recheck
+    of the declarations)."""
     now = datetime.now(UTC)
+    branch = service.lake.branch
     try:
-        clock.schedules = declared(service)
+        clock.schedules = [s for s in declared(service) if s.branch == branch]
     except PipelineError:  # the triggers' path reports it, with their retries
         clock.schedules = []
     if not clock.schedules:
         clock.next_look = now + RECHECK
         return []
     names = [s.name for s in clock.schedules]
-    seen = service.state.register_schedules(names)
-    last = service.state.last_firings(names)
+    seen = service.state.register_schedules(branch, names)
+    last = service.state.last_firings(branch, names)
     done: list[Fired] = []
     for s in clock.schedules:
         after = max(seen[s.name], last.get(s.name, seen[s.name]))
         for due in s.to_fire(after, now):
-            if service.state.take_firing(s.name, due, holder):
+            if service.state.take_firing(branch, s.name, due, holder):
                 done.append(_fire(service, s, due, reporter))
     now = datetime.now(UTC)
     upcoming = min(s.next_after(now) for s in clock.schedules)
@@ -100,7 +105,7 @@ def _fire(service: BuildService, s: Schedule, due: datetime, reporter: Reporter 
         targets = s.datasets(service.pipelines)
         report = service.build(targets, force=s.force, reporter=reporter)
     except StrataError as exc:
-        service.state.finish_firing(s.name, due, "FAILED", None, exc.message)
+        service.state.finish_firing(s.branch, s.name, due, "FAILED", None, exc.message)
         log.warning("schedule %s (due %s) failed: %s", s.name, due, exc.message)
         return Fired(s.name, due, "FAILED", None, exc.message)
     ran = any(st.outcome.ran for st in report.steps)
@@ -108,8 +113,8 @@ def _fire(service: BuildService, s: Schedule, due: datetime, reporter: Reporter 
     error = "; ".join(f"{st.transform}: {st.reason}" for st in failed) or None
     outcome = report.state if ran else "NOTHING"
     run = report.run if ran else None
-    service.state.finish_firing(s.name, due, outcome, run, error)
-    return Fired(s.name, due, outcome, run, error)
+    service.state.finish_firing(s.branch, s.name, due, outcome, run, error)
+    return Fired(s.name, due, outcome, run, error, s.branch)
 
 
 def overview(service: BuildService, now: datetime | None = None) -> list[dict[str, Any]]:
@@ -121,7 +126,7 @@ def overview(service: BuildService, now: datetime | None = None) -> list[dict[st
         found = gather(service.settings.schedules, None)
     out = []
     for s in found:
-        last: list[Firing] = service.state.firings(s.name, 1)
+        last: list[Firing] = service.state.firings(s.branch, s.name, 1)
         out.append(
             {
                 **s.to_dict(),

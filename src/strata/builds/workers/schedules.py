@@ -9,11 +9,14 @@
     timezone = "Europe/London"  # default UTC
     catch_up = "latest"         # runs missed while no worker ran: latest, all or none
     force = false
+    branch = "dev"              # the branch it builds; default main
 
 or ``@transform_df(Output("report/daily"), ..., schedule="0 6 * * *")``, a schedule named
 after the transform that builds its outputs. A firing builds what is out of date among
-its targets, as ``strata build`` does (everything, with ``force``). Cron expressions and
-time zones are read by croniter and the standard ``zoneinfo``.
+its targets, as ``strata build`` does (everything, with ``force``), on the schedule's
+branch; only a worker watching that branch fires it (a transform's own schedule builds
+``main``). Cron expressions and time zones are read by croniter and the standard
+``zoneinfo``.
 """
 
 from __future__ import annotations
@@ -28,12 +31,13 @@ from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 from croniter import croniter
 
 from strata.builds.programs.discovery import Pipelines
-from strata.errors import ConfigError
+from strata.errors import ConfigError, InvalidName
+from strata.lake.branches import MAIN, validate
 
 CATCH_UP = ("latest", "all", "none")
 # A firing due longer ago than this was missed (no worker was running at the time).
 MISSED_AFTER = timedelta(seconds=60)
-_KEYS = {"name", "cron", "build", "timezone", "catch_up", "force"}
+_KEYS = {"name", "cron", "build", "timezone", "catch_up", "force", "branch"}
 
 
 @dataclass(frozen=True)
@@ -47,6 +51,7 @@ class Schedule:
     catch_up: str = "latest"
     force: bool = False
     declared_in: str = "strata.toml"
+    branch: str = MAIN
 
     def due_after(self, after: datetime, now: datetime) -> list[datetime]:
         """The firings due in ``(after, now]``, oldest first (at most 1,000: a long
@@ -97,6 +102,7 @@ class Schedule:
             "timezone": self.timezone,
             "catch_up": self.catch_up,
             "force": self.force,
+            "branch": self.branch,
             "declared_in": self.declared_in,
         }
 
@@ -142,7 +148,11 @@ def parse(entry: Mapping[str, Any], declared_in: str = "strata.toml") -> Schedul
     force = entry.get("force", False)
     if not isinstance(force, bool):
         raise _bad(where, f"force = {force!r} must be true or false")
-    return Schedule(name, cron, tuple(targets), str(zone), catch_up, force, declared_in)
+    try:
+        branch = validate(entry.get("branch", MAIN))
+    except InvalidName as exc:
+        raise _bad(where, f"branch = {exc.message}") from exc
+    return Schedule(name, cron, tuple(targets), str(zone), catch_up, force, declared_in, branch)
 
 
 def gather(entries: Sequence[Mapping[str, Any]], pipelines: Pipelines | None) -> list[Schedule]:
@@ -155,14 +165,15 @@ def gather(entries: Sequence[Mapping[str, Any]], pipelines: Pipelines | None) ->
             if cron is not None:
                 entry = {"name": item.fqn, "cron": cron, "build": list(item.output_names)}
                 found.append(parse(entry, f"transform {item.fqn} ({item.where})"))
-    seen: dict[str, Schedule] = {}
+    seen: dict[tuple[str, str], Schedule] = {}
     for s in found:
-        if s.name in seen:
+        if (s.branch, s.name) in seen:
             raise _bad(
                 f"{s.name!r} in {s.declared_in}",
-                f"the name is already used in {seen[s.name].declared_in}; give it another",
+                f"the name is already used in {seen[s.branch, s.name].declared_in}; "
+                "give it another",
             )
-        seen[s.name] = s
+        seen[s.branch, s.name] = s
         if pipelines is not None:
             empty = [t for t in s.targets if not fnmatch.filter(pipelines.graph.producer, t)]
             if empty:

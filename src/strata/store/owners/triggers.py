@@ -43,16 +43,19 @@ class Claim:
     attempts: int  # the most any of them was tried before
 
 
-def enqueue(*, returning: bool = False) -> Any:
+def enqueue(*, returning: bool = False, on_branch: bool = False) -> Any:
     """The insert of one trigger, for the commit to run inside its own transaction: the
-    dataset's (``ds_uuid``) new commit (``cid``) at ``now``, all bind parameters;
-    ``returning`` the new row's id, to run as a CTE of the commit's one statement."""
+    dataset's (``ds_uuid``) new commit (``cid``) at ``now``, all bind parameters, on
+    main or, ``on_branch``, on the branch ``branch_id``; ``returning`` the new row's id,
+    to run as a CTE of the commit's one statement."""
     bt = s.build_triggers
     stmt = bt.insert().values(
         dataset_uuid=sa.bindparam("ds_uuid"),
         commit_id=sa.bindparam("cid"),
         created_at=sa.bindparam("now"),
     )
+    if on_branch:
+        stmt = stmt.values(branch_id=sa.bindparam("branch_id"))
     return stmt.returning(bt.c.id) if returning else stmt
 
 
@@ -86,12 +89,16 @@ def claim(
     *,
     skip: Collection[int] = (),
     waiting: bool = False,
+    branch_id: str = "main",
 ) -> Claim | None:
-    """Claim the oldest pending trigger of ``namespace`` and its dataset's other pending
-    ones; ``waiting`` also takes triggers still waiting out a retry's backoff."""
+    """Claim the oldest pending trigger of ``namespace`` raised on ``branch_id`` and its
+    dataset's other pending ones; ``waiting`` also takes triggers still waiting out a
+    retry's backoff."""
     bt, d = s.build_triggers, _DATASETS
     now = datetime.now(UTC)
-    pending = _pending(now, now - timedelta(seconds=lease), waiting)
+    pending = sa.and_(
+        _pending(now, now - timedelta(seconds=lease), waiting), bt.c.branch_id == branch_id
+    )
     if skip:
         pending = sa.and_(pending, bt.c.id.not_in(list(skip)))
     with write_tx(engine) as conn:
@@ -165,6 +172,17 @@ def retry_later(engine: Engine, claimed: Claim, holder: str, error: str) -> floa
             )
         )
     return wait
+
+
+def drop_branch(conn: Connection, branch_id: str, now: datetime, why: str) -> None:
+    """The pending triggers of a branch that is gone are done, with ``why``: no worker
+    builds a deleted branch."""
+    bt = s.build_triggers
+    conn.execute(
+        bt.update()
+        .where(bt.c.branch_id == branch_id, bt.c.done_at.is_(None))
+        .values(done_at=now, error=why)
+    )
 
 
 def mark_handled(
