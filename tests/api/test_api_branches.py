@@ -83,6 +83,15 @@ def test_branches_over_http(api: TestClient, lake: Lake) -> None:
     assert body["code"] == "merge_conflict" and "raw/users" in body["message"]
     assert body["details"]["conflicts"][0]["target_version"] == 3
     assert users(api) == ["ada", "bob", "cy"]
+    line = api.get(f"/api/v1/strata/history/{DS}?branch=feature%2Fx").json()
+    assert line["branch"] == "feature/x"
+    assert [(v["version"], v["branch"]) for v in line["versions"]] == [
+        (1, "main"),
+        (2, "main"),  # merged: it now belongs to main
+        (3, "main"),
+        (4, "feature/x"),
+    ]
+    assert api.get(f"/api/v1/strata/history/{DS}?branch=nope").status_code == 404
 
     gone = api.delete("/api/v1/strata/branches/feature%2Fx")
     assert gone.status_code == 200 and gone.json()["datasets"] == 1

@@ -99,6 +99,29 @@ def test_branch_write_read_merge_and_delete(settings: Settings, csvs: tuple[str,
     assert [b["name"] for b in json.loads(ok(settings, "branch", "list", "--json"))] == ["main"]
 
 
+def test_history_on_a_branch_lists_its_line(settings: Settings, csvs: tuple[str, ...]) -> None:
+    first, second, third = csvs
+    ok(settings, "ingest", first, "raw/people", "--type", "SNAPSHOT")
+    for name, parent in (("dev", "main"), ("dev2", "main"), ("dev/sub", "dev")):
+        ok(settings, "branch", "create", name, "--from", parent)
+    for path, branch in ((second, "dev"), (third, "dev2"), (third, "dev/sub"), (second, "main")):
+        ok(settings, "ingest", path, "raw/people", "--branch", branch)
+
+    def line(*args: str) -> list[tuple[int, str]]:
+        found = json.loads(ok(settings, "history", "raw/people", "--json", *args))
+        return [(v["version"], v["branch"]) for v in found["versions"]]
+
+    everything = [(1, "main"), (2, "dev"), (3, "dev2"), (4, "dev/sub"), (5, "main")]
+    assert line() == everything
+    assert line("--branch", "dev") == [(1, "main"), (2, "dev"), (5, "main")]
+    assert line("--branch", "dev2") == [(1, "main"), (3, "dev2"), (5, "main")]
+    assert line("--branch", "dev/sub") == [(1, "main"), (2, "dev"), (4, "dev/sub"), (5, "main")]
+    table = ok(settings, "history", "raw/people", "--branch", "dev")
+    assert "history of raw/people on dev" in table and "branch" in table
+    code, out = invoke(settings, "history", "raw/people", "--branch", "nope")
+    assert code == 1 and "branch 'nope' does not exist" in out
+
+
 @pytest.mark.parametrize(
     ("args", "message"),
     [

@@ -904,3 +904,70 @@ def test_branches_page_switches_previews_merges_and_marks_branch_versions(site: 
     assert badges == {"v3": [f"⎇ {branch}"], "v2": [], "v1": []}
     assert site.errors() == []
     site.shot("branches")
+
+
+def test_the_branch_switch_on_every_page(site: Site) -> None:
+    """The header's branch switch: the dataset page reads its status, history, preview
+    and trace on the branch picked; the status page says which branch it judges and
+    points builds to the branch's checkout; a lineage page says it shows main; the
+    address's ``branch=`` picks too; and main is one pick away."""
+    import dataclasses
+
+    import pyarrow as pa
+
+    from strata.lake import branches
+    from strata.lake.service import Lake
+
+    name, mine, other = "scratch/branch_pick", "ui/try", "ui/other"
+    main = site.service.lake
+    with main.transaction(name, "SNAPSHOT") as txn:
+        txn.write(pa.table({"x": [1]}))
+    for branch, x in ((mine, 2), (other, 3)):
+        branches.create(main.engine, branch)
+        on = Lake(dataclasses.replace(main.settings, branch=branch), main.engine)
+        with on.transaction(name, "APPEND") as txn:
+            txn.write(pa.table({"x": [x]}))
+
+    def versions() -> list[str]:
+        rows = section(site, "Versions").find_elements(By.CSS_SELECTOR, "tbody tr")
+        return [r.find_elements(By.CSS_SELECTOR, "td")[0].text.split()[0] for r in rows]
+
+    def pick(branch: str) -> None:
+        switch = site.driver.find_element(By.ID, "branch-pick")
+        site.wait(lambda d: switch.is_displayed())
+        switch.find_element(By.CSS_SELECTOR, f"option[value='{branch}']").click()
+
+    site.go(ds(name))
+    assert versions() == ["v3", "v2", "v1"]  # main's history names every branch's
+    pick(mine)
+    site.wait(lambda d: f"⎇ {mine}" in one(site, "main h1").text)
+    line = api(site, f"/strata/history/{quote(name, safe='')}", branch=mine)["versions"]
+    assert versions() == [f"v{v['version']}" for v in reversed(line)] == ["v2", "v1"]
+    assert one(site, "#branch-note").is_displayed() is False
+
+    site.driver.find_element(By.LINK_TEXT, "Trace").click()
+    site.wait(lambda d: "Trace of v2" in one(site, "main").text)
+    site.go(ds(name, f"?preview=&branch={quote(mine, safe='')}"))
+    assert "Preview of v2" in one(site, "main").text  # no version: the branch's current
+
+    site.driver.find_element(By.CSS_SELECTOR, "a[href='#/status']").click()
+    site.wait_shown("#/status")
+    assert f"⎇ {mine}" in one(site, "main h1").text
+    assert f"on {mine}, with causes relative to it" in one(site, "main .summary").text
+    assert f"strata build --branch {mine}" in one(site, "#build-hint").text
+
+    site.driver.find_element(By.LINK_TEXT, "Browse").click()
+    site.wait_shown("#/")
+    note = site.wait(
+        lambda d: one(site, "#branch-note").is_displayed() and one(site, "#branch-note")
+    )
+    assert f"⎇ {mine} is picked, but this page shows main" in note.text  # type: ignore[attr-defined]
+    site.shot("branch-note")
+
+    site.go(ds(name, f"?branch={quote(other, safe='')}"))
+    assert versions() == ["v3", "v1"]
+    assert one(site, "#branch-pick").get_attribute("value") == other
+    pick("main")
+    site.wait(lambda d: "⎇" not in one(site, "main h1").text)
+    assert versions() == ["v3", "v2", "v1"]
+    assert site.errors() == []

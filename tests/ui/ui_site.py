@@ -79,11 +79,13 @@ class Site:
         return self.service.lake
 
     def go(self, route: str, token: str | None = READ) -> None:
-        """Open ``route`` (``#/…``) as a visitor holding ``token`` and wait for it."""
+        """Open ``route`` (``#/…``) as a visitor holding ``token``, on main unless the
+        route names a branch, and wait for it."""
         self.driver.get(f"{self.url}/")
         self.driver.execute_script(
             "if (arguments[0]) sessionStorage.setItem('strata.token', arguments[0]);"
-            "else sessionStorage.removeItem('strata.token');",
+            "else sessionStorage.removeItem('strata.token');"
+            "sessionStorage.removeItem('strata.branch');",
             token or "",
         )
         self.driver.get(f"{self.url}/{route}")

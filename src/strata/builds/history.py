@@ -37,8 +37,12 @@ def history(
     """Every version of a lake dataset with its catalog entry, oldest first; a partitioned
     dataset's say what each did to which partition. With ``partition`` (each column's
     wanted values), only the versions that touched it, each with the runs that built it
-    there."""
+    there. On a branch, only the versions of its line: its own and those of the branches
+    it falls back to (on main, every branch's, each naming its branch)."""
     rows, inputs = state.history(dataset)
+    line = state.branch_line()
+    if line is not None:
+        rows = [x for x in rows if x.branch_id in line]
     warned = state.warned_versions(dataset)
     marks = state.retention_marks(dataset)
     archived = state.archived(dataset)
@@ -67,7 +71,7 @@ def history(
         }
         for x in rows
     ]
-    return {"dataset": dataset, "versions": versions}
+    return {"dataset": dataset, "branch": state.branch, "versions": versions}
 
 
 def _purged(at: datetime | None, policy: str | None) -> dict[str, Any] | None:

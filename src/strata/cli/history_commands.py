@@ -9,7 +9,7 @@ import typer
 
 from strata.builds.staleness.causes import program_label
 from strata.cli.common import reported
-from strata.cli.options import JsonOpt, PipelineOpt, service_from
+from strata.cli.options import BranchOpt, JsonOpt, PipelineOpt, service_from
 from strata.cli.output import emit_json, emit_table, err_console
 from strata.errors import InvalidArgument
 
@@ -40,9 +40,11 @@ def history(
         str | None, typer.Option("--namespace", help="The job's namespace (default: the lake's).")
     ] = None,
     json: JsonOpt = False,
+    branch: BranchOpt = None,
 ) -> None:
     """Each version: commit time, type, rows, the run and program that built it, its inputs
-    (and, partitioned, what it did to which partitions); with --job, a job's versions."""
+    (and, partitioned, what it did to which partitions); with --job, a job's versions.
+    With --branch, the versions of the branch's line (its own and those it falls back to)."""
     from strata.lake.partitions import parse_alternatives
 
     with reported():
@@ -61,7 +63,7 @@ def history(
             return
         assert dataset is not None
         wanted = parse_alternatives(partition) if partition is not None else None
-        result = service_from(ctx, []).history(dataset, wanted)
+        result = service_from(ctx, [], branch).history(dataset, wanted)
         if json:
             emit_json(result)
             return
@@ -125,12 +127,17 @@ def print_history(dataset: str, result: dict[str, Any]) -> None:
             (*row, "⚠ " + ", ".join(v["warnings"]) if v["warnings"] else "")
             for row, v in zip(rows, result["versions"], strict=True)
         ]
+    branched = any(v["branch"] != "main" for v in result["versions"])
+    if branched:  # versions made on a branch
+        rows = [(*row, v["branch"]) for row, v in zip(rows, result["versions"], strict=True)]
+    on = result.get("branch", "main")
     emit_table(
-        f"history of {dataset}",
+        f"history of {dataset}" + (f" on {on}" if on != "main" else ""),
         ["version", "committed at", "type", "rows", "run", "program", "inputs"]
         + (["partitions"] if partitioned else [])
         + (["retention"] if purged else [])
-        + (["warnings"] if warned else []),
+        + (["warnings"] if warned else [])
+        + (["branch"] if branched else []),
         rows,
     )
 

@@ -80,11 +80,14 @@ def get_dataset_status(request: Request, dataset: str, branch: BranchQuery = Non
 
 
 @router.get("/history/{dataset:seg}", response_model=views.Json)
-def get_history(request: Request, dataset: str, partition: Partition = None) -> Response:
+def get_history(
+    request: Request, dataset: str, partition: Partition = None, branch: BranchQuery = None
+) -> Response:
     """Each version with the run and program version that built it and its input versions
-    (``partition=region=JP``: only the versions that touched that partition)."""
+    (``partition=region=JP``: only the versions that touched that partition; ``branch``:
+    only the versions of that branch's line)."""
     wanted = parse_alternatives(partition) if partition is not None else None
-    return views.json_response(_service(request).history(dataset, wanted))
+    return views.json_response(_service(request).on_branch(branch).history(dataset, wanted))
 
 
 @router.get("/checks/{dataset:seg}", response_model=views.Json)
@@ -111,12 +114,18 @@ def get_schedules(request: Request) -> Response:
 
 @router.get("/trace/{dataset:seg}", response_model=views.Json)
 def get_trace(
-    request: Request, dataset: str, version: Version = None, partition: Partition = None
+    request: Request,
+    dataset: str,
+    version: Version = None,
+    partition: Partition = None,
+    branch: BranchQuery = None,
 ) -> Response:
     """The provenance tree of a version down to raw datasets, exact versions at each level
-    (``partition=col=value,…``: of that one partition, down to the partitions it read)."""
+    (``partition=col=value,…``: of that one partition, down to the partitions it read;
+    without a version, the branch's current)."""
     wanted = parse_alternatives(partition) if partition is not None else None
-    return views.json_response(_service(request).trace(dataset, version, wanted))
+    found = _service(request).on_branch(branch).trace(dataset, version, wanted)
+    return views.json_response(found)
 
 
 @router.get("/trace/{dataset:seg}/{column:seg}", response_model=views.Json)

@@ -177,6 +177,7 @@ class VersionEntry:
     purged_at: datetime | None = None  # retention purged its data (by policy ``purged_by``)
     purged_by: str | None = None
     branch: str = "main"  # the branch it belongs to
+    branch_id: str = MAIN
 
 
 def version_entries(conn: Connection, dataset_uuid: str) -> list[VersionEntry]:
@@ -200,6 +201,7 @@ def version_entries(conn: Connection, dataset_uuid: str) -> list[VersionEntry]:
             dv.c.purged_at,
             dv.c.purged_by,
             sa.func.coalesce(b.c.name, dv.c.branch_id).label("branch"),
+            dv.c.branch_id,
         )
         .select_from(dv)
         .outerjoin(b, b.c.id == dv.c.branch_id)
@@ -226,6 +228,7 @@ def version_entries(conn: Connection, dataset_uuid: str) -> list[VersionEntry]:
             x.purged_at,
             x.purged_by,
             x.branch,
+            x.branch_id,
         )
         for x in rows
     ]

@@ -38,6 +38,7 @@ from strata.retention import archive_state
 from strata.retention import state as retention_state
 from strata.retention.state import Mark
 from strata.store.engine import read_tx, write_tx
+from strata.store.owners import branches as stored_branches
 from strata.store.owners import check_results as stored_checks
 from strata.store.owners import partition_builds as partitions
 from strata.store.owners import triggers
@@ -128,6 +129,14 @@ class BuildState:
             ds = registry.require_lake_dataset(conn, self.namespace, dataset)
             rows = catalog.version_entries(conn, str(ds["uuid"]))
             return rows, catalog.run_inputs(conn, {x.run for x in rows if x.run})
+
+    def branch_line(self) -> list[str] | None:
+        """The ids of this state's branch and those it falls back to, nearest first; None
+        on main, whose history is every branch's."""
+        if self.branch == MAIN:
+            return None
+        with read_tx(self.engine) as conn:
+            return stored_branches.chain(conn, branches.require(conn, self.branch).id)
 
     def retention_marks(self, dataset: str) -> dict[int, Mark]:
         """The versions of ``dataset`` a retention policy marked, waiting for their purge."""

@@ -2,7 +2,7 @@
 // has an address to share and the browser's back button works.
 import { ApiError, offer } from "./api.js";
 import { errorBox, h, markScrolling } from "./dom.js";
-import { fillNamespaces, wireHeader } from "./header.js";
+import { chosenBranch, fillBranches, fillNamespaces, rememberBranch, wireHeader } from "./header.js";
 import { branches } from "./pages/branches.js";
 import { browse, search } from "./pages/browse.js";
 import { changes } from "./pages/changes.js";
@@ -15,6 +15,10 @@ import { columns, lineage } from "./pages/lineage.js";
 import { run } from "./pages/run.js";
 import { status } from "./pages/status.js";
 import { tokenForm } from "./pages/token.js";
+
+// The pages that read Strata's routes on the branch picked; the others show main's
+// lineage, and say so while another branch is picked.
+const ON_BRANCH = new Set([status, dataset, branches]);
 
 const ROUTES = [
   [/^\/?$/, browse],
@@ -50,6 +54,8 @@ async function render() {
   const offered = await offer();
   document.getElementById("nav-status").hidden = !offered.builds;
   fillNamespaces(); // not awaited: the page need not wait for the switch
+  if (params.has("branch") && path !== "/branches") rememberBranch(params.get("branch"));
+  fillBranches();
   document.getElementById("q").value = path === "/search" ? params.get("q") || "" : "";
   let node;
   try {
@@ -60,6 +66,7 @@ async function render() {
     node = failure(e);
   }
   if (ticket !== shown) return;
+  noteBranch(match ? match[1] : null);
   main.replaceChildren(node);
   markScrolling(main);
   main.removeAttribute("aria-busy");
@@ -70,6 +77,14 @@ async function render() {
   const asked = main.querySelector("[data-focus]");
   if (asked) asked.scrollIntoView({ block: "start" });
   else window.scrollTo(0, 0);
+}
+
+function noteBranch(page) {
+  const note = document.getElementById("branch-note");
+  const branch = chosenBranch();
+  note.hidden = branch === "main" || ON_BRANCH.has(page);
+  note.textContent = note.hidden ? "" : `⎇ ${branch} is picked, but this page shows main: lineage, jobs and runs follow main. `
+    + "Status and each dataset's page follow the branch.";
 }
 
 function failure(e) {
@@ -91,7 +106,7 @@ document.getElementById("skip").addEventListener("click", (event) => {
 document.getElementById("token-button").addEventListener("click", () => {
   location.hash = "#/token";
 });
-wireHeader();
+wireHeader(render);
 window.addEventListener("hashchange", render);
 window.addEventListener("resize", () => markScrolling(main));
 render();

@@ -194,6 +194,11 @@ export const to = {
   branches: (params) => `#/branches${query(params)}`,
 };
 
+// The branch a page reads, next to its title: nothing on main.
+export function branchMark(branch) {
+  return branch === "main" ? null : h("span", { class: "badge on-branch" }, `⎇ ${branch}`);
+}
+
 export function query(params) {
   if (!params) return "";
   const kept = Object.entries(params).filter(([, v]) => v !== null && v !== undefined && v !== "");

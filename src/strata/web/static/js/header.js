@@ -1,12 +1,49 @@
-// The header on every page: a namespace switch, and search that suggests as you type
-// (the ARIA combobox pattern: arrows move through the suggestions, Enter opens one,
-// Escape closes them).
-import { api, enc } from "./api.js";
+// The header on every page: a namespace switch, a branch switch, and search that
+// suggests as you type (the ARIA combobox pattern: arrows move through the suggestions,
+// Enter opens one, Escape closes them).
+import { api, enc, maybe } from "./api.js";
 import { h, to } from "./dom.js";
 
 const SUGGESTIONS = 8;
 const WAIT_MS = 150;
 const NS_KEY = "strata.namespace";
+const BRANCH_KEY = "strata.branch";
+const MAIN = "main";
+
+// The branch the pages read Strata's routes on: the address's `branch=` when it names
+// one (an address to share), else the one picked last in this tab, else main.
+export function chosenBranch() {
+  return sessionStorage.getItem(BRANCH_KEY) || MAIN;
+}
+
+// `{ branch }` for a Strata route's query: nothing on main, whose routes need none.
+export function onBranch() {
+  const b = chosenBranch();
+  return b === MAIN ? {} : { branch: b };
+}
+
+export function rememberBranch(name) {
+  if (!name || name === MAIN) sessionStorage.removeItem(BRANCH_KEY);
+  else sessionStorage.setItem(BRANCH_KEY, name);
+  const select = document.getElementById("branch-pick");
+  if (select) select.value = chosenBranch();
+}
+
+// Filled with the live branches once a token can read them; the switch stays hidden
+// while main is the only one. A branch picked that is gone falls back to main.
+export async function fillBranches() {
+  const select = document.getElementById("branch-pick");
+  const found = await maybe("/strata/branches").catch(() => null);
+  if (!found) return;
+  const names = found.branches.map((b) => b.name);
+  if (!names.includes(chosenBranch())) rememberBranch(MAIN);
+  const current = [...select.options].map((o) => o.value);
+  if (current.join("\n") !== names.join("\n")) {
+    select.replaceChildren(...names.map((n) => h("option", { value: n }, `⎇ ${n}`)));
+  }
+  select.value = chosenBranch();
+  select.hidden = names.length < 2;
+}
 
 export function chosenNamespace() {
   return sessionStorage.getItem(NS_KEY) || "";
@@ -32,12 +69,27 @@ export async function fillNamespaces() {
   rememberNamespace(chosenNamespace());
 }
 
-export function wireHeader() {
+export function wireHeader(rerender) {
   const select = document.getElementById("ns-switch");
   select.addEventListener("change", () => {
     if (!select.value) return;
     rememberNamespace(select.value);
     location.hash = `#/?ns=${enc(select.value)}`;
+  });
+  const branch = document.getElementById("branch-pick");
+  branch.addEventListener("change", () => {
+    rememberBranch(branch.value);
+    // The address follows the switch, so it can be shared; drawn again either way.
+    const [path, q = ""] = location.hash.replace(/^#/, "").split("?");
+    const params = new URLSearchParams(q);
+    if (params.has("branch")) {
+      params.delete("branch");
+      if (branch.value !== MAIN) params.set("branch", branch.value);
+      const rest = params.toString();
+      location.hash = `#${path || "/"}${rest ? `?${rest}` : ""}`;
+    } else {
+      rerender();
+    }
   });
   wireSuggestions(document.getElementById("q"), document.getElementById("suggestions"));
 }

@@ -4,8 +4,9 @@ import { api, enc, maybe, offer } from "../api.js";
 import { checksTable } from "../checks.js";
 import { deleteButton } from "../deletes.js";
 import { about, assertions, otherFacets, tagEditor, tagList } from "../facets.js";
+import { chosenBranch, onBranch } from "../header.js";
 import {
-  a, causeList, count, dataState, errorBox, h, query, runLink, runState, section, short, table, to, when,
+  a, branchMark, causeList, count, dataState, errorBox, h, query, runLink, runState, section, short, table, to, when,
 } from "../dom.js";
 
 export async function dataset([ns, name], params, rerender) {
@@ -14,15 +15,15 @@ export async function dataset([ns, name], params, rerender) {
   const canEdit = access === "write";
   const lake = Boolean(d.isLake);
   const [state, history, versions, checks] = await Promise.all([
-    lake && builds ? maybe(`/strata/status/${enc(name)}`) : null,
-    lake ? maybe(`/strata/history/${enc(name)}`) : null,
+    lake && builds ? maybe(`/strata/status/${enc(name)}${query(onBranch())}`) : null,
+    lake ? maybe(`/strata/history/${enc(name)}${query(onBranch())}`) : null,
     api(`${base}/versions?limit=100`),
     lake ? maybe(`/strata/checks/${enc(name)}${query({ version: params.get("checks") || undefined })}`) : null,
   ]);
   const here = (extra) => to.dataset(ns, name, extra);
   return h("div", { class: "page dataset" },
     h("p", { class: "crumbs" }, a(`#/?ns=${enc(ns)}`, ns), " / dataset"),
-    h("h1", null, name),
+    h("h1", null, name, lake ? branchMark(chosenBranch()) : null),
     h("p", { class: "actions" },
       a(to.lineage("dataset", ns, name, { depth: 2 }), "Lineage graph"),
       a(to.columns(ns, name), "Column lineage"),
@@ -173,7 +174,7 @@ async function detail(ns, name, params, versions) {
 }
 
 async function preview(name, version) {
-  const p = await api(`/strata/preview/${enc(name)}${query({ version, rows: 100 })}`);
+  const p = await api(`/strata/preview/${enc(name)}${query({ version, rows: 100, ...onBranch() })}`);
   const head = p.columns.map((c) => h("span", null, c.name, h("small", null, ` ${c.type}`)));
   const rows = p.rows.map((r) => r.map((x) => (x === null ? h("span", { class: "null" }, "null") : String(x))));
   return section(`Preview of v${p.version}`,
@@ -182,7 +183,7 @@ async function preview(name, version) {
 }
 
 async function trace(ns, name, version) {
-  const t = await api(`/strata/trace/${enc(name)}${query({ version })}`);
+  const t = await api(`/strata/trace/${enc(name)}${query({ version, ...onBranch() })}`);
   return section(`Trace of v${t.version}`,
     h("p", { class: "hint" }, "What made this version, down to the raw data: exact versions at each level."),
     h("ul", { class: "tree" }, traceNode(ns, t)));

@@ -1,7 +1,8 @@
 // Everything the pipelines make, fresh or out of date with every cause, and a button
 // that builds one dataset (a write token where tokens are set) with its progress.
 import { api, ApiError, enc, maybe, offer } from "../api.js";
-import { a, causeList, dataState, errorBox, h, runLink, section, table, to, when } from "../dom.js";
+import { a, branchMark, causeList, dataState, errorBox, h, query, runLink, section, table, to, when } from "../dom.js";
+import { chosenBranch, onBranch } from "../header.js";
 
 const POLL_MS = 700;
 
@@ -9,9 +10,11 @@ export async function status(_parts, params, rerender) {
   const offered = await offer();
   if (!offered.builds) return noPipelines();
   const [result, planned, retention] = await Promise.all([
-    api("/strata/status"), maybe("/strata/schedules"), maybe("/strata/retention?passes=50"),
+    api(`/strata/status${query(onBranch())}`), maybe("/strata/schedules"), maybe("/strata/retention?passes=50"),
   ]);
-  const canBuild = offered.access === "write";
+  const branch = chosenBranch();
+  // The server builds with its own pipelines on main; a branch builds from its checkout.
+  const canBuild = offered.access === "write" && branch === "main";
   const onlyStale = params.get("only") === "stale";
   const shown = result.datasets.filter((d) => !onlyStale || d.state !== "fresh");
   const stale = result.datasets.filter((d) => d.state === "out_of_date").length;
@@ -29,10 +32,10 @@ export async function status(_parts, params, rerender) {
   const filter = h("a", { href: onlyStale ? "#/status" : "#/status?only=stale" },
     onlyStale ? "Show every dataset" : "Show only what is not fresh");
   return h("div", { class: "page status" },
-    h("h1", null, "Status"),
-    h("p", { class: "summary" }, `${stale} of ${result.datasets.length} datasets out of date. `, filter),
-    canBuild ? null : h("p", { class: "hint", id: "build-hint" },
-      "Building needs a write token; this one may only read. ", a("#/token", "Enter a write token"), "."),
+    h("h1", null, "Status", branchMark(branch)),
+    h("p", { class: "summary" }, `${stale} of ${result.datasets.length} datasets out of date`,
+      branch === "main" ? ". " : ` on ${branch}, with causes relative to it. `, filter),
+    canBuild ? null : buildHint(branch),
     progress,
     planned && planned.schedules.length ? schedulesSection(planned.schedules) : null,
     retention ? retentionSection(retention, result.namespace) : null,
@@ -40,6 +43,16 @@ export async function status(_parts, params, rerender) {
     section("Datasets", table(["State", "Dataset", "Kind", "Version", "Why", ""], rows, {
       cls: "status-table", empty: onlyStale ? "✓ Everything is fresh." : "No datasets: the pipelines declare none.",
     })));
+}
+
+function buildHint(branch) {
+  if (branch !== "main") {
+    return h("p", { class: "hint", id: "build-hint" }, `Build on ${branch} from its checkout of the code: `,
+      h("code", null, `strata build --branch ${branch} --pipeline <checkout>`), ", or a worker: ",
+      h("code", null, `strata worker --branch ${branch}`), ".");
+  }
+  return h("p", { class: "hint", id: "build-hint" },
+    "Building needs a write token; this one may only read. ", a("#/token", "Enter a write token"), ".");
 }
 
 // Each schedule: when it fires next, and how its last firing went.
@@ -51,13 +64,13 @@ function schedulesSection(schedules) {
     return h("span", null, h("span", { class: `badge ${cls}`, title: last.error || "" }, words), " ", when(last.due_at));
   };
   const rows = schedules.map((s) => [
-    h("strong", null, s.name),
+    h("strong", null, s.name), s.branch,
     h("code", null, s.cron), s.timezone,
     s.build.join(", "),
     h("span", { class: "next-firing" }, when(s.next_due_at)),
     outcome(s.last),
   ]);
-  return section("Schedules", table(["Schedule", "Cron", "Time zone", "Builds", "Next firing", "Last firing"], rows, { cls: "schedules-table" }));
+  return section("Schedules", table(["Schedule", "Branch", "Cron", "Time zone", "Builds", "Next firing", "Last firing"], rows, { cls: "schedules-table" }));
 }
 
 // Retention: the policies, what waits for its purge, what is pinned, and the last pass.
