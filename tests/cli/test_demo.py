@@ -2,13 +2,17 @@
 
 from __future__ import annotations
 
+import math
 from pathlib import Path
+from typing import Any
 
 import pytest
+import sqlalchemy as sa
 from typer.testing import CliRunner
 
 from strata.builds.service import BuildService
 from strata.cli.main import app
+from strata.lake import branches
 from strata.lake.service import Lake
 from strata.settings import Settings
 
@@ -27,6 +31,7 @@ CHAPTERS = (
     "partitions: one job, a run per region and hour",
     "retention: old versions' data goes, their history stays",
     "archive: old versions' files move to cheaper storage, reads stay the same",
+    "a branch: try a change on real data, compare with main, merge",
     "explore what it built",
 )
 
@@ -63,9 +68,12 @@ def test_demo_tells_the_story_and_goes_on_where_it_stopped(
     history = service.history("metrics/experiment_cumulative")["versions"]
     # daily build, program change, late clicks, the fix, the JP clicks: the failed build
     # and the batch the check stopped moved nothing, and withdrawing that batch (the
-    # rewrite) left the rows the daily build reads as they were.
-    assert len(history) == 5
+    # rewrite) left the rows the daily build reads as they were. Then the branch's build,
+    # merged: main's now, with the same inputs and its own program.
+    assert len(history) == 6
+    assert history[-1]["inputs"] == history[-2]["inputs"]
     assert history[-1]["inputs"] == {"metrics/customer_daily": 6, "raw/experiments": 1}
+    _branch_chapter(out, service, lake, history)
     hourly = service.history("metrics/customer_hourly")["versions"]
     assert [v["program"]["ordinal"] for v in hourly] == [1, 1, 2, 2, 2, 2, 2]
     # Incremental after the first hour, whole after the program change and the DELETE.
@@ -129,6 +137,31 @@ def test_a_first_run_refuses_raw_datasets_it_did_not_write(settings: Settings) -
     assert "raw/clicks already exist" in result.stderr and "--fresh" in result.stderr
     assert len(lake.versions("raw/clicks")) == 1
     lake.engine.dispose()
+
+
+def _branch_chapter(
+    out: str, service: BuildService, lake: Lake, history: list[dict[str, Any]]
+) -> None:
+    """Built on the branch with a new program, merged without copying, branch deleted."""
+    words = " ".join(out.split())
+    assert "`strata status --branch try/log-lift-1`: 1 out of date" in words
+    assert "fast-forwarded metrics/experiment_cumulative@6; no data copied" in words
+    assert "nothing on main is out of date" in words
+    merged, before = history[-1], history[-2]
+    assert merged["branch"] == "main" and merged["program"]["ordinal"] == 2
+    assert before["program"]["ordinal"] == 1
+    assert lake.version("metrics/experiment_cumulative").commit_id == 6
+    assert [b.name for b in branches.listed(lake.engine)] == ["main"]
+    with lake.engine.connect() as conn:
+        facets = conn.execute(
+            sa.text("SELECT facets FROM runs WHERE uuid = :u"), {"u": merged["run"]}
+        ).scalar()
+    assert "try/log-lift-1" in str(facets)  # the run names the branch it built on
+    # Main now reads the lift as the branch computed it: a log ratio.
+    for row in lake.read_arrow("metrics/experiment_cumulative").to_pylist():
+        a, b = row["clicks_per_customer_a"], row["clicks_per_customer_b"]
+        assert abs(row["lift_pct"] - math.log(b / a) * 100) < 0.05, row
+        assert abs(row["lift_pct"] - (b / a - 1) * 100) > 0.01, row
 
 
 def _partition_chapter(out: str, service: BuildService, lake: Lake) -> None:

@@ -151,7 +151,9 @@ def _modules(paths: Sequence[str | Path]) -> list[tuple[Path, list[Path]]]:
 
 def _forget(root: Path) -> None:
     """Drop modules loaded from ``root`` (they may have been edited since) and other
-    folders' modules named like one of ``root``'s, which would shadow it on import."""
+    folders' modules named like one of ``root``'s, which would shadow it on import; put
+    ``root`` first on the import path, so its helpers import from it and not from another
+    checkout of the same code loaded before (a branch's)."""
     local = {p.stem for p in root.glob("*.py")} | {
         p.parent.name for p in root.glob("*/__init__.py")
     }
@@ -163,7 +165,9 @@ def _forget(root: Path) -> None:
         namesake = name.partition(".")[0] in local and not is_library_file(file)
         if namesake or file.is_relative_to(root):
             del sys.modules[name]
-    if str(root) not in sys.path:
+    if sys.path[:1] != [str(root)]:
+        if str(root) in sys.path:
+            sys.path.remove(str(root))
         sys.path.insert(0, str(root))
 
 

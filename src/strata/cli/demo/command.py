@@ -72,6 +72,7 @@ def demo(
         story.partitions()
         story.retention()
         story.archive()
+        story.branch()
         _explore(settings, pipelines, time.perf_counter() - t0)
 
 

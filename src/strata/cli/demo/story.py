@@ -1,12 +1,13 @@
 """The demo's steps, in the order a data engineer meets them: hours arrive and are built
 incrementally, a day is built, nothing to do, a program changes, late data arrives, a
 transform breaks and is fixed, a check stops a bad batch, withdrawing it (an upstream
-rewrite) makes a build whole, every version can be traced and read again, and a
-retention policy purges old versions' data while their history stays, and an archive policy
-moves old raw files to cheaper storage."""
+rewrite) makes a build whole, every version can be traced and read again, a retention
+policy purges old versions' data while their history stays, an archive policy moves old
+raw files to cheaper storage, and a change tried on a branch is compared and merged."""
 
 from __future__ import annotations
 
+import shutil
 import time
 from collections import Counter
 from collections.abc import Iterator, Sequence
@@ -39,6 +40,11 @@ RESULT = "metrics/experiment_cumulative"
 REGIONAL = "regions/daily"
 RETAINED = "metrics/*_daily"  # the demo's retention policy
 ARCHIVED = "raw/*"  # the demo's archive policy
+# The change the demo tries on a branch: the lift as a log ratio.
+LOG_LIFT = (
+    'F.round((F.col("b") / F.col("a") - 1) * 100, 2).alias("lift_pct")',
+    'F.round(F.log(F.col("b") / F.col("a")) * 100, 2).alias("lift_pct")',
+)
 
 
 @dataclass
@@ -169,14 +175,16 @@ class Story:
                     f"columns {changed}; {len(columns['unchanged'])} others keep their lineage"
                 )
 
-    def stale(self) -> list[str]:
-        """Print the out-of-date datasets with their causes; return their names."""
-        self.service.reload()
-        status = self.service.status()
+    def stale(self, service: BuildService | None = None, options: str = "") -> list[str]:
+        """Print the out-of-date datasets with their causes (as ``service``, default the
+        demo's, sees them); return their names."""
+        service = service or self.service
+        service.reload()
+        status = service.status()
         stale = [s for s in status.values() if s.stale]
         fresh = sum(1 for s in status.values() if not s.stale)
         emit_table(
-            f"`strata status`: {len(stale)} out of date, {fresh} fresh",
+            f"`strata status{options}`: {len(stale)} out of date, {fresh} fresh",
             ["dataset", "transform", "version", "why"],
             [
                 (s.name, s.transform, s.version, "; ".join(c.describe() for c in s.causes))
@@ -474,6 +482,55 @@ class Story:
             "would bring it back."
         )
 
+    # -- 13: a branch ------------------------------------------------------------------
+
+    def branch(self) -> None:
+        """Try a change on a branch with real data: build it there, compare with main,
+        merge; main is then fresh with the new program."""
+        from strata.builds.service import BuildService
+        from strata.lake import branches
+        from strata.lake.merge import merge
+
+        self.chapter("a branch: try a change on real data, compare with main, merge")
+        name = f"try/log-lift-{self.state.runs}"
+        branches.create(self.lake.engine, name)
+        checkout = self.pipelines.parent / "branch-checkout"
+        shutil.rmtree(checkout, ignore_errors=True)
+        shutil.copytree(self.pipelines, checkout)
+        self.edit("daily.py", *LOG_LIFT, folder=checkout)
+        self.say(
+            f"`strata branch create {name}`, and in the branch's checkout of the code, "
+            "experiment_cumulative: [red](b / a - 1) * 100[/] → [green]log(b / a) * 100[/]"
+        )
+        dev = BuildService(self.service.settings, [str(checkout)], self.lake.on_branch(name))
+        stale = self.stale(dev, f" --branch {name}")
+        outcomes(dev.build(stale))
+        if [s.name for s in self.service.status().values() if s.stale]:
+            raise StrataError("a build on a branch put main out of date")
+        ours, theirs = self.lake.read_arrow(RESULT), dev.lake.read_arrow(RESULT)
+        emit_table(
+            f"{RESULT}: lift on main (v{self.lake.version(RESULT).commit_id}) and on {name} "
+            f"(v{dev.lake.version(RESULT).commit_id})",
+            ["experiment", "main: (b / a - 1) %", f"{name}: log(b / a) %"],
+            [
+                (m["experiment_id"], f"{m['lift_pct']:+.2f}", f"{b['lift_pct']:+.2f}")
+                for m, b in zip(_by_experiment(ours), _by_experiment(theirs), strict=True)
+            ],
+        )
+        merged = merge(self.lake.engine, name)
+        forwarded = ", ".join(f"{s.dataset}@{s.branch_version}" for s in merged.merged)
+        self.say(f"`strata merge {name}`: fast-forwarded {forwarded}; no data copied")
+        self.edit("daily.py", *LOG_LIFT)  # the code is merged too
+        self.service.reload()
+        left = [s.name for s in self.service.status().values() if s.stale]
+        if left:
+            raise StrataError(f"after the merge, main still has out of date: {', '.join(left)}")
+        branches.delete(self.lake.engine, name)
+        self.say(
+            f"[green]✓[/] main reads {RESULT}@{self.lake.version(RESULT).commit_id}, built on "
+            f"{name}; with the code merged too, nothing on main is out of date."
+        )
+
     # -- helpers -------------------------------------------------------------------
 
     def append_clicks(self, batch: pa.Table) -> int:
@@ -501,14 +558,20 @@ class Story:
             raise StrataError(f"the build of {', '.join(datasets) or 'everything'} failed")
         return report
 
-    def edit(self, file: str, old: str, new: str) -> str:
-        """Replace ``old`` with ``new`` in a pipeline file; return the text before."""
-        path = self.pipelines / file
+    def edit(self, file: str, old: str, new: str, folder: Path | None = None) -> str:
+        """Replace ``old`` with ``new`` in a pipeline file (of ``folder``, default the
+        demo's pipelines); return the text before."""
+        path = (folder or self.pipelines) / file
         text = path.read_text()
         if old not in text:
             raise StrataError(f"{path} no longer holds {old!r}; run `strata demo --fresh`")
         path.write_text(text.replace(old, new, 1))
         return text
+
+
+def _by_experiment(table: pa.Table) -> list[dict[str, Any]]:
+    rows: list[dict[str, Any]] = table.sort_by("experiment_id").to_pylist()
+    return rows
 
 
 def outcomes(report: BuildReport) -> None:

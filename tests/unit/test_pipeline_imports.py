@@ -1,0 +1,37 @@
+"""Loading pipelines from one folder after another (main's code, then a branch's
+checkout, then main's again, in one process): each folder's helpers import from it."""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+
+from strata.builds.programs.discovery import load_pipelines
+
+PIPE = (
+    "from _helper import VALUE\n"
+    "from strata import Input, Output, transform_df\n\n\n"
+    '@transform_df(Output("out/x"), x=Input("raw/x"))\n'
+    "def copy(x):\n"
+    "    return x\n"
+)
+
+
+def test_each_checkout_imports_its_own_helpers(tmp_path: Path) -> None:
+    for name in ("main", "dev"):
+        folder = tmp_path / name
+        folder.mkdir()
+        (folder / "pipe.py").write_text(PIPE)
+        (folder / "_helper.py").write_text(f"VALUE = {name!r}\n")
+    saved = list(sys.path)
+    try:
+        for name in ("main", "dev", "main", "dev"):
+            found = load_pipelines([tmp_path / name])
+            assert list(found.transforms) == ["pipe.copy"]
+            imported = sys.modules["pipe"].VALUE
+            assert imported == name
+            assert Path(sys.modules["_helper"].__file__ or "").parent == tmp_path / name
+    finally:
+        sys.path[:] = saved
+        for module in ("pipe", "_helper"):
+            sys.modules.pop(module, None)
