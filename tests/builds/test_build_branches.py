@@ -107,6 +107,8 @@ def test_change_build_compare_and_merge_a_branch(project: Project, tmp_path: Pat
     on_dev_tree = p.json("trace", "clicks/slow", "--branch", "dev")
     assert (on_dev_tree["dataset"], on_dev_tree["version"]) == ("clicks/slow", 2)
     assert p.json("trace", "clicks/slow")["version"] == 1
+    assert p.json("checks", "clicks/slow", "--branch", "dev")["version"] == 2
+    assert p.json("checks", "clicks/slow")["version"] == 1
     again = p.json("reproduce", "clicks/slow", "--branch", "dev")
     assert (again["version"], again["identical"]) == (2, True)
 
@@ -120,6 +122,14 @@ def test_change_build_compare_and_merge_a_branch(project: Project, tmp_path: Pat
         assert {d["name"] for d in on_main["datasets"] if d["stale"]} == set(found) & stale(found)
         one = api.get("/api/v1/strata/status/clicks%2Fslow?branch=dev").json()
         assert one["stale"] is False
+        # Without a version, the routes start from the branch's current one.
+        for route in ("trace", "checks", "history"):
+            on_dev_route = api.get(f"/api/v1/strata/{route}/clicks%2Fslow?branch=dev").json()
+            on_main_route = api.get(f"/api/v1/strata/{route}/clicks%2Fslow").json()
+            if route == "history":
+                assert [v["version"] for v in on_dev_route["versions"]] == [1, 2]
+                continue
+            assert (on_dev_route["version"], on_main_route["version"]) == (2, 1), route
         assert api.get("/api/v1/strata/status?branch=nope").status_code == 404
 
     merged = p.json("merge", "dev")

@@ -155,11 +155,13 @@ def checks(
     run: Annotated[str | None, typer.Option("--run", help="The checks of one run instead.")] = None,
     pipeline: PipelineOpt = None,
     json: JsonOpt = False,
+    branch: BranchOpt = None,
 ) -> None:
-    """What the data checks found on a dataset version (default: the current version, and
-    the builds since that a check stopped): each check, its outcome and what it saw."""
+    """What the data checks found on a dataset version (default: the current version on
+    the branch, and the builds since that a check stopped): each check, its outcome and
+    what it saw."""
     with reported():
-        service = service_from(ctx, pipeline)
+        service = service_from(ctx, pipeline, branch)
         result = service.run_checks(run) if run else service.checks(dataset, version)
         if json:
             emit_json(result)

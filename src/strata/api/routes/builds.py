@@ -91,10 +91,12 @@ def get_history(
 
 
 @router.get("/checks/{dataset:seg}", response_model=views.Json)
-def get_checks(request: Request, dataset: str, version: Version = None) -> Response:
-    """What the data checks found on a version (default: the current one, and the runs
-    since that a failed check stopped), as `strata checks --json`."""
-    return views.json_response(_service(request).checks(dataset, version))
+def get_checks(
+    request: Request, dataset: str, version: Version = None, branch: BranchQuery = None
+) -> Response:
+    """What the data checks found on a version (default: the branch's current one, and
+    the runs since that a failed check stopped), as `strata checks --json`."""
+    return views.json_response(_service(request).on_branch(branch).checks(dataset, version))
 
 
 @router.get("/runs/{run}/checks", response_model=views.Json)
@@ -130,12 +132,19 @@ def get_trace(
 
 @router.get("/trace/{dataset:seg}/{column:seg}", response_model=views.Json)
 def get_column_trace(
-    request: Request, dataset: str, column: str, version: Version = None, indirect: bool = False
+    request: Request,
+    dataset: str,
+    column: str,
+    version: Version = None,
+    indirect: bool = False,
+    branch: BranchQuery = None,
 ) -> Response:
-    """The fields one column of a version was derived from, down to raw fields, each at
-    the version its run read (``indirect``: also those that filtered, joined, grouped or
-    ordered it), as `strata trace DATASET@N --column C --json`."""
-    tree = _service(request).trace(dataset, version, column=column, indirect=indirect)
+    """The fields one column of a version (default: the branch's current) was derived
+    from, down to raw fields, each at the version its run read (``indirect``: also those
+    that filtered, joined, grouped or ordered it), as `strata trace DATASET@N --column C
+    --json`."""
+    service = _service(request).on_branch(branch)
+    tree = service.trace(dataset, version, column=column, indirect=indirect)
     return views.json_response(tree)
 
 
@@ -157,7 +166,11 @@ def get_program(request: Request, dataset: str, version: Version = None) -> Resp
 
 @router.post("/reproduce/{dataset:seg}", response_model=views.Json, responses=errors(410))
 def post_reproduce(
-    request: Request, dataset: str, version: Version = None, partition: Partition = None
+    request: Request,
+    dataset: str,
+    version: Version = None,
+    partition: Partition = None,
+    branch: BranchQuery = None,
 ) -> Response:
     """Run the stored program of a built version again on its recorded inputs, in a
     scratch transaction never committed, and compare data fingerprints (a version built
@@ -165,7 +178,7 @@ def post_reproduce(
     Starts Spark in the server (the `spark_master` setting) on first use."""
     # An unknown dataset or version is a 404 before Spark starts (BuildService.reproduce).
     wanted = parse_alternatives(partition) if partition is not None else None
-    result = _service(request).reproduce(dataset, version, wanted)
+    result = _service(request).on_branch(branch).reproduce(dataset, version, wanted)
     return views.json_response(result.to_dict())
 
 

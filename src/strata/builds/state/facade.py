@@ -331,17 +331,18 @@ class BuildState:
     def check_results(
         self, dataset: str, version: int | None = None, writer: str | None = None
     ) -> tuple[int | None, list[StoredResult]]:
-        """The results that judged ``version`` of ``dataset`` (default: its current one,
-        and those of the runs since that committed nothing; ``writer``: the transform
-        that writes it, when it has no version yet)."""
+        """The results that judged ``version`` of ``dataset`` (default: its current one on
+        this state's branch, and those of the runs since that committed nothing;
+        ``writer``: the transform that writes it, when it has no version yet)."""
         with read_tx(self.engine) as conn:
+            on = branches.require(conn, self.branch).id
             uuid = catalog.dataset_uuids(conn, self.namespace, [dataset]).get(dataset)
             if uuid is None:
                 raise NotFound(
                     f"no dataset {dataset!r} in the lake; list datasets with `strata datasets`",
                     dataset=dataset,
                 )
-            current = catalog.load_current(conn, self.namespace, [dataset]).get(dataset)
+            current = catalog.load_current(conn, self.namespace, [dataset], on).get(dataset)
             at = version if version is not None else (current.commit_id if current else None)
             found = checks.of_version(conn, uuid, at) if at is not None else []
             if version is None:
