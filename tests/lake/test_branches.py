@@ -21,6 +21,7 @@ from strata.errors import (
     InvalidName,
     MergeConflict,
     NotFound,
+    PurgedVersion,
 )
 from strata.lake import branches
 from strata.lake.merge import merge
@@ -333,10 +334,48 @@ def test_retention_keeps_what_a_live_branch_reads(main: Lake) -> None:
     assert [(t.version, t.action) for t in report.touched] == [(1, "purged"), (3, "purged")]
     assert rows(dev, "raw/a") == [1, 2] and rows(main, "raw/a", version=mine) == [1, 2]
     assert on_disk(main, first)
-    # Once the branch is gone, a later pass frees that file too.
+    # Once the branch is gone, a later pass frees that file too, and purges the branch's
+    # own version with the file only it wrote.
+    [own] = [f.path for f in main.files("raw/a", version=mine) if f.path != first]
     branches.delete(main.engine, "dev")
-    Retention(main, [policy]).run()
-    assert not on_disk(main, first)
+    later = Retention(main, [policy]).run()
+    assert [(t.version, t.action) for t in later.touched] == [(mine, "purged")]
+    assert not on_disk(main, first) and not on_disk(main, own)
+    with pytest.raises(PurgedVersion):
+        rows(main, "raw/a", version=mine)
+    assert rows(main, "raw/a") == [4]
+
+
+def test_retention_purges_a_deleted_branchs_versions_after_the_grace(main: Lake) -> None:
+    write(main, "raw/a", "SNAPSHOT", 1)
+    [base] = [f.path for f in main.files("raw/a")]
+    for name in ("dev", "other"):
+        branches.create(main.engine, name)
+    dev = on(main, "dev")
+    two, three = write(dev, "raw/a", "APPEND", 2), write(dev, "raw/a", "APPEND", 3)
+    four = write(on(main, "other"), "raw/a", "APPEND", 4)
+    [f2] = [f.path for f in main.files("raw/a", version=two) if f.path != base]
+    [f3] = [f.path for f in main.files("raw/a", version=three) if f.path not in (base, f2)]
+    policy = Policy(name="raw", datasets=("raw/*",), keep_versions=1, grace_seconds=3600)
+    keeper = Retention(main, [policy])
+    keeper.pin("raw/a", three)
+    branches.delete(main.engine, "dev")
+
+    assert keeper.run().touched == []  # deleted within the grace: nothing yet
+    first = keeper.run(grace_seconds=0)
+    # The pinned version keeps its data, and so the files it reads.
+    assert [(t.version, t.action) for t in first.touched] == [(two, "purged")]
+    assert all(on_disk(main, p) for p in (base, f2, f3))
+    assert rows(main, "raw/a", version=three) == [1, 2, 3]
+    keeper.unpin("raw/a", three)
+    second = keeper.run(grace_seconds=0)
+    assert [(t.version, t.action) for t in second.touched] == [(three, "purged")]
+    assert not on_disk(main, f2) and not on_disk(main, f3)
+    # What main and the live branch read stays.
+    assert on_disk(main, base)
+    assert rows(main, "raw/a") == [1] and rows(on(main, "other"), "raw/a") == [1, 4]
+    assert rows(main, "raw/a", version=four) == [1, 4]
+    assert keeper.run(grace_seconds=0).touched == []
 
 
 def on_disk(lake: Lake, path: str) -> bool:

@@ -139,12 +139,14 @@ class Retention:
             chosen = selection.selected(p.policy, versions, protected, now) if p.policy else []
             spans = state.file_spans(conn, p.uuid)
             plan = _plan(p, versions, times, chosen, spans, now)
+            orphans = _deleted_branches_plan(conn, p, protected, now)
             if not dry_run:
                 state.drop_marks(conn, p.uuid, plan.unmark)
                 state.add_marks(conn, p.uuid, plan.mark, now)
                 listed = state.purge(conn, p.uuid, plan.purge, plan.freed, now)
+                listed += state.purge(conn, p.uuid, orphans.purge, orphans.freed, now)
         tiers.finish_deletes(self.lake, listed)
-        return plan.touched(p)
+        return plan.touched(p) + orphans.touched(p)
 
     def finish_pending(self) -> int:
         """Delete the files an earlier pass listed but did not get to (it was killed), and
@@ -322,6 +324,24 @@ def _plan(
         if c not in times and c not in due
     }
     return _Plan(mark, [c for c in times if c not in picked], due, freed, would)
+
+
+def _deleted_branches_plan(conn: Any, p: _DatasetPass, protected: set[int], now: datetime) -> _Plan:
+    """The versions of branches deleted longer than the grace ago, purged by the
+    dataset's policy (no mark first: deleting the branch was the decision), and the files
+    only such branches name."""
+    if p.policy is None:
+        return _Plan({}, [], {}, [], {})
+    cutoff = now - timedelta(seconds=p.grace_seconds())
+    found = state.deleted_branch_versions(conn, p.uuid, cutoff)
+    due = {c: b for c, b in found.items() if c not in protected}
+    kept = [c for c in found if c in protected]  # pinned: their files stay
+    files = [
+        f
+        for f in state.deleted_branch_files(conn, p.uuid, set(due.values()))
+        if not any(f.added <= k and (f.removed is None or k < f.removed) for k in kept)
+    ]
+    return _Plan({}, [], dict.fromkeys(due, p.policy.name), files, {})
 
 
 def _pass_row(report: RetentionReport, trigger: str) -> dict[str, Any]:

@@ -108,6 +108,56 @@ def file_spans(conn: Connection, dataset_uuid: str) -> list[FileSpan]:
     ]
 
 
+def deleted_branch_versions(
+    conn: Connection, dataset_uuid: str, deleted_before: datetime
+) -> dict[int, str]:
+    """``commit id -> branch id`` of the versions still holding data that branches deleted
+    before ``deleted_before`` made (never merged: a merged version belongs to its target)."""
+    b = stored_branches.relation()
+    rows = conn.execute(
+        sa.select(_DV.commit_id, _DV.branch_id)
+        .select_from(_VERSIONS.join(b, b.c.id == _DV.branch_id))
+        .where(
+            _DV.dataset_uuid == dataset_uuid,
+            _DV.commit_id.is_not(None),
+            _DV.purged_at.is_(None),
+            b.c.deleted_at.is_not(None),
+            b.c.deleted_at <= deleted_before,
+        )
+    ).all()
+    return {int(r.commit_id): str(r.branch_id) for r in rows}
+
+
+def deleted_branch_files(
+    conn: Connection, dataset_uuid: str, branch_ids: Collection[str]
+) -> list[FileSpan]:
+    """The containers rows of ``branch_ids`` (deleted branches) name that no live branch
+    (``main`` included) names too, not purged yet."""
+    if not branch_ids:
+        return []
+    rows = conn.execute(
+        sa.select(
+            _F.path, _F.bytes, _F.added_commit_id, _F.removed_commit_id, _F.archive_uri
+        ).where(
+            _F.dataset_uuid == dataset_uuid,
+            _F.branch_id.in_(sorted(branch_ids)),
+            _F.purged_at.is_(None),
+            ~files_of.held_elsewhere(_F, stored_branches.live_ids()),
+        )
+    ).all()
+    by_path = {
+        r.path: FileSpan(
+            r.path,
+            int(r.bytes),
+            int(r.added_commit_id),
+            int(r.removed_commit_id) if r.removed_commit_id is not None else None,
+            r.archive_uri,
+        )
+        for r in rows
+    }
+    return [by_path[p] for p in sorted(by_path)]
+
+
 def pinned(conn: Connection, dataset_uuid: str) -> set[int]:
     rows = conn.execute(sa.select(_P.commit_id).where(_P.dataset_uuid == dataset_uuid))
     return {int(r.commit_id) for r in rows}
