@@ -15,6 +15,8 @@ from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
 from typing import Any, Generic, Protocol, TypeVar
 
+from sqlalchemy.engine import Connection
+
 from strata.errors import InvalidArgument, InvalidName, NotFound
 from strata.lake import registry
 from strata.lake.service import Lake
@@ -326,7 +328,9 @@ def _plan(
     return _Plan(mark, [c for c in times if c not in picked], due, freed, would)
 
 
-def _deleted_branches_plan(conn: Any, p: _DatasetPass, protected: set[int], now: datetime) -> _Plan:
+def _deleted_branches_plan(
+    conn: Connection, p: _DatasetPass, protected: set[int], now: datetime
+) -> _Plan:
     """The versions of branches deleted longer than the grace ago, purged by the
     dataset's policy (no mark first: deleting the branch was the decision), and the files
     only such branches name."""

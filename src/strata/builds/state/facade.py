@@ -442,8 +442,10 @@ class BuildState:
         self, holder: str, lease: float, *, skip: Collection[int] = (), waiting: bool = False
     ) -> Claim | None:
         """Claim this state's branch's oldest pending trigger (see :func:`triggers.claim`)."""
-        with read_tx(self.engine) as conn:
-            on = branches.require(conn, self.branch).id
+        on = MAIN
+        if self.branch != MAIN:  # a worker polls: main's resolves without a transaction
+            with read_tx(self.engine) as conn:
+                on = branches.require(conn, self.branch).id
         return triggers.claim(
             self.engine, self.namespace, holder, lease, skip=skip, waiting=waiting, branch_id=on
         )

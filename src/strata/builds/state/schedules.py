@@ -69,8 +69,7 @@ def take(
 ) -> bool:
     """Take the firing of ``name`` on ``branch`` due at ``due``; False when another worker
     has it."""
-    row = {"branch": branch, "schedule": name, "due_at": due, "holder": holder}
-    row["started_at"] = now
+    row = {"branch": branch, "schedule": name, "due_at": due, "holder": holder, "started_at": now}
     return insert_ignore(conn, schedule_firings, row, ["branch", "schedule", "due_at"])
 
 
