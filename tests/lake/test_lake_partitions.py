@@ -4,7 +4,7 @@ of some partitions, and every refusal leaving the dataset as it was."""
 
 from __future__ import annotations
 
-from datetime import date
+from datetime import UTC, date, datetime
 from pathlib import Path
 from typing import Any
 
@@ -339,6 +339,43 @@ def test_spark_partition_writes_have_fingerprints(  # type: ignore[no-untyped-de
         uk = spark.createDataFrame([("UK", "d1", 2)], schema)
         txn.write(uk, within={"region": "UK", "day": "d1"})
     assert txn.versions["sp/parts"].data_fingerprint == first
+
+
+@pytest.mark.spark
+def test_a_write_among_partitions_hashes_each_and_refuses_others(  # type: ignore[no-untyped-def]
+    lake: Lake, spark
+) -> None:
+    """A write of several partitions' runs at once (``among``) knows each partition's
+    hash, the one a write of that partition alone records; a row of any other partition
+    is refused by name and nothing of the write is kept."""
+    schema = "region string, day string, n long, note string, at timestamp"
+    at = datetime(2026, 11, 1, 9, 30, 1, 250000, tzinfo=UTC)
+    rows = [("JP", "d1", 1, None, at), ("JP", "d1", 5, "x", at), ("UK", "d1:2", 2, "y", None)]
+    keys = {"region=JP/day=d1", "region=UK/day=d1:2"}
+    with lake.transaction("sp/among", "SNAPSHOT", partition_by=["region", "day"]) as txn:
+        txn.write(spark.createDataFrame(rows, schema), among=keys)
+        assert txn.rows_by_partition("sp/among") == {"region=JP/day=d1": 2, "region=UK/day=d1:2": 1}
+    with lake.transaction("sp/alone", "SNAPSHOT", partition_by=["region", "day"]) as txn:
+        for key in ({"region": "JP", "day": "d1"}, {"region": "UK", "day": "d1:2"}):
+            mine = [r for r in rows if (r[0], r[1]) == (key["region"], key["day"])]
+            txn.write(spark.createDataFrame(mine, schema), within=key)
+    prints = lake.partition_fingerprints("sp/among")
+    assert None not in prints.values() and prints == lake.partition_fingerprints("sp/alone")
+    assert txn.versions["sp/alone"].data_fingerprint == lake.version("sp/among").data_fingerprint
+
+    with lake.transaction("sp/among", "SNAPSHOT", partitions=[{"region": "JP"}]) as txn:
+        stray = spark.createDataFrame(
+            [("JP", "d1", 1, None, at), ("JP", "d9", 1, None, at)], schema
+        )
+        with pytest.raises(
+            InvalidArgument,
+            match=r"2 partitions together of 'sp/among' wrote "
+            r"rows of partition region=JP/day=d9",
+        ):
+            txn.write(stray, among={"region=JP/day=d1", "region=JP/day=d2"})
+        assert txn.rows_by_partition("sp/among") == {}
+        txn.abort()
+    assert lake.version("sp/among").commit_id == 1
 
 
 @pytest.mark.parametrize(

@@ -11,6 +11,7 @@ from hypothesis import strategies as st
 from lineage_support import dump, run_event, wipe
 from scenario import story
 
+from strata import ids
 from strata.errors import InvalidEvent
 from strata.lineage.record import runs
 from strata.lineage.record.apply import record_batch, record_event
@@ -117,3 +118,31 @@ def test_jobs_named_alike_under_one_parent_in_any_order(engine: sa.Engine) -> No
         assert replay(engine, list(order)) == partial, [e["job"]["name"] for e in order]
     for order in itertools.permutations(parents + children):
         assert replay(engine, list(order)) == expected, [e["job"]["name"] for e in order]
+
+
+def test_a_parent_named_by_many_children_in_one_batch_folds_as_one_by_one(
+    engine: sa.Engine,
+) -> None:
+    """A batch folds a parent run known only from its children once per deciding child
+    (earliest, latest, smallest job): its row is the one the events give one by one."""
+    kinds = ["START", "COMPLETE", "FAIL", None, "RUNNING", "ABORT"]
+    # One parent named in two namespaces: the smaller job's only by a child in the middle.
+    small, large = sorted(("ns", "other"), key=lambda n: ids.job_uuid(n, "pipeline"))
+    children = [
+        run_event(
+            kinds[i % len(kinds)],
+            (i * 7) % 11,  # several children at the same minute, the earliest among them
+            f"child-{i}",
+            f"task-{i % 3}",
+            parent=("build", "pipeline"),
+            parent_namespace=small if i == 5 else large,  # minute 2: neither end
+        )
+        for i in range(24)
+    ]
+    one_by_one = replay(engine, children)
+    assert len(one_by_one["runs"]) == 25  # the children and their one parent
+    for order in (children, list(reversed(children)), random.Random(7).sample(children, 24)):
+        wipe(engine)
+        results = record_batch(engine, order)
+        assert not [r for r in results if isinstance(r, Exception)]
+        assert dump(engine) == one_by_one

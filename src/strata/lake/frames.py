@@ -14,6 +14,7 @@ from strata.lake.rowhash import (
     EMPTY,
     RowHash,
     arrow_row_hash,
+    key_row_hashes,
     observed,
     observed_extra,
     observed_hash,
@@ -70,6 +71,8 @@ def write_frame(
     """
     kind = frame_kind(frame)
     if kind == "spark":
+        if by is not None and by.among is not None and len(by.among) > 1:
+            return _write_spark_batch(storage, folder, frame, by, watch)
         if by is not None and not by.single:
             _check_spark_keys(frame, by)
         watched, obs, seeing = _observed(frame, watch)
@@ -95,6 +98,52 @@ def write_frame(
         return Written(entries, schema, arrow_row_hash(table, schema))
     entries, schema = _write_arrow_partitioned(storage, folder, table, by)
     return Written(entries, schema, sum_hashes(e.row_hash for e in entries) or EMPTY)
+
+
+def _write_spark_batch(
+    storage: Storage,
+    folder: str,
+    frame: Any,
+    by: Partitioning,
+    watch: Mapping[str, Any] | None,
+) -> Written:
+    """A batch of partition runs' rows, each partition's hash its own. Spark observes one
+    sum for a whole write, so the frame is kept (memory, then disk) while one pass hashes
+    it by key and the write reads it back: it is computed once."""
+    from pyspark import StorageLevel
+
+    kept = frame.persist(StorageLevel.MEMORY_AND_DISK)
+    try:
+        try:
+            by_key = key_row_hashes(kept, by.columns)
+        except Exception as exc:  # the frame's own computation failed (a UDF, a bad cast)
+            raise LakeError(
+                f"Spark could not compute the rows written to {by.dataset!r}: {spark_failure(exc)}",
+                dataset=by.dataset,
+            ) from exc
+        watched, obs, seeing = _observed(kept, watch)
+        entries, schema = _write_spark_partitioned(storage, folder, watched, by)
+    finally:
+        kept.unpersist()
+    hashes = {
+        partitions.key_text(by.columns, dict(zip(by.columns, k, strict=True))): h
+        for k, h in by_key.items()
+        if None not in k
+    }
+    entries = _hashed_per_key(entries, hashes)
+    seen = observed_extra(obs, watch or {}) if seeing else None
+    return Written(entries, schema, observed_hash(obs), seen)
+
+
+def _hashed_per_key(entries: list[FileEntry], hashes: Mapping[str, RowHash]) -> list[FileEntry]:
+    """Each partition's first container carries its rows' hash, the others nothing (a
+    key missing from ``hashes``: unknown)."""
+    out, seen = [], set()
+    for e in entries:
+        key = e.partition or ""
+        out.append(replace(e, row_hash=EMPTY if key in seen else hashes.get(key)))
+        seen.add(key)
+    return out
 
 
 def _observed(frame: Any, watch: Mapping[str, Any] | None) -> tuple[Any, Any, bool]:
@@ -126,6 +175,8 @@ class Partitioning:
     columns: tuple[str, ...]
     limit: int
     single: bool = False  # the rows are one partition's: no shuffle to group them
+    # A batch of partition runs: rows only of these keys (texts), each one's hash known.
+    among: frozenset[str] | None = None
 
 
 def _write_arrow_partitioned(
@@ -208,7 +259,7 @@ def _write_spark_partitioned(
     split = frame.select("*", *[col(c).alias(p) for c, p in zip(by.columns, copies, strict=True)])
     sub = f"{folder}/spark-{new_id()}"
     # One file per partition, but a shuffle costs a partition run a third of its time.
-    grouped = split if by.single else split.repartition(*copies)
+    grouped = split if by.single else split.repartition(*_tasks(frame, by), *copies)
     try:
         grouped.write.partitionBy(*copies).mode("errorifexists").parquet(storage.spark_uri(sub))
     except Exception as exc:
@@ -227,6 +278,15 @@ def _write_spark_partitioned(
     if not paths:
         schema = _spark_arrow_schema(frame)
     return [replace(e, partition=k) for e, k in zip(entries, keys, strict=True)], schema
+
+
+def _tasks(frame: Any, by: Partitioning) -> list[int]:
+    """How many tasks write a batch of partition runs: Spark's adaptive plan would
+    coalesce their few rows into one task writing every partition's file in turn."""
+    if by.among is None or len(by.among) < 2:
+        return []
+    cores = frame.sparkSession.sparkContext.defaultParallelism
+    return [min(len(by.among), 4 * max(cores, 1))]
 
 
 def _check_spark_keys(frame: Any, by: Partitioning) -> None:

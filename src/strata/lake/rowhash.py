@@ -19,7 +19,7 @@ from __future__ import annotations
 import contextlib
 import hashlib
 import json
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
@@ -204,10 +204,6 @@ def _spark_columns(df: DataFrame) -> list[Any]:
     except ImportError:  # pragma: no cover - Spark before 4.0
         pass
     fields = sorted(df.schema.fields, key=lambda f: f.name)
-
-    def column(name: str) -> Any:
-        return F.col("`" + name.replace("`", "``") + "`")
-
     cols: list[Any] = []
     masks: list[Any] = []
     for start in range(0, max(len(fields), 1), _MASK_BITS):
@@ -215,15 +211,21 @@ def _spark_columns(df: DataFrame) -> list[Any]:
         mask: Any = F.lit(0)
         for bit, field in enumerate(chunk):
             if field.nullable:
-                flag = F.when(column(field.name).isNull(), F.lit(1 << bit))
+                flag = F.when(_column(field.name).isNull(), F.lit(1 << bit))
                 mask = mask + flag.otherwise(F.lit(0))
         # An int while every flag fits one (the type counts: xxhash64 hashes ints and longs
         # differently), whichever columns are nullable.
         masks.append(mask.cast("int" if start == 0 and len(fields) <= 31 else "long"))
     for field in fields:
-        col = column(field.name)
+        col = _column(field.name)
         cols.append(F.to_json(col, _JSON) if isinstance(field.dataType, nested) else col)
     return [*masks, *cols]
+
+
+def _column(name: str) -> Any:
+    from pyspark.sql import functions as F  # noqa: N812
+
+    return F.col("`" + name.replace("`", "``") + "`")
 
 
 def _sums(h: Any) -> list[Any]:
@@ -273,10 +275,28 @@ def observed_extra(obs: Any, names: Iterable[str]) -> dict[str, int]:
 def observed_hash(obs: Any) -> RowHash:
     """The row hash an Observation saw during the action that ran."""
     got = obs.get
-    count = int(got.get("strata_h0") or 0)
+    count, lo, mid, hi = (int(got.get(f"strata_h{i}") or 0) for i in range(4))
+    return _from_sums(count, lo, mid, hi)
+
+
+def key_row_hashes(df: DataFrame, columns: Sequence[str]) -> dict[tuple[str, ...], RowHash]:
+    """The row hash of each key's rows of ``df`` (its ``columns``' values as text, as a
+    partition folder spells them): the hash a write of that key's rows alone observes."""
+    from pyspark.sql import functions as F  # noqa: N812
+
+    keys = [_column(c).cast("string").alias(f"strata_k{i}") for i, c in enumerate(columns)]
+    metrics = [F.count(F.lit(1)), *_sums(F.xxhash64(*_spark_columns(df)))]
+    n = len(columns)
+    return {
+        tuple(row[:n]): _from_sums(*(int(v or 0) for v in row[n:]))
+        for row in df.groupBy(*keys).agg(*metrics).collect()
+    }
+
+
+def _from_sums(count: int, lo: int, mid: int, hi: int) -> RowHash:
+    """The row hash of ``count`` rows whose hashes summed to these slices (:func:`_sums`)."""
     if count == 0:
         return EMPTY
-    lo, mid, hi = (int(got.get(f"strata_h{i}") or 0) for i in range(1, 4))
     return RowHash(SPARK, count, (lo + (mid << _CHUNK) + (hi << 2 * _CHUNK)) % _MOD, 0)
 
 

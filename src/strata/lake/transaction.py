@@ -8,7 +8,7 @@ not at all).
 
 from __future__ import annotations
 
-from collections.abc import Generator, Mapping, Sequence
+from collections.abc import Collection, Generator, Mapping, Sequence
 from datetime import UTC, datetime
 from types import TracebackType
 from typing import TYPE_CHECKING, Any, Protocol
@@ -62,17 +62,21 @@ def parse_type(value: object) -> str:
     return text
 
 
-def _require_within(part: Part, entries: list[FileEntry], within: Mapping[str, str]) -> None:
-    want = partitions.key_text(part.partition_by or [], within)
-    stray = next((e.partition for e in entries if e.partition != want), None)
-    if stray is not None:
-        raise InvalidArgument(
-            f"the run building partition {want} of {part.dataset!r} wrote rows of partition "
-            f"{stray}; a partition's run writes only its own partition: filter the frame, or "
-            "check the partition_map",
-            dataset=part.dataset,
-            partition=stray,
-        )
+def _require_within(part: Part, entries: list[FileEntry], keys: Collection[str]) -> None:
+    """The containers lie in the partitions (key texts) the writing runs build."""
+    stray = next((e.partition for e in entries if e.partition not in keys), None)
+    if stray is None:
+        return
+    if len(keys) == 1:
+        who = f"the run building partition {next(iter(keys))}"
+    else:
+        who = f"the runs building {len(keys):,} partitions together"
+    raise InvalidArgument(
+        f"{who} of {part.dataset!r} wrote rows of partition {stray}; a partition's run "
+        "writes only its own partition: filter the frame, or check the partition_map",
+        dataset=part.dataset,
+        partition=stray,
+    )
 
 
 class Transaction:
@@ -149,6 +153,14 @@ class Transaction:
         ``since``-th container: see :meth:`mark`)."""
         return sum(e.rows for e in self._part(dataset).adds[since:])
 
+    def rows_by_partition(self, dataset: str, since: int = 0) -> dict[str, int]:
+        """The rows written to each partition of ``dataset`` (key text) since :meth:`mark`."""
+        out: dict[str, int] = {}
+        for e in self._part(dataset).adds[since:]:
+            if e.partition is not None:
+                out[e.partition] = out.get(e.partition, 0) + e.rows
+        return out
+
     def base_of(self, dataset: str) -> int:
         """The version ``dataset``'s part started from (0: none)."""
         return self._part(dataset).base_commit_id
@@ -171,10 +183,15 @@ class Transaction:
         part.type, part.exclusive = kind, exclusive
 
     def write(
-        self, frame: Any, dataset: str | None = None, within: Mapping[str, str] | None = None
+        self,
+        frame: Any,
+        dataset: str | None = None,
+        within: Mapping[str, str] | None = None,
+        among: Collection[str] | None = None,
     ) -> list[FileEntry]:
         """Write a Spark DataFrame, pyarrow Table or pandas DataFrame as new containers
-        (``within``: all of them in that one partition, else refused)."""
+        (``within``: all of them in that one partition, else refused; ``among``: in
+        those partitions (key texts), each one's row hash known, else refused)."""
         part = self._part(dataset)
         if part.type == "DELETE":
             raise InvalidArgument(
@@ -182,13 +199,14 @@ class Transaction:
                 "transaction to add data",
                 type=part.type,
             )
-        by = None
+        by, by_columns = None, part.partition_by or []
         if part.partition_by:
             by = Partitioning(
                 part.dataset,
                 tuple(part.partition_by),
                 part.partition_limit,
                 single=within is not None,
+                among=frozenset(among) if among is not None else None,
             )
         try:
             written = write_frame(self._lake.storage, part.folder, frame, by, part.watch)
@@ -200,7 +218,9 @@ class Transaction:
         try:
             self._require_within_replaced(part, entries)
             if within is not None:
-                _require_within(part, entries, within)
+                _require_within(part, entries, {partitions.key_text(by_columns, within)})
+            elif among is not None:
+                _require_within(part, entries, frozenset(among))
             if part.schema_fields is not None and not schemas.compatible(
                 part.schema_fields, fields
             ):

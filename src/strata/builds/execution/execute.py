@@ -101,13 +101,15 @@ def resolve_inputs(lake: Lake, item: Declared) -> dict[str, Version]:
 
 @dataclass(frozen=True)
 class Partition:
-    """One output partition's run: its key, the input partitions feeding it, and the rows
-    feeding it of inputs that are not partitioned but have the key's columns (those
-    whose columns equal the key); any other input is read whole."""
+    """What partition runs read and write: the input partitions feeding them, and of
+    inputs that are not partitioned but have the key's columns, the rows of their keys
+    (any other input is read whole). One run writes only its ``key``; a batch of runs in
+    one job writes only the keys ``among`` (texts)."""
 
-    key: Mapping[str, str]
+    key: Mapping[str, str] | None
     sources: Mapping[str, Sequence[str]]
-    rows: Mapping[str, Mapping[str, str]] = field(default_factory=dict)
+    rows: Mapping[str, Sequence[Mapping[str, str]]] = field(default_factory=dict)
+    among: frozenset[str] | None = None
 
 
 @dataclass(frozen=True)
@@ -296,6 +298,7 @@ def call_transform(
     sources = partition.sources if partition is not None else {}
     rows = partition.rows if partition is not None else {}
     within = partition.key if partition is not None else None
+    among = partition.among if partition is not None else None
     handles = {
         p: InputHandle(
             lake, spark, v, plan.reads[p], item, sources.get(v.dataset), rows.get(v.dataset)
@@ -318,10 +321,12 @@ def call_transform(
         require_dataframe(item, df, "its return value")
         require_declared_files(lake, item, allowed, df)
         traced.start(t.outputs[DF_OUTPUT].name, df)
-        txn.write(df, dataset=t.outputs[DF_OUTPUT].name, within=within)
+        txn.write(df, dataset=t.outputs[DF_OUTPUT].name, within=within, among=among)
     else:
         outs = {
-            p: OutputHandle(lake, spark, item, txn, o.name, allowed, plan, within, traced.start)
+            p: OutputHandle(
+                lake, spark, item, txn, o.name, allowed, plan, (within, among), traced.start
+            )
             for p, o in t.outputs.items()
         }
         t.func(**handles, **outs)

@@ -39,7 +39,7 @@ class InputHandle:
         read: ReadRange,
         item: Declared,
         keys: Sequence[str] | None = None,
-        rows: Mapping[str, str] | None = None,
+        rows: Sequence[Mapping[str, str]] | None = None,
     ) -> None:
         self._lake, self._spark, self.version = lake, spark, version
         self._read, self._item = read, item
@@ -59,17 +59,30 @@ class InputHandle:
         if self._keys is not None:
             return self._lake.read_keys(self.name, upto, self._keys, spark=self._spark)
         if self._rows is not None:
-            from pyspark.sql.functions import col
-
             whole = self._lake.read(self.name, version=upto, spark=self._spark)
-            for name, value in self._rows.items():  # as a partition folder spells values
-                whole = whole.where(col(name).cast("string") == value)
-            return whole
+            return _rows_of(self._spark, whole, self._rows)
         if after is None or mode == "current":
             return self._lake.read(self.name, version=upto, spark=self._spark)
         if mode == "previous":
             return self._lake.read(self.name, version=after, spark=self._spark)
         return self._lake.read_added(self.name, after, upto, spark=self._spark)
+
+
+def _rows_of(spark: SparkSession, frame: DataFrame, keys: Sequence[Mapping[str, str]]) -> DataFrame:
+    """The rows of ``frame`` in the partitions ``keys`` (one or more, of the same
+    columns), their values compared as a partition folder spells them."""
+    from pyspark.sql.functions import col
+
+    if len(keys) == 1:
+        for name, value in keys[0].items():
+            frame = frame.where(col(name).cast("string") == value)
+        return frame
+    names = list(keys[0])
+    wanted = spark.createDataFrame(
+        [tuple(k[n] for n in names) for k in keys], [f"_k{i}" for i in range(len(names))]
+    )
+    on = [col(n).cast("string") == wanted[f"_k{i}"] for i, n in enumerate(names)]
+    return frame.join(wanted, on, "left_semi")
 
 
 class OutputHandle:
@@ -84,11 +97,12 @@ class OutputHandle:
         name: str,
         allowed: Mapping[str, Version],
         plan: Plan,
-        within: Mapping[str, str] | None = None,
+        writes_in: tuple[Mapping[str, str] | None, frozenset[str] | None] = (None, None),
         on_write: Callable[[str, DataFrame], None] | None = None,
     ) -> None:
         self._lake, self._spark, self._item, self._txn, self.name = lake, spark, item, txn, name
-        self._allowed, self._plan, self._within = allowed, plan, within
+        # A partition run's one key, or a batch of partition runs' keys.
+        self._allowed, self._plan, (self._within, self._among) = allowed, plan, writes_in
         self._on_write = on_write  # told of the frame before it is written
         self.written = False
 
@@ -139,7 +153,7 @@ class OutputHandle:
         if self._on_write is not None:
             self._on_write(self.name, df)
         if self._txn is not None:
-            self._txn.write(df, dataset=self.name, within=self._within)
+            self._txn.write(df, dataset=self.name, within=self._within, among=self._among)
         self.written = True
 
     def _error(self, what: str) -> TransformError:

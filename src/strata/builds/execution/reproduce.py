@@ -251,7 +251,7 @@ def _run_partition(
     names = [v.dataset for v in inputs.values()]
     sources = {name: list(read.get(name, [])) for name in names if name in partitioned}
     rows = {
-        v.dataset: where
+        v.dataset: [where]
         for v in inputs.values()
         if v.dataset not in partitioned and set(where) <= {f["name"] for f in v.schema_fields}
     }

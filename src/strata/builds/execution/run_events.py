@@ -18,7 +18,7 @@ from datetime import UTC, datetime
 from typing import TYPE_CHECKING, Any
 
 from strata.builds.state.build_reads import BuildRead
-from strata.lineage.record.apply import record_event
+from strata.lineage.record.apply import record_batch, record_event
 from strata.lineage.record.facets import BRANCH_FACET, BUILD_FACET, PROGRAM_FACET
 
 if TYPE_CHECKING:
@@ -216,6 +216,22 @@ class Emitter:
         from strata.builds.execution.transports import emit
 
         emit(self.transport, event)
+
+    def emit_all(self, events: Sequence[dict[str, Any]]) -> None:
+        """Send ``events`` (a batch of partition runs' STARTs, say): to the store in one
+        transaction; the first refused raises, as :meth:`emit` would."""
+        if self.transport is not None or len(events) < 2:
+            for event in events:
+                self.emit(event)
+            return
+        for start in range(0, len(events), _BATCH):  # the writer lock is held per batch
+            done = record_batch(self.engine, list(events[start : start + _BATCH]))
+            refused = [r for r in done if isinstance(r, Exception)]
+            if refused:
+                raise refused[0]
+
+
+_BATCH = 250
 
 
 def _configured() -> bool:

@@ -12,6 +12,7 @@ output version, so which run produced it never depends on the order events arriv
 
 from __future__ import annotations
 
+import logging
 import time
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
@@ -51,6 +52,8 @@ from strata.lake.service import reads_limited_to
 from strata.lake.transaction import Transaction
 from strata.lineage.record.facets import PARTITION_FACET
 from strata.store.owners.partition_builds import PartitionBuild
+
+log = logging.getLogger(__name__)
 
 
 @dataclass
@@ -142,17 +145,20 @@ def run_partitions(
     specs: dict[str, RunSpec] = {}
     read = [DatasetAt(v.dataset, v.commit_id, v.schema_fields) for v in inputs.values()]
     writing = [DatasetAt(name, None) for name in item.output_names]
+    job = JobRef(lake.namespace, item.fqn)
+    planned = {
+        key: RunSpec(
+            new_id(), job, ctx.parent, facets, partition_facet(key, layout.sources.get(key, {}))
+        )
+        for key in keys
+    }
     try:
-        for key in keys:
-            run_facets = partition_facet(key, layout.sources.get(key, {}))
-            job = JobRef(lake.namespace, item.fqn)
-            specs[key] = spec = RunSpec(new_id(), job, ctx.parent, facets, run_facets)
-            # Every partition runs one plan: its lineage is derived once per build.
-            derive = not any(p.lineage for p in out.partitions)
-            out.partitions.append(
-                _run_one(ctx, item, inputs, txn, layout, key, spec, (read, writing), derive)
-            )
-    except BaseException as exc:  # interrupted: nothing commits, the open run is ABORTED
+        if runs_together(item, keys):
+            specs.update(planned)  # every run STARTs with the job
+            out.partitions = _run_together(ctx, item, inputs, txn, layout, specs, (read, writing))
+        if not out.partitions:  # one job each; or the job of them all failed
+            _run_each(ctx, (item, inputs, txn, layout), planned, specs, out, (read, writing))
+    except BaseException as exc:  # interrupted: nothing commits, the open runs are ABORTED
         if txn.state == "OPEN":
             txn.abort()
         _finish_all(ctx, out, specs, (read, writing), exc)
@@ -167,6 +173,27 @@ def run_partitions(
     return out
 
 
+def _run_each(
+    ctx: RunContext,
+    what: tuple[Declared, Mapping[str, Version], Transaction, Layout],
+    planned: Mapping[str, RunSpec],
+    specs: dict[str, RunSpec],
+    out: PartitionedResult,
+    io: tuple[list[DatasetAt], list[DatasetAt]],
+) -> None:
+    """Each of the ``planned`` runs in a Spark job of its own, into ``out``; ``specs``
+    holds the runs started (a failed job of them all started them already)."""
+    item, inputs, txn, layout = what
+    for key, spec in planned.items():
+        started = key in specs
+        specs[key] = spec
+        # Every partition runs one plan: its lineage is derived once per build.
+        derive = not any(p.lineage for p in out.partitions)
+        out.partitions.append(
+            _run_one(ctx, item, inputs, txn, layout, key, spec, io, derive, started)
+        )
+
+
 def _run_one(
     ctx: RunContext,
     item: Declared,
@@ -177,24 +204,23 @@ def _run_one(
     spec: RunSpec,
     io: tuple[list[DatasetAt], list[DatasetAt]],
     derive: bool = True,
+    started: bool = False,
 ) -> PartitionRun:
-    """One partition's run: START, the transform on its input partitions, and FAIL if it
-    raised (its writes dropped); COMPLETE waits for the commit."""
+    """One partition's run: START (unless the job of a batch ``started`` it), the
+    transform on its input partitions, and FAIL if it raised (its writes dropped);
+    COMPLETE waits for the commit."""
     ns = ctx.lake.namespace
     read, writing = io
-    ctx.emitter.emit(run_event("START", spec, namespace=ns, inputs=read, outputs=writing))
+    if not started:
+        ctx.emitter.emit(run_event("START", spec, namespace=ns, inputs=read, outputs=writing))
     mark = txn.mark()
     sources = {name: sorted(ks) for name, ks in layout.sources.get(key, {}).items()}
     for name in item.input_names:
         if name not in layout.whole:
             sources.setdefault(name, [])  # no partition feeds this one: reads no rows
     where = pkeys.parse_text(key)
-    filtered = {
-        v.dataset: where
-        for v in inputs.values()
-        if v.dataset in layout.whole and set(where) <= {f["name"] for f in v.schema_fields}
-    }
-    partition = Partition(where, sources, filtered)
+    filtered = _filtered(inputs, layout)
+    partition = Partition(where, sources, {name: [where] for name in filtered})
     readable = (*item.input_names, *item.output_names)
     judged: list[CheckResult] = []
     lineage: dict[str, dict[str, Any]] = {}
@@ -219,6 +245,80 @@ def _run_one(
         return PartitionRun(key, Outcome.FAILED, spec.run_id, reason, checks=judged)
     rows = sum(txn.rows_written(n, since=mark[n]) for n in item.output_names)
     return PartitionRun(key, Outcome.BUILT, spec.run_id, rows=rows, checks=judged, lineage=lineage)
+
+
+def runs_together(item: Declared, keys: Sequence[str]) -> bool:
+    """Whether the runs of ``keys`` go in one Spark job: more than one, of a
+    partition-local transform without checks (a check judges one partition's rows)."""
+    t = item.transform
+    return len(keys) > 1 and t.partition_local and not t.has_checks
+
+
+def _filtered(inputs: Mapping[str, Version], layout: Layout) -> list[str]:
+    """The inputs read whole but filtered to the partitions' keys: those with its columns."""
+    return [
+        v.dataset
+        for v in inputs.values()
+        if v.dataset in layout.whole and set(layout.by) <= {f["name"] for f in v.schema_fields}
+    ]
+
+
+def _run_together(
+    ctx: RunContext,
+    item: Declared,
+    inputs: Mapping[str, Version],
+    txn: Transaction,
+    layout: Layout,
+    specs: Mapping[str, RunSpec],
+    io: tuple[list[DatasetAt], list[DatasetAt]],
+) -> list[PartitionRun]:
+    """Every partition's run in one Spark job: one read of the input partitions feeding
+    any of them, one write split by key, each partition's rows and row hash its own.
+    Each run STARTs here; when the job fails nothing of it is kept and no run ends (the
+    runs then go one job each, so the good ones commit): an empty list."""
+    ns = ctx.lake.namespace
+    read, writing = io
+    ctx.emitter.emit_all(
+        [run_event("START", s, namespace=ns, inputs=read, outputs=writing) for s in specs.values()]
+    )
+    keys = list(specs)
+    fed: dict[str, set[str]] = {
+        name: set() for name in item.input_names if name not in layout.whole
+    }
+    for key in keys:
+        for name, ks in layout.sources.get(key, {}).items():
+            fed.setdefault(name, set()).update(ks)
+    wheres = [pkeys.parse_text(k) for k in keys]
+    rows = {name: wheres for name in _filtered(inputs, layout)}
+    batch = Partition(None, {n: sorted(ks) for n, ks in fed.items()}, rows, frozenset(keys))
+    lineage: dict[str, dict[str, Any]] = {}
+    mark = txn.mark()
+    try:
+        with reads_limited_to(
+            f"transform {item.fqn} ({item.where})", (*item.input_names, *item.output_names)
+        ):
+            plan = incremental.whole(item, inputs)
+            call_transform(ctx.lake, ctx.spark, item, inputs, txn, plan, batch, None, lineage)
+    except Exception as exc:
+        txn.rollback(mark)
+        log.info(
+            "%s: the job of %d partitions failed (%s); running them one job each",
+            item.fqn,
+            len(keys),
+            failure_reason(exc, item),
+        )
+        return []
+    written = [txn.rows_by_partition(n, since=mark[n]) for n in item.output_names]
+    return [
+        PartitionRun(
+            key,
+            Outcome.BUILT,
+            specs[key].run_id,
+            rows=sum(w.get(key, 0) for w in written),
+            lineage=lineage if i == 0 else {},
+        )
+        for i, key in enumerate(keys)
+    ]
 
 
 def _known(versions: Mapping[str, int | None]) -> dict[str, int]:
@@ -302,8 +402,8 @@ def _complete(
     lineage = next((p.lineage for p in out.partitions if p.lineage), {})
     written = [written_at(txn.versions[n], lineage) for n in item.output_names]
     done = [p for p in out.partitions if p.outcome is Outcome.BUILT]
-    for i, p in enumerate(done):
-        ctx.emitter.emit(
+    ctx.emitter.emit_all(
+        [
             run_event(
                 "COMPLETE",
                 specs[p.key],
@@ -311,7 +411,9 @@ def _complete(
                 inputs=with_assertions(read, p.checks, "input"),
                 outputs=with_assertions(written if i == 0 else writing, p.checks, "output"),
             )
-        )
+            for i, p in enumerate(done)
+        ]
+    )
 
 
 def _finish_all(

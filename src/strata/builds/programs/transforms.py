@@ -53,12 +53,18 @@ class Output:
     """A dataset a transform writes, replaced on each build (or appended to); an
     ``@incremental`` transform's outputs take each build's mode (``type`` unset). With
     ``partition_by``, the transform builds it partition by partition. ``checks`` are
-    postconditions: judged on what the run wrote, before it commits."""
+    postconditions: judged on what the run wrote, before it commits.
+
+    ``partition_local`` says each output partition's rows depend only on the input
+    partitions feeding it (the default when every partitioned input shares the output's
+    keys; a ``partition_map`` input must declare it): the due partitions of a build then
+    run as one Spark job, each still its own run."""
 
     name: str
     type: str | None = None
     partition_by: Sequence[str] | None = None
     checks: Sequence[Check] = ()
+    partition_local: bool | None = None
 
     def __post_init__(self) -> None:
         if self.partition_by is not None and not isinstance(self.partition_by, str):
@@ -161,6 +167,15 @@ class Transform:
         """The columns partitioning its outputs (all share them), or None."""
         by = next(iter(self.outputs.values())).partition_by
         return tuple(by) if by is not None else None
+
+    @property
+    def partition_local(self) -> bool:
+        """Whether each output partition depends only on the input partitions feeding it:
+        as declared, else true unless an input maps its partitions by a function."""
+        declared = next(iter(self.outputs.values())).partition_local
+        if declared is not None:
+            return declared
+        return all(i.partition_map is None for i in self.inputs.values())
 
     def declaration(self) -> dict[str, Any]:
         """What the program fingerprint covers besides the code."""
@@ -339,6 +354,7 @@ def _check_partitioning(t: Transform, at: str) -> None:
             f"they must share one partition_by; got {sorted(map(str, bys))}"
         )
     by = next(iter(bys))
+    _check_partition_local(t, at, by)
     if by is not None:
         if isinstance(by, str) or not by or not all(isinstance(c, str) and c for c in by):
             raise PipelineError(
@@ -363,6 +379,23 @@ def _check_partitioning(t: Transform, at: str) -> None:
                 f"transform {at}: Input({inp.name!r}) partition_map must be a function of "
                 "the input's partition key (a dict) returning the output's key"
             )
+
+
+def _check_partition_local(t: Transform, at: str, by: Sequence[str] | None) -> None:
+    local = {o.partition_local for o in t.outputs.values()}
+    for value in local:
+        if value is not None and not isinstance(value, bool):
+            raise PipelineError(f"transform {at}: partition_local={value!r} must be True or False")
+    if len(local) > 1:
+        raise PipelineError(
+            f"transform {at}: its outputs' partitions are built together, so they must "
+            "declare one partition_local; set it on every output or on none"
+        )
+    if by is None and local != {None}:
+        raise PipelineError(
+            f"transform {at}: partition_local is for partitioned outputs; add partition_by "
+            "to the Output, or drop partition_local"
+        )
 
 
 def _check_parameters(t: Transform, at: str) -> None:

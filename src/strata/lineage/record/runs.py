@@ -298,6 +298,27 @@ def _fold_runs(conn: Connection, new: Sequence[Event]) -> list[_Step]:
     return steps
 
 
+@dataclass(frozen=True, order=True)
+class _ChildSaid:
+    """What one child's event tells of its parent run."""
+
+    at: datetime
+    event_type: str  # "" for none
+    job_uuid: str
+
+
+def _deciding(told: Sequence[_ChildSaid]) -> list[_ChildSaid]:
+    """Of a parent run's children's events in one group, those its placeholder row
+    depends on: the earliest (its state and times win), the latest (the times widen to
+    it) and the one naming the smallest job (the run belongs to it). Folding the others
+    too would change nothing (a build's thousand partition runs name one parent)."""
+    first = min(c.at for c in told)
+    keep = {c for c in told if c.at == first}
+    keep.add(max(told, key=lambda c: c.at))
+    keep.add(min(told, key=lambda c: c.job_uuid))
+    return sorted(keep)
+
+
 def _touch_shared_rows(
     conn: Connection, ordered: Sequence[Event]
 ) -> tuple[dict[tuple[str, str], DatasetRow], dict[tuple[str, str], JobRow]]:
@@ -318,21 +339,24 @@ def _touch_shared_rows(
     write_dataset_facets(conn, facet_rows, stale)
     merged: dict[str, JobRow] = {}
     refresh: set[str] = set()
+    children: dict[str, list[_ChildSaid]] = {}
     for ev in ordered:
         assert ev.run_id is not None and ev.job_namespace is not None and ev.job_name
         parent_job = None
         if ev.parent is not None:
             parent_job = job_rows[(ev.parent.namespace, ev.parent.name)].uuid
             if ev.parent.run_id != ev.run_id:
-                touch_placeholder_run(
-                    conn, ev.parent.run_id, parent_job, ev.event_time, ev.event_type
-                )
+                said = _ChildSaid(ev.event_time, ev.event_type or "", parent_job)
+                children.setdefault(ev.parent.run_id, []).append(said)
         job = job_rows[(ev.job_namespace, ev.job_name)]
         changed, derived = jobs.merge_job_facets(job, ev, parent_job)
         if changed:
             merged[job.uuid] = job
         if derived:
             refresh.add(job.uuid)
+    for parent_run, told in children.items():
+        for c in _deciding(told):
+            touch_placeholder_run(conn, parent_run, c.job_uuid, c.at, c.event_type or None)
     jobs.write_job_states(conn, [merged[u] for u in sorted(merged)])
     refresh_datasets(conn, {row.uuid: row.facets for row in found.values() if row.uuid in stale})
     for job_uuid in sorted(refresh):

@@ -1,0 +1,160 @@
+"""A partition-local transform's due partitions run as one Spark job, and each stays its
+own run with its own rows, catalog row and fingerprint; when that job fails, the
+partitions run one job each so the good ones commit. On SQLite and PostgreSQL, through
+the CLI as a user runs it, compared with the same code run one job per partition."""
+
+from __future__ import annotations
+
+from collections import Counter
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any
+
+import pyarrow as pa
+import pytest
+from build_support import Project, project_of, snapshot
+
+from strata.settings import Settings
+
+pytestmark = pytest.mark.spark
+
+PIPELINE = Path(__file__).with_name("batch_pipeline.py")
+TOGETHER, APART = "metrics/together", "metrics/apart"
+DAYS = ("2026-11-01", "2026-11-02", "2026-11-03")
+
+
+@pytest.fixture
+def batch(settings: Settings, tmp_path: Path) -> Any:
+    with project_of(settings, tmp_path, PIPELINE) as p:
+        yield p
+
+
+def events(*rows: tuple[str, str, float, str | None]) -> pa.Table:
+    at = datetime(2026, 11, 1, 12, 30, 15, 123456, tzinfo=UTC)
+    return pa.table(
+        {
+            "region": [r[0] for r in rows],
+            "day": [r[1] for r in rows],
+            "amount": [r[2] for r in rows],
+            "note": [r[3] for r in rows],
+            "at": [at] * len(rows),
+        }
+    )
+
+
+def build(p: Project, dataset: str, code: int = 0) -> dict[str, Any]:
+    report = p.json("build", dataset, "--pipeline", str(p.folder), code=code)
+    [step] = [t for t in report["transforms"] if dataset in t["outputs"]]
+    return step
+
+
+def runs(step: dict[str, Any]) -> dict[str, tuple[str, str | None, int]]:
+    """``key text -> (outcome, run, rows)`` of a step's partition runs."""
+    return {
+        "/".join(f"{k}={v}" for k, v in x["key"].items()): (x["outcome"], x["run"], x["rows"])
+        for x in step["partitions"]
+    }
+
+
+def spark_jobs(spark: Any) -> int:
+    return len(spark.sparkContext.statusTracker().getJobIdsForGroup())
+
+
+def rows_of(p: Project, dataset: str) -> list[dict[str, Any]]:
+    return sorted(p.lake.read_arrow(dataset).to_pylist(), key=lambda r: (r["region"], r["day"]))
+
+
+def events_of(p: Project, run_ids: set[str]) -> Counter[tuple[str, str]]:
+    found = p.rows("select run_uuid, event_type from lineage_events")
+    return Counter((str(r[0]), str(r[1])) for r in found if str(r[0]) in run_ids)
+
+
+def test_due_partitions_run_in_one_job_each_its_own_run(batch: Project, spark: Any) -> None:
+    p = batch
+    with p.lake.transaction("raw/events", "SNAPSHOT", partition_by=["region", "day"]) as txn:
+        txn.write(
+            events(
+                *[
+                    (r, d, 1.5 * i, None if i % 2 else f"n{i}")
+                    for r in ("JP", "UK")
+                    for d in DAYS
+                    for i in range(3)
+                ]
+            )
+        )
+    # Read whole, but filtered to each run's keys: it has the key's columns.
+    snapshot(
+        p,
+        "raw/targets",
+        pa.table({"region": ["JP", "UK", "US"], "day": list(DAYS), "target": [10, 20, 30]}),
+    )
+
+    before = spark_jobs(spark)
+    together = build(p, TOGETHER)
+    jobs_together = spark_jobs(spark) - before
+    before = spark_jobs(spark)
+    apart = build(p, APART)
+    jobs_apart = spark_jobs(spark) - before
+
+    assert together["outcome"] == apart["outcome"] == "built"
+    ran = runs(together)
+    assert len(ran) == 6 and {o for o, _, _ in ran.values()} == {"built"}
+    assert len({run for _, run, _ in ran.values()}) == 6  # one run per partition
+    assert {k: n for k, (_, _, n) in ran.items()} == {k: n for k, (_, _, n) in runs(apart).items()}
+    assert jobs_together * 2 < jobs_apart, (jobs_together, jobs_apart)
+    # The same rows, and each partition's fingerprint the one a run of it alone records.
+    assert rows_of(p, TOGETHER) == rows_of(p, APART)
+    prints = p.lake.partition_fingerprints(TOGETHER)
+    assert len(prints) == 6 and None not in prints.values()
+    assert prints == p.lake.partition_fingerprints(APART)
+    # Each run has its own START and COMPLETE, as if it ran alone.
+    seen = events_of(p, {run for _, run, _ in ran.values() if run})
+    assert set(seen.values()) == {1} and len(seen) == 12
+    history = p.json("history", TOGETHER, "--partition", "region=JP")["versions"]
+    jp_runs = {run for k, (_, run, _) in ran.items() if k.startswith("region=JP")}
+    assert {r["run"] for r in history[0]["partition_runs"]} == jp_runs
+    assert p.json("status", TOGETHER, "--pipeline", str(p.folder))["datasets"][0][
+        "partition_counts"
+    ] == {"fresh": 6, "out_of_date": 0, "never_built": 0}
+
+    # Late rows in two partitions, one of them noted 'boom': the job of both fails, then
+    # each runs alone: JP's second day commits, UK's first fails and keeps its data.
+    p.append("raw/events", events(("JP", DAYS[1], 9.0, "late"), ("UK", DAYS[0], 1.0, "boom")))
+    uk_before = p.lake.read_arrow(TOGETHER, partitions={"region": "UK", "day": DAYS[0]})
+    failed = build(p, TOGETHER, code=1)
+    ran = runs(failed)
+    assert {k: o for k, (o, _, _) in ran.items()} == {
+        f"region=JP/day={DAYS[1]}": "built",
+        f"region=UK/day={DAYS[0]}": "failed",
+    }
+    [bad] = [x for x in failed["partitions"] if x["outcome"] == "failed"]
+    assert "an event noted 'boom'" in bad["reason"]
+    seen = events_of(p, {run for _, run, _ in ran.values() if run})
+    jp, uk = ran[f"region=JP/day={DAYS[1]}"][1], ran[f"region=UK/day={DAYS[0]}"][1]
+    assert seen == Counter(
+        {(jp, "START"): 1, (jp, "COMPLETE"): 1, (uk, "START"): 1, (uk, "FAIL"): 1}
+    )
+    jp_day = p.lake.read_arrow(TOGETHER, partitions={"region": "JP", "day": DAYS[1]}).to_pylist()
+    assert [(r["events"], r["note"]) for r in jp_day] == [(4, "n2")]
+    assert p.lake.read_arrow(TOGETHER, partitions={"region": "UK", "day": DAYS[0]}) == uk_before
+    stale = p.json("status", TOGETHER, "--pipeline", str(p.folder))["datasets"][0]
+    assert stale["partition_counts"] == {"fresh": 5, "out_of_date": 1, "never_built": 0}
+
+
+def test_a_batch_writing_another_partition_falls_back_and_names_it(batch: Project) -> None:
+    p = batch
+    with p.lake.transaction("raw/events", "SNAPSHOT", partition_by=["region", "day"]) as txn:
+        txn.write(events(("JP", DAYS[0], 1.0, "a"), ("JP", DAYS[1], 2.0, "b")))
+    snapshot(p, "raw/targets", pa.table({"region": ["JP"], "day": [DAYS[0]], "target": [1]}))
+    p.edit(
+        "    return daily(events, targets)\n\n\n@transform_df(",
+        "    return daily(events, targets).withColumn('day', F.lit('2026-12-31'))\n\n\n"
+        "@transform_df(",
+    )
+    failed = build(p, TOGETHER, code=1)
+    assert {o for o, _, _ in runs(failed).values()} == {"failed"}
+    # Each partition then ran alone, and says what it wrote where.
+    assert len(failed["partitions"]) == 2
+    for x in failed["partitions"]:
+        assert "has rows in partition region=JP/day=2026-12-31" in x["reason"], x["reason"]
+    assert TOGETHER not in {d.name for d in p.lake.datasets() if d.latest_commit_id}
