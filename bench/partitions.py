@@ -26,6 +26,7 @@ Four figures, each side by side in one run:
 
 from __future__ import annotations
 
+import dataclasses
 import statistics
 import time
 from datetime import date, timedelta
@@ -215,13 +216,18 @@ def read_figure(lake: Any, args: Any) -> dict[str, Any]:
 
 def measure(backend: str, args: Any) -> dict[str, Any]:
     from strata.builds.service import BuildService
+    from strata.lake.service import Lake
     from strata.settings import Settings
 
-    with scratch_dir("partitions") as home, open_lake(backend, home) as lake:
+    with scratch_dir("partitions") as home, open_lake(backend, home) as opened:
+        limit = max(opened.settings.partition_limit, args.status_partitions)
+        lake = Lake(dataclasses.replace(opened.settings, partition_limit=limit), opened.engine)
         folder = Path(home) / "pipelines"
         folder.mkdir()
         (folder / "days.py").write_text(PIPELINE)
-        settings = Settings(home=home, database_url=lake.settings.database_url)
+        settings = Settings(
+            home=home, database_url=lake.settings.database_url, partition_limit=limit
+        )
         service = BuildService(settings, [str(folder)], lake=lake)
         out: dict[str, Any] = {"backend": backend}
         out |= read_figure(lake, args)

@@ -521,6 +521,26 @@ def upsert(conn: Connection, table: sa.Table, columns: Sequence[str], index: Seq
     return cached(("upsert", dialect.__name__, table.name, tuple(columns), tuple(index)), build)
 
 
+def claim(
+    conn: Connection,
+    table: sa.Table,
+    values: dict[str, Any],
+    index: Sequence[str],
+    claimable: sa.ColumnElement[bool],
+) -> Any:
+    """Insert ``values``, or overwrite the row with the same ``index`` where the existing
+    row is ``claimable``; in one statement, so a row removed or changed meanwhile never
+    goes unseen. Returns the row as it stands after (the new values: claimed)."""
+    stmt = _dialect(conn).insert(table).values(**values)
+    kept = {
+        c: sa.case((claimable, stmt.excluded[c]), else_=table.c[c])
+        for c in values
+        if c not in index
+    }
+    stmt = stmt.on_conflict_do_update(index_elements=list(index), set_=kept)
+    return conn.execute(stmt.returning(*[table.c[c] for c in values])).one()
+
+
 def largest_upsert(conn: Connection, table: sa.Table, index: Sequence[str], column: str) -> Any:
     """INSERT, or keep the larger non-NULL of the existing and the new ``column``: the
     row then does not depend on which write came first."""

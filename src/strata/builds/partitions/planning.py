@@ -13,7 +13,7 @@ partition feeding it is itself out of date.
 from __future__ import annotations
 
 from collections.abc import Iterable, Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 from strata.builds.programs.discovery import Declared
@@ -97,8 +97,10 @@ def layout(
                 )
             whole.append(inp.name)
             continue
+        # The shared keys, in the output's order: each input key is its output key.
+        same = inp.partition_map is None and tuple(input_by[inp.name]) == tuple(by)
         for key in input_keys.get(inp.name, ()):
-            target = _map_key(item, param, by, key)
+            target = key if same else _map_key(item, param, by, key)
             out.sources.setdefault(target, {}).setdefault(inp.name, []).append(key)
     out.whole = tuple(dict.fromkeys(whole))
     return out
@@ -156,25 +158,24 @@ def _causes(
     record: PartitionBuild | None,
     now: Inputs,
 ) -> list[Cause]:
-    where = pkeys.parse_text(key)
     if record is None:
-        return [Cause(dataset, CauseKind.NEVER_BUILT, partition=where)]
+        return [Cause(dataset, CauseKind.NEVER_BUILT, partition=pkeys.parse_text(key))]
     causes = []
     detail: dict[str, Any]
     if record.program != item.fingerprint:
         detail = {"old": {"fingerprint": record.program}, "new": {"fingerprint": item.fingerprint}}
-        causes.append(Cause(dataset, CauseKind.PROGRAM_CHANGED, detail=detail, partition=where))
+        causes.append(Cause(dataset, CauseKind.PROGRAM_CHANGED, detail=detail))
     for name in item.input_names:
         read = record.inputs.get(name)
         if read is None:
-            causes.append(Cause(dataset, CauseKind.INPUT_ADDED, name, partition=where))
+            causes.append(Cause(dataset, CauseKind.INPUT_ADDED, name))
             continue
         if name in plan.whole:
             if now.versions.get(name, read) != read:
                 detail = {"built_from": read, "current": now.versions[name], "pinned": False}
-                causes.append(Cause(dataset, CauseKind.INPUT_NEWER, name, detail, where))
+                causes.append(Cause(dataset, CauseKind.INPUT_NEWER, name, detail))
             if now.stale_upstream.get(name) is True:
-                causes.append(Cause(dataset, CauseKind.UPSTREAM_STALE, name, partition=where))
+                causes.append(Cause(dataset, CauseKind.UPSTREAM_STALE, name))
             continue
         feeding = plan.sources.get(key, {}).get(name, [])
         changed = now.changed.get(name, {})
@@ -182,11 +183,14 @@ def _causes(
             if changed.get(k, 0) > read:
                 detail = {"partition": pkeys.parse_text(k), "built_from": read}
                 detail["current"] = changed[k]
-                causes.append(Cause(dataset, CauseKind.INPUT_PARTITION_NEWER, name, detail, where))
+                causes.append(Cause(dataset, CauseKind.INPUT_PARTITION_NEWER, name, detail))
         upstream = now.stale_upstream.get(name)
         if upstream is True or (isinstance(upstream, set) and upstream.intersection(feeding)):
-            causes.append(Cause(dataset, CauseKind.UPSTREAM_STALE, name, partition=where))
-    return causes
+            causes.append(Cause(dataset, CauseKind.UPSTREAM_STALE, name))
+    if not causes:
+        return causes
+    where = pkeys.parse_text(key)  # most partitions are fresh: their keys stay text
+    return [replace(c, partition=where) for c in causes]
 
 
 def select(keys: Sequence[str], wanted: Sequence[Mapping[str, str]] | None) -> list[str]:

@@ -14,7 +14,7 @@ import sqlalchemy as sa
 from sqlalchemy.engine import Engine
 
 from strata.store import schema as s
-from strata.store.bulk import insert_ignore
+from strata.store.bulk import claim
 from strata.store.engine import write_tx
 
 
@@ -35,35 +35,21 @@ class Taken:
         return {"lease": self.name, "holder": self.holder, "until": self.until.isoformat()}
 
 
-_ATTEMPTS = 5  # a lease released and taken again this often within one try is busy
-
-
 def try_acquire(engine: Engine, name: str, holder: str, seconds: float) -> Taken | None:
-    """Take the lease on ``name``; None when taken, else who holds it until when."""
+    """Take the lease on ``name``; None when taken, else who holds it until when. One
+    statement takes a free or expired lease (or ours) and reads who holds it, so a
+    lease released meanwhile is taken, and a loser always learns the holder."""
     bl = s.build_leases
     now = datetime.now(UTC)
     until = now + timedelta(seconds=seconds)
+    row = {"name": name, "holder": holder, "expires_at": until}
+    claimable = sa.or_(bl.c.expires_at < now, bl.c.holder == holder)
     with write_tx(engine) as conn:
-        for _ in range(_ATTEMPTS):
-            row = {"name": name, "holder": holder, "expires_at": until}
-            if insert_ignore(conn, bl, row, ["name"]):
-                return None
-            taken = conn.execute(
-                bl.update()
-                .where(bl.c.name == name, sa.or_(bl.c.expires_at < now, bl.c.holder == holder))
-                .values(holder=holder, expires_at=until)
-            ).rowcount
-            if taken:
-                return None
-            found = conn.execute(
-                sa.select(bl.c.holder, bl.c.expires_at).where(bl.c.name == name)
-            ).first()
-            if found is not None:
-                other, expires = found
-                assert isinstance(expires, datetime)
-                return Taken(name, str(other), expires)
-            # Released between the insert and this read: the next insert takes it.
-    return Taken(name, "another worker", until)
+        _, other, expires = claim(conn, bl, row, ["name"], claimable)
+    if other == holder:
+        return None
+    assert isinstance(expires, datetime)
+    return Taken(name, str(other), expires)
 
 
 def release(engine: Engine, name: str, holder: str) -> None:
