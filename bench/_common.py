@@ -82,6 +82,16 @@ def scratch_dir(prefix: str) -> Iterator[Path]:
         shutil.rmtree(path, ignore_errors=True)
 
 
+def user_env(bytecode: bool = True, **extra: str) -> dict[str, str]:
+    """This process's environment for a command run as on a user's machine: Python keeps
+    its compiled modules (``bytecode``), so a command does not compile Strata's code again
+    each time (some shells set PYTHONDONTWRITEBYTECODE); ``extra`` on top."""
+    env = {k: v for k, v in os.environ.items() if k != "PYTHONDONTWRITEBYTECODE"}
+    if not bytecode:
+        env["PYTHONDONTWRITEBYTECODE"] = "1"
+    return {**env, **extra}
+
+
 @contextmanager
 def open_lake(backend: str, home: Path) -> Iterator[Any]:
     """A fresh lake under ``home`` on the given metadata store, migrated to head."""

@@ -24,6 +24,8 @@ from strata.lake.names import MAX_NAME_BYTES, validate_dataset_name
         "raw/clicks\n",
         "raw\x00clicks",
         "raw\x1bclicks",
+        "raw\tclicks",
+        "raw\x7fclicks",  # DEL: the last ASCII control character
         "raw\u200bclicks",  # zero-width space (format character)
         "raw\u2028clicks",  # line separator
         "x" * (MAX_NAME_BYTES + 1),

@@ -56,7 +56,8 @@ class BuildService:
         stamp = source_stamp(self.paths)
         with self._lock:
             if self._loaded is None or self._loaded[0] != stamp:
-                loaded = load_pipelines(self.paths)
+                with _collections_paused():
+                    loaded = load_pipelines(self.paths)
                 _refuse_raw_outputs(self.state, loaded)
                 self._loaded = (stamp, loaded)
             return self._loaded[1]
@@ -278,9 +279,10 @@ class BuildService:
 
 @contextmanager
 def _collections_paused() -> Iterator[None]:
-    """No garbage collection in the block: a status of thousands of datasets allocates
-    tens of thousands of short-lived objects, freed by reference counting, and the
-    collector's passes over them were most of its time's variance."""
+    """No garbage collection in the block: a status of thousands of datasets, or loading
+    thousands of transforms, allocates tens of thousands of long- or short-lived objects,
+    and the collector's passes over them cost a third of the time and most of its
+    variance."""
     enabled = gc.isenabled()
     gc.disable()
     try:

@@ -37,6 +37,8 @@ def _problem(name: str) -> str | None:
         return "it contains '..'"
     if "//" in name:
         return "it contains an empty part ('//')"
+    if name.isascii() and name.isprintable():
+        return None  # no ASCII character is Cf, Zl or Zp; the Cc ones are unprintable
     for ch in name:
         if unicodedata.category(ch) in ("Cc", "Cf", "Zl", "Zp"):
             return f"it contains the control character U+{ord(ch):04X}"

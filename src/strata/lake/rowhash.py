@@ -19,6 +19,7 @@ from __future__ import annotations
 import contextlib
 import hashlib
 import json
+import re
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
@@ -182,18 +183,41 @@ _JSON = {
     "timeZone": "UTC",
 }
 _MASK_BITS = 62  # null flags per mask column
-_CHUNK = 21  # bits per partial sum (see _sums)
+_CHUNK = 21  # bits per partial sum (see _metrics_sql)
 
 
-def _spark_columns(df: DataFrame) -> list[Any]:
-    """Per-row hash inputs: which columns are null, then every column by name.
+def _hash_sql(fields: Sequence[Any]) -> str:
+    """Spark SQL for each row's hash: xxhash64 of which columns are null, then of every
+    column by name.
 
     xxhash64 skips nulls, so without the null flags (null, 1) and (1, null) would hash
     alike. A flag is only computed for columns that can be null (the others add 0). Nested
     columns (structs, arrays, maps, variants) are hashed as JSON text: xxhash64 skips nulls
-    inside them too, and cannot hash maps or variants at all.
+    inside them too, and cannot hash maps or variants at all. The hash is SQL text, not
+    column objects, because Spark parses one expression in one call where building it
+    from columns costs a call per node.
     """
-    from pyspark.sql import functions as F  # noqa: N812
+    ordered = sorted(fields, key=lambda f: f.name)
+    masks: list[str] = []
+    for start in range(0, max(len(ordered), 1), _MASK_BITS):
+        chunk = ordered[start : start + _MASK_BITS]
+        flags = [
+            f"CASE WHEN {_quoted(field.name)} IS NULL THEN {1 << bit} ELSE 0 END"
+            for bit, field in enumerate(chunk)
+            if field.nullable
+        ]
+        # An int while every flag fits one (the type counts: xxhash64 hashes ints and longs
+        # differently), whichever columns are nullable.
+        kind = "INT" if start == 0 and len(ordered) <= 31 else "BIGINT"
+        masks.append(f"CAST({' + '.join(['0', *flags])} AS {kind})")
+    cols = [
+        f"to_json({_quoted(f.name)}, {_JSON_SQL})" if _is_nested(f.dataType) else _quoted(f.name)
+        for f in ordered
+    ]
+    return f"xxhash64({', '.join([*masks, *cols])})"
+
+
+def _is_nested(kind: Any) -> bool:
     from pyspark.sql.types import ArrayType, MapType, StructType
 
     nested: tuple[type, ...] = (ArrayType, MapType, StructType)
@@ -203,46 +227,45 @@ def _spark_columns(df: DataFrame) -> list[Any]:
         nested += (VariantType,)
     except ImportError:  # pragma: no cover - Spark before 4.0
         pass
-    fields = sorted(df.schema.fields, key=lambda f: f.name)
-    cols: list[Any] = []
-    masks: list[Any] = []
-    for start in range(0, max(len(fields), 1), _MASK_BITS):
-        chunk = fields[start : start + _MASK_BITS]
-        mask: Any = F.lit(0)
-        for bit, field in enumerate(chunk):
-            if field.nullable:
-                flag = F.when(_column(field.name).isNull(), F.lit(1 << bit))
-                mask = mask + flag.otherwise(F.lit(0))
-        # An int while every flag fits one (the type counts: xxhash64 hashes ints and longs
-        # differently), whichever columns are nullable.
-        masks.append(mask.cast("int" if start == 0 and len(fields) <= 31 else "long"))
-    for field in fields:
-        col = _column(field.name)
-        cols.append(F.to_json(col, _JSON) if isinstance(field.dataType, nested) else col)
-    return [*masks, *cols]
+    return isinstance(kind, nested)
+
+
+def _sql_text(text: str) -> str:
+    """A Spark SQL string expression for ``text``. Quotes and backslashes are spelled
+    with ``chr``, so the text reads the same whatever the session's escape settings."""
+    parts = re.split(r"(['\\])", text)
+    pieces = [f"chr({ord(p)})" if p in ("'", "\\") else f"'{p}'" for p in parts if p]
+    return pieces[0] if len(pieces) == 1 else f"concat({', '.join(pieces)})"
+
+
+_JSON_SQL = f"map({', '.join(_sql_text(x) for kv in _JSON.items() for x in kv)})"
+
+
+def _quoted(name: str) -> str:
+    return "`" + name.replace("`", "``") + "`"
 
 
 def _column(name: str) -> Any:
     from pyspark.sql import functions as F  # noqa: N812
 
-    return F.col("`" + name.replace("`", "``") + "`")
+    return F.col(_quoted(name))
 
 
-def _sums(h: Any) -> list[Any]:
-    """Sums of a long column in three 21-bit slices, ``h = lo + mid * 2**21 + hi * 2**42``
-    (``hi`` signed), from which :func:`observed_hash` rebuilds sum(h) exactly.
+def _metrics_sql(h: str) -> list[str]:
+    """The row count, then the sums of the row hash ``h`` in three 21-bit slices,
+    ``h = lo + mid * 2**21 + hi * 2**42`` (``hi`` signed), from which
+    :func:`_from_sums` rebuilds sum(h) exactly.
 
     Each slice's sum fits a long up to 2**42 rows, so ANSI mode never raises on an
     overflow. Summing ``h`` as decimal(38, 0) gives the same figure at about twice the
     CPU (``bench/data_fingerprint.py``).
     """
-    from pyspark.sql import functions as F  # noqa: N812
-
-    low = F.lit((1 << _CHUNK) - 1)
+    low = (1 << _CHUNK) - 1
     return [
-        F.sum(h.bitwiseAND(low)),
-        F.sum(F.shiftright(h, _CHUNK).bitwiseAND(low)),
-        F.sum(F.shiftright(h, 2 * _CHUNK)),
+        "count(1)",
+        f"sum({h} & {low})",
+        f"sum(shiftright({h}, {_CHUNK}) & {low})",
+        f"sum(shiftright({h}, {2 * _CHUNK}))",
     ]
 
 
@@ -254,10 +277,9 @@ def observed(df: DataFrame, extra: Mapping[str, Any] | None = None) -> tuple[Dat
     from pyspark.sql import Observation
     from pyspark.sql import functions as F  # noqa: N812
 
-    cols = _spark_columns(df)
     obs = Observation()  # an unnamed one gets a unique name: it never clashes
-    metrics = [F.count(F.lit(1)), *_sums(F.xxhash64(*cols))]
-    named = [m.alias(f"strata_h{i}") for i, m in enumerate(metrics)]
+    metrics = _metrics_sql(_hash_sql(df.schema.fields))
+    named = [F.expr(f"{m} AS strata_h{i}") for i, m in enumerate(metrics)]
     named += [c.alias(f"{_EXTRA}{n}") for n, c in (extra or {}).items()]
     watched = df.observe(obs, *named)
     return watched, obs
@@ -285,7 +307,7 @@ def key_row_hashes(df: DataFrame, columns: Sequence[str]) -> dict[tuple[str, ...
     from pyspark.sql import functions as F  # noqa: N812
 
     keys = [_column(c).cast("string").alias(f"strata_k{i}") for i, c in enumerate(columns)]
-    metrics = [F.count(F.lit(1)), *_sums(F.xxhash64(*_spark_columns(df)))]
+    metrics = [F.expr(m) for m in _metrics_sql(_hash_sql(df.schema.fields))]
     n = len(columns)
     return {
         tuple(row[:n]): _from_sums(*(int(v or 0) for v in row[n:]))
@@ -294,7 +316,7 @@ def key_row_hashes(df: DataFrame, columns: Sequence[str]) -> dict[tuple[str, ...
 
 
 def _from_sums(count: int, lo: int, mid: int, hi: int) -> RowHash:
-    """The row hash of ``count`` rows whose hashes summed to these slices (:func:`_sums`)."""
+    """The row hash of ``count`` rows whose hashes summed to these slices (:func:`_metrics_sql`)."""
     if count == 0:
         return EMPTY
     return RowHash(SPARK, count, (lo + (mid << _CHUNK) + (hi << 2 * _CHUNK)) % _MOD, 0)

@@ -11,6 +11,7 @@ two transforms.
 from __future__ import annotations
 
 import importlib.util
+import os
 import re
 import sys
 import traceback
@@ -157,18 +158,32 @@ def _forget(root: Path) -> None:
     local = {p.stem for p in root.glob("*.py")} | {
         p.parent.name for p in root.glob("*/__init__.py")
     }
+    inside = str(root) + os.sep
+    folders: dict[str, str] = {}
     for name, mod in list(sys.modules.items()):
         origin = getattr(mod, "__file__", None)
         if not origin:
             continue
-        file = Path(origin).resolve()
-        namesake = name.partition(".")[0] in local and not is_library_file(file)
-        if namesake or file.is_relative_to(root):
+        file = _resolved_file(origin, folders)
+        namesake = name.partition(".")[0] in local and not is_library_file(Path(file))
+        if namesake or file.startswith(inside):
             del sys.modules[name]
     if sys.path[:1] != [str(root)]:
         if str(root) in sys.path:
             sys.path.remove(str(root))
         sys.path.insert(0, str(root))
+
+
+def _resolved_file(origin: str, folders: dict[str, str]) -> str:
+    """``os.path.realpath(origin)``, each folder resolved once: a process's thousand
+    modules live in a few hundred folders, and resolving walks every part of the path."""
+    if os.path.islink(origin):
+        return os.path.realpath(origin)
+    folder, name = os.path.split(origin)
+    real = folders.get(folder)
+    if real is None:
+        real = folders[folder] = os.path.realpath(folder)
+    return os.path.join(real, name)
 
 
 def _import(root: Path, file: Path) -> ModuleType:
@@ -223,6 +238,7 @@ def _declared(modules: list[tuple[Path, ModuleType]]) -> list[Declared]:
             if isinstance(value, Transform):
                 bound.setdefault(id(value), []).append((root, module, attr, value))
     out: list[Declared] = []
+    files: dict[str, Path] = {}
     for places in bound.values():
         owners = places
         if len(places) > 1:
@@ -234,11 +250,15 @@ def _declared(modules: list[tuple[Path, ModuleType]]) -> list[Declared]:
                     f"{where}; bind it in one of them only"
                 )
         root, module, attr, value = owners[0]
-        out.append(_declare(value, module, attr, root))
+        # resolved: imported from a resolved path; one Path per module, not per transform
+        file = files.get(module.__name__) or files.setdefault(
+            module.__name__, Path(str(module.__file__))
+        )
+        out.append(_declare(value, module.__name__, file, attr, root))
     return out
 
 
-def _declare(value: Transform, module: ModuleType, attr: str, root: Path) -> Declared:
+def _declare(value: Transform, module: str, file: Path, attr: str, root: Path) -> Declared:
     name = value.name or attr
     if not _SIMPLE_NAME.match(name):
         raise PipelineError(
@@ -247,8 +267,7 @@ def _declare(value: Transform, module: ModuleType, attr: str, root: Path) -> Dec
         )
     code = program_code(value.func, root)
     fingerprint = program_fingerprint(code.code_hash, value.declaration(), value.version)
-    pipeline_file = Path(str(module.__file__))  # resolved: imported from a resolved path
-    return Declared(value, module.__name__, name, root, code, fingerprint, pipeline_file)
+    return Declared(value, module, name, root, code, fingerprint, file)
 
 
 def _checked_graph(found: dict[str, Declared]) -> Graph:

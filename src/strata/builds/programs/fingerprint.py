@@ -78,7 +78,7 @@ def program_code(func: Callable[..., Any], root: Path) -> ProgramCode:
     return ProgramCode(
         _sha256({"entries": walk.entries}),
         dict(sorted(files.items())),
-        textwrap.dedent(parts.source),
+        parts.text,
         rel,
         parts.line,
     )
@@ -93,6 +93,11 @@ class _Parts:
     dump: str
     chains: frozenset[_Chain]
     line: int
+
+    @functools.cached_property
+    def text(self) -> str:
+        """``source`` dedented, as a program version stores it."""
+        return textwrap.dedent(self.source)
 
 
 class _Walk:

@@ -33,15 +33,15 @@ import uuid
 from datetime import UTC, datetime, timedelta, timezone
 from functools import cache
 from importlib import resources
-from typing import Any, Literal
-
-from jsonschema import Draft202012Validator
-from jsonschema.exceptions import ValidationError, best_match
+from typing import TYPE_CHECKING, Any, Literal
 
 from strata.errors import InvalidEvent
 from strata.limits import MAX_NAME_BYTES, name_problem
 from strata.lineage.parents import parent_facet
 from strata.times import Zoneless, aware
+
+if TYPE_CHECKING:
+    from jsonschema import Draft202012Validator
 
 EventKind = Literal["RunEvent", "DatasetEvent", "JobEvent"]
 
@@ -66,6 +66,10 @@ def _schema() -> dict[str, Any]:
 
 @cache
 def _validator(kind: EventKind) -> Draft202012Validator:
+    # Imported here: jsonschema (and what it loads) is only needed when the quick check
+    # is unsure, which a process that emits only its own events never is.
+    from jsonschema import Draft202012Validator
+
     schema = copy.deepcopy(_schema())
     schema.pop("oneOf", None)
     schema["$ref"] = f"#/$defs/{kind}"
@@ -179,7 +183,9 @@ def validate(payload: Any, canonical: str | None = None) -> EventKind:
     kind = classify(payload)
     errors = [] if _quick_valid(payload, kind) else list(_validator(kind).iter_errors(payload))
     if errors:
-        err: ValidationError = best_match(errors)
+        from jsonschema.exceptions import best_match
+
+        err = best_match(errors)
         path = json_path(err.absolute_path)
         raise InvalidEvent(f"invalid {kind} at {path}: {err.message}", path=path, kind=kind)
     if canonical is None or "\\u0000" in canonical:
