@@ -250,10 +250,9 @@ def _declared(modules: list[tuple[Path, ModuleType]]) -> list[Declared]:
                     f"{where}; bind it in one of them only"
                 )
         root, module, attr, value = owners[0]
-        # resolved: imported from a resolved path; one Path per module, not per transform
-        file = files.get(module.__name__) or files.setdefault(
-            module.__name__, Path(str(module.__file__))
-        )
+        file = files.get(module.__name__)
+        if file is None:  # resolved: imported from a resolved path; once per module
+            file = files[module.__name__] = Path(str(module.__file__))
         out.append(_declare(value, module.__name__, file, attr, root))
     return out
 
