@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import gc
 import signal
 import sys
 from collections.abc import Iterator
@@ -178,7 +177,7 @@ def build(
         wanted = [parse_filter(p) for p in partitions] if partitions else None
         service = service_from(ctx, pipeline, branch)
         progress = BuildProgress(*_progress_to(json))
-        with _collections_skip_loaded(service), _sigterm_interrupts(), progress:
+        with _sigterm_interrupts(), progress:
             report = service.build(
                 datasets or [],
                 everything=all_,
@@ -195,20 +194,6 @@ def build(
             print_report(report, dry_run)
     if report.failed:
         raise typer.Exit(1)
-
-
-@contextmanager
-def _collections_skip_loaded(service: BuildService) -> Iterator[None]:
-    """Load the pipelines, then keep what the process holds out of the collector's reach
-    while the block runs (``gc.freeze``): a build keeps its modules and thousands of
-    declared transforms to the end, which each collection would otherwise walk again.
-    Given back after, for a caller that runs the command in its own process."""
-    service.pipelines  # noqa: B018 - loads them
-    gc.freeze()
-    try:
-        yield
-    finally:
-        gc.unfreeze()
 
 
 def print_report(report: BuildReport, dry_run: bool) -> None:
