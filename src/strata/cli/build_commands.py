@@ -174,7 +174,6 @@ def build(
     with reported():
         if not datasets and not all_:
             raise InvalidArgument("name the datasets to build, or pass --all for every root")
-        wanted = [parse_filter(p) for p in partitions] if partitions else None
         service = service_from(ctx, pipeline, branch)
         progress = BuildProgress(*_progress_to(json))
         with _sigterm_interrupts(), progress:
@@ -186,7 +185,7 @@ def build(
                 dry_run=dry_run,
                 jobs=jobs,
                 reporter=progress,
-                partitions=wanted,
+                partitions=[parse_filter(p) for p in partitions] if partitions else None,
             )
         if json:
             emit_json(report.to_dict())

@@ -17,6 +17,7 @@ costs a rebuild that early cutoff could have saved, never a wrong "same".
 from __future__ import annotations
 
 import contextlib
+import functools
 import hashlib
 import json
 import re
@@ -218,6 +219,11 @@ def _hash_sql(fields: Sequence[Any]) -> str:
 
 
 def _is_nested(kind: Any) -> bool:
+    return isinstance(kind, _nested_types())
+
+
+@functools.cache
+def _nested_types() -> tuple[type, ...]:
     from pyspark.sql.types import ArrayType, MapType, StructType
 
     nested: tuple[type, ...] = (ArrayType, MapType, StructType)
@@ -227,7 +233,7 @@ def _is_nested(kind: Any) -> bool:
         nested += (VariantType,)
     except ImportError:  # pragma: no cover - Spark before 4.0
         pass
-    return isinstance(kind, nested)
+    return nested
 
 
 def _sql_text(text: str) -> str:
