@@ -17,6 +17,7 @@ from strata.builds.staleness.status import DatasetStatus
 from strata.cli.common import point_to_spark_log, reported
 from strata.cli.options import BranchOpt, JsonOpt, PipelineOpt, service_from
 from strata.cli.output import emit_json, emit_table, err_console
+from strata.cli.process import kept_for_the_command
 from strata.cli.progress import BuildProgress, first_line
 from strata.errors import InvalidArgument, StrataError
 
@@ -174,7 +175,9 @@ def build(
     with reported():
         if not datasets and not all_:
             raise InvalidArgument("name the datasets to build, or pass --all for every root")
-        service = service_from(ctx, pipeline, branch)
+        with kept_for_the_command():
+            service = service_from(ctx, pipeline, branch)
+            service.pipelines  # noqa: B018 - loads them
         progress = BuildProgress(*_progress_to(json))
         with _sigterm_interrupts(), progress:
             report = service.build(

@@ -12,6 +12,7 @@ from strata.cli import (
     build_commands,
     history_commands,
     lake_commands,
+    process,
     retention_commands,
     trace_commands,
 )
@@ -126,4 +127,5 @@ app.command()(trace_commands.reproduce)
 
 
 if __name__ == "__main__":  # pragma: no cover
+    process.claim()
     app()
