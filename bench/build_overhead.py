@@ -142,7 +142,7 @@ def measure_cli(
             STRATA_LAKE_URI=lake.settings.lake_uri,
             STRATA_PIPELINES=str(folder),
         )
-        cli = [sys.executable, "-m", "strata.cli.main", "build", "--all", "--force", "--json"]
+        cli = [sys.executable, "-m", "strata.cli", "build", "--all", "--force", "--json"]
 
         def strata_run() -> float:
             t0 = time.monotonic()

@@ -174,7 +174,7 @@ def noop_build_wall(settings: Any, rounds: int) -> list[float]:
     for r in range(rounds + 1):  # the first unmeasured: it writes the bytecode cache
         t0 = now_ms()
         done = subprocess.run(
-            [sys.executable, "-m", "strata.cli.main", "build", "--all", "--json"],
+            [sys.executable, "-m", "strata.cli", "build", "--all", "--json"],
             env=env,
             capture_output=True,
             text=True,

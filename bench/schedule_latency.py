@@ -62,7 +62,7 @@ def measure(backend: str, firings: int, every: int, poll: float) -> dict[str, An
             STRATA_PIPELINES=str(folder),
             STRATA_CONFIG=str(config),
         )
-        command = [sys.executable, "-m", "strata.cli.main", "worker", "--poll", str(poll)]
+        command = [sys.executable, "-m", "strata.cli", "worker", "--poll", str(poll)]
         workers = [
             subprocess.Popen(command, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
             for _ in range(2)

@@ -51,7 +51,7 @@ def measure(backend: str, rounds: int, poll: float) -> dict[str, Any]:
             STRATA_PIPELINES=str(folder),
         )
         worker = subprocess.Popen(
-            [sys.executable, "-m", "strata.cli.main", "worker", "--poll", str(poll), "--json"],
+            [sys.executable, "-m", "strata.cli", "worker", "--poll", str(poll), "--json"],
             env=env,
             stdout=subprocess.DEVNULL,
             stderr=subprocess.DEVNULL,

@@ -70,7 +70,7 @@ class Project:
     def spawn(self, *args: str, **env: str) -> subprocess.Popen[str]:
         """``strata ARGS`` in a process of its own (a worker, say)."""
         return subprocess.Popen(
-            [sys.executable, "-m", "strata.cli.main", *args],
+            [sys.executable, "-m", "strata.cli", *args],
             env=self.env(**env),
             cwd=self.folder.parent,
             stdout=subprocess.PIPE,

@@ -55,7 +55,7 @@ class Driver:
     def run(self, *args: str) -> str:
         t0 = time.monotonic()
         done = subprocess.run(
-            [sys.executable, "-m", "strata.cli.main", *args],
+            [sys.executable, "-m", "strata.cli", *args],
             env=self.env,
             cwd=self.folder,
             capture_output=True,

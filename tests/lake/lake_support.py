@@ -37,7 +37,7 @@ def strata_process(
         **env,
     )
     return subprocess.Popen(
-        [sys.executable, "-m", "strata.cli.main", *args],
+        [sys.executable, "-m", "strata.cli", *args],
         env=environ,
         stdout=subprocess.DEVNULL,
         stderr=subprocess.DEVNULL,

@@ -243,7 +243,7 @@ def test_a_pass_killed_between_batches_leaves_a_whole_store(
         STRATA_LAKE_URI=settings.lake_uri,
         STRATA_LINEAGE_RETENTION_DAYS="90",
     )
-    cli = [sys.executable, "-m", "strata.cli.main", "retention", "--lineage"]
+    cli = [sys.executable, "-m", "strata.cli", "retention", "--lineage"]
     proc = subprocess.Popen(cli, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
     deadline = time.monotonic() + 60
     while len(runs(engine)) == 1500:
