@@ -175,7 +175,7 @@ class BuildService:
             raise InvalidArgument("--partitions needs the datasets to build named, not --all")
         for name in datasets:
             item = self.pipelines.producer(name)
-            by = item.transform.partition_by if item is not None else None
+            by = item.partition_by if item is not None else None
             for wanted in partitions:
                 unknown = sorted(set(wanted) - set(by or ()))
                 if unknown:

@@ -232,7 +232,7 @@ class _BuildRun:
     def _by_partition(self, item: Declared) -> bool:
         """Whether ``item`` builds partition by partition (one of its inputs is
         partitioned): one small query, not the partitions' facts."""
-        if item.transform.partition_by is None:
+        if item.partition_by is None:
             return False
         stored = self.builder.state.partition_by(item.input_names)
         return any(n in stored or n in self._declared for n in item.input_names)
@@ -311,7 +311,7 @@ class _BuildRun:
         facts = self._partition_facts(item, now)
         layout, views = planning.assess_item(item, now, facts)
         found = next(iter(views.values()))
-        by = item.transform.partition_by or ()
+        by = item.partition_by or ()
         wanted = [w for w in self.wanted or () if set(w) <= set(by)]
         forced = self.force or item.fqn in self.full or (item.fqn in self.backfill and wanted)
         keys = planning.select(

@@ -148,7 +148,7 @@ def run_transform(
     # (an event naming an unknown dataset would make it an external one, versioned by runs).
     # A partitioned output none of whose inputs is partitioned is written in one run,
     # laid out by its partitions.
-    by = item.transform.partition_by
+    by = item.partition_by
     txn = lake.transaction(
         list(item.output_names),
         write_type(item, plan),
@@ -392,7 +392,7 @@ def derive_lineage(
 
 
 def _key_text(item: Declared, within: Mapping[str, str] | None) -> str | None:
-    by = item.transform.partition_by
+    by = item.partition_by
     return pkeys.key_text(by, within) if within is not None and by else None
 
 

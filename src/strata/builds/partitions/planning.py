@@ -83,7 +83,7 @@ def layout(
 ) -> Layout:
     """The plan's map: ``input_by`` names the partitioned inputs, ``input_keys`` their keys
     (any held now or before: a removed input partition still feeds its output's)."""
-    by = item.transform.partition_by
+    by = item.partition_by
     assert by is not None
     out = Layout(by)
     whole: list[str] = []
@@ -224,13 +224,13 @@ class PartitionFacts:
 
 
 def partitioned(items: Iterable[Declared]) -> list[Declared]:
-    return [i for i in items if i.transform.partition_by is not None]
+    return [i for i in items if i.partition_by is not None]
 
 
 def by_partition(item: Declared, facts: PartitionFacts) -> bool:
     """Whether ``item`` builds partition by partition: its outputs are partitioned and
     some input is (else one run writes the whole output, laid out by partition)."""
-    return item.transform.partition_by is not None and any(n in facts.by for n in item.input_names)
+    return item.partition_by is not None and any(n in facts.by for n in item.input_names)
 
 
 def declared_partitioning(items: Iterable[Declared]) -> dict[str, Sequence[str]]:
@@ -238,7 +238,7 @@ def declared_partitioning(items: Iterable[Declared]) -> dict[str, Sequence[str]]
     return {
         name: by
         for item in items
-        if (by := item.transform.partition_by) is not None
+        if (by := item.partition_by) is not None
         for name in item.output_names
     }
 

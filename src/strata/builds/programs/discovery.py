@@ -46,7 +46,7 @@ class Declared:
     fingerprint: str
     pipeline_file: Path
 
-    @property
+    @cached_property
     def fqn(self) -> str:
         return f"{self.pipeline}.{self.name}"
 
@@ -70,6 +70,17 @@ class Declared:
     @cached_property
     def output_names(self) -> tuple[str, ...]:
         return tuple(o.name for o in self.outputs.values())
+
+    @cached_property
+    def partition_by(self) -> tuple[str, ...] | None:
+        """The columns partitioning its outputs, or None; read once, as a status of
+        thousands of transforms asks each several times."""
+        return self.transform.partition_by
+
+    @cached_property
+    def check_names(self) -> frozenset[str]:
+        """The names of every check it declares, on its inputs and outputs."""
+        return frozenset(c.name for c in self.transform.checks)
 
     @property
     def where(self) -> str:

@@ -207,7 +207,7 @@ def programs_to_name(
         if (cur := current.get(name)) is not None and cur.program != item.fingerprint
     }
     records = parts.records if parts is not None else {}
-    for item in items:
+    for item in items if records else ():
         for name in item.output_names:
             older = {r.program for r in records.get(name, {}).values()} - {item.fingerprint}
             named |= {(item.fqn, p) for p in older}
@@ -295,7 +295,7 @@ def from_store(
     declared = planning.declared_partitioning(pipelines.transforms.values())
     parts = planning.gather(state, items, current, declared)
     ordinals = state.ordinals(programs_to_name(pipelines, current, keys, parts))
-    failures = state.last_check_failures([i.fqn for i in items if i.transform.has_checks])
+    failures = state.last_check_failures([i.fqn for i in items if i.check_names])
     found = assess(pipelines, current, ordinals, keys, facts, parts, failures)
     return column_changes.with_columns(state, found)
 
@@ -311,7 +311,9 @@ def check_causes(
     last build, unless a later build committed ``dataset`` (for a partitioned output: of
     the partitions still out of date)."""
     found = failures.get(item.fqn, ())
-    names = {c.name for c in item.transform.checks}
+    if not found:
+        return []
+    names = item.check_names
     cur = current.get(dataset)
     out = []
     for stored in found:
@@ -381,9 +383,12 @@ def assess(
         out_of_date = [i for i in item.input_names if i in out and out[i].causes]
         for dataset in item.output_names:
             causes, notes = own_causes(item, dataset, current, ordinals, facts)
-            causes += [
-                Cause(dataset, CauseKind.INPUT_MISSING, i) for i in item.input_names if i in missing
-            ]
+            if missing:
+                causes += [
+                    Cause(dataset, CauseKind.INPUT_MISSING, i)
+                    for i in item.input_names
+                    if i in missing
+                ]
             causes += [Cause(dataset, CauseKind.UPSTREAM_STALE, i) for i in out_of_date]
             causes += check_causes(item, dataset, current, failures or {})
             cur = current.get(dataset)
