@@ -110,8 +110,9 @@ class BuildService:
         item = pipelines.producer(name)
         keys = pipelines.graph.post_order([item.fqn]) if item is not None else []
         names = {name} | _datasets_of(pipelines, keys)
-        current = self.state.current(names)
-        found = from_store(self.state, pipelines, current, keys).get(name)
+        with _collections_paused():
+            current = self.state.current(names)
+            found = from_store(self.state, pipelines, current, keys).get(name)
         if found is None and any(name in t.input_names for t in pipelines.transforms.values()):
             found = self.status().get(name)  # declared as an input and missing: rare
         if found is None:

@@ -252,7 +252,8 @@ def _partitioned_status(
     out = {}
     for dataset, assessed in views.items():
         found = [
-            PartitionStatus(p.key, _with_ordinals(p.causes, item.fqn, ordinals)) for p in assessed
+            PartitionStatus(p.key, _with_ordinals(p.causes, item.fqn, ordinals)) if p.causes else p
+            for p in assessed
         ]
         causes = [c for p in found for c in p.causes]
         causes += [
