@@ -156,55 +156,11 @@ def partition_status(
     now: Inputs,
 ) -> list[PartitionStatus]:
     """Every output partition (fed now, or built before), with its causes."""
-    fresh = _surely_fresh(item, plan, built, now)
     out = []
     for key in sorted(set(plan.sources) | set(built)):
-        causes = [] if key in fresh else _causes(item, dataset, key, plan, built.get(key), now)
+        causes = _causes(item, dataset, key, plan, built.get(key), now)
         out.append(PartitionStatus(key, causes))
     return out
-
-
-def _surely_fresh(
-    item: Declared, plan: Layout, built: Mapping[str, PartitionBuild], now: Inputs
-) -> set[str]:
-    """Built partitions :func:`_causes` would find nothing for, found per group of records
-    that share one program and one ``inputs`` mapping (``partition_builds.records``
-    shares it among equal rows: most of a dataset's 100,000 partitions are one group),
-    so only the partitions an input change feeds are assessed one by one."""
-    groups: dict[tuple[str, int], list[str]] = {}
-    for key, record in built.items():
-        groups.setdefault((record.program, id(record.inputs)), []).append(key)
-    fresh: set[str] = set()
-    for keys in groups.values():
-        suspects = _suspects(item, plan, built[keys[0]], now)
-        if suspects is not None:
-            fresh.update(k for k in keys if k not in suspects)
-    return fresh
-
-
-def _suspects(item: Declared, plan: Layout, record: PartitionBuild, now: Inputs) -> set[str] | None:
-    """The output keys built as ``record`` was that may have causes, or None when every
-    one may (another program, an input added, a whole input newer or out of date)."""
-    if record.program != item.fingerprint:
-        return None
-    suspects: set[str] = set()
-    for name in item.input_names:
-        read = record.inputs.get(name)
-        upstream = now.stale_upstream.get(name)
-        if read is None or read < 0 or upstream is True:
-            return None
-        if name in plan.whole:
-            if now.versions.get(name, read) != read:
-                return None
-            continue
-        newer = {k for k, v in now.changed.get(name, {}).items() if v > read}
-        if isinstance(upstream, set):
-            newer |= upstream
-        if newer:
-            suspects.update(
-                out for out, fed in plan.sources.items() if not newer.isdisjoint(fed.get(name, ()))
-            )
-    return suspects
 
 
 def _causes(
