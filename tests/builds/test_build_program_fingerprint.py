@@ -14,6 +14,7 @@ from types import ModuleType
 
 import pytest
 
+from strata.builds.programs import fingerprint
 from strata.builds.programs.fingerprint import ProgramCode, program_code, program_fingerprint
 from strata.errors import InvalidArgument
 
@@ -195,6 +196,28 @@ d = make(2, scale=5)
     ha, hb, hc, hd = (program_code(getattr(module, n), root).code_hash for n in "abcd")
     assert ha == hc
     assert len({ha, hb, hd}) == 3
+
+
+def test_one_load_reads_each_file_once_and_the_next_load_sees_an_edit(load: Load) -> None:
+    text = """
+def make(k):
+    def inner(df):
+        return df * k
+    return inner
+
+fns = [make(i % 3) for i in range(9)]
+"""
+    module, root = load(text)
+    stamps: dict[str, tuple[str, int, int]] = {}
+    shared = [program_code(f, root, stamps).code_hash for f in module.fns]
+    assert list(stamps) == [str(root / "mod.py")]
+    fingerprint._hash_of_entries.cache_clear()
+    alone = [program_code(f, root).code_hash for f in module.fns]
+    assert shared == alone
+    assert len(set(alone)) == 3
+    (root / "mod.py").write_text(textwrap.dedent(text).replace("df * k", "df * k + 1") + "\n")
+    assert program_code(module.fns[0], root, stamps).code_hash == shared[0]
+    assert program_code(module.fns[0], root, {}).code_hash != shared[0]
 
 
 def test_mutual_recursion_terminates_and_counts(hash_of: Callable[..., str]) -> None:

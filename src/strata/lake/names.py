@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import functools
 import unicodedata
 
 from strata.errors import InvalidArgument, InvalidName
@@ -24,6 +25,7 @@ def validate_dataset_name(name: object) -> str:
     return name
 
 
+@functools.lru_cache(maxsize=65536)  # a pipeline names each dataset several times
 def _problem(name: str) -> str | None:
     if not name.strip():
         return "it is empty"

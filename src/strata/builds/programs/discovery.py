@@ -23,6 +23,7 @@ from types import ModuleType
 
 from strata.builds.programs.fingerprint import (
     ProgramCode,
+    Stamps,
     is_library_file,
     program_code,
     program_fingerprint,
@@ -250,6 +251,7 @@ def _declared(modules: list[tuple[Path, ModuleType]]) -> list[Declared]:
                 bound.setdefault(id(value), []).append((root, module, attr, value))
     out: list[Declared] = []
     files: dict[str, Path] = {}
+    stamps: Stamps = {}  # each file's state looked at once per load
     for places in bound.values():
         owners = places
         if len(places) > 1:
@@ -264,18 +266,20 @@ def _declared(modules: list[tuple[Path, ModuleType]]) -> list[Declared]:
         file = files.get(module.__name__)
         if file is None:  # resolved: imported from a resolved path; once per module
             file = files[module.__name__] = Path(str(module.__file__))
-        out.append(_declare(value, module.__name__, file, attr, root))
+        out.append(_declare(value, module.__name__, file, attr, root, stamps))
     return out
 
 
-def _declare(value: Transform, module: str, file: Path, attr: str, root: Path) -> Declared:
+def _declare(
+    value: Transform, module: str, file: Path, attr: str, root: Path, stamps: Stamps
+) -> Declared:
     name = value.name or attr
     if not _SIMPLE_NAME.match(name):
         raise PipelineError(
             f"transform name {name!r} ({value.where}) must be letters, digits, _ or -; "
             "pass name=..."
         )
-    code = program_code(value.func, root)
+    code = program_code(value.func, root, stamps)
     fingerprint = program_fingerprint(code.code_hash, value.declaration(), value.version)
     return Declared(value, module, name, root, code, fingerprint, file)
 

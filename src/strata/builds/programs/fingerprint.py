@@ -60,8 +60,14 @@ def program_fingerprint(
     return _sha256({"code": code, "declaration": dict(declaration)})
 
 
-def program_code(func: Callable[..., Any], root: Path) -> ProgramCode:
-    """Normalise ``func`` and what it references under ``root``; hash it all."""
+Stamps = dict[str, tuple[str, int, int]]
+
+
+def program_code(func: Callable[..., Any], root: Path, stamps: Stamps | None = None) -> ProgramCode:
+    """Normalise ``func`` and what it references under ``root``; hash it all.
+
+    ``stamps`` is a table of file states to share between the fingerprints of one load of
+    the pipelines, so each file is looked at once per load (by default, once per call)."""
     if not isinstance(func, types.FunctionType):
         raise InvalidArgument(
             f"{func!r} is not a Python function; define transforms with def in a module file",
@@ -70,13 +76,13 @@ def program_code(func: Callable[..., Any], root: Path) -> ProgramCode:
     file = _resolved(func.__code__.co_filename)
     if file is None:
         raise _no_source(func.__code__, None)
-    walk = _Walk(_real_dir(root))
+    walk = _Walk(_real_dir(root), {} if stamps is None else stamps)
     walk.visit(func, main=True)
     parts = _code_parts(func.__code__, True, walk.stamp(func.__code__.co_filename))
     rel = _relative(walk.root, file) or file.name  # defined outside the root: by file name
     files = {rel: walk.read(file), **walk.files}
     return ProgramCode(
-        _sha256({"entries": walk.entries}),
+        _entries_hash(walk.entries),
         dict(sorted(files.items())),
         parts.text,
         rel,
@@ -103,13 +109,13 @@ class _Parts:
 class _Walk:
     """One fingerprint's walk over the pipeline code a function reaches."""
 
-    def __init__(self, root: Path) -> None:
+    def __init__(self, root: Path, stamps: Stamps) -> None:
         self.root = root
         self.entries: list[dict[str, Any]] = []
         self.files: dict[str, str] = {}
         self._at: dict[int, int] = {}
         self._keep: list[object] = []  # ids stay unique while the walk holds the objects
-        self._stamps: dict[str, tuple[str, int, int]] = {}
+        self._stamps = stamps
 
     def visit(self, obj: object, main: bool = False) -> int:
         """The position of ``obj``'s entry, described on first sight."""
@@ -130,7 +136,7 @@ class _Walk:
         return "name" if target is None else f"object:{self.visit(target)}"
 
     def stamp(self, filename: str) -> tuple[str, int, int]:
-        """A file's name and state, read once per walk."""
+        """A file's name and state, read once per table of stamps."""
         found = self._stamps.get(filename)
         if found is None:
             found = self._stamps[filename] = _stamp(filename)
@@ -449,6 +455,18 @@ def _no_source(code: types.CodeType, exc: BaseException | None) -> InvalidArgume
         "and their helpers in a module file",
         name=code.co_qualname,
     )
+
+
+def _entries_hash(entries: list[dict[str, Any]]) -> str:
+    """sha256 of ``{"entries": entries}`` as canonical JSON."""
+    return _hash_of_entries(tuple((e["code"], tuple(e["refs"].items())) for e in entries))
+
+
+# Keyed by the entries' content: the transforms a factory makes from one function share
+# one, and a code dump is the same string object each time, so a look-up is cheap.
+@functools.lru_cache(maxsize=4096)
+def _hash_of_entries(entries: tuple[tuple[str, tuple[tuple[str, str], ...]], ...]) -> str:
+    return _sha256({"entries": [{"code": code, "refs": dict(refs)} for code, refs in entries]})
 
 
 def _sha256(doc: Mapping[str, Any]) -> str:
