@@ -319,6 +319,32 @@ def test_partitioned_versions_have_fingerprints_that_add_up(lake: Lake) -> None:
     assert held["region=JP/day=2026-11-02"].commit_id == 2
     assert held["region=JP/day=2026-11-01"].data_commit_id == 3
     assert held["region=UK/day=2026-11-01"].data_commit_id == 1
+    _data_versions_above_a_floor_are_exact(lake, uuid)
+
+
+def _data_versions_above_a_floor_are_exact(lake: Lake, uuid: str) -> None:
+    """Each key's data version at 3; with a floor, exact above it, and at or below it
+    for the keys whose files last changed by then (only later hashes are read)."""
+    from strata.lake import partition_hashes, partition_index
+
+    jp1, jp2, uk1 = (
+        "region=JP/day=2026-11-01",
+        "region=JP/day=2026-11-02",
+        "region=UK/day=2026-11-01",
+    )
+    with lake.engine.connect() as conn:
+        changed = partition_index.changed_at(conn, uuid, 3, removed_too=True)
+        assert changed == {jp1: 3, jp2: 2, uk1: 1}
+        exact = partition_hashes.data_changed_at(conn, uuid, changed, 3)
+        assert exact == {jp1: 3, jp2: 1, uk1: 1}
+        for floor in (1, 2, 3):
+            above = partition_hashes.data_changed_at(conn, uuid, changed, 3, after=floor)
+            for key, version in exact.items():
+                if version > floor:
+                    assert above[key] == version, (floor, key)
+                else:
+                    assert above[key] <= floor, (floor, key)
+            assert above[jp2] == (1 if floor < 2 else 2)  # the rewrite's hash read below 2 only
 
 
 def test_spark_partition_writes_have_fingerprints(  # type: ignore[no-untyped-def]

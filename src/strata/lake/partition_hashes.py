@@ -179,17 +179,22 @@ def fingerprint_of(fields: list[dict[str, Any]], held: Held | None) -> str | Non
 
 
 def data_changed_at(
-    conn: Connection, dataset_uuid: str, changed: Mapping[str, int], at: int
+    conn: Connection, dataset_uuid: str, changed: Mapping[str, int], at: int, after: int = 0
 ) -> dict[str, int]:
     """``changed`` (each key's last commit up to ``at`` that added or removed a file of
     it) with each key rewritten to the rows it had taken back to the commit of those
     rows: a partition's data version. Status reads it for every partition of every
-    partitioned input, so it reads plain rows, the hashes left out."""
+    partitioned input, so it reads plain rows, the hashes left out.
+
+    A key whose files last changed at ``after`` or before keeps that commit: its data
+    version is no later, so it is ``<= after`` either way (a caller that compares only
+    with versions ``>= after`` learns the same), and only the hashes of later commits
+    are read."""
     t = partition_hashes.c
     rows = plain_rows(
         conn,
         sa.select(t.partition_key, t.commit_id, t.data_commit_id)
-        .where(t.dataset_uuid == dataset_uuid, t.commit_id <= at)
+        .where(t.dataset_uuid == dataset_uuid, t.commit_id <= at, t.commit_id > after)
         .order_by(t.commit_id),
     )
     newest = {key: (commit_id, data_commit_id) for key, commit_id, data_commit_id in rows}

@@ -272,9 +272,28 @@ def gather(
     by = {n: d for n, d in (declared or {}).items() if n in names}
     by.update(state.partition_by(names))
     versions = {n: current[n].commit_id for n in by if n in current}
-    changes = state.partition_changes(versions)
     records = {o: state.partition_records(o) for i in chosen for o in i.output_names}
+    changes = state.partition_changes(versions, _oldest_reads(chosen, records))
     return PartitionFacts(by, changes, records)
+
+
+def _oldest_reads(
+    items: Iterable[Declared], records: Mapping[str, Mapping[str, PartitionBuild]]
+) -> dict[str, int]:
+    """Each input's oldest version a build record read: :func:`_causes` compares a key's
+    change only with versions records read, so below this floor it needs no exact one."""
+    out: dict[str, int] = {}
+    for item in items:
+        seen: set[int] = set()  # records mostly share one mapping (read, never changed)
+        for name in item.output_names:
+            for record in records.get(name, {}).values():
+                if id(record.inputs) in seen:
+                    continue
+                seen.add(id(record.inputs))
+                for n, version in record.inputs.items():
+                    if n in item.input_names:
+                        out[n] = min(out.get(n, version), version)
+    return out
 
 
 def assess_item(

@@ -279,10 +279,17 @@ class BuildState:
             found = {n: partition_index.partition_by(conn, u) for n, u in uuids.items()}
         return {n: by for n, by in found.items() if by}
 
-    def partition_changes(self, versions: Mapping[str, int]) -> dict[str, dict[str, int]]:
+    def partition_changes(
+        self, versions: Mapping[str, int], floors: Mapping[str, int] | None = None
+    ) -> dict[str, dict[str, int]]:
         """For each ``dataset -> version``: every partition key it holds or held up to that
         version, with the last version that changed its rows (removal included; a rewrite
-        that left its rows as they were does not count: per-partition early cutoff)."""
+        that left its rows as they were does not count: per-partition early cutoff).
+
+        With ``floors`` (dataset -> a version), a key that changed at its dataset's floor
+        or before shows its last file change instead, which is no later than the floor
+        too: exact only above the floor, for a caller comparing with versions at or
+        above it."""
         with read_tx(self.engine) as conn:
             uuids = catalog.dataset_uuids(conn, self.namespace, set(versions))
             return {
@@ -291,6 +298,7 @@ class BuildState:
                     u,
                     partition_index.changed_at(conn, u, versions[n], removed_too=True),
                     versions[n],
+                    after=(floors or {}).get(n, 0),
                 )
                 for n, u in uuids.items()
             }
