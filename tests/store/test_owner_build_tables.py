@@ -7,7 +7,6 @@ retention prunes)."""
 
 from __future__ import annotations
 
-import dataclasses
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
@@ -92,7 +91,7 @@ def test_partition_builds_are_kept_per_partition_and_joined_by_the_run(lake: Lak
         partition_builds.PartitionBuild("day=1", 1, RUN, "p1", {"raw/a": 3}),
         partition_builds.PartitionBuild("day=2", 1, RUN, "p1", {}),
     ]
-    rebuilt = dataclasses.replace(built[1], commit_id=2, run=LATER, program="p2")
+    rebuilt = built[1]._replace(commit_id=2, run=LATER, program="p2")
     with lake.engine.begin() as conn:
         partition_builds.record(conn, dataset, built, AT)
         partition_builds.record(conn, dataset, [rebuilt], AT)  # a partition's last build wins

@@ -87,14 +87,17 @@ def changed_at(
     live = sa.func.sum(
         sa.case((sa.or_(f.removed_commit_id.is_(None), f.removed_commit_id > at), 1), else_=0)
     )
-    rows = plain_rows(  # a status reads it for every key of a partitioned input: 100,000s
+    # A status reads it for every key of a partitioned input (100,000s), removed ones
+    # too: then no count of live containers is needed.
+    counted = () if removed_too else (live,)
+    rows = plain_rows(
         conn,
-        sa.select(f.partition_key, sa.func.max(f.added_commit_id), sa.func.max(removed), live)
+        sa.select(f.partition_key, sa.func.max(f.added_commit_id), sa.func.max(removed), *counted)
         .where(f.dataset_uuid == dataset_uuid, f.added_commit_id <= at)
         .where(f.partition_key.is_not(None))
         .group_by(f.partition_key),
     )
-    return {str(r[0]): max(int(r[1]), int(r[2] or 0)) for r in rows if r[3] or removed_too}
+    return {str(r[0]): max(int(r[1]), int(r[2] or 0)) for r in rows if removed_too or r[3]}
 
 
 @dataclass(frozen=True)

@@ -156,54 +156,65 @@ def partition_status(
     now: Inputs,
 ) -> list[PartitionStatus]:
     """Every output partition (fed now, or built before), with its causes."""
-    out = []
-    for key in sorted(set(plan.sources) | set(built)):
-        causes = _causes(item, dataset, key, plan, built.get(key), now)
-        out.append(PartitionStatus(key, causes))
-    return out
+    judge = _Judge(item, dataset, plan, now)
+    return [
+        PartitionStatus(key, judge.causes(key, built.get(key)))
+        for key in sorted(set(plan.sources) | set(built))
+    ]
 
 
-def _causes(
-    item: Declared,
-    dataset: str,
-    key: str,
-    plan: Layout,
-    record: PartitionBuild | None,
-    now: Inputs,
-) -> list[Cause]:
-    if record is None:
-        return [Cause(dataset, CauseKind.NEVER_BUILT, partition=pkeys.parse_text(key))]
-    causes = []
-    detail: dict[str, Any]
-    if record.program != item.fingerprint:
-        detail = {"old": {"fingerprint": record.program}, "new": {"fingerprint": item.fingerprint}}
-        causes.append(Cause(dataset, CauseKind.PROGRAM_CHANGED, detail=detail))
-    for name in item.input_names:
-        read = record.inputs.get(name)
-        if read is None:
-            causes.append(Cause(dataset, CauseKind.INPUT_ADDED, name))
-            continue
-        if name in plan.whole:
-            if now.versions.get(name, read) != read:
-                detail = {"built_from": read, "current": now.versions[name], "pinned": False}
-                causes.append(Cause(dataset, CauseKind.INPUT_NEWER, name, detail))
-            if now.stale_upstream.get(name) is True:
+_NO_SOURCES: dict[str, list[str]] = {}
+
+
+class _Judge:
+    """The causes of one output's partitions. What each input is now is looked up once,
+    not once per partition: an output may have 100,000."""
+
+    def __init__(self, item: Declared, dataset: str, plan: Layout, now: Inputs) -> None:
+        self.dataset, self.fingerprint, self.sources = dataset, item.fingerprint, plan.sources
+        self.inputs = [
+            (name, name in plan.whole, now.changed.get(name, {}), now.stale_upstream.get(name))
+            for name in item.input_names
+        ]
+        self.versions = now.versions
+
+    def causes(self, key: str, record: PartitionBuild | None) -> list[Cause]:
+        dataset = self.dataset
+        if record is None:
+            return [Cause(dataset, CauseKind.NEVER_BUILT, partition=pkeys.parse_text(key))]
+        causes = []
+        detail: dict[str, Any]
+        if record.program != self.fingerprint:
+            detail = {
+                "old": {"fingerprint": record.program},
+                "new": {"fingerprint": self.fingerprint},
+            }
+            causes.append(Cause(dataset, CauseKind.PROGRAM_CHANGED, detail=detail))
+        reads, sources = record.inputs, self.sources.get(key, _NO_SOURCES)
+        for name, whole, changed, upstream in self.inputs:
+            read = reads.get(name)
+            if read is None:
+                causes.append(Cause(dataset, CauseKind.INPUT_ADDED, name))
+                continue
+            if whole:
+                if self.versions.get(name, read) != read:
+                    detail = {"built_from": read, "current": self.versions[name], "pinned": False}
+                    causes.append(Cause(dataset, CauseKind.INPUT_NEWER, name, detail))
+                if upstream is True:
+                    causes.append(Cause(dataset, CauseKind.UPSTREAM_STALE, name))
+                continue
+            feeding = sources.get(name, ())
+            for k in feeding:
+                if changed.get(k, 0) > read:
+                    detail = {"partition": pkeys.parse_text(k), "built_from": read}
+                    detail["current"] = changed[k]
+                    causes.append(Cause(dataset, CauseKind.INPUT_PARTITION_NEWER, name, detail))
+            if upstream is True or (isinstance(upstream, set) and upstream.intersection(feeding)):
                 causes.append(Cause(dataset, CauseKind.UPSTREAM_STALE, name))
-            continue
-        feeding = plan.sources.get(key, {}).get(name, [])
-        changed = now.changed.get(name, {})
-        for k in feeding:
-            if changed.get(k, 0) > read:
-                detail = {"partition": pkeys.parse_text(k), "built_from": read}
-                detail["current"] = changed[k]
-                causes.append(Cause(dataset, CauseKind.INPUT_PARTITION_NEWER, name, detail))
-        upstream = now.stale_upstream.get(name)
-        if upstream is True or (isinstance(upstream, set) and upstream.intersection(feeding)):
-            causes.append(Cause(dataset, CauseKind.UPSTREAM_STALE, name))
-    if not causes:
-        return causes
-    where = pkeys.parse_text(key)  # most partitions are fresh: their keys stay text
-    return [replace(c, partition=where) for c in causes]
+        if not causes:
+            return causes
+        where = pkeys.parse_text(key)  # most partitions are fresh: their keys stay text
+        return [replace(c, partition=where) for c in causes]
 
 
 def select(keys: Sequence[str], wanted: Sequence[Mapping[str, str]] | None) -> list[str]:
