@@ -114,13 +114,21 @@ def test_two_workers_fire_each_due_firing_once(
         for w in workers:
             w.communicate(timeout=60)
 
+    # Stopped workers leave no firing running: one they were building when stopped ended
+    # ABORTED, and is the latest of its worker's.
+    assert p.scalar("SELECT count(*) FROM schedule_firings WHERE ended_at IS NULL") == 0
     firings = p.rows(
         "SELECT due_at, started_at, outcome, run_uuid, holder FROM schedule_firings "
-        "WHERE schedule = 'often' AND ended_at IS NOT NULL"
+        "WHERE schedule = 'often' ORDER BY due_at"
     )
-    assert len(firings) >= 4 and {f[2] for f in firings} == {"COMPLETED"}
+    completed = [f for f in firings if f[2] == "COMPLETED"]
+    stopped = [f for f in firings if f[2] != "COMPLETED"]
+    assert len(completed) >= 4 and {f[2] for f in stopped} <= {"ABORTED"}
+    for f in stopped:
+        assert all(_when(c[0]) < _when(f[0]) for c in completed if c[4] == f[4]), firings
     # Each firing one build, never two: exactly one countries run under each firing's
     # build run (commit triggers build it too, under builds of their own).
+    firings = completed
     runs = [str(f[3]) for f in firings]
     assert len(set(runs)) == len(runs)
     for run in runs:
@@ -138,7 +146,72 @@ def test_two_workers_fire_each_due_firing_once(
     monkeypatch.setenv("STRATA_CONFIG", str(config))
     found = p.json("schedules", "--pipeline", str(p.folder))["schedules"]
     listed = {s["name"]: s for s in found}
-    assert listed["often"]["last"]["outcome"] == "COMPLETED"
+    last = p.rows(
+        "SELECT outcome FROM schedule_firings WHERE schedule = 'often' ORDER BY due_at DESC LIMIT 1"
+    )[0][0]
+    assert listed["often"]["last"]["outcome"] == last
     assert listed["shop.countries"]["build"] == ["report/countries"]
     assert listed["shop.countries"]["cron"] == "0 6 * * *"
     assert listed["shop.countries"]["next_due_at"].endswith("06:00:00+00:00")
+
+
+SLOW = """
+import os
+import time
+
+from strata import Input, Output, transform_df
+
+
+@transform_df(Output("report/slow"), users=Input("raw/users"))
+def slow(users):
+    if os.path.exists(os.path.join(os.path.dirname(__file__), "slow.flag")):
+        time.sleep(15)
+    return users
+"""
+
+
+def test_a_worker_stopped_mid_firing_ends_it_aborted(
+    project: Project, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """SIGTERM while a firing builds: its run ends ABORTED, and so does the firing (no
+    other worker takes a firing already taken, so one left open would read as running
+    for good)."""
+    p = project
+    p.append("raw/users", users(("ada", "UK")))
+    (p.folder / "slow.py").write_text(SLOW)
+    code, out, err = p.cli("build", "report/slow", "--pipeline", str(p.folder))
+    assert code == 0, (out, err)  # all fresh, quickly
+    (p.folder / "slow.flag").write_text("")
+    config = _config(
+        tmp_path,
+        '[[schedule]]\nname = "slow"\ncron = "* * * * * */2"\nbuild = ["report/slow"]\n'
+        "force = true\n",
+    )
+    worker = p.spawn("worker", "--poll", "0.05", STRATA_CONFIG=str(config))
+    running = (
+        "SELECT count(*) FROM runs r JOIN jobs j ON j.uuid = r.job_uuid "
+        "WHERE j.name = 'slow.slow' AND r.state = 'RUNNING'"
+    )
+    try:
+        deadline = time.monotonic() + 120
+        while not p.scalar(running):
+            assert worker.poll() is None, worker.communicate()
+            assert time.monotonic() < deadline
+            time.sleep(0.2)
+    finally:
+        worker.send_signal(signal.SIGTERM)
+        worker.communicate(timeout=60)
+    [(outcome, ended, error)] = p.rows(
+        "SELECT outcome, ended_at, error FROM schedule_firings WHERE schedule = 'slow'"
+    )
+    assert (outcome, ended is not None) == ("ABORTED", True)
+    assert "the worker stopped" in error
+    states = p.rows(
+        "SELECT r.state FROM runs r JOIN jobs j ON j.uuid = r.job_uuid "
+        "WHERE j.name = 'slow.slow' ORDER BY r.created_at"
+    )
+    assert [s[0] for s in states] == ["COMPLETED", "ABORTED"]
+    monkeypatch.setenv("STRATA_CONFIG", str(config))
+    found = p.json("schedules", "--pipeline", str(p.folder))["schedules"]
+    [slow] = [s for s in found if s["name"] == "slow"]
+    assert slow["last"]["outcome"] == "ABORTED" and slow["last"]["ended_at"] is not None

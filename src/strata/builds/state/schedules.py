@@ -26,7 +26,9 @@ class Firing:
     holder: str
     started_at: datetime
     ended_at: datetime | None
-    outcome: str | None  # COMPLETED, FAILED, NOTHING (nothing out of date); None: running
+    # COMPLETED, FAILED, NOTHING (nothing out of date), ABORTED (its worker stopped
+    # mid-build); None: running
+    outcome: str | None
     run: str | None
     error: str | None
 

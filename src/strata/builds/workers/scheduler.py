@@ -98,6 +98,9 @@ def fire_due(
     return done
 
 
+STOPPED = "the worker stopped during this firing's build (its runs ended ABORTED)"
+
+
 def _fire(service: BuildService, s: Schedule, due: datetime, reporter: Reporter | None) -> Fired:
     """Build ``s``'s targets for the firing due at ``due`` and record how it went."""
     try:
@@ -108,6 +111,9 @@ def _fire(service: BuildService, s: Schedule, due: datetime, reporter: Reporter 
         service.state.finish_firing(s.branch, s.name, due, "FAILED", None, exc.message)
         log.warning("schedule %s (due %s) failed: %s", s.name, due, exc.message)
         return Fired(s.name, due, "FAILED", None, exc.message)
+    except BaseException:  # stopped (Ctrl-C, SIGTERM): the firing ends, not running for good
+        _end_stopped(service, s, due)
+        raise
     ran = any(st.outcome.ran for st in report.steps)
     failed = [st for st in report.steps if st.outcome is Outcome.FAILED]
     error = "; ".join(f"{st.transform}: {st.reason}" for st in failed) or None
@@ -115,6 +121,15 @@ def _fire(service: BuildService, s: Schedule, due: datetime, reporter: Reporter 
     run = report.run if ran else None
     service.state.finish_firing(s.branch, s.name, due, outcome, run, error)
     return Fired(s.name, due, outcome, run, error, s.branch)
+
+
+def _end_stopped(service: BuildService, s: Schedule, due: datetime) -> None:
+    """Record a firing whose worker stopped mid-build as ``ABORTED``; the stop goes on
+    whatever this write meets."""
+    try:
+        service.state.finish_firing(s.branch, s.name, due, "ABORTED", None, STOPPED)
+    except Exception:
+        log.exception("schedule %s (due %s): could not record that it stopped", s.name, due)
 
 
 def overview(service: BuildService, now: datetime | None = None) -> list[dict[str, Any]]:
