@@ -291,7 +291,7 @@ def gather(
 def _oldest_reads(
     items: Iterable[Declared], records: Mapping[str, Mapping[str, PartitionBuild]]
 ) -> dict[str, int]:
-    """Each input's oldest version a build record read: :func:`_causes` compares a key's
+    """Each input's oldest version a build record read: :class:`_Judge` compares a key's
     change only with versions records read, so below this floor it needs no exact one."""
     out: dict[str, int] = {}
     for item in items:
