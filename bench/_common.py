@@ -370,3 +370,13 @@ def uvicorn_app(factory: str, app_dir: Path, env: dict[str, str], log: Path) -> 
         except subprocess.TimeoutExpired:
             proc.kill()
             proc.wait()
+
+
+def analyze(engine: Any) -> None:
+    """Planner statistics (and on PostgreSQL the visibility map autovacuum would set)."""
+    if engine.dialect.name == "postgresql":
+        with engine.connect() as conn:
+            conn.execution_options(isolation_level="AUTOCOMMIT").exec_driver_sql("VACUUM ANALYZE")
+        return
+    with engine.connect() as conn:
+        conn.exec_driver_sql("ANALYZE")

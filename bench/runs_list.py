@@ -34,6 +34,7 @@ from typing import Any
 from _common import (
     HERE,
     PG_ADMIN_URL,
+    analyze,
     pg_database,
     print_table,
     scratch_dir,
@@ -120,16 +121,6 @@ def bulk_insert(
                 flush(conn)
         flush(conn)
     return count
-
-
-def analyze(engine: Any) -> None:
-    """Planner statistics (and on PostgreSQL the visibility map autovacuum would set)."""
-    if engine.dialect.name == "postgresql":
-        with engine.connect() as conn:
-            conn.execution_options(isolation_level="AUTOCOMMIT").exec_driver_sql("VACUUM ANALYZE")
-        return
-    with engine.connect() as conn:
-        conn.exec_driver_sql("ANALYZE")
 
 
 def refresh_run_counts(engine: Any) -> None:
