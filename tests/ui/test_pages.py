@@ -6,7 +6,7 @@ from __future__ import annotations
 import difflib
 import time
 import uuid
-from datetime import timedelta
+from datetime import UTC, datetime, timedelta
 from typing import Any
 from urllib.parse import quote
 
@@ -20,7 +20,7 @@ from selenium.webdriver.remote.webdriver import WebDriver
 from selenium.webdriver.remote.webelement import WebElement
 from ui_site import NARROW, READ, WIDE, WRITE, Site, css, one, section, set_viewport
 
-from strata.store.schema import check_results, jobs, runs
+from strata.store.schema import check_results, jobs, runs, schedule_firings
 
 pytestmark = pytest.mark.spark
 
@@ -703,6 +703,23 @@ def test_status_shows_when_each_schedule_fires_next(site: Site) -> None:
     shown = row.find_element(By.CSS_SELECTOR, ".next-firing time")
     assert shown.get_attribute("datetime").endswith("00:30:00+00:00") and shown.text.strip()
     assert "never fired" in row.text
+
+
+def test_a_firing_its_worker_stopped_reads_as_stopped_not_running(site: Site) -> None:
+    name, due = "daily.experiment_cumulative", datetime(2026, 11, 28, 0, 30, tzinfo=UTC)
+    state = site.service.state
+    assert state.take_firing("main", name, due, "worker-x")
+    firings = schedule_firings.c
+    try:
+        state.finish_firing("main", name, due, "ABORTED", None, "the worker stopped")
+        site.go("#/status")
+        row = section(site, "Schedules").find_element(By.XPATH, f".//tr[.//strong[.='{name}']]")
+        badge = row.find_element(By.CSS_SELECTOR, ".badge")
+        assert badge.text == "■ stopped" and "warn" in badge.get_attribute("class")
+        assert badge.get_attribute("title") == "the worker stopped"
+    finally:
+        with site.lake().engine.begin() as conn:
+            conn.execute(schedule_firings.delete().where(firings.schedule == name))
 
 
 def _foreign_run(site: Site, query: str, hour: int, end: str = "COMPLETE") -> str:

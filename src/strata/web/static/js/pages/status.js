@@ -59,8 +59,8 @@ function buildHint(branch) {
 function schedulesSection(schedules) {
   const outcome = (last) => {
     if (!last) return h("span", { class: "quiet" }, "never fired");
-    const cls = { COMPLETED: "ok", NOTHING: "ok", FAILED: "bad" }[last.outcome] || "busy";
-    const words = { COMPLETED: "✓ built", NOTHING: "✓ all fresh", FAILED: "✗ failed" }[last.outcome] || "running";
+    const cls = { COMPLETED: "ok", NOTHING: "ok", FAILED: "bad", ABORTED: "warn" }[last.outcome] || "busy";
+    const words = { COMPLETED: "✓ built", NOTHING: "✓ all fresh", FAILED: "✗ failed", ABORTED: "■ stopped" }[last.outcome] || "running";
     return h("span", null, h("span", { class: `badge ${cls}`, title: last.error || "" }, words), " ", when(last.due_at));
   };
   const rows = schedules.map((s) => [
