@@ -23,8 +23,9 @@ from lineage_support import ds, dump, run_event
 from scenario import story
 
 from serve_process import EXE, Served, free_port
+from strata.lineage.record import apply
 from strata.lineage.record.apply import RecordResult, accept_parsed, record_event
-from strata.lineage.record.events import parse_event
+from strata.lineage.record.events import Event, parse_event
 from strata.store import migrate
 from strata.store import schema as s
 from strata.store.engine import create_engine
@@ -195,6 +196,69 @@ def test_a_replica_killed_mid_ingest_loses_nothing_it_acknowledged(
         stored = {(str(r[0]), r[1]) for r in conn.execute(sa.select(e.c.run_uuid, e.c.event_type))}
     engine.dispose()
     assert {(x["run"]["runId"], x["eventType"]) for x in acked} <= stored
+
+
+def test_a_fold_waiting_for_the_writer_lock_has_claimed_and_parsed_other_events(
+    store_url: str, monkeypatch: Any
+) -> None:
+    """Two replicas' folds at once: while one holds the writer lock, the other claims
+    the next events and parses them, then folds them when the lock is free. Every event
+    is stored once and leaves the queue, and the two groups are disjoint."""
+    events = _events(60, with_story=False)
+    _queue_directly(store_url, events)
+    engine = create_engine(store_url, pool_size=4)
+    holding, release = threading.Event(), threading.Event()
+    parsed_while_held: list[str] = []
+    real_apply, real_payloads = apply._store_and_apply, apply._payloads
+
+    def slow_apply(conn: sa.Connection, group: list[Event], received: Any) -> Any:
+        if threading.current_thread().name == "first":
+            holding.set()
+            assert release.wait(30)
+        return real_apply(conn, group, received)
+
+    def payloads(conn: sa.Connection, hashes: Any) -> Any:
+        if threading.current_thread().name == "second":
+            assert holding.wait(30)  # the first fold holds the writer lock now
+            parsed_while_held.extend(hashes)
+        return real_payloads(conn, hashes)
+
+    monkeypatch.setattr(apply, "_store_and_apply", slow_apply)
+    monkeypatch.setattr(apply, "_payloads", payloads)
+    folded: dict[str, list[str]] = {}
+
+    def fold(limit: int) -> None:
+        name = threading.current_thread().name
+        folded[name] = apply.fold_pending(engine, engine, limit).folded
+
+    try:
+        first = threading.Thread(target=fold, args=(100,), name="first")
+        first.start()
+        assert holding.wait(30)
+        second = threading.Thread(target=fold, args=(len(events),), name="second")
+        second.start()
+        deadline = time.monotonic() + 30
+        while not parsed_while_held and time.monotonic() < deadline:
+            time.sleep(0.01)
+        # The second fold read and parsed its group while the first held the lock.
+        assert parsed_while_held
+        assert second.is_alive()  # and waits for the lock to write it
+        release.set()
+        first.join(30)
+        second.join(30)
+    finally:
+        release.set()
+        engine.dispose()
+    assert len(folded["first"]) == 100 and sorted(parsed_while_held) == sorted(folded["second"])
+    assert not set(folded["first"]) & set(folded["second"])
+    assert len(folded["first"]) + len(folded["second"]) == len(events)
+    assert _pending(store_url) == []
+    engine = create_engine(store_url, poolclass=sa.pool.NullPool)
+    with engine.connect() as conn:
+        e = s.lineage_events
+        hashes = [str(h) for h in conn.execute(sa.select(e.c.payload_hash)).scalars()]
+    engine.dispose()
+    assert len(hashes) == len(set(hashes)) == len(events)
 
 
 def test_a_second_server_on_a_sqlite_store_refuses_to_start(tmp_path: Path) -> None:

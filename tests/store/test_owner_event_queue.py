@@ -48,3 +48,25 @@ def test_folded_events_leave_and_refused_ones_stay_aside(queue: sa.Engine) -> No
             sa.text("SELECT payload_hash, error FROM lineage_pending ORDER BY seq")
         ).all()
     assert [tuple(r) for r in reasons] == [(H[1], "no such dataset"), (H[2], None)]
+
+
+def test_a_claimed_event_is_taken_by_no_other_fold_until_settled(queue: sa.Engine) -> None:
+    """Folds running at once (replicas' on PostgreSQL) take different events: a claim
+    passes over rows another transaction claimed. SQLite folds one at a time (its write
+    lock), and there a claim is the plain head."""
+    with queue.begin() as conn:
+        event_queue.enqueue(conn, {h: "{}" for h in H}, AT)
+    postgres = queue.dialect.name == "postgresql"
+    with queue.connect() as first, queue.connect() as second:
+        first.begin()
+        mine = [q.payload_hash for q in event_queue.head(first, 2, claim=True)]
+        assert mine == H[:2]
+        second.begin()
+        theirs = [q.payload_hash for q in event_queue.head(second, 10, claim=True)]
+        assert theirs == (H[2:] if postgres else H)
+        second.rollback()
+        event_queue.settle(first, mine, {})
+        first.commit()
+        second.begin()
+        assert [q.payload_hash for q in event_queue.head(second, 10, claim=True)] == H[2:]
+        second.rollback()

@@ -71,8 +71,8 @@ _INDEXED = (
 def lock_writers(conn: Connection) -> None:
     """Take the writer lock (PostgreSQL; SQLite locks at BEGIN) and plan by index."""
     if conn.dialect.name == "postgresql":
-        conn.execute(_LOCK, {"k": _PG_LOCK_KEY})
         conn.exec_driver_sql(_INDEXED)
+        conn.execute(_LOCK, {"k": _PG_LOCK_KEY})
 
 
 def record_event(
@@ -342,7 +342,9 @@ def fold_pending(
     engine: Engine, journal: Engine, limit: int, known: Mapping[str, Event] | None = None
 ) -> Folded:
     """Fold up to ``limit`` queued events (oldest first) into the store: each is stored
-    in ``lineage_events`` and applied, one SQL transaction under the writer lock.
+    in ``lineage_events`` and applied, one SQL transaction under the writer lock. With
+    the queue in the store (PostgreSQL), the events are claimed and parsed before the
+    lock, and another fold running at once takes others.
 
     ``known`` holds events already parsed by this process, by payload hash; the others
     are parsed from the queue. An event the fold refuses (the store would not take its
@@ -356,9 +358,18 @@ def fold_pending(
         with read_tx(journal) as jconn:
             queued = _queued(jconn, limit, known)
     with write_tx(engine) as conn:
-        lock_writers(conn)
         if queued is None:
-            queued = _queued(conn, limit, known)
+            # The group is claimed, read and parsed before the writer lock: another
+            # fold (a replica's) writes meanwhile, and this one's group is not its.
+            early = _queued(conn, limit, known, claim=True)
+            lock_writers(conn)
+            # Then topped up with what came meanwhile: the group stays as large as a
+            # fold that waited first would take, and an empty one means every fold under
+            # way has committed (a replica's readers wait for events another took).
+            parsed = {**known, **{event.payload_hash: event for event, _ in early}}
+            queued = _queued(conn, limit, parsed, claim=True)
+        else:
+            lock_writers(conn)
         if not queued:
             return Folded([], {})
         events = [event for event, _ in queued]
@@ -384,11 +395,12 @@ def fold_pending(
 
 
 def _queued(
-    conn: Connection, limit: int, known: Mapping[str, Event]
+    conn: Connection, limit: int, known: Mapping[str, Event], *, claim: bool = False
 ) -> list[tuple[Event, datetime]]:
     """The oldest ``limit`` queued events and when each was received; payloads are read
-    (and parsed) only for those not in ``known``."""
-    found = event_queue.head(conn, limit)
+    (and parsed) only for those not in ``known``. ``claim``: events no other transaction
+    has claimed, claimed for this one (see :func:`event_queue.head`)."""
+    found = event_queue.head(conn, limit, claim=claim)
     found = found[: _group([q.size for q in found])]
     queue: list[tuple[str, datetime]] = [(q.payload_hash, q.received_at) for q in found]
     parsed = {h: known[h] for h, _ in queue if h in known}

@@ -42,18 +42,24 @@ def enqueue(conn: Connection, texts: Mapping[str, str], received: datetime) -> s
     return {str(h) for h in bulk.insert_ignore_many(conn, _P, rows, ["payload_hash"])}
 
 
-def head(conn: Connection, limit: int) -> list[Queued]:
-    """The oldest ``limit`` queued events the fold has not refused, oldest first."""
-    stmt = bulk.cached(
-        ("pending-next",),
-        lambda: (
+def head(conn: Connection, limit: int, *, claim: bool = False) -> list[Queued]:
+    """The oldest ``limit`` queued events the fold has not refused, oldest first.
+
+    ``claim`` (PostgreSQL): lock their rows for this transaction and pass over rows
+    another transaction has locked, so that folds running at once take different events.
+    """
+    claimed = claim and conn.dialect.name == "postgresql"
+
+    def build() -> sa.Select[tuple[str, datetime, int]]:
+        stmt = (
             sa.select(_P.c.payload_hash, _P.c.received_at, sa.func.length(_P.c.payload))
             .where(_P.c.error.is_(None))
             .order_by(_P.c.seq)
             .limit(sa.bindparam("n"))
-        ),
-    )
-    rows = conn.execute(stmt, {"n": limit}).all()
+        )
+        return stmt.with_for_update(skip_locked=True) if claimed else stmt
+
+    rows = conn.execute(bulk.cached(("pending-next", claimed), build), {"n": limit}).all()
     return [Queued(str(row[0]), row[1], int(row[2] or 0)) for row in rows]
 
 
