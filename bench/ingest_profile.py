@@ -5,7 +5,13 @@ Events are realistic run pairs (START then COMPLETE) of jobs that read and write
 bind versions other runs produced. ``--shuffle`` delivers them in random order
 (the slow, re-folding path); ``--profile`` prints the top of a cProfile.
 
+``--mode fold`` measures the server's fold alone: the events are queued first (as the
+server acknowledges them, in batches of 100), then folded by ``fold_pending`` in groups
+of ``--batch`` until the queue is empty, with the collector off as in the fold process.
+It also reports how long the writer lock was held, from taking it to the commit.
+
     .venv/bin/python bench/ingest_profile.py --events 2000 --backend both
+    .venv/bin/python bench/ingest_profile.py --mode fold --events 16000 --batch 2000
 """
 
 from __future__ import annotations
@@ -136,11 +142,59 @@ def run_once(
         return len(events) / (marks[-1] - marks[0]), first, last
 
 
+def fold_once(backend: str, events: list[dict[str, Any]], group: int) -> dict[str, float]:
+    """Queue ``events`` where the server queues them, then fold them in groups of
+    ``group``: events/s, CPU seconds, and the share of the fold's time the writer lock was
+    held (PostgreSQL's advisory lock; SQLite's write lock is held from BEGIN)."""
+    import gc
+
+    from strata.lineage.record import apply
+    from strata.lineage.record.events import parse_event
+    from strata.store.journal import journal_for
+
+    parsed = [parse_event(e) for e in events]
+    locked: list[float] = []
+    real_lock = apply.lock_writers
+
+    def timed_lock(conn: Any) -> None:
+        real_lock(conn)
+        locked.append(time.perf_counter())
+
+    with store(backend) as engine:
+        journal = journal_for(engine)
+        for i in range(0, len(parsed), 100):
+            apply.accept_parsed(engine, journal, list(parsed[i : i + 100]))
+        gc.collect()
+        gc.freeze()
+        gc.disable()
+        apply.lock_writers = timed_lock
+        try:
+            held, began, cpu = 0.0, time.perf_counter(), time.process_time()
+            while True:
+                taken = len(locked)
+                folded = apply.fold_pending(engine, journal, group)
+                if len(locked) > taken:
+                    held += time.perf_counter() - locked[-1]
+                if not len(folded):
+                    break
+            wall, cpu = time.perf_counter() - began, time.process_time() - cpu
+        finally:
+            apply.lock_writers = real_lock
+            gc.enable()
+    return {
+        "events_per_s": len(events) / wall,
+        "wall_s": wall,
+        "cpu_s": cpu,
+        "lock_held_us_per_event": 1e6 * held / len(events),
+        "lock_held_share": held / wall,
+    }
+
+
 def main() -> None:
     p = parser(__doc__.splitlines()[0])
     p.add_argument("--events", type=int, default=2000)
     p.add_argument("--batch", type=int, default=100, help="events per record_batch call")
-    p.add_argument("--mode", choices=["single", "batch", "both"], default="both")
+    p.add_argument("--mode", choices=["single", "batch", "both", "fold"], default="both")
     p.add_argument("--shuffle", action="store_true", help="deliver events in random order")
     p.add_argument("--profile", action="store_true")
     p.add_argument(
@@ -150,6 +204,25 @@ def main() -> None:
     events = make_events(args.events, args.seed)
     if args.shuffle:
         random.Random(args.seed).shuffle(events)
+    if args.mode == "fold":
+        folds = [(b, fold_once(b, events, args.batch)) for b in backends(args.backend)]
+        print_table(
+            f"fold of {len(events)} queued events in groups of {args.batch}",
+            ["backend", "events/s", "wall s", "CPU s", "lock µs/event", "lock share"],
+            [
+                [
+                    b,
+                    r["events_per_s"],
+                    r["wall_s"],
+                    r["cpu_s"],
+                    r["lock_held_us_per_event"] if b == "postgresql" else "—",
+                    f"{100 * r['lock_held_share']:.0f} %" if b == "postgresql" else "—",
+                ]
+                for b, r in folds
+            ],
+        )
+        write_json("ingest_profile", args.json, vars(args), [{"backend": b, **r} for b, r in folds])
+        return
     modes = ["single", "batch"] if args.mode == "both" else [args.mode]
     results = []
     for backend in backends(args.backend):

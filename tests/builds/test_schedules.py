@@ -170,6 +170,36 @@ def slow(users):
 """
 
 
+def test_a_build_stopped_by_sigterm_says_so_in_one_line_and_fails(project: Project) -> None:
+    """`strata build` stopped by SIGTERM: its open run ends ABORTED, one line says so,
+    and the command fails with 143 (128 + SIGTERM), as a build left unfinished should."""
+    p = project
+    p.append("raw/users", users(("ada", "UK")))
+    (p.folder / "slow.py").write_text(SLOW)
+    (p.folder / "slow.flag").write_text("")
+    build = p.spawn("build", "report/slow", "--pipeline", str(p.folder))
+    running = (
+        "SELECT count(*) FROM runs r JOIN jobs j ON j.uuid = r.job_uuid "
+        "WHERE j.name = 'slow.slow' AND r.state = 'RUNNING'"
+    )
+    try:
+        deadline = time.monotonic() + 120
+        while not p.scalar(running):
+            assert build.poll() is None, build.communicate()
+            assert time.monotonic() < deadline
+            time.sleep(0.2)
+    finally:
+        build.send_signal(signal.SIGTERM)
+        _, err = build.communicate(timeout=60)
+    assert build.returncode == 143, err
+    assert err.strip().splitlines()[-1] == "build stopped by SIGTERM; runs under way ended ABORTED"
+    assert "Traceback" not in err, err
+    states = p.rows(
+        "SELECT r.state FROM runs r JOIN jobs j ON j.uuid = r.job_uuid WHERE j.name = 'slow.slow'"
+    )
+    assert [s[0] for s in states] == ["ABORTED"]
+
+
 def test_a_worker_stopped_mid_firing_ends_it_aborted(
     project: Project, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
@@ -200,7 +230,13 @@ def test_a_worker_stopped_mid_firing_ends_it_aborted(
             time.sleep(0.2)
     finally:
         worker.send_signal(signal.SIGTERM)
-        worker.communicate(timeout=60)
+        _, err = worker.communicate(timeout=60)
+    # A service asked to stop: it stops cleanly and says so in one line.
+    assert worker.returncode == 0, err
+    assert err.strip().splitlines()[-1] == (
+        "worker stopped by SIGTERM; runs under way ended ABORTED"
+    ), err
+    assert "Traceback" not in err and "ERROR:root" not in err, err
     [(outcome, ended, error)] = p.rows(
         "SELECT outcome, ended_at, error FROM schedule_firings WHERE schedule = 'slow'"
     )

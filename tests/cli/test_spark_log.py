@@ -141,3 +141,47 @@ def test_a_small_ingest_starts_no_jvm(tmp_path: Path) -> None:
         '{"user": "bob", "clicks": 1}',
         '{"user": "cy", "clicks": 2}',
     ]
+
+
+# py4j's own send_command, interrupted while a JVM call is under way; the rest of the
+# script is what a command that started Spark quietly has set up.
+_INTERRUPTED_CALL = """
+import logging, sys
+from pathlib import Path
+from py4j.java_gateway import GatewayClient, GatewayParameters
+from strata.lake.spark_logs import route_python_loggers
+
+route_python_loggers(Path(sys.argv[1]))
+
+class Waiting:
+    socket = None
+    def send_command(self, command):
+        raise KeyboardInterrupt
+
+client = GatewayClient(gateway_parameters=GatewayParameters(port=1))
+client._get_connection = Waiting
+try:
+    client.send_command("c\\nt\\ngetX\\ne\\n")
+except KeyboardInterrupt:
+    print("stopped")
+logging.getLogger("strata.lineage").warning("a warning of Strata's own")
+"""
+
+
+def test_an_interrupted_jvm_call_logs_to_the_spark_log_not_the_terminal(tmp_path: Path) -> None:
+    """py4j logs an interrupted call, with its traceback, on the root logger: a worker
+    stopped by SIGTERM printed it. It goes to the Spark log; Strata's own warnings still
+    reach the terminal."""
+    log = tmp_path / "spark.log"
+    done = subprocess.run(
+        [sys.executable, "-c", _INTERRUPTED_CALL, str(log)],
+        capture_output=True,
+        text=True,
+        timeout=60,
+        check=False,
+    )
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.strip() == "stopped"
+    assert done.stderr.strip() == "a warning of Strata's own"
+    text = log.read_text()
+    assert "KeyboardInterrupt while sending command." in text and "Traceback" in text

@@ -128,16 +128,27 @@ _STATUS_LABELS = {
 }
 
 
+class _Terminated(KeyboardInterrupt):
+    """SIGTERM, raised wherever the command is, as Ctrl-C raises KeyboardInterrupt."""
+
+
 @contextmanager
-def _sigterm_interrupts() -> Iterator[None]:
-    """SIGTERM stops a build as Ctrl-C does: open runs end ABORTED, transactions abort."""
+def _stops_on_signal(what: str, *, after_sigterm: int) -> Iterator[None]:
+    """SIGTERM stops ``what`` as Ctrl-C does: open runs end ABORTED, transactions abort.
+    Either way one line says so, and the command exits with ``after_sigterm`` after
+    SIGTERM (0 for a service asked to stop), 130 after Ctrl-C."""
 
     def interrupt(signum: int, frame: Any) -> None:
-        raise KeyboardInterrupt
+        raise _Terminated
 
     previous = signal.signal(signal.SIGTERM, interrupt)
     try:
         yield
+    except KeyboardInterrupt as stop:
+        terminated = isinstance(stop, _Terminated)
+        how = "SIGTERM" if terminated else "Ctrl-C"
+        err_console.print(f"{what} stopped by {how}; runs under way ended ABORTED", highlight=False)
+        raise typer.Exit(after_sigterm if terminated else 130) from None
     finally:
         signal.signal(signal.SIGTERM, previous)
 
@@ -179,7 +190,7 @@ def build(
             service = service_from(ctx, pipeline, branch)
             service.pipelines  # noqa: B018 - loads them
         progress = BuildProgress(*_progress_to(json))
-        with _sigterm_interrupts(), progress:
+        with _stops_on_signal("build", after_sigterm=143), progress:
             report = service.build(
                 datasets or [],
                 everything=all_,
@@ -305,7 +316,7 @@ def worker(
                     highlight=False,
                 )
 
-        with _sigterm_interrupts(), progress:
+        with _stops_on_signal("worker", after_sigterm=0), progress:
             report = run_worker(
                 service,
                 once=once,

@@ -86,7 +86,9 @@ def spark_defaults_value(key: str) -> str | None:
 
 
 def route_python_loggers(log: Path) -> None:
-    """Send pyspark's Python loggers to ``log`` instead of the terminal."""
+    """Send pyspark's Python loggers to ``log`` instead of the terminal, and what py4j
+    logs through the root logger (:func:`route_py4j_root_records`)."""
+    route_py4j_root_records(log)
     from pyspark.logger import PySparkLogger
 
     for name in PYTHON_LOGGERS:
@@ -102,3 +104,31 @@ def route_python_loggers(log: Path) -> None:
         handler.setFormatter(logging.Formatter("%(asctime)s %(levelname)s %(name)s: %(message)s"))
         logger.addHandler(handler)
         logger.propagate = False
+
+
+def route_py4j_root_records(log: Path) -> None:
+    """Send what py4j logs through the root logger to ``log``, where the process has not
+    set up logging itself (the ``strata`` command); everything else is printed as before.
+
+    py4j logs an interrupted JVM call ("KeyboardInterrupt while sending command.", with
+    its traceback) by ``logging.exception``, on the root logger: with no handler there,
+    that call first sets up the root logger to print every record to the terminal, so a
+    worker stopped by SIGTERM ended in a traceback. Two handlers take the root logger's
+    place: py4j's records to the file, the others to stderr from WARNING up, as Python
+    prints them when no handler is set."""
+    root = logging.getLogger()
+    if root.handlers:  # set up by whoever runs us: theirs to route
+        return
+    to_file = logging.FileHandler(log, encoding="utf-8")
+    to_file.setFormatter(logging.Formatter("%(asctime)s %(levelname)s %(name)s: %(message)s"))
+    to_file.addFilter(_from_py4j)
+    to_terminal = logging.StreamHandler(sys.stderr)
+    to_terminal.setLevel(logging.WARNING)
+    to_terminal.addFilter(lambda record: not _from_py4j(record))
+    root.addHandler(to_file)
+    root.addHandler(to_terminal)
+
+
+def _from_py4j(record: logging.LogRecord) -> bool:
+    """Whether py4j's code made ``record``."""
+    return "py4j" in Path(record.pathname).parts
