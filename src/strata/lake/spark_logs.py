@@ -14,6 +14,7 @@ import shlex
 import sys
 from datetime import UTC, datetime
 from pathlib import Path
+from typing import Any
 
 from strata.settings import Settings
 
@@ -119,11 +120,10 @@ def route_py4j_root_records(log: Path) -> None:
     root = logging.getLogger()
     if root.handlers:  # set up by whoever runs us: theirs to route
         return
-    to_file = logging.FileHandler(log, encoding="utf-8")
+    to_file = logging.FileHandler(log, encoding="utf-8", delay=True)
     to_file.setFormatter(logging.Formatter("%(asctime)s %(levelname)s %(name)s: %(message)s"))
     to_file.addFilter(_from_py4j)
-    to_terminal = logging.StreamHandler(sys.stderr)
-    to_terminal.setLevel(logging.WARNING)
+    to_terminal = _Stderr(logging.WARNING)
     to_terminal.addFilter(lambda record: not _from_py4j(record))
     root.addHandler(to_file)
     root.addHandler(to_terminal)
@@ -132,3 +132,20 @@ def route_py4j_root_records(log: Path) -> None:
 def _from_py4j(record: logging.LogRecord) -> bool:
     """Whether py4j's code made ``record``."""
     return "py4j" in Path(record.pathname).parts
+
+
+class _Stderr(logging.StreamHandler):  # type: ignore[type-arg]
+    """Writes to ``sys.stderr`` as it is when a record comes, as Python's last-resort
+    handler does: a progress display swaps it to print lines above itself."""
+
+    def __init__(self, level: int) -> None:
+        super().__init__()
+        self.setLevel(level)
+
+    @property
+    def stream(self) -> Any:
+        return sys.stderr
+
+    @stream.setter
+    def stream(self, value: Any) -> None:
+        pass  # always sys.stderr
