@@ -200,6 +200,60 @@ def test_a_build_stopped_by_sigterm_says_so_in_one_line_and_fails(project: Proje
     assert [s[0] for s in states] == ["ABORTED"]
 
 
+# The driver waits in a JVM call while the job runs: where Ctrl-C lands.
+SLOW_JOB = """
+import time
+
+from pyspark.sql import functions as F
+
+from strata import Input, Output, transform_df
+
+
+def waited(name):
+    time.sleep(30)
+    return name
+
+
+@transform_df(Output("report/slow_job"), users=Input("raw/users"))
+def slow_job(users):
+    return users.withColumn("user", F.udf(waited, "string")("user"))
+"""
+
+
+def test_a_build_stopped_by_ctrl_c_in_a_spark_job_ends_aborted_not_failed(
+    project: Project,
+) -> None:
+    """Ctrl-C while the transform's Spark job runs: the run ends ABORTED and the build
+    says it was stopped (pyspark's own handler turned it into a Py4JError, and the build
+    reported the transform failed), exiting 130."""
+    p = project
+    p.append("raw/users", users(("ada", "UK")))
+    (p.folder / "slow_job.py").write_text(SLOW_JOB)
+    build = p.spawn("build", "report/slow_job", "--pipeline", str(p.folder))
+    running = (
+        "SELECT count(*) FROM runs r JOIN jobs j ON j.uuid = r.job_uuid "
+        "WHERE j.name = 'slow_job.slow_job' AND r.state = 'RUNNING'"
+    )
+    try:
+        deadline = time.monotonic() + 120
+        while not p.scalar(running):
+            assert build.poll() is None, build.communicate()
+            assert time.monotonic() < deadline
+            time.sleep(0.2)
+        time.sleep(3)  # into the write's Spark job, waiting on the UDF
+    finally:
+        build.send_signal(signal.SIGINT)
+        _, err = build.communicate(timeout=60)
+    assert build.returncode == 130, err
+    assert err.strip().splitlines()[-1] == "build stopped by Ctrl-C; runs under way ended ABORTED"
+    assert "Py4J" not in err and "Traceback" not in err, err
+    states = p.rows(
+        "SELECT r.state FROM runs r JOIN jobs j ON j.uuid = r.job_uuid "
+        "WHERE j.name = 'slow_job.slow_job'"
+    )
+    assert [s[0] for s in states] == ["ABORTED"]
+
+
 def test_a_worker_stopped_mid_firing_ends_it_aborted(
     project: Project, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:

@@ -3,11 +3,13 @@ setting's cluster (``spark://``, ``yarn``, ``k8s://``)."""
 
 from __future__ import annotations
 
+import contextlib
 import os
+import signal
 import sys
 import threading
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from strata.errors import LakeError
 from strata.settings import Settings
@@ -89,7 +91,32 @@ def _start(settings: Settings) -> SparkSession:
     session = SparkSession.builder.config(conf=conf).getOrCreate()
     if settings.verbose:
         session.sparkContext.setLogLevel("WARN")
+    _cancel_jobs_on_interrupt(session)
     return session
+
+
+def _cancel_jobs_on_interrupt(session: SparkSession) -> None:
+    """Ctrl-C raises KeyboardInterrupt where Python is, and cancels Spark's jobs from a
+    thread of its own.
+
+    pyspark's handler cancels them first, on the interrupted thread: when that thread was
+    waiting in a JVM call, the cancel's own call failed, and a Py4JError reached the code
+    instead of KeyboardInterrupt (a build stopped by Ctrl-C said its transform failed).
+    Signal handlers belong to the main thread; a session started elsewhere keeps pyspark's."""
+    if threading.current_thread() is not threading.main_thread():
+        return
+    context = session.sparkContext
+
+    def interrupted(signum: int, frame: Any) -> None:
+        threading.Thread(target=_cancel_all, args=(context,), daemon=True).start()
+        raise KeyboardInterrupt
+
+    signal.signal(signal.SIGINT, interrupted)
+
+
+def _cancel_all(context: Any) -> None:
+    with contextlib.suppress(Exception):  # the JVM may be stopping too: nothing to cancel
+        context.cancelAllJobs()
 
 
 def spark_log() -> Path | None:
