@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import signal
 import statistics
+import subprocess
 import time
 from datetime import UTC, datetime
 from pathlib import Path
@@ -170,6 +171,39 @@ def slow(users):
 """
 
 
+def _stopped_while_running(
+    p: Project, proc: subprocess.Popen[str], job: str, sig: int, *, settle: float = 0.0
+) -> str:
+    """Send ``sig`` to ``proc`` once a run of ``job`` is RUNNING (``settle`` seconds
+    later), and wait for it to exit; its stderr."""
+    running = (
+        "SELECT count(*) FROM runs r JOIN jobs j ON j.uuid = r.job_uuid "
+        "WHERE j.name = :job AND r.state = 'RUNNING'"
+    )
+    try:
+        deadline = time.monotonic() + 120
+        while not p.scalar(running, job=job):
+            assert proc.poll() is None, proc.communicate()
+            assert time.monotonic() < deadline
+            time.sleep(0.2)
+        time.sleep(settle)
+    finally:
+        proc.send_signal(sig)
+        _, err = proc.communicate(timeout=60)
+    return err
+
+
+def _states(p: Project, job: str) -> list[str]:
+    return [
+        r[0]
+        for r in p.rows(
+            "SELECT r.state FROM runs r JOIN jobs j ON j.uuid = r.job_uuid "
+            "WHERE j.name = :job ORDER BY r.created_at",
+            job=job,
+        )
+    ]
+
+
 def test_a_build_stopped_by_sigterm_says_so_in_one_line_and_fails(project: Project) -> None:
     """`strata build` stopped by SIGTERM: its open run ends ABORTED, one line says so,
     and the command fails with 143 (128 + SIGTERM), as a build left unfinished should."""
@@ -178,26 +212,11 @@ def test_a_build_stopped_by_sigterm_says_so_in_one_line_and_fails(project: Proje
     (p.folder / "slow.py").write_text(SLOW)
     (p.folder / "slow.flag").write_text("")
     build = p.spawn("build", "report/slow", "--pipeline", str(p.folder))
-    running = (
-        "SELECT count(*) FROM runs r JOIN jobs j ON j.uuid = r.job_uuid "
-        "WHERE j.name = 'slow.slow' AND r.state = 'RUNNING'"
-    )
-    try:
-        deadline = time.monotonic() + 120
-        while not p.scalar(running):
-            assert build.poll() is None, build.communicate()
-            assert time.monotonic() < deadline
-            time.sleep(0.2)
-    finally:
-        build.send_signal(signal.SIGTERM)
-        _, err = build.communicate(timeout=60)
+    err = _stopped_while_running(p, build, "slow.slow", signal.SIGTERM)
     assert build.returncode == 143, err
     assert err.strip().splitlines()[-1] == "build stopped by SIGTERM; runs under way ended ABORTED"
     assert "Traceback" not in err, err
-    states = p.rows(
-        "SELECT r.state FROM runs r JOIN jobs j ON j.uuid = r.job_uuid WHERE j.name = 'slow.slow'"
-    )
-    assert [s[0] for s in states] == ["ABORTED"]
+    assert _states(p, "slow.slow") == ["ABORTED"]
 
 
 # The driver waits in a JVM call while the job runs: where Ctrl-C lands.
@@ -230,28 +249,12 @@ def test_a_build_stopped_by_ctrl_c_in_a_spark_job_ends_aborted_not_failed(
     p.append("raw/users", users(("ada", "UK")))
     (p.folder / "slow_job.py").write_text(SLOW_JOB)
     build = p.spawn("build", "report/slow_job", "--pipeline", str(p.folder))
-    running = (
-        "SELECT count(*) FROM runs r JOIN jobs j ON j.uuid = r.job_uuid "
-        "WHERE j.name = 'slow_job.slow_job' AND r.state = 'RUNNING'"
-    )
-    try:
-        deadline = time.monotonic() + 120
-        while not p.scalar(running):
-            assert build.poll() is None, build.communicate()
-            assert time.monotonic() < deadline
-            time.sleep(0.2)
-        time.sleep(3)  # into the write's Spark job, waiting on the UDF
-    finally:
-        build.send_signal(signal.SIGINT)
-        _, err = build.communicate(timeout=60)
+    # settle: into the write's Spark job, waiting on the UDF
+    err = _stopped_while_running(p, build, "slow_job.slow_job", signal.SIGINT, settle=3)
     assert build.returncode == 130, err
     assert err.strip().splitlines()[-1] == "build stopped by Ctrl-C; runs under way ended ABORTED"
     assert "Py4J" not in err and "Traceback" not in err, err
-    states = p.rows(
-        "SELECT r.state FROM runs r JOIN jobs j ON j.uuid = r.job_uuid "
-        "WHERE j.name = 'slow_job.slow_job'"
-    )
-    assert [s[0] for s in states] == ["ABORTED"]
+    assert _states(p, "slow_job.slow_job") == ["ABORTED"]
 
 
 def test_a_worker_stopped_mid_firing_ends_it_aborted(
@@ -272,19 +275,7 @@ def test_a_worker_stopped_mid_firing_ends_it_aborted(
         "force = true\n",
     )
     worker = p.spawn("worker", "--poll", "0.05", STRATA_CONFIG=str(config))
-    running = (
-        "SELECT count(*) FROM runs r JOIN jobs j ON j.uuid = r.job_uuid "
-        "WHERE j.name = 'slow.slow' AND r.state = 'RUNNING'"
-    )
-    try:
-        deadline = time.monotonic() + 120
-        while not p.scalar(running):
-            assert worker.poll() is None, worker.communicate()
-            assert time.monotonic() < deadline
-            time.sleep(0.2)
-    finally:
-        worker.send_signal(signal.SIGTERM)
-        _, err = worker.communicate(timeout=60)
+    err = _stopped_while_running(p, worker, "slow.slow", signal.SIGTERM)
     # A service asked to stop: it stops cleanly and says so in one line.
     assert worker.returncode == 0, err
     assert err.strip().splitlines()[-1] == (
@@ -296,11 +287,7 @@ def test_a_worker_stopped_mid_firing_ends_it_aborted(
     )
     assert (outcome, ended is not None) == ("ABORTED", True)
     assert "the worker stopped" in error
-    states = p.rows(
-        "SELECT r.state FROM runs r JOIN jobs j ON j.uuid = r.job_uuid "
-        "WHERE j.name = 'slow.slow' ORDER BY r.created_at"
-    )
-    assert [s[0] for s in states] == ["COMPLETED", "ABORTED"]
+    assert _states(p, "slow.slow") == ["COMPLETED", "ABORTED"]
     monkeypatch.setenv("STRATA_CONFIG", str(config))
     found = p.json("schedules", "--pipeline", str(p.folder))["schedules"]
     [slow] = [s for s in found if s["name"] == "slow"]
