@@ -22,6 +22,7 @@ LOG4J2_NAME = "log4j2-spark.properties"
 ROLL_BYTES = 10 * 1024 * 1024
 # pyspark's loggers; the two QueryContext loggers print a JSON line per failed query.
 PYTHON_LOGGERS = ("py4j", "pyspark", "DataFrameQueryContextLogger", "SQLQueryContextLogger")
+_LINE = "%(asctime)s %(levelname)s %(name)s: %(message)s"  # a Python record in the log
 
 _LOG4J2 = """\
 # Written by strata on every Spark start; edit strata's spark settings, not this file.
@@ -102,7 +103,7 @@ def route_python_loggers(log: Path) -> None:
             logger.removeHandler(old)
             old.close()
         handler = logging.FileHandler(log, encoding="utf-8")
-        handler.setFormatter(logging.Formatter("%(asctime)s %(levelname)s %(name)s: %(message)s"))
+        handler.setFormatter(logging.Formatter(_LINE))
         logger.addHandler(handler)
         logger.propagate = False
 
@@ -121,7 +122,7 @@ def route_py4j_root_records(log: Path) -> None:
     if root.handlers:  # set up by whoever runs us: theirs to route
         return
     to_file = logging.FileHandler(log, encoding="utf-8", delay=True)
-    to_file.setFormatter(logging.Formatter("%(asctime)s %(levelname)s %(name)s: %(message)s"))
+    to_file.setFormatter(logging.Formatter(_LINE))
     to_file.addFilter(_from_py4j)
     to_terminal = _Stderr(logging.WARNING)
     to_terminal.addFilter(lambda record: not _from_py4j(record))
