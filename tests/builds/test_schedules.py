@@ -13,6 +13,8 @@ from pathlib import Path
 import pytest
 from build_support import Project, users
 
+from strata.builds.state import BuildState
+from strata.builds.state.schedules import LAPSED
 from strata.builds.workers.schedules import Schedule
 
 HOURLY = Schedule("s", "0 * * * *", ("x",))
@@ -292,3 +294,82 @@ def test_a_worker_stopped_mid_firing_ends_it_aborted(
     found = p.json("schedules", "--pipeline", str(p.folder))["schedules"]
     [slow] = [s for s in found if s["name"] == "slow"]
     assert slow["last"]["outcome"] == "ABORTED" and slow["last"]["ended_at"] is not None
+
+
+def test_a_held_firing_stays_running_and_a_lapsed_one_ends_aborted(project: Project) -> None:
+    """A firing is held while its worker renews the hold; once the hold lapses it reads as
+    ABORTED at once, and a worker looking at the branch records it so, sparing the others'
+    and other branches' firings."""
+    state = BuildState(project.lake.engine, project.lake.namespace)
+    due = datetime(2026, 12, 1, 6, tzinfo=UTC)
+    assert state.take_firing("main", "kept", due, "worker-a", hold=0.3)
+    assert state.take_firing("main", "lost", due, "worker-b", hold=0.3)
+    assert state.take_firing("dev", "lost", due, "worker-c", hold=0.3)
+    assert not state.take_firing("main", "kept", due, "worker-z", hold=60)  # taken already
+    deadline = time.monotonic() + 1.5
+    while time.monotonic() < deadline:
+        state.renew_firing("main", "kept", due, "worker-a", hold=0.3)
+        state.renew_firing("main", "lost", due, "worker-z", hold=60)  # not its holder: no hold
+        time.sleep(0.05)
+    [kept] = state.firings("main", "kept")
+    [lost] = state.firings("main", "lost")
+    assert (kept.outcome, kept.ended_at) == (None, None)
+    assert (lost.outcome, lost.error) == ("ABORTED", LAPSED) and lost.ended_at is not None
+    # Only read so far: the store still holds it running until a worker records it.
+    running = "SELECT schedule, branch FROM schedule_firings WHERE ended_at IS NULL"
+    assert sorted(tuple(r) for r in project.rows(running)) == [
+        ("kept", "main"),
+        ("lost", "dev"),
+        ("lost", "main"),
+    ]
+    assert state.end_lapsed_firings("main") == 1
+    assert sorted(tuple(r) for r in project.rows(running)) == [("kept", "main"), ("lost", "dev")]
+    [recorded] = state.firings("main", "lost")
+    assert (recorded.outcome, recorded.error) == ("ABORTED", LAPSED)
+    # Its worker finishing after all records what the build came to.
+    state.finish_firing("main", "lost", due, "COMPLETED", None, None)
+    assert state.firings("main", "lost")[0].outcome == "COMPLETED"
+
+
+def test_a_firing_whose_worker_was_killed_ends_aborted_when_its_hold_lapses(
+    project: Project, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """SIGKILL while a firing builds (nothing runs to record it): the firing reads as
+    ABORTED once its hold lapses, the next worker records it so and fires the schedule
+    again, and that firing's build ends the killed build's run ABORTED."""
+    p = project
+    p.append("raw/users", users(("ada", "UK")))
+    (p.folder / "slow.py").write_text(SLOW)
+    code, out, err = p.cli("build", "report/slow", "--pipeline", str(p.folder))
+    assert code == 0, (out, err)
+    (p.folder / "slow.flag").write_text("")
+    config = _config(
+        tmp_path,
+        '[[schedule]]\nname = "slow"\ncron = "* * * * * */2"\nbuild = ["report/slow"]\n'
+        "force = true\n",
+    )
+    hold = {"STRATA_CONFIG": str(config), "STRATA_BUILD_LEASE_SECONDS": "3"}
+    worker = p.spawn("worker", "--poll", "0.05", **hold)
+    _stopped_while_running(p, worker, "slow.slow", signal.SIGKILL)
+    assert worker.returncode == -signal.SIGKILL
+    [(outcome, ended)] = p.rows("SELECT outcome, ended_at FROM schedule_firings")
+    assert (outcome, ended) == (None, None)  # nothing recorded it
+
+    monkeypatch.setenv("STRATA_CONFIG", str(config))
+    time.sleep(3.5)  # the hold lapses
+    found = p.json("schedules", "--pipeline", str(p.folder))["schedules"]
+    [slow] = [s for s in found if s["name"] == "slow"]
+    assert slow["last"]["outcome"] == "ABORTED" and slow["last"]["error"] == LAPSED
+
+    (p.folder / "slow.flag").unlink()
+    again = p.spawn("worker", "--once", **hold)
+    _, err = again.communicate(timeout=300)
+    assert again.returncode == 0, err
+    # Its firings since (one, or more when a build outlasts the two seconds between them)
+    # completed, and the first of their builds ended the killed one's run.
+    firings = p.rows("SELECT outcome, error FROM schedule_firings ORDER BY due_at")
+    assert firings[0] == ("ABORTED", LAPSED), firings
+    assert len(firings) > 1 and {f[0] for f in firings[1:]} == {"COMPLETED"}, firings
+    states = _states(p, "slow.slow")
+    assert states[:2] == ["COMPLETED", "ABORTED"] and set(states[2:]) == {"COMPLETED"}, states
+    assert len(states) == len(firings) + 1

@@ -182,6 +182,29 @@ def test_sources_before_0026_keep_their_url_as_said_at_their_last_update(
         assert rows == {"with": kept.scalar_one(), "without": None}
 
 
+def test_firings_running_before_0029_are_held_until_their_start(engine: sa.Engine) -> None:
+    """0029 holds a firing still running at the upgrade until its start, so it reads as
+    lapsed unless its worker lives to record it; an ended one holds nothing."""
+    migrate.downgrade(engine, "0028")
+    started = "2026-01-01 06:00:05.000000"
+    with engine.begin() as conn:
+        for name, ended in (("running", None), ("ended", "2026-01-01 06:01:00.000000")):
+            conn.execute(
+                sa.text(
+                    "INSERT INTO schedule_firings (branch, schedule, due_at, holder, "
+                    "started_at, ended_at, outcome) VALUES ('main', :n, "
+                    "'2026-01-01 06:00:00.000000', 'worker-x', :s, :e, :o)"
+                ),
+                {"n": name, "s": started, "e": ended, "o": "COMPLETED" if ended else None},
+            )
+    migrate.upgrade(engine)
+    f = s.schedule_firings.c
+    with engine.connect() as conn:
+        held = dict(conn.execute(sa.select(f.schedule, f.expires_at)).all())
+        start = conn.execute(sa.select(f.started_at).where(f.schedule == "running")).scalar_one()
+    assert held == {"running": start, "ended": None}
+
+
 def _stamp(engine: sa.Engine, revision: str) -> None:
     with engine.begin() as conn:
         conn.execute(sa.text("UPDATE alembic_version SET version_num = :r"), {"r": revision})

@@ -20,6 +20,7 @@ from selenium.webdriver.remote.webdriver import WebDriver
 from selenium.webdriver.remote.webelement import WebElement
 from ui_site import NARROW, READ, WIDE, WRITE, Site, css, one, section, set_viewport
 
+from strata.builds.state.schedules import LAPSED
 from strata.store.schema import check_results, jobs, runs, schedule_firings
 
 pytestmark = pytest.mark.spark
@@ -708,15 +709,24 @@ def test_status_shows_when_each_schedule_fires_next(site: Site) -> None:
 def test_a_firing_its_worker_stopped_reads_as_stopped_not_running(site: Site) -> None:
     name, due = "daily.experiment_cumulative", datetime(2026, 11, 28, 0, 30, tzinfo=UTC)
     state = site.service.state
-    assert state.take_firing("main", name, due, "worker-x")
-    firings = schedule_firings.c
-    try:
-        state.finish_firing("main", name, due, "ABORTED", None, "the worker stopped")
+
+    def badge() -> Any:
         site.go("#/status")
         row = section(site, "Schedules").find_element(By.XPATH, f".//tr[.//strong[.='{name}']]")
-        badge = row.find_element(By.CSS_SELECTOR, ".badge")
-        assert badge.text == "■ stopped" and "warn" in badge.get_attribute("class")
-        assert badge.get_attribute("title") == "the worker stopped"
+        return row.find_element(By.CSS_SELECTOR, ".badge")
+
+    # Taken by a worker that never renewed its hold (killed at once): stopped, not running,
+    # before any worker records it.
+    assert state.take_firing("main", name, due, "worker-x", hold=0.0)
+    firings = schedule_firings.c
+    try:
+        shown = badge()
+        assert shown.text == "■ stopped" and "warn" in shown.get_attribute("class")
+        assert shown.get_attribute("title") == LAPSED
+        state.finish_firing("main", name, due, "ABORTED", None, "the worker stopped")
+        shown = badge()
+        assert shown.text == "■ stopped" and "warn" in shown.get_attribute("class")
+        assert shown.get_attribute("title") == "the worker stopped"
     finally:
         with site.lake().engine.begin() as conn:
             conn.execute(schedule_firings.delete().where(firings.schedule == name))

@@ -678,6 +678,9 @@ schedule_firings = sa.Table(
     sa.Column("outcome", sa.String(16), nullable=True),
     uuid_col("run_uuid", nullable=True),
     sa.Column("error", sa.Text(), nullable=True),
+    # While it runs: when its worker's hold lapses unless renewed (a worker killed
+    # mid-build renews it no more); None once ended.
+    ts_col("expires_at", nullable=True),
 )
 
 # Builds asked for over HTTP (``POST /api/v1/strata/builds``) and their progress: the

@@ -12,7 +12,7 @@ from __future__ import annotations
 
 from collections.abc import Collection, Iterable, Mapping, Sequence
 from dataclasses import dataclass
-from datetime import UTC, datetime
+from datetime import UTC, datetime, timedelta
 from typing import Any
 
 from sqlalchemy.engine import Engine
@@ -387,10 +387,23 @@ class BuildState:
         with read_tx(self.engine) as conn:
             return schedules.last_due(conn, branch, names)
 
-    def take_firing(self, branch: str, name: str, due: datetime, holder: str) -> bool:
-        """Take one firing; False when another worker took it first."""
+    def take_firing(self, branch: str, name: str, due: datetime, holder: str, hold: float) -> bool:
+        """Take one firing, held for ``hold`` seconds unless renewed; False when another
+        worker took it first."""
+        now = datetime.now(UTC)
         with write_tx(self.engine) as conn:
-            return schedules.take(conn, branch, name, due, holder, datetime.now(UTC))
+            return schedules.take(conn, branch, name, due, holder, now, timedelta(seconds=hold))
+
+    def renew_firing(self, branch: str, name: str, due: datetime, holder: str, hold: float) -> None:
+        """Hold ``holder``'s running firing for ``hold`` seconds more."""
+        until = datetime.now(UTC) + timedelta(seconds=hold)
+        with write_tx(self.engine) as conn:
+            schedules.renew(conn, branch, name, due, holder, until)
+
+    def end_lapsed_firings(self, branch: str) -> int:
+        """End ABORTED the running firings of ``branch`` whose worker's hold lapsed."""
+        with write_tx(self.engine) as conn:
+            return schedules.end_lapsed(conn, branch, datetime.now(UTC))
 
     def finish_firing(
         self,
@@ -406,7 +419,7 @@ class BuildState:
 
     def firings(self, branch: str, name: str, limit: int = 10) -> list[Firing]:
         with read_tx(self.engine) as conn:
-            return schedules.firings(conn, branch, name, limit)
+            return schedules.firings(conn, branch, name, limit, datetime.now(UTC))
 
     def existing(self, names: Collection[str]) -> list[str]:
         """Those of ``names`` that are lake datasets with a version."""

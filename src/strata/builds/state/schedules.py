@@ -1,11 +1,15 @@
 """The schedule tables: when each schedule was first seen, and the firings taken, each
-kept per branch (a schedule builds the branch it names)."""
+kept per branch (a schedule builds the branch it names).
+
+A firing is held by the worker that took it until it ends; the worker renews the hold
+while it builds. One whose hold lapsed lost its worker: it reads as ABORTED at once, and
+the next worker to look at the branch's schedules records it so."""
 
 from __future__ import annotations
 
 from collections.abc import Collection
-from dataclasses import dataclass
-from datetime import datetime
+from dataclasses import dataclass, replace
+from datetime import datetime, timedelta
 from typing import Any
 
 import sqlalchemy as sa
@@ -15,6 +19,12 @@ from strata.store.bulk import insert_ignore
 from strata.store.schema import schedule_firings, schedules
 
 _S, _F = schedules.c, schedule_firings.c
+ABORTED = "ABORTED"
+LAPSED = (
+    "its worker stopped renewing its hold on this firing before the build ended (killed, "
+    "or its machine lost); the build's runs end ABORTED when the next build of their "
+    "transforms starts"
+)
 
 
 @dataclass(frozen=True)
@@ -27,7 +37,7 @@ class Firing:
     started_at: datetime
     ended_at: datetime | None
     # COMPLETED, FAILED, NOTHING (nothing out of date), ABORTED (its worker stopped
-    # mid-build); None: running
+    # mid-build, or its hold lapsed); None: running
     outcome: str | None
     run: str | None
     error: str | None
@@ -67,12 +77,48 @@ def last_due(conn: Connection, branch: str, names: Collection[str]) -> dict[str,
 
 
 def take(
-    conn: Connection, branch: str, name: str, due: datetime, holder: str, now: datetime
+    conn: Connection,
+    branch: str,
+    name: str,
+    due: datetime,
+    holder: str,
+    now: datetime,
+    hold: timedelta,
 ) -> bool:
-    """Take the firing of ``name`` on ``branch`` due at ``due``; False when another worker
-    has it."""
-    row = {"branch": branch, "schedule": name, "due_at": due, "holder": holder, "started_at": now}
+    """Take the firing of ``name`` on ``branch`` due at ``due``, held for ``hold``; False
+    when another worker has it."""
+    row = {
+        "branch": branch,
+        "schedule": name,
+        "due_at": due,
+        "holder": holder,
+        "started_at": now,
+        "expires_at": now + hold,
+    }
     return insert_ignore(conn, schedule_firings, row, ["branch", "schedule", "due_at"])
+
+
+def renew(
+    conn: Connection, branch: str, name: str, due: datetime, holder: str, until: datetime
+) -> None:
+    """Hold ``holder``'s running firing until ``until``."""
+    conn.execute(
+        schedule_firings.update()
+        .where(_F.branch == branch, _F.schedule == name, _F.due_at == due)
+        .where(_F.holder == holder, _F.ended_at.is_(None))
+        .values(expires_at=until)
+    )
+
+
+def end_lapsed(conn: Connection, branch: str, now: datetime) -> int:
+    """End ABORTED every running firing of ``branch`` whose hold lapsed; how many."""
+    lapsed = (_F.branch == branch, _F.ended_at.is_(None), _F.expires_at < now)
+    ended = conn.execute(
+        schedule_firings.update()
+        .where(*lapsed)
+        .values(ended_at=now, outcome=ABORTED, error=LAPSED, expires_at=None)
+    )
+    return int(ended.rowcount or 0)
 
 
 def finish(
@@ -88,12 +134,13 @@ def finish(
     conn.execute(
         schedule_firings.update()
         .where(_F.branch == branch, _F.schedule == name, _F.due_at == due)
-        .values(ended_at=now, outcome=outcome, run_uuid=run, error=error)
+        .values(ended_at=now, outcome=outcome, run_uuid=run, error=error, expires_at=None)
     )
 
 
-def firings(conn: Connection, branch: str, name: str, limit: int) -> list[Firing]:
-    """The latest ``limit`` firings of ``name`` on ``branch``, newest first."""
+def firings(conn: Connection, branch: str, name: str, limit: int, now: datetime) -> list[Firing]:
+    """The latest ``limit`` firings of ``name`` on ``branch``, newest first; one whose hold
+    lapsed by ``now`` as ABORTED, whether or not a worker recorded it yet."""
     q = (
         sa.select(
             _F.schedule,
@@ -104,12 +151,16 @@ def firings(conn: Connection, branch: str, name: str, limit: int) -> list[Firing
             _F.outcome,
             _F.run_uuid,
             _F.error,
+            _F.expires_at,
         )
         .where(_F.branch == branch, _F.schedule == name)
         .order_by(_F.due_at.desc())
         .limit(limit)
     )
-    return [
-        Firing(str(r[0]), r[1], str(r[2]), r[3], r[4], r[5], r[6], r[7])
-        for r in conn.execute(q).all()
-    ]
+    out = []
+    for r in conn.execute(q).all():
+        firing = Firing(str(r[0]), r[1], str(r[2]), r[3], r[4], r[5], r[6], r[7])
+        if firing.ended_at is None and r[8] is not None and r[8] < now:
+            firing = replace(firing, ended_at=r[8], outcome=ABORTED, error=LAPSED)
+        out.append(firing)
+    return out

@@ -12,9 +12,11 @@ from __future__ import annotations
 import logging
 from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
+from functools import partial
 from typing import Any
 
 from strata.builds.execution.builder import Reporter
+from strata.builds.execution.leasing import heartbeat
 from strata.builds.service import BuildService
 from strata.builds.staleness.causes import Outcome
 from strata.builds.state.schedules import Firing
@@ -84,14 +86,17 @@ def fire_due(
         clock.next_look = now + RECHECK
         return []
     names = [s.name for s in clock.schedules]
+    lapsed = service.state.end_lapsed_firings(branch)
+    if lapsed:
+        log.warning("%d firing(s) on %s lost their worker mid-build; ended ABORTED", lapsed, branch)
     seen = service.state.register_schedules(branch, names)
     last = service.state.last_firings(branch, names)
     done: list[Fired] = []
     for s in clock.schedules:
         after = max(seen[s.name], last.get(s.name, seen[s.name]))
         for due in s.to_fire(after, now):
-            if service.state.take_firing(branch, s.name, due, holder):
-                done.append(_fire(service, s, due, reporter))
+            if service.state.take_firing(branch, s.name, due, holder, _hold(service)):
+                done.append(_fire(service, s, due, holder, reporter))
     now = datetime.now(UTC)
     upcoming = min(s.next_after(now) for s in clock.schedules)
     clock.next_look = min(upcoming, now + RECHECK)
@@ -101,12 +106,23 @@ def fire_due(
 STOPPED = "the worker stopped during this firing's build (its runs ended ABORTED)"
 
 
-def _fire(service: BuildService, s: Schedule, due: datetime, reporter: Reporter | None) -> Fired:
-    """Build ``s``'s targets for the firing due at ``due`` and record how it went."""
+def _hold(service: BuildService) -> float:
+    """How long a firing stays held without renewal: a transform's lease."""
+    return service.settings.build_lease_seconds
+
+
+def _fire(
+    service: BuildService, s: Schedule, due: datetime, holder: str, reporter: Reporter | None
+) -> Fired:
+    """Build ``s``'s targets for the firing due at ``due``, holding it while the build
+    runs, and record how it went."""
+    hold = _hold(service)
+    renew = partial(service.state.renew_firing, s.branch, s.name, due, holder, hold)
     try:
-        service.reload()
-        targets = s.datasets(service.pipelines)
-        report = service.build(targets, force=s.force, reporter=reporter)
+        with heartbeat(renew, hold / 3):
+            service.reload()
+            targets = s.datasets(service.pipelines)
+            report = service.build(targets, force=s.force, reporter=reporter)
     except StrataError as exc:
         service.state.finish_firing(s.branch, s.name, due, "FAILED", None, exc.message)
         log.warning("schedule %s (due %s) failed: %s", s.name, due, exc.message)
