@@ -366,6 +366,50 @@ def test_changes_between_two_times_name_new_versions_and_failed_runs(
     assert zoneless.status_code in (400, 422) and "since" in zoneless.text
 
 
+def test_changes_in_one_namespace_leave_the_others_out(client: TestClient) -> None:
+    def send(kind: str, namespace: str, job: str, minute: int, out: str) -> str:
+        run_id = str(uuid.uuid4())
+        at = f"2024-05-01T10:{minute:02d}:00Z"
+        event = run_event(kind, run_id, job=job, namespace=namespace, at=at, outputs=[out])
+        assert client.post("/api/v1/lineage", json=event).status_code in (200, 201)
+        return run_id
+
+    send("COMPLETE", "shop", "load", 10, "shop|orders")
+    shop_failed = send("FAIL", "shop", "fix", 20, "shop|fixed")
+    send("COMPLETE", "crm", "sync", 30, "crm|people")
+    crm_failed = send("FAIL", "crm", "sync", 40, "crm|people")
+    # A job of one namespace writing a dataset of another: the run is its job's, the
+    # version its dataset's.
+    send("COMPLETE", "crm", "export", 50, "shop|exported")
+    window = {"since": "2024-05-01T10:00:00Z", "until": "2024-05-01T11:00:00Z"}
+
+    def changes(**extra: str) -> dict[str, Any]:
+        answer = client.get("/api/v1/strata/changes", params={**window, **extra})
+        assert answer.status_code == 200, answer.text
+        found: dict[str, Any] = answer.json()
+        return found
+
+    every, shop, crm = changes(), changes(namespace="shop"), changes(namespace="crm")
+    assert (every["namespace"], shop["namespace"], crm["namespace"]) == (None, "shop", "crm")
+    versions = {(v["namespace"], v["name"]) for v in every["versions"]}
+    assert versions == {
+        ("shop", "orders"),
+        ("shop", "fixed"),
+        ("crm", "people"),
+        ("shop", "exported"),
+    }
+    assert {v["name"] for v in shop["versions"]} == {"orders", "fixed", "exported"}
+    assert {(v["namespace"], v["name"]) for v in crm["versions"]} == {("crm", "people")}
+    assert every["runs"]["states"] == {"COMPLETED": 3, "FAILED": 2}
+    assert shop["runs"]["states"] == {"COMPLETED": 1, "FAILED": 1} and shop["runs"]["jobs"] == 2
+    assert crm["runs"]["states"] == {"COMPLETED": 2, "FAILED": 1} and crm["runs"]["jobs"] == 2
+    assert [f["run"] for f in shop["runs"]["failed"]] == [shop_failed]
+    assert [f["run"] for f in crm["runs"]["failed"]] == [crm_failed]
+    unknown = client.get("/api/v1/strata/changes", params={**window, "namespace": "nosuch"})
+    assert unknown.status_code == 404 and "namespace 'nosuch' not found" in unknown.text
+    assert unknown.json()  # a JSON body, as every refusal
+
+
 def _build_request(tasks: Any, state: str) -> Any:
     """A build request of ``metrics/daily`` held by ``tasks``' server, as one it took."""
     from datetime import UTC, datetime

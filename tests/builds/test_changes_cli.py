@@ -9,6 +9,9 @@ from typing import Any
 import pytest
 from build_support import Project, clicks, users
 
+from ol_events import run_event
+from strata.lineage.record.apply import record_event
+
 pytestmark = pytest.mark.spark
 
 
@@ -65,3 +68,31 @@ def test_changes_print_tables_for_a_person(project: Project) -> None:
     assert "What changed" in out and "datasets with new versions (1)" in out
     assert "raw/clicks" in out and "v1" in out
     assert "out of date now" in out and "clean/clicks" in out
+
+
+def test_changes_in_one_namespace_leave_the_others_out(project: Project) -> None:
+    p = project
+    own = p.settings.namespace
+    start = datetime.now(UTC) - timedelta(seconds=1)
+    p.append("raw/clicks", clicks(("ada", 40)))
+    at = datetime.now(UTC).isoformat()
+    foreign = run_event("FAIL", job="dbt_orders", namespace="dbt", at=at, outputs=["dbt|orders"])
+    record_event(p.lake.engine, foreign)
+
+    ours = changes(p, "--since", start.isoformat(), "--namespace", own)
+    theirs = changes(p, "--since", start.isoformat(), "--namespace", "dbt")
+    every = changes(p, "--since", start.isoformat())
+    assert {(v["namespace"], v["name"]) for v in ours["versions"]} == {(own, "raw/clicks")}
+    assert {(v["namespace"], v["name"]) for v in theirs["versions"]} == {("dbt", "orders")}
+    assert {v["name"] for v in every["versions"]} == {"raw/clicks", "orders"}
+    assert theirs["runs"]["states"] == {"FAILED": 1} and ours["runs"]["total"] == 0
+    assert [f["job"]["name"] for f in theirs["runs"]["failed"]] == ["dbt_orders"]
+    # What is out of date now is Strata's own: none of it in the other namespace.
+    assert "clean/clicks" in {d["name"] for d in ours["outOfDate"]}
+    assert theirs["outOfDate"] == []
+
+    code, out, err = p.cli("changes", "--namespace", "dbt", "--pipeline", str(p.folder))
+    assert code == 0, err
+    assert "What changed in dbt" in out and "dbt:orders" in out and "raw/clicks" not in out
+    code, _, err = p.cli("changes", "--namespace", "nosuch")
+    assert code == 1 and "namespace 'nosuch' not found" in err

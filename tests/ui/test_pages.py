@@ -18,6 +18,7 @@ from selenium.webdriver.common.by import By
 from selenium.webdriver.common.keys import Keys
 from selenium.webdriver.remote.webdriver import WebDriver
 from selenium.webdriver.remote.webelement import WebElement
+from selenium.webdriver.support.ui import Select
 from ui_site import NARROW, READ, WIDE, WRITE, Site, css, one, section, set_viewport
 
 from strata.builds.state.schedules import LAPSED
@@ -830,6 +831,44 @@ def test_what_changed_in_the_last_day_names_versions_failures_and_why(site: Site
     # A range before the store existed: nothing changed then.
     site.go("#/changes?since=2001-01-01T00%3A00&until=2001-01-02T00%3A00")
     assert "No dataset got a new version." in one(site, "main").text
+
+
+def test_what_changed_in_one_namespace_leaves_the_others_out(site: Site) -> None:
+    failed_run = _foreign_run(site, "select 1", 1, end="FAIL")  # a job of namespace shop
+    # Wide enough that the browser's time zone moves nothing in or out of it.
+    window = "since=2026-11-01T00%3A00&until=2027-01-01T00%3A00"
+    span = {"since": "2026-11-01T00:00:00Z", "until": "2027-01-01T00:00:00Z"}
+    for _ in range(100):  # the fold runs beside the server
+        found = api(site, "/strata/changes", **span, namespace="shop")
+        if failed_run in [f["run"] for f in found["runs"]["failed"]]:
+            break
+        time.sleep(0.1)
+    every = api(site, "/strata/changes", **span)
+    site.go(f"#/changes?{window}")
+    pick = one(site, "select#namespace")
+    assert pick.get_attribute("value") == ""  # all namespaces
+    shown = [
+        r.find_elements(By.TAG_NAME, "td")[0].text
+        for r in css(site, "table.changes-versions tbody tr")
+    ]
+    assert sorted(shown) == sorted(v["name"] for v in every["versions"])
+    Select(pick).select_by_value("shop")
+    site.wait_shown(f"#/changes?{window}&namespace=shop")
+    assert one(site, "main h1").text == "What changed in shop"
+    shown = [
+        r.find_elements(By.TAG_NAME, "td")[0].text
+        for r in css(site, "table.changes-versions tbody tr")
+    ]
+    assert shown and sorted(shown) == sorted(v["name"] for v in found["versions"])
+    failed = [x.get_attribute("title") for x in css(site, "table.changes-failed a.run-id")]
+    assert failed_run in failed and failed == [f["run"] for f in found["runs"]["failed"]]
+    # What is out of date now in this namespace only: none of Strata's own datasets.
+    stale = [
+        r.find_elements(By.TAG_NAME, "td")[1].text
+        for r in css(site, "table.changes-stale tbody tr")
+    ]
+    assert all(name.startswith("shop:") for name in stale), stale
+    assert one(site, "select#namespace").get_attribute("value") == "shop"
 
 
 def test_two_runs_side_by_side_with_exact_versions(site: Site) -> None:

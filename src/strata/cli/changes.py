@@ -33,14 +33,18 @@ def changes(
     limit: Annotated[
         int, typer.Option(min=1, max=1000, help="At most this many datasets and failed runs.")
     ] = 200,
+    namespace: Annotated[
+        str | None,
+        typer.Option(help="Only this namespace's datasets and its jobs' runs (default: all)."),
+    ] = None,
     pipeline: PipelineOpt = None,
     json: JsonOpt = False,
 ) -> None:
     """What changed between two times, and what is out of date now and why.
 
     From --since to --until (default: the last 24 hours): the datasets that gained
-    versions, the runs by state with the failed ones, and with pipelines, each dataset out
-    of date now with its causes. Starts no JVM.
+    versions, the runs by state with the failed ones (in one --namespace, or all), and
+    with pipelines, each dataset out of date now with its causes. Starts no JVM.
     """
     with reported():
         end = parse_time(until) if until is not None else datetime.now(UTC)
@@ -53,8 +57,10 @@ def changes(
                 until=until,
             )
         settings = settings_from(ctx)
-        found = _changes(settings, start, end, limit)
+        found = _changes(settings, start, end, limit, namespace)
         stale = _out_of_date(ctx, pipeline) if pipeline or settings.pipelines else None
+        if stale is not None and namespace is not None:
+            stale = [s for s in stale if (s.namespace or settings.namespace) == namespace]
         if json:
             extra = {"outOfDate": [s.to_dict() for s in stale]} if stale is not None else {}
             emit_json(found.to_dict() | extra)
@@ -62,13 +68,15 @@ def changes(
         _print(found, stale)
 
 
-def _changes(settings: Settings, start: datetime, end: datetime, limit: int) -> Changes:
+def _changes(
+    settings: Settings, start: datetime, end: datetime, limit: int, namespace: str | None
+) -> Changes:
     from strata.lake.service import connect
     from strata.lineage.query.changes import changes as changes_in
     from strata.store.engine import read_tx
 
     with read_tx(connect(settings).engine) as conn:
-        return changes_in(conn, start, end, limit)
+        return changes_in(conn, start, end, limit, namespace)
 
 
 def _out_of_date(ctx: typer.Context, pipeline: list[Path] | None) -> list[DatasetStatus]:
@@ -80,7 +88,8 @@ def _print(found: Changes, stale: list[DatasetStatus] | None) -> None:
     runs = found.runs
     states = ", ".join(f"{n:,} {state.lower()}" for state, n in sorted(runs.states.items()))
     console.print(
-        f"[bold]What changed[/] {found.since:%Y-%m-%d %H:%M} to {found.until:%Y-%m-%d %H:%M} UTC: "
+        f"[bold]What changed[/]{_in(found.namespace)} {found.since:%Y-%m-%d %H:%M} to "
+        f"{found.until:%Y-%m-%d %H:%M} UTC: "
         f"{sum(runs.states.values()):,} runs of {runs.jobs:,} jobs"
         + (f" ({states})" if states else ""),
         highlight=False,
@@ -104,6 +113,10 @@ def _print(found: Changes, stale: list[DatasetStatus] | None) -> None:
             ["dataset", "transform", "why"],
             [(s.name, s.transform or "", escape(causes_text(s))) for s in stale],
         )
+
+
+def _in(namespace: str | None) -> str:
+    return f" in {escape(namespace)}" if namespace is not None else ""
 
 
 def _section(title: str, columns: list[str], rows: list[tuple[object, ...]]) -> None:

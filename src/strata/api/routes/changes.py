@@ -38,10 +38,15 @@ def changes(
     since: Annotated[QueryTime, time_param("from this time (default: 24 hours ago)")] = None,
     until: Annotated[QueryTime, time_param("to this time (default: now)")] = None,
     limit: Annotated[int, Query(ge=1, le=1000)] = 200,
+    namespace: Annotated[
+        str | None, Query(min_length=1, max_length=1024, description="only this namespace")
+    ] = None,
 ) -> dict[str, Any]:
     """What changed between two times: the datasets that gained versions (how many, the
-    latest), and the runs, by state, with the failed ones. A range that ends before it
-    starts holds nothing (the schema cannot say so, so it is not refused)."""
+    latest), and the runs, by state, with the failed ones; with ``namespace``, only its
+    datasets and its jobs' runs (404 for a namespace the store does not hold). A range
+    that ends before it starts holds nothing (the schema cannot say so, so it is not
+    refused)."""
     end = aware_time(until, "until") or datetime.now(UTC)
     start = aware_time(since, "since") or end - timedelta(hours=24)
-    return ch.changes(conn, start, end, limit).to_dict()
+    return ch.changes(conn, start, end, limit, namespace).to_dict()

@@ -12,6 +12,7 @@ from typing import Any
 import sqlalchemy as sa
 from sqlalchemy.engine import Connection
 
+from strata.lineage.query.namespaces import get_namespace
 from strata.store.owners.datasets import rows as dataset_rows
 from strata.store.owners.datasets import versions as stored_versions
 from strata.store.owners.jobs import rows as job_rows
@@ -57,12 +58,18 @@ class RunSummary:
 
 
 def run_summary(
-    conn: Connection, since: datetime, until: datetime | None = None, failures: int = 10
+    conn: Connection,
+    since: datetime,
+    until: datetime | None = None,
+    failures: int = 10,
+    namespace: str | None = None,
 ) -> RunSummary:
     """Runs created at or after ``since`` and before ``until`` (``ix_runs_created``
-    answers the range)."""
+    answers the range), of jobs in ``namespace`` if named."""
     r, j = stored_runs.relation(), job_rows.relation()
     recent = sa.and_(r.c.created_at >= since, r.c.created_at < until if until else sa.true())
+    if namespace is not None:
+        recent = sa.and_(recent, r.c.job_uuid.in_(_jobs_in(namespace)))
     by_state = sa.select(r.c.state, sa.func.count()).where(recent).group_by(r.c.state)
     counted = [(str(row[0]), int(row[1])) for row in conn.execute(by_state)]
     ran = conn.execute(sa.select(sa.func.count(sa.distinct(r.c.job_uuid))).where(recent))
@@ -79,6 +86,11 @@ def run_summary(
         jobs=int(ran.scalar_one()),
         failed=[FailedRun(x[0], x[1], str(x[2]), x[3]) for x in failed],
     )
+
+
+def _jobs_in(namespace: str) -> sa.Select[Any]:
+    j = job_rows.relation()
+    return sa.select(j.c.uuid).where(j.c.namespace == namespace)
 
 
 @dataclass(frozen=True)
@@ -104,10 +116,10 @@ class NewVersions:
 
 
 def new_versions(
-    conn: Connection, since: datetime, until: datetime, limit: int
+    conn: Connection, since: datetime, until: datetime, limit: int, namespace: str | None = None
 ) -> list[NewVersions]:
-    """Each dataset that gained versions in [since, until), the most recent first
-    (``ix_dataset_versions_created`` answers the range)."""
+    """Each dataset (of ``namespace`` if named) that gained versions in [since, until),
+    the most recent first (``ix_dataset_versions_created`` answers the range)."""
     v, d = _VERSIONS, _DATASETS
     latest = sa.func.max(v.c.created_at)
     rows = conn.execute(
@@ -125,6 +137,7 @@ def new_versions(
             v.c.created_at < until,
             d.c.deleted_at.is_(None),
             d.c.is_hidden.is_(False),
+            d.c.namespace == namespace if namespace is not None else sa.true(),
         )
         .group_by(d.c.uuid, d.c.namespace, d.c.name, d.c.is_lake)
         .order_by(latest.desc(), d.c.namespace, d.c.name)
@@ -140,28 +153,38 @@ def new_versions(
 
 @dataclass(frozen=True)
 class Changes:
-    """What changed in [since, until): new versions by dataset, and the runs."""
+    """What changed in [since, until) (in one namespace, or all): new versions by
+    dataset, and the runs."""
 
     since: datetime
     until: datetime
     versions: list[NewVersions]
     runs: RunSummary
+    namespace: str | None = None
 
     def to_dict(self) -> dict[str, Any]:
         return {
             "since": iso(self.since),
             "until": iso(self.until),
+            "namespace": self.namespace,
             "versions": [n.to_dict() for n in self.versions],
             "runs": self.runs.to_dict(),
         }
 
 
-def changes(conn: Connection, since: datetime, until: datetime, limit: int) -> Changes:
+def changes(
+    conn: Connection, since: datetime, until: datetime, limit: int, namespace: str | None = None
+) -> Changes:
     """The datasets that gained versions and the runs created in [since, until), at most
-    ``limit`` of each list (a range that ends before it starts holds nothing)."""
+    ``limit`` of each list (a range that ends before it starts holds nothing); with
+    ``namespace``, only its datasets and its jobs' runs (an unknown one is
+    :class:`~strata.errors.NotFound`)."""
+    if namespace is not None:
+        get_namespace(conn, namespace)
     return Changes(
         since,
         until,
-        new_versions(conn, since, until, limit),
-        run_summary(conn, since, until, failures=limit),
+        new_versions(conn, since, until, limit, namespace),
+        run_summary(conn, since, until, failures=limit, namespace=namespace),
+        namespace,
     )
