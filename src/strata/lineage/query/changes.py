@@ -12,7 +12,8 @@ from typing import Any
 import sqlalchemy as sa
 from sqlalchemy.engine import Connection
 
-from strata.lineage.query.namespaces import get_namespace
+from strata.errors import NotFound
+from strata.store.owners import namespaces
 from strata.store.owners.datasets import rows as dataset_rows
 from strata.store.owners.datasets import versions as stored_versions
 from strata.store.owners.jobs import rows as job_rows
@@ -179,8 +180,12 @@ def changes(
     ``limit`` of each list (a range that ends before it starts holds nothing); with
     ``namespace``, only its datasets and its jobs' runs (an unknown one is
     :class:`~strata.errors.NotFound`)."""
-    if namespace is not None:
-        get_namespace(conn, namespace)
+    if namespace is not None and namespaces.get(conn, namespace) is None:
+        raise NotFound(
+            f"namespace {namespace!r} not found; GET /api/v1/namespaces lists the store's "
+            "namespaces (the lineage pages show them too), or leave it out for all",
+            namespace=namespace,
+        )
     return Changes(
         since,
         until,
