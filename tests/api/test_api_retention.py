@@ -93,6 +93,35 @@ def test_a_pass_its_marks_and_purges_over_http(api: TestClient) -> None:
     assert ok(api.get(f"/api/v1/strata/preview/{DS}?version=2"))["version"] == 2
 
 
+def test_a_pass_over_some_datasets_leaves_the_others_and_the_daily_pass(
+    api: TestClient, lake: Lake
+) -> None:
+    for n in (1, 2, 3):
+        with lake.transaction("raw/orders", "SNAPSHOT") as txn:
+            txn.write(pa.table({"order": [n]}))
+    # One that matches nothing refuses the whole pass before it changes anything.
+    unknown = api.post("/api/v1/strata/retention", params={"dataset": ["raw/users", "raw/x*"]})
+    assert unknown.status_code == 404, unknown.text
+    assert unknown.json()["message"].startswith("no lake dataset matches 'raw/x*'")
+    assert ok(api.get("/api/v1/strata/retention"))["marks"] == []
+    both = api.post("/api/v1/strata/retention", params={"dataset": "raw/o*", "lineage": "true"})
+    assert both.status_code == 400 and "dataset is for lake data" in both.json()["message"]
+
+    scoped = ok(api.post("/api/v1/strata/retention", params={"dataset": "raw/o*"}))
+    assert scoped["datasets"] == ["raw/orders"]
+    assert [(v["dataset"], v["version"], v["action"]) for v in scoped["versions"]] == [
+        ("raw/orders", 1, "marked"),
+        ("raw/orders", 2, "marked"),
+    ]
+    overview = ok(api.get("/api/v1/strata/retention"))
+    assert {m["dataset"] for m in overview["marks"]} == {"raw/orders"}
+    assert overview["passes"] == []  # not the store's pass: the daily one still runs
+    whole = ok(api.post("/api/v1/strata/retention"))
+    assert whole["datasets"] is None
+    assert {(v["dataset"], v["action"]) for v in whole["versions"]} == {("raw/users", "marked")}
+    assert [p["marked"] for p in ok(api.get("/api/v1/strata/retention"))["passes"]] == [3]
+
+
 def test_bad_requests_get_a_clear_4xx(api: TestClient) -> None:
     bad = api.post("/api/v1/strata/retention?grace=tomorrow")
     assert bad.status_code == 400 and "grace" in bad.json()["message"], bad.text

@@ -78,6 +78,25 @@ def test_inputs_in_use_stay_and_purged_versions_keep_their_history(configured: P
     assert p.lake.read_arrow("clean/users", version=1).num_rows == 2
 
 
+def test_a_pass_over_one_dataset_from_the_cli(configured: Project) -> None:
+    p = configured
+    for country in ("UK", "US"):
+        snapshot(p, "raw/users", users(("ada", country)))
+    for n in (40, 50):
+        snapshot(p, "raw/clicks", clicks(("ada", n)))
+    scoped = p.json("retention", "--dataset", "raw/clicks")
+    assert scoped["datasets"] == ["raw/clicks"]
+    assert actions(scoped) == [("raw/clicks@1", "marked")]
+    code, out, _ = p.cli("retention", "--dry-run", "--dataset", "raw/u*")
+    assert code == 0 and "raw/users@1" in out and "raw/clicks" not in out
+    code, _, err = p.cli("retention", "--dataset", "raw/nothing")
+    assert code == 1 and "no lake dataset matches 'raw/nothing'; `strata datasets`" in err
+    code, _, err = p.cli("retention", "--lineage", "--dataset", "raw/users")
+    assert code == 1 and "--dataset are for lake data" in err
+    # Not the store's pass: the worker's daily one still runs.
+    assert p.scalar("SELECT count(*) FROM retention_passes") == 0
+
+
 def test_pins_and_unmarks_from_the_cli(configured: Project) -> None:
     p = configured
     for country in ("UK", "US", "FR"):

@@ -39,6 +39,14 @@ def retention(
         list[str] | None,
         typer.Option("--unmark", help="Undo the mark of DATASET@N before its purge (repeatable)."),
     ] = None,
+    dataset: Annotated[
+        list[str] | None,
+        typer.Option(
+            "--dataset",
+            help="Only these datasets (a name or glob, repeatable); such a pass is not "
+            "the store's daily one.",
+        ),
+    ] = None,
     lineage: Annotated[
         bool,
         typer.Option(
@@ -57,10 +65,11 @@ def retention(
 
     if lineage:
         with reported():
-            if grace is not None or unmark:
+            if grace is not None or unmark or dataset:
                 raise InvalidArgument(
-                    "--lineage takes --dry-run and --json only: --grace and --unmark are for "
-                    "lake data; run `strata retention` again without --lineage for those"
+                    "--lineage takes --dry-run and --json only: --grace, --unmark and "
+                    "--dataset are for lake data; run `strata retention` again without "
+                    "--lineage for those"
                 )
         _lineage(ctx, dry_run, json_out)
         return
@@ -83,7 +92,7 @@ def retention(
                     '(datasets = ["raw/*"], keep_days = 30) to select versions to purge'
                 )
             )
-        report = service.run(dry_run=dry_run, grace_seconds=seconds)
+        report = service.run(dry_run=dry_run, grace_seconds=seconds, datasets=dataset)
         if json_out:
             emit_json(report.to_dict())
         else:

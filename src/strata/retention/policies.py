@@ -94,6 +94,20 @@ def policy_for(policies: Sequence[P], dataset: str) -> P | None:
     return next((p for p in policies if p.matches(dataset)), None)
 
 
+def scoped(names: Sequence[str], globs: Sequence[str]) -> list[str]:
+    """``names`` that one of ``globs`` (dataset names or globs) matches; a glob that
+    matches none of them is :class:`~strata.errors.NotFound`."""
+    from strata.errors import NotFound
+
+    for glob in globs:
+        if not any(fnmatch.fnmatchcase(n, glob) for n in names):
+            raise NotFound(
+                f"no lake dataset matches {glob!r}; `strata datasets` lists them",
+                dataset=glob,
+            )
+    return [n for n in names if any(fnmatch.fnmatchcase(n, g) for g in globs)]
+
+
 def load(tables: Sequence[Mapping[str, Any]]) -> list[Policy]:
     """The policies of ``[[retention]]`` tables, each checked, in order."""
     out = [_policy(i, table) for i, table in enumerate(tables, start=1)]

@@ -65,6 +65,7 @@ class RetentionReport:
     ended_at: datetime | None = None
     touched: list[Touched] = field(default_factory=list)
     finished_files: int = 0  # files a killed pass had listed, deleted now
+    datasets: list[str] | None = None  # a pass over these only (None: every dataset)
 
     def count(self, action: str) -> int:
         return sum(1 for t in self.touched if t.action == action)
@@ -88,6 +89,7 @@ class RetentionReport:
             "files": self.freed_files,
             "bytes": self.freed_bytes,
             "finished_files": self.finished_files,
+            "datasets": self.datasets,
             "versions": [t.to_dict() for t in self.touched],
         }
 
@@ -108,15 +110,21 @@ class Retention:
         grace_seconds: float | None = None,
         trigger: str = "cli",
         now: datetime | None = None,
+        datasets: Sequence[str] | None = None,
     ) -> RetentionReport:
-        """One pass over every lake dataset (``grace_seconds`` overrides the policies')."""
+        """One pass over every lake dataset, or those ``datasets`` (names or globs) match
+        (``grace_seconds`` overrides the policies'). A pass over some datasets is not the
+        store's pass: it is left out of the passes listed, and the daily one still runs."""
         report = RetentionReport(dry_run, now or datetime.now(UTC))
-        if not dry_run:
-            report.finished_files = self.finish_pending()
         with read_tx(self.lake.engine) as conn:
             found = registry.list_datasets(conn, self.lake.namespace)
+            if datasets is not None:
+                report.datasets = pol.scoped([d.name for d in found], datasets)
+                found = [d for d in found if d.name in report.datasets]
             in_use = state.inputs_in_use(conn)
             marked = {m.dataset for m in state.marks(conn)}
+        if not dry_run:
+            report.finished_files = self.finish_pending()
         for ds in found:
             policy = pol.policy_for(self.policies, ds.name)
             if policy is None and ds.name not in marked:
@@ -124,7 +132,7 @@ class Retention:
             one = _DatasetPass(ds.name, ds.uuid, policy, in_use.get(ds.uuid, set()), grace_seconds)
             report.touched += self._pass(one, report.started_at, dry_run)
         report.ended_at = datetime.now(UTC)
-        if not dry_run:
+        if not dry_run and report.datasets is None:
             with write_tx(self.lake.engine) as conn:
                 state.record_pass(conn, _pass_row(report, trigger))
         return report
