@@ -104,8 +104,6 @@ def test_a_pass_over_some_datasets_leaves_the_others_and_the_daily_pass(
     assert unknown.status_code == 404, unknown.text
     assert unknown.json()["message"].startswith("no lake dataset matches 'raw/x*'")
     assert ok(api.get("/api/v1/strata/retention"))["marks"] == []
-    both = api.post("/api/v1/strata/retention", params={"dataset": "raw/o*", "lineage": "true"})
-    assert both.status_code == 400 and "dataset is for lake data" in both.json()["message"]
 
     scoped = ok(api.post("/api/v1/strata/retention", params={"dataset": "raw/o*"}))
     assert scoped["datasets"] == ["raw/orders"]

@@ -9,6 +9,7 @@ from typing import Annotated, Any
 from fastapi import APIRouter, Query
 
 from strata.api import views
+from strata.api.contract import errors
 from strata.api.deps import Conn, QueryTime, time_param
 from strata.api.inputs import aware_time
 from strata.lineage.query import changes as ch
@@ -32,7 +33,7 @@ def run_summary(conn: Conn, hours: Annotated[int, Query(ge=1, le=24 * 366)] = 24
     }
 
 
-@router.get("/changes")
+@router.get("/changes", responses=errors(404))
 def changes(
     conn: Conn,
     since: Annotated[QueryTime, time_param("from this time (default: 24 hours ago)")] = None,

@@ -11,7 +11,6 @@ from pydantic import BaseModel, Field
 
 from strata.api import views
 from strata.api.contract import errors
-from strata.errors import InvalidArgument
 from strata.retention.archive import Archive
 from strata.retention.lineage import LineageRetention
 from strata.retention.policies import parse_duration
@@ -70,13 +69,8 @@ def post_retention(
     """Run a retention pass, as `strata retention` does: every version it marked,
     unmarked or purged (``dataset=…``: over those datasets only, a pass left out of the
     passes listed; 404 for one that matches no dataset). With ``lineage=true``, as
-    `strata retention --lineage` does: the runs and events it deleted."""
-    if lineage and dataset:
-        raise InvalidArgument(
-            "lineage=true takes dry_run only: dataset is for lake data; ask again without "
-            "lineage for that",
-            dataset=dataset,
-        )
+    `strata retention --lineage` does: the runs and events it deleted (``grace`` and
+    ``dataset`` are lake data's, and do not apply)."""
     if lineage:
         done = _lineage(request).run(dry_run=dry_run, trigger="api")
         return views.json_response(done.to_dict())
