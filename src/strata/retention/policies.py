@@ -19,7 +19,7 @@ from dataclasses import dataclass
 from datetime import datetime, timedelta
 from typing import Any, Protocol, TypeVar
 
-from strata.errors import ConfigError
+from strata.errors import ConfigError, NotFound
 from strata.lake.transaction import TYPES
 
 DEFAULT_GRACE = "7d"
@@ -97,8 +97,6 @@ def policy_for(policies: Sequence[P], dataset: str) -> P | None:
 def scoped(names: Sequence[str], globs: Sequence[str]) -> list[str]:
     """``names`` that one of ``globs`` (dataset names or globs) matches; a glob that
     matches none of them is :class:`~strata.errors.NotFound`."""
-    from strata.errors import NotFound
-
     for glob in globs:
         if not any(fnmatch.fnmatchcase(n, glob) for n in names):
             raise NotFound(
