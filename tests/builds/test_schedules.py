@@ -32,12 +32,25 @@ def _at(text: str) -> datetime:
         ("none", "12:10:00", []),  # missed while no worker ran: not caught up
         ("none", "12:00:30", ["12:00:00"]),
         ("latest", "09:59:59", []),  # nothing due since the last firing
+        # Within a second of the next one: the one due before still fires, and exactly
+        # on time counts as due.
+        ("latest", "11:59:59.500000", ["11:00:00"]),
+        ("none", "11:59:59.500000", []),
+        ("latest", "12:00:00", ["12:00:00"]),
     ],
 )
 def test_catch_up_fires_what_it_says(catch_up: str, now: str, fired: list[str]) -> None:
     schedule = Schedule("s", "0 * * * *", ("x",), catch_up=catch_up)
     got = schedule.to_fire(_at("09:30:00"), _at(now))
     assert [d.astimezone(UTC) for d in got] == [_at(t) for t in fired]
+
+
+def test_a_once_a_second_schedule_fires_the_latest_due_whatever_the_fraction() -> None:
+    every_two = Schedule("s", "* * * * * */2", ("x",))
+    for now, latest in (("12:00:05.300000", "12:00:04"), ("12:00:04", "12:00:04")):
+        assert every_two.latest_due(_at(now)).astimezone(UTC) == _at(latest)
+        got = every_two.to_fire(_at("12:00:00"), _at(now))
+        assert [d.astimezone(UTC) for d in got] == [_at(latest)]
 
 
 def test_a_time_zone_moves_the_firing() -> None:

@@ -72,10 +72,13 @@ class Schedule:
         return found
 
     def latest_due(self, now: datetime) -> datetime:
-        """The last firing due at or before ``now``."""
-        it = croniter(self.cron, (now + timedelta(seconds=1)).astimezone(ZoneInfo(self.timezone)))
-        found: datetime = it.get_prev(datetime)
-        return found
+        """The last firing due at or before ``now`` (croniter's previous is strictly
+        before its start, and a start a second on could name one due after ``now``)."""
+        before: datetime = croniter(self.cron, now.astimezone(ZoneInfo(self.timezone))).get_prev(
+            datetime
+        )
+        at: datetime = croniter(self.cron, before).get_next(datetime)
+        return at if at <= now else before
 
     def to_fire(self, after: datetime, now: datetime) -> list[datetime]:
         """What to fire of the firings due in ``(after, now]``, as ``catch_up`` says:
