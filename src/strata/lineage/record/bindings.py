@@ -130,13 +130,20 @@ def _wanted_bindings(
     wanted: Bindings = {i.run.run_id: {} for i in items}
     by_time: list[tuple[str, bool, RunFold]] = []
     named: dict[str, str | None] = {}  # synthetic version -> its label
+    # Nothing is written while the bindings are worked out: a label names one version
+    # for the whole group (a build's partition runs all name the same input versions).
+    labelled: dict[tuple[str, str], tuple[str, bool] | None] = {}
     for item in items:
         run = item.run
         for key, io in sorted(run.inputs.items()):
             dataset = datasets[key]
             label = fx.dataset_version_label({**io.facets, **io.io_facets})
             if label:
-                found_label = versions.by_label(conn, dataset, label, dataset in lake)
+                if (dataset, label) not in labelled:
+                    labelled[dataset, label] = versions.by_label(
+                        conn, dataset, label, dataset in lake
+                    )
+                found_label = labelled[dataset, label]
                 if found_label is not None:
                     wanted[run.run_id][found_label[0]] = (dataset, found_label[1])
                     continue
