@@ -1,9 +1,11 @@
 """Daily totals per region, built twice from the same code: its partitions' runs in one
-Spark job (the default for shared keys), and one job each (``partition_local=False``)."""
+Spark job (the default for shared keys), and one job each (``partition_local=False``);
+the same for a copy of the events with data checks on its output."""
 
 from pyspark.sql import functions as F  # noqa: N812
 
-from strata import Input, Output, transform_df
+from strata import Check, Input, Output, transform_df
+from strata import expectations as E  # noqa: N812
 
 
 def daily(events, targets):
@@ -34,3 +36,32 @@ def together(events, targets):
 )
 def apart(events, targets):
     return daily(events, targets)
+
+
+def noted(events):
+    return events.select("region", "day", "amount", "note")
+
+
+# As a run of one partition judges its own rows: a note is a key within a partition.
+CHECKS = [
+    Check(E.primary_key("note"), "notes are a key"),
+    Check(E.col("amount").lt(100), "no huge amounts"),
+    Check(E.col("amount").gte(1), "small amounts", on_error="WARN"),
+    Check(E.row_count().gt(0), "not empty"),
+]
+
+
+@transform_df(
+    Output("checked/together", partition_by=["region", "day"], checks=CHECKS),
+    events=Input("raw/events"),
+)
+def checked_together(events):
+    return noted(events)
+
+
+@transform_df(
+    Output("checked/apart", partition_by=["region", "day"], partition_local=False, checks=CHECKS),
+    events=Input("raw/events"),
+)
+def checked_apart(events):
+    return noted(events)

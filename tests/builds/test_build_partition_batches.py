@@ -5,6 +5,7 @@ the CLI as a user runs it, compared with the same code run one job per partition
 
 from __future__ import annotations
 
+import json
 from collections import Counter
 from datetime import UTC, datetime
 from pathlib import Path
@@ -158,3 +159,75 @@ def test_a_batch_writing_another_partition_falls_back_and_names_it(batch: Projec
     for x in failed["partitions"]:
         assert "has rows in partition region=JP/day=2026-12-31" in x["reason"], x["reason"]
     assert TOGETHER not in {d.name for d in p.lake.datasets() if d.latest_commit_id}
+
+
+CHECKED, CHECKED_APART = "checked/together", "checked/apart"
+
+
+def judged(p: Project, dataset: str) -> set[tuple[Any, ...]]:
+    """What each partition's checks found: ``(partition, check, outcome, observed)``."""
+    return {
+        (r["partition"], r["check"], r["outcome"], json.dumps(r["observed"], sort_keys=True))
+        for r in p.json("checks", dataset)["results"]
+    }
+
+
+def test_output_checks_in_one_job_judge_each_partition_alone(batch: Project, spark: Any) -> None:
+    p = batch
+    days = [f"2026-11-{d:02d}" for d in range(1, 11)]
+    rows = [(r, d, float(i + 1), f"n{i}") for r in ("JP", "UK") for d in days for i in range(3)]
+    with p.lake.transaction("raw/events", "SNAPSHOT", partition_by=["region", "day"]) as txn:
+        txn.write(events(*rows))
+    before = spark_jobs(spark)
+    assert build(p, CHECKED)["outcome"] == "built"
+    jobs_together = spark_jobs(spark) - before
+    before = spark_jobs(spark)
+    assert build(p, CHECKED_APART)["outcome"] == "built"
+    jobs_apart = spark_jobs(spark) - before
+    assert jobs_together * 2 < jobs_apart, (jobs_together, jobs_apart)
+    first = judged(p, CHECKED)
+    assert len(first) == 20 * 4 and {outcome for _, _, outcome, _ in first} == {"passed"}
+    assert first == judged(p, CHECKED_APART)
+
+    # Late rows: a small amount (warns), a huge one (fails), a note twice in a partition
+    # (fails; the same note in other partitions is no repeat).
+    huge, twice, small = (
+        f"region={r}/day={d}" for r, d in (("JP", DAYS[2]), ("UK", DAYS[1]), ("JP", DAYS[0]))
+    )
+    p.append(
+        "raw/events",
+        events(
+            ("JP", DAYS[0], 0.5, "n9"), ("JP", DAYS[2], 500.0, "n7"), ("UK", DAYS[1], 2.0, "n0")
+        ),
+    )
+    together, apart = build(p, CHECKED, code=1), build(p, CHECKED_APART, code=1)
+    ran = runs(together)
+    assert {k: o for k, (o, _, _) in ran.items()} == {
+        huge: "failed",
+        twice: "failed",
+        small: "built",
+    }
+    assert {k: o for k, (o, _, _) in runs(apart).items()} == {k: o for k, (o, _, _) in ran.items()}
+    reasons = {k: x.get("reason", "") for k, x in zip(ran, together["partitions"], strict=True)}
+    assert "no huge amounts" in reasons[huge] and "notes are a key" in reasons[twice]
+    # Each partition's checks found what a run of that partition alone finds.
+    found = judged(p, CHECKED)
+    assert found == judged(p, CHECKED_APART)
+    outcomes = {(part, check, outcome) for part, check, outcome, _ in found}
+    assert {(small, "small amounts", "warned"), (huge, "no huge amounts", "failed")} <= outcomes
+    assert (twice, "notes are a key", "failed") in outcomes
+    # The failed partitions keep their data; the rest commit, fingerprints and all.
+    assert rows_of(p, CHECKED) == rows_of(p, CHECKED_APART)
+    assert [r["amount"] for r in rows_of(p, CHECKED) if r["amount"] > 3] == []
+    assert 0.5 in [r["amount"] for r in rows_of(p, CHECKED)]
+    assert p.lake.partition_fingerprints(CHECKED) == p.lake.partition_fingerprints(CHECKED_APART)
+    # A failed partition's run ends in FAIL, its assertions on the output it did not write.
+    bad = ran[huge][1]
+    assert events_of(p, {bad}) == Counter({(bad, "START"): 1, (bad, "FAIL"): 1})
+    [fail] = p.rows(
+        "select payload from lineage_events where run_uuid = :r and event_type = 'FAIL'", r=bad
+    )
+    payload = json.loads(fail[0]) if isinstance(fail[0], str) else fail[0]
+    [out] = payload["outputs"]
+    facet = out["facets"]["dataQualityAssertions"]["assertions"]
+    assert {a["name"]: a["success"] for a in facet}["no huge amounts"] is False

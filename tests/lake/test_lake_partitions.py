@@ -404,6 +404,41 @@ def test_a_write_among_partitions_hashes_each_and_refuses_others(  # type: ignor
     assert lake.version("sp/among").commit_id == 1
 
 
+@pytest.mark.spark
+def test_a_batch_sees_watched_sums_per_partition_and_drops_one(  # type: ignore[no-untyped-def]
+    lake: Lake, spark
+) -> None:
+    """A write among partitions observes the watched sums of each partition; dropping
+    one partition's rows takes its files, sums and hash out, and the rest commit as a
+    write of them alone would (the other partitions' files untouched)."""
+    from pyspark.sql import functions as sf
+
+    schema = "region string, day string, n long"
+    rows = [("JP", "d1", 1), ("JP", "d1", -5), ("UK", "d1", 2), ("US", "d2", -3)]
+    keys = {"region=JP/day=d1", "region=UK/day=d1", "region=US/day=d2"}
+    watch = {"rows": sf.count(sf.lit(1)), "negative": sf.count_if(sf.col("n") < 0)}
+    with lake.transaction("sp/batch", "SNAPSHOT", partition_by=["region", "day"]) as txn:
+        txn.watch("sp/batch", watch)
+        txn.write(spark.createDataFrame(rows, schema), among=keys)
+        assert txn.watched("sp/batch") == {"rows": 4, "negative": 2}
+        assert txn.watched("sp/batch", partition="region=JP/day=d1") == {"rows": 2, "negative": 1}
+        assert txn.watched("sp/batch", partition="region=UK/day=d1") == {"rows": 1, "negative": 0}
+        assert txn.pending_columns("sp/batch", ["n"], partition="region=US/day=d2").to_pylist() == [
+            {"n": -3}
+        ]
+        txn.drop_partitions(["region=JP/day=d1"])
+        assert txn.watched("sp/batch") == {"rows": 2, "negative": 1}
+        dropped = txn.watched("sp/batch", partition="region=JP/day=d1")
+        assert dropped == {"rows": 0, "negative": 0}
+        assert txn.rows_by_partition("sp/batch") == {"region=UK/day=d1": 1, "region=US/day=d2": 1}
+    assert set(lake.partitions("sp/batch")) == {"region=UK/day=d1", "region=US/day=d2"}
+    assert sorted(r["n"] for r in lake.read_arrow("sp/batch").to_pylist()) == [-3, 2]
+    with lake.transaction("sp/rest", "SNAPSHOT", partition_by=["region", "day"]) as txn:
+        txn.write(spark.createDataFrame(rows[2:], schema), among=keys - {"region=JP/day=d1"})
+    assert txn.versions["sp/rest"].data_fingerprint == lake.version("sp/batch").data_fingerprint
+    assert lake.partition_fingerprints("sp/batch") == lake.partition_fingerprints("sp/rest")
+
+
 @pytest.mark.parametrize(
     ("value", "match"),
     [

@@ -59,6 +59,7 @@ class Part:
     runs: dict[str, str] | None = None  # partition key -> the run that wrote it
     watch: dict[str, Any] | None = None  # Spark aggregates observed by each write
     seen: dict[str, int] | None = None  # their sums since watch(); None: a write unseen
+    seen_by_key: dict[str, dict[str, int]] | None = None  # the same per partition (batches)
     branch_id: str = MAIN  # the branch it commits on
     branch_name: str = MAIN
 

@@ -14,7 +14,7 @@ from strata.lake.rowhash import (
     EMPTY,
     RowHash,
     arrow_row_hash,
-    key_row_hashes,
+    key_sums,
     observed,
     observed_extra,
     observed_hash,
@@ -52,6 +52,8 @@ class Written:
     schema: pa.Schema
     rows: RowHash
     seen: dict[str, int] | None = None
+    # A batch's watched sums per partition (key text); None: not seen per partition.
+    seen_by_key: dict[str, dict[str, int]] | None = None
 
 
 def write_frame(
@@ -114,25 +116,40 @@ def _write_spark_batch(
 
     kept = frame.persist(StorageLevel.MEMORY_AND_DISK)
     try:
-        try:
-            by_key = key_row_hashes(kept, by.columns)
-        except Exception as exc:  # the frame's own computation failed (a UDF, a bad cast)
-            raise LakeError(
-                f"Spark could not compute the rows written to {by.dataset!r}: {spark_failure(exc)}",
-                dataset=by.dataset,
-            ) from exc
+        by_key, seeing_keys = _key_sums(kept, by, watch)
         watched, obs, seeing = _observed(kept, watch)
         entries, schema = _write_spark_partitioned(storage, folder, watched, by)
     finally:
         kept.unpersist()
-    hashes = {
-        partitions.key_text(by.columns, dict(zip(by.columns, k, strict=True))): h
-        for k, h in by_key.items()
+    known = {
+        partitions.key_text(by.columns, dict(zip(by.columns, k, strict=True))): sums
+        for k, sums in by_key.items()
         if None not in k
     }
-    entries = _hashed_per_key(entries, hashes)
+    entries = _hashed_per_key(entries, {key: h for key, (h, _) in known.items()})
     seen = observed_extra(obs, watch or {}) if seeing else None
-    return Written(entries, schema, observed_hash(obs), seen)
+    seen_by_key = {key: extra for key, (_, extra) in known.items()} if seeing_keys else None
+    return Written(entries, schema, observed_hash(obs), seen, seen_by_key)
+
+
+def _key_sums(
+    kept: Any, by: Partitioning, watch: Mapping[str, Any] | None
+) -> tuple[dict[tuple[str, ...], tuple[RowHash, dict[str, int]]], bool]:
+    """Each key's row hash and, when they apply to the frame, ``watch``'s sums (whether
+    they did: see :func:`_observed`)."""
+    try:
+        if watch:
+            try:
+                return key_sums(kept, by.columns, watch), True
+            except Exception as exc:
+                if not is_plan_error(exc):
+                    raise
+        return key_sums(kept, by.columns), False
+    except Exception as exc:  # the frame's own computation failed (a UDF, a bad cast)
+        raise LakeError(
+            f"Spark could not compute the rows written to {by.dataset!r}: {spark_failure(exc)}",
+            dataset=by.dataset,
+        ) from exc
 
 
 def _hashed_per_key(entries: list[FileEntry], hashes: Mapping[str, RowHash]) -> list[FileEntry]:

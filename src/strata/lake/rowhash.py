@@ -310,13 +310,26 @@ def observed_hash(obs: Any) -> RowHash:
 def key_row_hashes(df: DataFrame, columns: Sequence[str]) -> dict[tuple[str, ...], RowHash]:
     """The row hash of each key's rows of ``df`` (its ``columns``' values as text, as a
     partition folder spells them): the hash a write of that key's rows alone observes."""
+    return {k: h for k, (h, _) in key_sums(df, columns).items()}
+
+
+def key_sums(
+    df: DataFrame, columns: Sequence[str], extra: Mapping[str, Any] | None = None
+) -> dict[tuple[str, ...], tuple[RowHash, dict[str, int]]]:
+    """Per key, as :func:`key_row_hashes`, the row hash and the ``extra`` aggregates
+    (name -> Spark column, whole numbers) of that key's rows, in one pass."""
     from pyspark.sql import functions as F  # noqa: N812
 
     keys = [_column(c).cast("string").alias(f"strata_k{i}") for i, c in enumerate(columns)]
     metrics = [F.expr(m) for m in _metrics_sql(_hash_sql(df.schema.fields))]
-    n = len(columns)
+    names = list(extra or {})
+    metrics += [c.alias(f"{_EXTRA}{n}") for n, c in (extra or {}).items()]
+    n, m = len(columns), len(columns) + 4
     return {
-        tuple(row[:n]): _from_sums(*(int(v or 0) for v in row[n:]))
+        tuple(row[:n]): (
+            _from_sums(*(int(v or 0) for v in row[n:m])),
+            {name: int(v or 0) for name, v in zip(names, row[m:], strict=True)},
+        )
         for row in df.groupBy(*keys).agg(*metrics).collect()
     }
 

@@ -24,7 +24,7 @@ from strata.lake import commit, partition_hashes, partitions, schemas
 from strata.lake.commit import Part
 from strata.lake.frames import Partitioning, write_frame
 from strata.lake.registry import Version
-from strata.lake.rowhash import fingerprint
+from strata.lake.rowhash import fingerprint, sum_hashes
 from strata.lake.storage import FileEntry
 from strata.store.engine import read_tx, write_tx
 from strata.store.owners.datasets import transactions as txns
@@ -241,7 +241,7 @@ class Transaction:
         part.schema_fields = fields
         part.arrow_schema = schemas.encode(schema)
         part.rows = part.rows.combine(rows) if part.rows is not None else None
-        _add_seen(part, written.seen)
+        _add_seen(part, written.seen, written.seen_by_key)
         return entries
 
     def watch(self, dataset: str, measures: Mapping[str, Any]) -> None:
@@ -250,13 +250,21 @@ class Transaction:
         ``dataset``; :meth:`watched` gives their sums."""
         part = self._part(dataset)
         part.watch, part.seen = dict(measures), dict.fromkeys(measures, 0)
+        part.seen_by_key = {}
 
-    def watched(self, dataset: str) -> dict[str, int] | None:
-        """The sums of the watched measures over the writes since :meth:`watch`; None when
+    def watched(self, dataset: str, partition: str | None = None) -> dict[str, int] | None:
+        """The sums of the watched measures over the writes since :meth:`watch` (of one
+        ``partition``, key text, when a batch's write saw them per partition); None when
         one of those writes could not observe them (not a Spark frame, or the columns do
         not apply to it) or some were rolled back."""
         part = self._part(dataset)
-        return dict(part.seen) if part.watch and part.seen is not None else None
+        if not part.watch:
+            return None
+        if partition is None:
+            return dict(part.seen) if part.seen is not None else None
+        if part.seen_by_key is None:
+            return None
+        return dict(part.seen_by_key.get(partition, dict.fromkeys(part.watch, 0)))
 
     def note_runs(self, runs: Mapping[str, str]) -> None:
         """Record which run wrote each partition (key text -> run id) with the version:
@@ -277,7 +285,20 @@ class Transaction:
             if dropped:
                 del part.adds[mark[part.dataset] :]
                 self._lake.storage.discard(part.folder, [e.path for e in dropped])
-                part.rows = part.seen = None
+                part.rows = part.seen = part.seen_by_key = None
+
+    def drop_partitions(self, keys: Collection[str]) -> None:
+        """Forget (and delete) what was written to the partitions ``keys`` (texts); the
+        rows' hash stays known where every container kept its partition's."""
+        for part in self._parts.values():
+            dropped = [e for e in part.adds if e.partition in keys]
+            if not dropped:
+                continue
+            part.adds = [e for e in part.adds if e.partition not in keys]
+            _delete_files(self._lake.storage, part.folder, [e.path for e in dropped])
+            if part.rows is not None:
+                part.rows = sum_hashes(e.row_hash for e in part.adds)
+            _drop_seen(part, keys)
 
     def narrow(self, keys: list[partitions.Key]) -> None:
         """Replace only ``keys`` of every dataset's partition SNAPSHOT (the others keep
@@ -379,12 +400,15 @@ class Transaction:
             for key, rows in partition_hashes.written(part.adds).items()
         }
 
-    def pending_frame(self, spark: Any, dataset: str | None = None, since: int = 0) -> Any:
-        """What was written so far (since the ``since``-th container: see :meth:`mark`),
-        as a Spark DataFrame: uncommitted, for comparisons and checks."""
+    def pending_frame(
+        self, spark: Any, dataset: str | None = None, since: int = 0, partition: str | None = None
+    ) -> Any:
+        """What was written so far (since the ``since``-th container: see :meth:`mark`;
+        to one ``partition``, key text, if given), as a Spark DataFrame: uncommitted, for
+        comparisons and checks."""
         part = self._part(dataset)
         storage = self._lake.storage
-        adds = part.adds[since:]
+        adds = _within(part.adds[since:], partition)
         if not adds:
             from pyspark.sql.pandas.types import from_arrow_schema
             from pyspark.sql.types import StructType
@@ -401,15 +425,21 @@ class Transaction:
         return schemas.spark_types(schemas.decode(known)) if known else None
 
     def pending_columns(
-        self, dataset: str, columns: Sequence[str], since: int = 0, max_bytes: int = 0
+        self,
+        dataset: str,
+        columns: Sequence[str],
+        since: int = 0,
+        max_bytes: int = 0,
+        partition: str | None = None,
     ) -> pa.Table | None:
-        """``columns`` of what was written (since the ``since``-th container), read on
-        this process with pyarrow; None when their size in the containers' footers is
-        over ``max_bytes`` (0: no limit)."""
+        """``columns`` of what was written (since the ``since``-th container; to one
+        ``partition``, if given), read on this process with pyarrow; None when their size
+        in the containers' footers is over ``max_bytes`` (0: no limit)."""
         import pyarrow.dataset as pads
 
         storage = self._lake.storage
-        paths = [storage.local(e.path) for e in self._part(dataset).adds[since:]]
+        adds = _within(self._part(dataset).adds[since:], partition)
+        paths = [storage.local(e.path) for e in adds]
         if not paths:
             return None
         found = pads.dataset(paths, format="parquet", filesystem=storage.fs)
@@ -418,15 +448,21 @@ class Transaction:
         return found.to_table(columns=list(columns))
 
     def pending_column_arrays(
-        self, dataset: str, column: str, since: int = 0, rows: int = 1 << 18
+        self,
+        dataset: str,
+        column: str,
+        since: int = 0,
+        rows: int = 1 << 18,
+        partition: str | None = None,
     ) -> Generator[pa.Array[Any], None, None]:
-        """One ``column`` of what was written (since the ``since``-th container), as
-        arrays of at most ``rows`` values in the containers' order: read with pyarrow
-        one bounded batch at a time, so that memory stays one batch's."""
+        """One ``column`` of what was written (since the ``since``-th container; to one
+        ``partition``, if given), as arrays of at most ``rows`` values in the containers'
+        order: read with pyarrow one bounded batch at a time, so that memory stays one
+        batch's."""
         import pyarrow.parquet as pq
 
         storage = self._lake.storage
-        for e in self._part(dataset).adds[since:]:
+        for e in _within(self._part(dataset).adds[since:], partition):
             with storage.fs.open_input_file(storage.local(e.path)) as f:
                 for batch in pq.ParquetFile(f).iter_batches(batch_size=rows, columns=[column]):
                     yield batch.column(0)
@@ -436,14 +472,52 @@ class Transaction:
         return self._part(dataset).type
 
 
-def _add_seen(part: Part, seen: Mapping[str, int] | None) -> None:
-    """Add one write's observed sums to ``part``'s (unseen once, unseen until watched anew)."""
-    if part.seen is None or not part.watch:
+def _add_seen(
+    part: Part, seen: Mapping[str, int] | None, by_key: Mapping[str, Mapping[str, int]] | None
+) -> None:
+    """Add one write's observed sums to ``part``'s (unseen once, unseen until watched
+    anew), and its sums per partition to those of each."""
+    if not part.watch:
+        return
+    if part.seen_by_key is not None:
+        if by_key is None:
+            part.seen_by_key = None
+        else:
+            for key, sums in by_key.items():
+                held = part.seen_by_key.setdefault(key, dict.fromkeys(part.watch, 0))
+                part.seen_by_key[key] = {n: held[n] + sums.get(n, 0) for n in held}
+    if part.seen is None:
         return
     if seen is None:
         part.seen = None
         return
     part.seen = {n: part.seen[n] + seen.get(n, 0) for n in part.seen}
+
+
+def _drop_seen(part: Part, keys: Collection[str]) -> None:
+    """Take the dropped partitions' sums out of ``part``'s (unknown unless seen per key)."""
+    if part.seen is None or not part.watch:
+        return
+    if part.seen_by_key is None:
+        part.seen = None
+        return
+    for key in keys:
+        gone = part.seen_by_key.pop(key, None) or {}
+        part.seen = {n: v - gone.get(n, 0) for n, v in part.seen.items()}
+
+
+def _delete_files(storage: Storage, within: str, paths: Sequence[str]) -> None:
+    """Delete fresh containers, and each folder below ``within`` they leave with no
+    container (a batch's partition folder; not the writer folder others share)."""
+    for path in paths:
+        storage.delete_file(path)
+    for folder in sorted({p.rsplit("/", 1)[0] for p in paths}):
+        if folder.startswith(within + "/") and not storage.parquet_files(folder):
+            storage.delete_dir(folder)
+
+
+def _within(adds: Sequence[FileEntry], partition: str | None) -> Sequence[FileEntry]:
+    return adds if partition is None else [e for e in adds if e.partition == partition]
 
 
 def _column_bytes(found: Any, columns: Sequence[str]) -> int:

@@ -290,8 +290,9 @@ def call_transform(
     """Call the function on ``inputs`` and write what it makes into ``txn`` (uncommitted);
     for one ``partition``, on the input partitions feeding it, writing only into it.
     Input checks are judged first and output checks last, into ``judged``; a failed
-    FAIL check raises :class:`CheckFailed`. Each output's column lineage, derived from
-    the plan of the frame written, goes into ``lineage``."""
+    FAIL check raises :class:`CheckFailed`. A batch of partitions' output checks are
+    judged per partition by the caller (:func:`judge_written_partition`). Each output's
+    column lineage, derived from the plan of the frame written, goes into ``lineage``."""
     pickle_by_value(item.root)
     plan = plan or incremental.whole(item, inputs)
     t = item.transform
@@ -339,9 +340,29 @@ def call_transform(
             )
     if lineage is not None:
         lineage |= traced.results()
+    if among is not None:
+        return
     for o in t.outputs.values():
         if o.checks:
-            judge(_written(lake, spark, txn, o.name, mark[o.name], within), o.checks)
+            judge(_written(lake, spark, txn, o.name, mark[o.name], within is not None), o.checks)
+
+
+def judge_written_partition(
+    lake: Lake,
+    spark: SparkSession,
+    item: Declared,
+    txn: Transaction,
+    mark: Mapping[str, int],
+    key: str,
+    judged: list[CheckResult],
+) -> None:
+    """The output checks of partition ``key`` (text) of a batch written since ``mark``,
+    into ``judged``, as a run of that partition alone judges them; a failed FAIL check
+    raises :class:`CheckFailed`."""
+    judge = _Judge(item, judged, key)
+    for o in item.transform.outputs.values():
+        if o.checks:
+            judge(_written(lake, spark, txn, o.name, mark[o.name], True, key), o.checks)
 
 
 # Deriving a plan's lineage waits on the JVM (its plan's JSON) for tens of milliseconds:
@@ -402,26 +423,28 @@ def _written(
     txn: Transaction,
     name: str,
     mark: int,
-    within: Mapping[str, str] | None,
+    partitioned: bool,
+    key: str | None = None,
 ) -> Target:
-    """What a run wrote to ``name``, as its checks judge it: an append is judged with
-    the output it extends (whole), its keys in the cheap form. What the write observed
-    and the key columns read back usually judge it all: the written rows are then read
-    as a Spark frame only when needed."""
+    """What a run wrote to ``name`` (of a batch, to partition ``key``), as its checks
+    judge it: an append is judged with the output it extends (whole), its keys in the
+    cheap form. What the write observed and the key columns read back usually judge it
+    all: the written rows are then read as a Spark frame only when needed."""
     base = txn.base_of(name)
-    if txn.type_of(name) != "APPEND" or not base or within is not None:
+    if txn.type_of(name) != "APPEND" or not base or partitioned:
 
         def written() -> DataFrame:
-            frame: DataFrame = txn.pending_frame(spark, name, since=mark)
+            frame: DataFrame = txn.pending_frame(spark, name, since=mark, partition=key)
             return frame
 
         def columns(cols: Sequence[str]) -> pa.Table | None:
-            return txn.pending_columns(name, cols, since=mark, max_bytes=key_counts.MAX_BYTES)
+            limit = key_counts.MAX_BYTES
+            return txn.pending_columns(name, cols, since=mark, max_bytes=limit, partition=key)
 
         def column_arrays(col: str) -> Generator[pa.Array[Any], None, None]:
-            return txn.pending_column_arrays(name, col, since=mark)
+            return txn.pending_column_arrays(name, col, since=mark, partition=key)
 
-        seen, types = txn.watched(name), txn.pending_types(name)
+        seen, types = txn.watched(name, partition=key), txn.pending_types(name)
         return Target(
             name,
             "output",

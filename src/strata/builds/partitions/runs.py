@@ -26,6 +26,7 @@ from strata.builds.execution.execute import (
     RunResult,
     call_transform,
     failure_reason,
+    judge_written_partition,
     record_checks,
     stack_trace,
     with_assertions,
@@ -249,9 +250,10 @@ def _run_one(
 
 def runs_together(item: Declared, keys: Sequence[str]) -> bool:
     """Whether the runs of ``keys`` go in one Spark job: more than one, of a
-    partition-local transform without checks (a check judges one partition's rows)."""
+    partition-local transform without input checks (an input check judges the input
+    rows of one partition's run; output checks are judged per partition after the job)."""
     t = item.transform
-    return len(keys) > 1 and t.partition_local and not t.has_checks
+    return len(keys) > 1 and t.partition_local and not t.has_input_checks
 
 
 def _filtered(inputs: Mapping[str, Version], layout: Layout) -> list[str]:
@@ -309,7 +311,7 @@ def _run_together(
         )
         return []
     written = [txn.rows_by_partition(n, since=mark[n]) for n in item.output_names]
-    return [
+    runs = [
         PartitionRun(
             key,
             Outcome.BUILT,
@@ -319,6 +321,41 @@ def _run_together(
         )
         for i, key in enumerate(keys)
     ]
+    if any(o.checks for o in item.transform.outputs.values()):
+        _judge_each(ctx, item, txn, mark, runs, specs, io)
+    return runs
+
+
+def _judge_each(
+    ctx: RunContext,
+    item: Declared,
+    txn: Transaction,
+    mark: Mapping[str, int],
+    runs: Sequence[PartitionRun],
+    specs: Mapping[str, RunSpec],
+    io: tuple[list[DatasetAt], list[DatasetAt]],
+) -> None:
+    """Each partition's output checks on its own rows of the job's write: a partition
+    whose FAIL check failed fails alone (FAIL, its rows dropped), as its own run would."""
+    read, writing = io
+    failed: dict[str, dict[str, Any]] = {}  # key -> its FAIL event
+    for p in runs:
+        try:
+            judge_written_partition(ctx.lake, ctx.spark, item, txn, mark, p.key, p.checks)
+        except Exception as exc:
+            p.outcome, p.reason, p.rows = Outcome.FAILED, failure_reason(exc, item), 0
+            failed[p.key] = run_event(
+                "FAIL",
+                specs[p.key],
+                namespace=ctx.lake.namespace,
+                inputs=with_assertions(read, p.checks, "input"),
+                outputs=with_assertions(writing, p.checks, "output"),
+                error=exc,
+                trace=stack_trace(exc),
+            )
+    if failed:
+        txn.drop_partitions(list(failed))
+        ctx.emitter.emit_all(list(failed.values()))
 
 
 def _known(versions: Mapping[str, int | None]) -> dict[str, int]:

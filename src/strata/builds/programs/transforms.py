@@ -163,6 +163,10 @@ class Transform:
         return bool(self.checks)
 
     @property
+    def has_input_checks(self) -> bool:
+        return any(i.checks for i in self.inputs.values())
+
+    @property
     def partition_by(self) -> tuple[str, ...] | None:
         """The columns partitioning its outputs (all share them), or None."""
         by = next(iter(self.outputs.values())).partition_by
