@@ -6,7 +6,9 @@ Four figures, each side by side in one run:
   (their runs in one Spark job), against ``metrics/daily_whole`` (the same code, not
   partitioned): the first build of each, then ``--first-rounds`` forced rebuilds of
   both, alternating. With ``--apart``, also the first build of ``metrics/daily_apart``
-  (``partition_local=False``: one Spark job per partition, as before). Target ≤ 3.
+  (``partition_local=False``: one Spark job per partition, as before). With
+  ``--checks``, the same for ``metrics/daily_checked`` against
+  ``metrics/daily_whole_checked`` (both with three output checks). Target ≤ 3.
 
 - **late rebuild**: ``raw/events`` partitioned by ``(region, day)``, ``--regions`` x
   ``--days`` partitions of ``--rows`` rows. ``metrics/daily`` (partitioned the same way,
@@ -38,7 +40,8 @@ from _common import backends, open_lake, parser, print_table, scratch_dir, write
 PIPELINE = """
 from pyspark.sql import functions as F  # noqa: N812
 
-from strata import Input, Output, transform_df
+from strata import Check, Input, Output, transform_df
+from strata import expectations as E  # noqa: N812
 
 
 def totals(events):
@@ -62,6 +65,26 @@ def daily_apart(events):
 
 @transform_df(Output("metrics/daily_whole"), events=Input("raw/events"))
 def daily_whole(events):
+    return totals(events)
+
+
+CHECKS = [
+    Check(E.primary_key("region", "day", "customer"), "one row a customer a day"),
+    Check(E.col("amount").gte(0), "no negative amounts"),
+    Check(E.row_count().gt(0), "not empty"),
+]
+
+
+@transform_df(
+    Output("metrics/daily_checked", partition_by=["region", "day"], checks=CHECKS),
+    events=Input("raw/events"),
+)
+def daily_checked(events):
+    return totals(events)
+
+
+@transform_df(Output("metrics/daily_whole_checked", checks=CHECKS), events=Input("raw/events"))
+def daily_whole_checked(events):
     return totals(events)
 
 
@@ -111,23 +134,48 @@ def first_build(lake: Any, service: Any, args: Any) -> dict[str, Any]:
         f"each {apart if apart is None else round(apart, 1)} s",
         flush=True,
     )
-    together, whole = [], []
-    for r in range(args.first_rounds):
-        pair = [("metrics/daily", together), ("metrics/daily_whole", whole)]
-        for name, into in pair if r % 2 == 0 else reversed(pair):
-            into.append(timed(lambda name=name: build(name, True)))
-        print(f"forced round {r + 1}: partitions {together[-1]:.2f} s, whole {whole[-1]:.2f} s")
-    return {
+    together, whole = forced_rounds(build, "metrics/daily", "metrics/daily_whole", args)
+    out = {
         "first_build_s": first,
         "first_whole_s": whole_first,
         "first_apart_s": apart,
         "forced_partitions_s": together,
         "forced_whole_s": whole,
         "first_ratio": first / whole_first,
-        "forced_ratio": statistics.median(together) / statistics.median(whole)
-        if together
-        else None,
+        "forced_ratio": _ratio(together, whole),
+        "checked_first_ratio": None,
+        "checked_forced_ratio": None,
     }
+    if args.checks:
+        checked_whole = timed(lambda: build("metrics/daily_whole_checked"))
+        checked = timed(lambda: build("metrics/daily_checked"))
+        print(f"first builds with checks: whole {checked_whole:.1f} s, partitions {checked:.1f} s")
+        pair = forced_rounds(build, "metrics/daily_checked", "metrics/daily_whole_checked", args)
+        out |= {
+            "checked_first_s": checked,
+            "checked_first_whole_s": checked_whole,
+            "checked_forced_partitions_s": pair[0],
+            "checked_forced_whole_s": pair[1],
+            "checked_first_ratio": checked / checked_whole,
+            "checked_forced_ratio": _ratio(*pair),
+        }
+    return out
+
+
+def forced_rounds(build: Any, parts: str, whole: str, args: Any) -> tuple[list[float], ...]:
+    """``--first-rounds`` forced rebuilds of ``parts`` and ``whole``, alternating."""
+    together: list[float] = []
+    whole_s: list[float] = []
+    for r in range(args.first_rounds):
+        pair = [(parts, together), (whole, whole_s)]
+        for name, into in pair if r % 2 == 0 else reversed(pair):
+            into.append(timed(lambda name=name: build(name, True)))
+        print(f"forced round {r + 1}: {parts} {together[-1]:.2f} s, whole {whole_s[-1]:.2f} s")
+    return together, whole_s
+
+
+def _ratio(parts: list[float], whole: list[float]) -> float | None:
+    return statistics.median(parts) / statistics.median(whole) if parts else None
 
 
 def late_rebuild(lake: Any, service: Any, args: Any) -> dict[str, Any]:
@@ -246,6 +294,7 @@ def main() -> None:
     p.add_argument("--rounds", type=int, default=3, help="late-data rounds")
     p.add_argument("--first-rounds", type=int, default=3, help="forced whole rebuilds")
     p.add_argument("--apart", action="store_true", help="also one Spark job per partition")
+    p.add_argument("--checks", action="store_true", help="also the same with output checks")
     p.add_argument("--status-partitions", type=int, default=10_000)
     p.add_argument("--status-rounds", type=int, default=7)
     p.add_argument("--read-partitions", type=int, default=1000)
@@ -257,6 +306,8 @@ def main() -> None:
             r["backend"],
             r["first_ratio"],
             r["forced_ratio"],
+            r["checked_first_ratio"],
+            r["checked_forced_ratio"],
             statistics.median(r["one_partition_s"]),
             statistics.median(r["whole_s"]),
             r["late_ratio"],
@@ -274,6 +325,8 @@ def main() -> None:
             "backend",
             "first / whole",
             "forced / whole",
+            "checked first",
+            "checked forced",
             "one partition s",
             "whole s",
             "late ratio",

@@ -246,12 +246,17 @@ def _made_once(
 def _per_row(leaves: Sequence[Expectation]) -> dict[str, Callable[[], Column]]:
     """Each row measure's name and how to make its Spark column (each call into the JVM
     costs: a measure the write observed is never built again)."""
-    from pyspark.sql import functions as sf
 
-    per_row: dict[str, Callable[[], Column]] = {ROWS: partial(sf.count, sf.lit(1))}
+    per_row: dict[str, Callable[[], Column]] = {ROWS: _count_rows}
     for name, test in _failing_tests(leaves).items():
         per_row[name] = partial(_count_where, test)
     return per_row
+
+
+def _count_rows() -> Column:
+    from pyspark.sql import functions as sf
+
+    return sf.count(sf.lit(1))
 
 
 def _failing_tests(leaves: Sequence[Expectation]) -> dict[str, Callable[[], Column]]:
