@@ -32,6 +32,10 @@ REQUIRED = {
 LOCAL_ONLY = {
     "spark.sql.shuffle.partitions": "4",
     "spark.driver.memory": "2g",
+    # Hadoop's local file system writes a checksum file beside every file it writes, a
+    # third of the cost of writing a partition's small file; the lake's files carry
+    # Parquet's own checksums, and Strata and pyarrow never read Hadoop's.
+    "spark.hadoop.fs.file.impl": "org.apache.hadoop.fs.RawLocalFileSystem",
 }
 
 
