@@ -221,6 +221,15 @@ def test_output_checks_in_one_job_judge_each_partition_alone(batch: Project, spa
     assert [r["amount"] for r in rows_of(p, CHECKED) if r["amount"] > 3] == []
     assert 0.5 in [r["amount"] for r in rows_of(p, CHECKED)]
     assert p.lake.partition_fingerprints(CHECKED) == p.lake.partition_fingerprints(CHECKED_APART)
+    # Status names the check that stopped each failed partition, not only the last one.
+    for dataset in (CHECKED, CHECKED_APART):
+        found_status = p.json("status", dataset, "--pipeline", str(p.folder))["datasets"][0]
+        stopped = {
+            c["partition"]: c["check"]
+            for c in found_status["causes"]
+            if c["kind"] == "check_failed"
+        }
+        assert stopped == {huge: "no huge amounts", twice: "notes are a key"}, dataset
     # A failed partition's run ends in FAIL, its assertions on the output it did not write.
     bad = ran[huge][1]
     assert events_of(p, {bad}) == Counter({(bad, "START"): 1, (bad, "FAIL"): 1})

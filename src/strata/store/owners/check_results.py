@@ -113,21 +113,24 @@ def of_run(conn: Connection, run: str) -> list[Found]:
 
 
 def last_failures(conn: Connection, jobs: Collection[str]) -> dict[str, list[Found]]:
-    """Per transform, the failed (FAIL) results of its latest run that had any."""
-    latest: dict[str, int] = {}
+    """Per transform, the failed (FAIL) results of its latest run that had any; of a
+    partitioned one, of each partition's latest such run (each partition is its own run)."""
+    latest: list[int] = []
     for batch in chunks(sorted(jobs)):
         q = (
-            sa.select(_C.job, sa.func.max(_C.id))
+            sa.select(sa.func.max(_C.id))
             .where(_C.job.in_(batch), _C.outcome == "failed")
-            .group_by(_C.job)
+            .group_by(_C.job, _C.partition_key)
         )
-        latest.update({str(r[0]): int(r[1]) for r in conn.execute(q).all()})
+        latest += [int(r[0]) for r in conn.execute(q).all()]
     if not latest:
         return {}
-    q = sa.select(_C.id, _C.run_uuid).where(_C.id.in_(list(latest.values())))
-    runs: dict[int, str] = {int(r[0]): str(r[1]) for r in conn.execute(q).all()}
+    runs: set[str] = set()
+    for ids in chunks(sorted(latest)):
+        q = sa.select(_C.run_uuid).where(_C.id.in_(ids))
+        runs.update(str(r[0]) for r in conn.execute(q).all())
     out: dict[str, list[Found]] = {}
-    for batch in chunks(sorted(set(runs.values()))):
+    for batch in chunks(sorted(runs)):
         for found in _found(conn, sa.and_(_C.run_uuid.in_(batch), _C.outcome == "failed")):
             out.setdefault(found.job, []).append(found)
     return out
