@@ -165,10 +165,13 @@ CHECKED, CHECKED_APART = "checked/together", "checked/apart"
 
 
 def judged(p: Project, dataset: str) -> set[tuple[Any, ...]]:
-    """What each partition's checks found: ``(partition, check, outcome, observed)``."""
+    """What each partition's checks found: ``(partition, check, outcome, observed)``;
+    each run's result of a check listed once."""
+    results = p.json("checks", dataset)["results"]
+    assert len(results) == len({(r["run"], r["check"]) for r in results}), results
     return {
         (r["partition"], r["check"], r["outcome"], json.dumps(r["observed"], sort_keys=True))
-        for r in p.json("checks", dataset)["results"]
+        for r in results
     }
 
 

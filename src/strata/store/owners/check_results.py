@@ -12,6 +12,7 @@ import sqlalchemy as sa
 from sqlalchemy.engine import Connection
 
 from strata.store.bulk import chunks
+from strata.store.owners import partition_builds
 from strata.store.owners.datasets import rows as dataset_rows
 from strata.store.owners.datasets import versions as stored_versions
 from strata.store.schema import check_results
@@ -100,7 +101,11 @@ def failed_runs_since(
     """Results recorded after ``after`` by runs that committed nothing to the dataset:
     its own (an output check, ``commit_id`` null) and, for ``job`` (the transform that
     writes it), those of its runs that did not write it (their input checks)."""
-    built = sa.select(_V.run_uuid).where(_V.dataset_uuid == dataset_uuid, _V.run_uuid.is_not(None))
+    versions = sa.select(_V.run_uuid).where(
+        _V.dataset_uuid == dataset_uuid, _V.run_uuid.is_not(None)
+    )
+    # A version of partitions names one of their runs; each partition's own is its builder.
+    built = versions.union(partition_builds.builders(dataset_uuid))
     mine = sa.and_(_C.dataset_uuid == dataset_uuid, _C.commit_id.is_(None))
     if job is not None:
         theirs = sa.and_(_C.job == job, _C.run_uuid.not_in(built.scalar_subquery()))

@@ -1,6 +1,7 @@
 """The owner of ``partition_builds``, the build catalog of partitioned outputs: per
 partition, what last built it. The builder writes it; retention reads which runs built a
-current partition (:func:`join_built_by`)."""
+current partition (:func:`join_built_by`), check results which runs committed
+(:func:`builders`)."""
 
 from __future__ import annotations
 
@@ -33,6 +34,12 @@ def join_built_by(q: sa.Select[Any], run: Any) -> sa.Select[Any]:
     """``q`` joined to the partitions the run in column ``run`` last built: only rows of
     runs that built a partition that is current."""
     return q.join(partition_builds, partition_builds.c.run_uuid == run)
+
+
+def builders(dataset_uuid: str) -> sa.Select[Any]:
+    """The runs that last built a partition of the dataset (a subquery's select)."""
+    pb = partition_builds.c
+    return sa.select(pb.run_uuid).where(pb.dataset_uuid == dataset_uuid)
 
 
 def records(conn: Connection, dataset_uuid: str) -> dict[str, PartitionBuild]:
