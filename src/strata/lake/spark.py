@@ -8,6 +8,7 @@ import os
 import signal
 import sys
 import threading
+import time
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -121,6 +122,23 @@ def _cancel_jobs_on_interrupt(session: SparkSession) -> None:
 def _cancel_all(context: Any) -> None:
     with contextlib.suppress(Exception):  # the JVM may be stopping too: nothing to cancel
         context.cancelAllJobs()
+
+
+def stop_jobs(session: SparkSession, timeout: float = 10.0) -> None:
+    """Cancel the session's jobs and wait (at most ``timeout`` seconds) until none runs.
+
+    A build stopped while its job writes deletes the job's files next: with the job still
+    running, its tasks would clean up or write in a folder being deleted. Only the main
+    thread is ever interrupted, and only it cancels (the jobs of a server's other threads
+    go on)."""
+    if threading.current_thread() is not threading.main_thread():
+        return
+    with contextlib.suppress(Exception):  # the JVM may be stopping too: nothing to wait for
+        context = session.sparkContext
+        context.cancelAllJobs()
+        tracker, deadline = context.statusTracker(), time.monotonic() + timeout
+        while tracker.getActiveJobsIds() and time.monotonic() < deadline:
+            time.sleep(0.05)
 
 
 def spark_log() -> Path | None:

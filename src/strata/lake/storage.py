@@ -17,6 +17,9 @@ if TYPE_CHECKING:
     from strata.lake.rowhash import RowHash
 
 
+_DELETE_TRIES = 5
+
+
 @dataclass(frozen=True)
 class FileEntry:
     """One container: its path relative to the lake root, size and row count."""
@@ -96,6 +99,15 @@ class Storage:
         path = self.local(rel)
         if self.fs.get_file_info(path).type == pafs.FileType.NotFound:
             return False
+        for _ in range(_DELETE_TRIES):
+            try:
+                self.fs.delete_dir(path)
+                return True
+            except FileNotFoundError:
+                # Something else removed an entry meanwhile (a cancelled Spark job cleans
+                # its own temporary folder): what is left is tried again.
+                if self.fs.get_file_info(path).type == pafs.FileType.NotFound:
+                    return True
         self.fs.delete_dir(path)
         return True
 

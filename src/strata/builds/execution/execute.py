@@ -57,6 +57,7 @@ from strata.ids import new_id
 from strata.lake import partitions as pkeys
 from strata.lake.registry import Version
 from strata.lake.service import Lake, reads_limited_to
+from strata.lake.spark import stop_jobs
 from strata.lake.transaction import Transaction
 
 if TYPE_CHECKING:
@@ -174,6 +175,8 @@ def run_transform(
         result.rows = sum(txn.rows_written(name) for name in item.output_names)
         txn.commit()
     except BaseException as exc:
+        if not isinstance(exc, Exception):
+            stop_jobs(ctx.spark)
         if txn.state == "OPEN":
             txn.abort()
         kind = "FAIL" if isinstance(exc, Exception) else "ABORT"

@@ -50,6 +50,7 @@ from strata.ids import new_id
 from strata.lake import partitions as pkeys
 from strata.lake.registry import Version
 from strata.lake.service import reads_limited_to
+from strata.lake.spark import stop_jobs
 from strata.lake.transaction import Transaction
 from strata.lineage.record.facets import PARTITION_FACET
 from strata.store.owners.partition_builds import PartitionBuild
@@ -160,6 +161,8 @@ def run_partitions(
         if not out.partitions:  # one job each; or the job of them all failed
             _run_each(ctx, (item, inputs, txn, layout), planned, specs, out, (read, writing))
     except BaseException as exc:  # interrupted: nothing commits, the open runs are ABORTED
+        if not isinstance(exc, Exception):
+            stop_jobs(ctx.spark)
         if txn.state == "OPEN":
             txn.abort()
         _finish_all(ctx, out, specs, (read, writing), exc)
