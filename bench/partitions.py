@@ -8,7 +8,9 @@ Four figures, each side by side in one run:
   both, alternating. With ``--apart``, also the first build of ``metrics/daily_apart``
   (``partition_local=False``: one Spark job per partition, as before). With
   ``--checks``, the same for ``metrics/daily_checked`` against
-  ``metrics/daily_whole_checked`` (both with three output checks). Target ≤ 3.
+  ``metrics/daily_whole_checked`` (both with three output checks); with
+  ``--input-checks``, for ``metrics/daily_gated`` against ``metrics/daily_whole_gated``
+  (both with three checks on their input). Target ≤ 3.
 
 - **late rebuild**: ``raw/events`` partitioned by ``(region, day)``, ``--regions`` x
   ``--days`` partitions of ``--rows`` rows. ``metrics/daily`` (partitioned the same way,
@@ -88,6 +90,28 @@ def daily_whole_checked(events):
     return totals(events)
 
 
+INPUT_CHECKS = [
+    Check(E.not_null("customer"), "every event has a customer"),
+    Check(E.col("amount").gte(0), "no negative amounts"),
+    Check(E.row_count().gt(0), "not empty"),
+]
+
+
+@transform_df(
+    Output("metrics/daily_gated", partition_by=["region", "day"]),
+    events=Input("raw/events", checks=INPUT_CHECKS),
+)
+def daily_gated(events):
+    return totals(events)
+
+
+@transform_df(
+    Output("metrics/daily_whole_gated"), events=Input("raw/events", checks=INPUT_CHECKS)
+)
+def daily_whole_gated(events):
+    return totals(events)
+
+
 @transform_df(Output("metrics/p", partition_by=["p"]), src=Input("raw/p"))
 def copy(src):
     return src
@@ -145,21 +169,32 @@ def first_build(lake: Any, service: Any, args: Any) -> dict[str, Any]:
         "forced_ratio": _ratio(together, whole),
         "checked_first_ratio": None,
         "checked_forced_ratio": None,
+        "gated_first_ratio": None,
+        "gated_forced_ratio": None,
     }
     if args.checks:
-        checked_whole = timed(lambda: build("metrics/daily_whole_checked"))
-        checked = timed(lambda: build("metrics/daily_checked"))
-        print(f"first builds with checks: whole {checked_whole:.1f} s, partitions {checked:.1f} s")
-        pair = forced_rounds(build, "metrics/daily_checked", "metrics/daily_whole_checked", args)
-        out |= {
-            "checked_first_s": checked,
-            "checked_first_whole_s": checked_whole,
-            "checked_forced_partitions_s": pair[0],
-            "checked_forced_whole_s": pair[1],
-            "checked_first_ratio": checked / checked_whole,
-            "checked_forced_ratio": _ratio(*pair),
-        }
+        out |= _checked_pair(build, "checked", args)
+    if args.input_checks:
+        out |= _checked_pair(build, "gated", args)
     return out
+
+
+def _checked_pair(build: Any, kind: str, args: Any) -> dict[str, Any]:
+    """The first build and forced rebuilds of ``metrics/daily_<kind>`` against
+    ``metrics/daily_whole_<kind>``."""
+    parts, whole = f"metrics/daily_{kind}", f"metrics/daily_whole_{kind}"
+    first_whole = timed(lambda: build(whole))
+    first = timed(lambda: build(parts))
+    print(f"first builds, {kind}: whole {first_whole:.1f} s, partitions {first:.1f} s")
+    pair = forced_rounds(build, parts, whole, args)
+    return {
+        f"{kind}_first_s": first,
+        f"{kind}_first_whole_s": first_whole,
+        f"{kind}_forced_partitions_s": pair[0],
+        f"{kind}_forced_whole_s": pair[1],
+        f"{kind}_first_ratio": first / first_whole,
+        f"{kind}_forced_ratio": _ratio(*pair),
+    }
 
 
 def forced_rounds(build: Any, parts: str, whole: str, args: Any) -> tuple[list[float], ...]:
@@ -295,6 +330,7 @@ def main() -> None:
     p.add_argument("--first-rounds", type=int, default=3, help="forced whole rebuilds")
     p.add_argument("--apart", action="store_true", help="also one Spark job per partition")
     p.add_argument("--checks", action="store_true", help="also the same with output checks")
+    p.add_argument("--input-checks", action="store_true", help="also with input checks")
     p.add_argument("--status-partitions", type=int, default=10_000)
     p.add_argument("--status-rounds", type=int, default=7)
     p.add_argument("--read-partitions", type=int, default=1000)
@@ -308,6 +344,8 @@ def main() -> None:
             r["forced_ratio"],
             r["checked_first_ratio"],
             r["checked_forced_ratio"],
+            r["gated_first_ratio"],
+            r["gated_forced_ratio"],
             statistics.median(r["one_partition_s"]),
             statistics.median(r["whole_s"]),
             r["late_ratio"],
@@ -327,6 +365,8 @@ def main() -> None:
             "forced / whole",
             "checked first",
             "checked forced",
+            "input checked first",
+            "input checked forced",
             "one partition s",
             "whole s",
             "late ratio",

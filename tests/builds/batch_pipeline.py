@@ -65,3 +65,67 @@ def checked_together(events):
 )
 def checked_apart(events):
     return noted(events)
+
+
+# The same kinds of checks on the inputs: each partition's run judges its own input rows
+# (the events of its partition, the targets of its key, all the rates).
+TARGET_CHECKS = [Check(E.col("target").gte(0), "targets not negative")]
+RATE_CHECKS = [
+    Check(E.row_count().gt(0), "rates present"),
+    Check(E.col("rate").lt(2), "rates plausible", on_error="WARN"),
+]
+
+
+def gated(events, targets, rates):
+    if events.filter(F.col("note") == "boom").limit(1).count():
+        raise ValueError("an event noted 'boom'")
+    rate = rates.agg(F.max("rate").alias("rate"))
+    return noted(events).join(targets, ["region", "day"], "left").crossJoin(rate)
+
+
+@transform_df(
+    Output("gated/together", partition_by=["region", "day"]),
+    events=Input("raw/events", checks=CHECKS),
+    targets=Input("raw/targets", checks=TARGET_CHECKS),
+    rates=Input("raw/rates", checks=RATE_CHECKS),
+)
+def gated_together(events, targets, rates):
+    return gated(events, targets, rates)
+
+
+@transform_df(
+    Output("gated/apart", partition_by=["region", "day"], partition_local=False),
+    events=Input("raw/events", checks=CHECKS),
+    targets=Input("raw/targets", checks=TARGET_CHECKS),
+    rates=Input("raw/rates", checks=RATE_CHECKS),
+)
+def gated_apart(events, targets, rates):
+    return gated(events, targets, rates)
+
+
+# A day's run reads every region's partition of that day.
+DAY_CHECKS = [
+    Check(E.primary_key("region", "note"), "notes are a key per region"),
+    Check(E.col("amount").lt(100), "no huge amounts"),
+    Check(E.col("amount").gte(1), "small amounts", on_error="WARN"),
+]
+
+
+def per_day(events):
+    return events.groupBy("day").agg(F.count("*").alias("events"), F.sum("amount").alias("amount"))
+
+
+@transform_df(
+    Output("daily/together", partition_by=["day"]),
+    events=Input("raw/events", checks=DAY_CHECKS),
+)
+def daily_together(events):
+    return per_day(events)
+
+
+@transform_df(
+    Output("daily/apart", partition_by=["day"], partition_local=False),
+    events=Input("raw/events", checks=DAY_CHECKS),
+)
+def daily_apart(events):
+    return per_day(events)

@@ -58,7 +58,9 @@ def runs(step: dict[str, Any]) -> dict[str, tuple[str, str | None, int]]:
 
 
 def spark_jobs(spark: Any) -> int:
-    return len(spark.sparkContext.statusTracker().getJobIdsForGroup())
+    """How many Spark jobs the session has run: its newest job's id + 1 (Spark keeps only
+    the last thousand jobs, so counting those it keeps stops growing)."""
+    return max(spark.sparkContext.statusTracker().getJobIdsForGroup(), default=-1) + 1
 
 
 def rows_of(p: Project, dataset: str) -> list[dict[str, Any]]:
@@ -243,3 +245,109 @@ def test_output_checks_in_one_job_judge_each_partition_alone(batch: Project, spa
     [out] = payload["outputs"]
     facet = out["facets"]["dataQualityAssertions"]["assertions"]
     assert {a["name"]: a["success"] for a in facet}["no huge amounts"] is False
+
+
+GATED, GATED_APART = "gated/together", "gated/apart"
+DAILY, DAILY_APART = "daily/together", "daily/apart"
+
+
+def stops(p: Project, dataset: str) -> dict[str, str]:
+    """Each failed partition's stopping check, as ``status`` names it."""
+    found = p.json("status", dataset, "--pipeline", str(p.folder))["datasets"][0]
+    return {c["partition"]: c["check"] for c in found["causes"] if c["kind"] == "check_failed"}
+
+
+def test_input_checks_of_a_batch_judge_each_partition_alone(batch: Project, spark: Any) -> None:
+    """Input checks no longer split a batch into a job per partition: each partition's
+    input rows are judged as its own run judges them (its events, its key's targets,
+    the rates every run reads whole; a day's run every region of that day), and a
+    partition an input check stops fails alone without its transform being run."""
+    p = batch
+    days = [f"2026-11-{d:02d}" for d in range(1, 6)]
+    rows = [(r, d, float(i + 1), f"n{i}") for r in ("JP", "UK") for d in days for i in range(3)]
+    with p.lake.transaction("raw/events", "SNAPSHOT", partition_by=["region", "day"]) as txn:
+        txn.write(events(*rows))
+    pairs = [(r, d) for r in ("JP", "UK") for d in days]
+    targets = {"region": [r for r, _ in pairs], "day": [d for _, d in pairs]}
+    snapshot(p, "raw/targets", pa.table({**targets, "target": list(range(len(pairs)))}))
+    snapshot(p, "raw/rates", pa.table({"rate": [1.5, 1.25]}))
+    for together, apart, partitions in ((GATED, GATED_APART, 10), (DAILY, DAILY_APART, 5)):
+        before = spark_jobs(spark)
+        assert build(p, together)["outcome"] == "built"
+        jobs_together = spark_jobs(spark) - before
+        before = spark_jobs(spark)
+        assert build(p, apart)["outcome"] == "built"
+        jobs_apart = spark_jobs(spark) - before
+        assert jobs_together * 2 < jobs_apart, (together, jobs_together, jobs_apart)
+        first = judged(p, together)
+        assert first == judged(p, apart)
+        assert {outcome for _, _, outcome, _ in first} == {"passed"}
+        assert len({part for part, _, _, _ in first}) == partitions
+    assert len(judged(p, GATED)) == 10 * 7
+
+    # Late rows: a huge amount (FAIL), a note twice in one partition (FAIL), a small
+    # amount (WARN), a negative target (FAIL: the targets moved, every partition reruns),
+    # a rate over 2 (WARN for all), and an event noted 'boom' that fails the batch's job.
+    huge, twice, small, negative, boom = (
+        f"region={r}/day={d}"
+        for r, d in zip(
+            ("JP", "UK", "JP", "UK", "JP"),
+            (days[2], days[1], days[0], days[4], days[3]),
+            strict=True,
+        )
+    )
+    late = [("JP", days[0], 0.5, "n9"), ("JP", days[2], 500.0, "n7"), ("UK", days[1], 2.0, "n0")]
+    p.append("raw/events", events(*late, ("JP", days[3], 2.0, "boom")))
+    wrong = [-1 if (r, d) == ("UK", days[4]) else 1 for r, d in pairs]
+    snapshot(p, "raw/targets", pa.table({**targets, "target": wrong}))
+    snapshot(p, "raw/rates", pa.table({"rate": [1.5, 2.5]}))
+    step, apart_step = build(p, GATED, code=1), build(p, GATED_APART, code=1)
+    ran = runs(step)
+    failed = {k for k, (o, _, _) in ran.items() if o == "failed"}
+    assert failed == {huge, twice, negative, boom} and len(ran) == 10
+    assert {k: o for k, (o, _, _) in runs(apart_step).items()} == {
+        k: o for k, (o, _, _) in ran.items()
+    }
+    reasons = {k: x.get("reason", "") for k, x in zip(ran, step["partitions"], strict=True)}
+    assert "no huge amounts" in reasons[huge] and "notes are a key" in reasons[twice]
+    assert "targets not negative" in reasons[negative]
+    assert "an event noted 'boom'" in reasons[boom]
+    found = judged(p, GATED)
+    assert found == judged(p, GATED_APART)
+    outcomes = {(part, check, outcome) for part, check, outcome, _ in found}
+    assert {(small, "small amounts", "warned"), (twice, "notes are a key", "failed")} <= outcomes
+    assert {(negative, "targets not negative", "failed"), (boom, "rates plausible", "warned")} <= (
+        outcomes
+    )
+    assert rows_of(p, GATED) == rows_of(p, GATED_APART)
+    assert p.lake.partition_fingerprints(GATED) == p.lake.partition_fingerprints(GATED_APART)
+    assert stops(p, GATED) == stops(p, GATED_APART)
+    assert stops(p, GATED) == {
+        huge: "no huge amounts",
+        twice: "notes are a key",
+        negative: "targets not negative",
+    }
+    # A partition its input checks stopped was not run again when the batch's job
+    # failed: one START and one FAIL, its assertion on the input that broke it.
+    bad = ran[huge][1]
+    assert events_of(p, {bad}) == Counter({(bad, "START"): 1, (bad, "FAIL"): 1})
+    [fail] = p.rows(
+        "select payload from lineage_events where run_uuid = :r and event_type = 'FAIL'", r=bad
+    )
+    payload = json.loads(fail[0]) if isinstance(fail[0], str) else fail[0]
+    [source] = [d for d in payload["inputs"] if d["name"] == "raw/events"]
+    facet = source["facets"]["dataQualityAssertions"]["assertions"]
+    assert {a["name"]: a["success"] for a in facet}["no huge amounts"] is False
+
+    # A day's run judges every region of its day: the note repeated in one region is no
+    # repeat of the other region's, the huge amount stops its day.
+    step, apart_step = build(p, DAILY, code=1), build(p, DAILY_APART, code=1)
+    assert runs(step).keys() == {f"day={d}" for d in days[:4]}
+    assert {k: o for k, (o, _, _) in runs(step).items()} == {
+        k: o for k, (o, _, _) in runs(apart_step).items()
+    }
+    assert judged(p, DAILY) == judged(p, DAILY_APART)
+    assert stops(p, DAILY) == {
+        f"day={days[1]}": "notes are a key per region",
+        f"day={days[2]}": "no huge amounts",
+    }

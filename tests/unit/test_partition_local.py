@@ -60,7 +60,7 @@ def test_outputs_of_one_transform_declare_one_partition_local() -> None:
         )(two)
 
 
-def test_only_several_partitions_of_a_local_transform_without_input_checks_run_together() -> None:
+def test_only_several_partitions_of_a_local_transform_run_together_checked_or_not() -> None:
     from strata import Check, expectations
 
     local = declared(Output("m/a", partition_by=["day"]), x=Input("r/x"))
@@ -75,7 +75,11 @@ def test_only_several_partitions_of_a_local_transform_without_input_checks_run_t
     )
     Item.transform = declared(checked, x=Input("r/x"))
     assert runs_together(Item, ["day=1", "day=2"])  # type: ignore[arg-type]
-    # An input check judges the input rows of one partition's run.
+    # Input checks are judged per partition before the job, output checks after it.
     day_set = [Check(expectations.not_null("day"), "day set")]
     Item.transform = declared(Output("m/a", partition_by=["day"]), x=Input("r/x", checks=day_set))
+    assert runs_together(Item, ["day=1", "day=2"])  # type: ignore[arg-type]
+    Item.transform = declared(
+        Output("m/a", partition_by=["day"], partition_local=False), x=Input("r/x", checks=day_set)
+    )
     assert not runs_together(Item, ["day=1", "day=2"])  # type: ignore[arg-type]

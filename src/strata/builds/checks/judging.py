@@ -67,6 +67,9 @@ class Target:
     column_arrays: Callable[[str], Generator[pa.Array[Any], None, None]] | None = None
     # ``frame``'s column types (Spark's simple strings), when known without it.
     types: Mapping[str, str] | None = None
+    # Every figure judging needs, found by a pass over many targets' rows at once
+    # (:func:`measure_by_group`): judging then reads nothing unless a check failed.
+    measured: Mapping[str, Any] | None = None
 
     @cached_property
     def frame(self) -> DataFrame:
@@ -287,9 +290,11 @@ def _aggregate(target: Target, leaves: Sequence[Expectation]) -> dict[int, _Foun
     rules = [e for e in leaves if isinstance(e, RowRule)]
     keyed = [e for e in leaves if isinstance(e, KeyRule)]
     per_row = _per_row(leaves)
-    once = _each_once(target, keyed)
-    keys = _key_columns(target, keyed) if once is None else None
-    if keyed and once is None and keys is None:
+    once = _each_once(target, keyed) if target.measured is None else None
+    keys = _key_columns(target, keyed) if once is None and target.measured is None else None
+    if target.measured is not None:
+        row = dict(target.measured)
+    elif keyed and once is None and keys is None:
         row = _grouped(target.frame, keyed, {n: build() for n, build in per_row.items()})
     else:
         row = _totals(target, per_row)
@@ -386,30 +391,62 @@ def _any_null(cols: Sequence[str]) -> Column:
     return test
 
 
+def measure_by_group(
+    frame: DataFrame, group: str, checks: Sequence[Check]
+) -> tuple[dict[Any, dict[str, Any]], dict[str, Any]]:
+    """Every figure judging ``checks`` needs (:attr:`Target.measured`), for each value of
+    ``frame``'s column ``group``, in one Spark pass; and the figures of a group with no
+    rows. Rules the types refuse are not measured (judging refuses them first)."""
+    types = {f.name: f.dataType.simpleString() for f in frame.schema.fields}
+    fit = [c for c in checks if c.expectation.problem(types) is None]
+    leaves = [e for c in fit for e in _leaves(c.expectation) if not isinstance(e, SchemaRule)]
+    keyed = [e for e in leaves if isinstance(e, KeyRule)]
+    per_row = {n: build() for n, build in _per_row(leaves).items()}
+    if keyed:
+        figures = _grouped_by(frame, keyed, per_row, by=(group,))
+    else:
+        figures = frame.groupBy(group).agg(*[c.alias(n) for n, c in per_row.items()])
+    by_group = {r[group]: r.asDict() for r in figures.collect()}
+    empty = {n: 0 for n in figures.columns if n != group}
+    return by_group, empty
+
+
 def _grouped(
     frame: DataFrame, keyed: Sequence[KeyRule], per_row: Mapping[str, Column]
 ) -> dict[str, Any]:
-    """Totals and per-key counts from one scan: ``GROUPING SETS ((), keys…)`` (with one
-    key, a plain grouping by it: the totals are the sums of its groups), then one
-    aggregation over the groups."""
+    """Totals and per-key counts from one scan (:func:`_grouped_by`)."""
+    return dict(_grouped_by(frame, keyed, per_row).collect()[0].asDict())
+
+
+def _grouped_by(
+    frame: DataFrame,
+    keyed: Sequence[KeyRule],
+    per_row: Mapping[str, Column],
+    by: Sequence[str] = (),
+) -> DataFrame:
+    """Totals and per-key counts, for each value of ``by`` (one row without it), from
+    one scan: ``GROUPING SETS ((), keys…)`` (with one key, a plain grouping by it: the
+    totals are the sums of its groups), then one aggregation over the groups."""
     from pyspark.sql import functions as sf
 
     sets = list(dict.fromkeys(k.keys for k in keyed))
-    cols = list(dict.fromkeys(c for s in sets for c in s))
+    cols = list(dict.fromkeys(c for s in sets for c in s if c not in by))
+    every = [*by, *cols]
 
     def gid(chosen: Sequence[str]) -> int:  # Spark's grouping_id: 1 bits for absent columns
-        return sum(1 << (len(cols) - 1 - i) for i, c in enumerate(cols) if c not in chosen)
+        kept = (*by, *chosen)
+        return sum(1 << (len(every) - 1 - i) for i, c in enumerate(every) if c not in kept)
 
     measures = [c.alias(n) for n, c in per_row.items()]
     if len(sets) == 1:  # no Expand: every row is shuffled once, not once per set
-        groups = frame.groupBy(*cols).agg(*measures)
+        groups = frame.groupBy(*every).agg(*measures)
 
         def within(chosen: Sequence[str]) -> Column:
             return sf.lit(True)
 
         everything = sf.lit(True)
     else:
-        groups = frame.groupingSets([[], *[list(s) for s in sets]], *cols).agg(
+        groups = frame.groupingSets([list(by), *[[*by, *s] for s in sets]], *every).agg(
             sf.grouping_id().alias("_gid"), *measures
         )
 
@@ -428,7 +465,7 @@ def _grouped(
             bad = mine & ~_holds(k, sf.col(ROWS))
             over.append(sf.count(sf.when(bad, 1)).alias(f"_s_gb{i}"))
             over.append(sf.count(sf.when(mine, 1)).alias(f"_s_gn{i}"))
-    return dict(groups.agg(*over).collect()[0].asDict())
+    return groups.groupBy(*by).agg(*over)
 
 
 def _holds(k: KeyRule, count: Column) -> Column:

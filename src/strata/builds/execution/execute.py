@@ -293,25 +293,19 @@ def call_transform(
     """Call the function on ``inputs`` and write what it makes into ``txn`` (uncommitted);
     for one ``partition``, on the input partitions feeding it, writing only into it.
     Input checks are judged first and output checks last, into ``judged``; a failed
-    FAIL check raises :class:`CheckFailed`. A batch of partitions' output checks are
-    judged per partition by the caller (:func:`judge_written_partition`). Each output's
-    column lineage, derived from the plan of the frame written, goes into ``lineage``."""
+    FAIL check raises :class:`CheckFailed`. A batch of partitions' checks are judged per
+    partition by the caller (inputs before, :func:`judge_written_partition` after). Each
+    output's column lineage, derived from the plan of the frame written, goes into
+    ``lineage``."""
     pickle_by_value(item.root)
     plan = plan or incremental.whole(item, inputs)
     t = item.transform
-    sources = partition.sources if partition is not None else {}
-    rows = partition.rows if partition is not None else {}
     within = partition.key if partition is not None else None
     among = partition.among if partition is not None else None
-    handles = {
-        p: InputHandle(
-            lake, spark, v, plan.reads[p], item, sources.get(v.dataset), rows.get(v.dataset)
-        )
-        for p, v in inputs.items()
-    }
-    judge = _Judge(item, judged if judged is not None else [], _key_text(item, within))
+    handles = input_handles(lake, spark, item, inputs, plan, partition)
+    judge = Judge(item, judged if judged is not None else [], _key_text(item, within))
     for p, inp in t.inputs.items():
-        if inp.checks:
+        if inp.checks and among is None:
             # What the run reads: an incremental run's new rows, a partition's rows.
             judge(Target(inp.name, "input", handles[p].dataframe), inp.checks)
     mark = txn.mark()
@@ -350,6 +344,26 @@ def call_transform(
             judge(_written(lake, spark, txn, o.name, mark[o.name], within is not None), o.checks)
 
 
+def input_handles(
+    lake: Lake,
+    spark: SparkSession,
+    item: Declared,
+    inputs: Mapping[str, Version],
+    plan: Plan,
+    partition: Partition | None = None,
+) -> dict[str, InputHandle]:
+    """The transform's inputs, by parameter, as ``plan`` reads them (of ``partition``,
+    its input partitions and rows)."""
+    sources = partition.sources if partition is not None else {}
+    rows = partition.rows if partition is not None else {}
+    return {
+        p: InputHandle(
+            lake, spark, v, plan.reads[p], item, sources.get(v.dataset), rows.get(v.dataset)
+        )
+        for p, v in inputs.items()
+    }
+
+
 def judge_written_partition(
     lake: Lake,
     spark: SparkSession,
@@ -362,7 +376,7 @@ def judge_written_partition(
     """The output checks of partition ``key`` (text) of a batch written since ``mark``,
     into ``judged``, as a run of that partition alone judges them; a failed FAIL check
     raises :class:`CheckFailed`."""
-    judge = _Judge(item, judged, key)
+    judge = Judge(item, judged, key)
     for o in item.transform.outputs.values():
         if o.checks:
             judge(_written(lake, spark, txn, o.name, mark[o.name], True, key), o.checks)
@@ -464,7 +478,7 @@ def _written(
 
 
 @dataclass
-class _Judge:
+class Judge:
     """Judges a run's checks into ``judged``; raises when a FAIL check failed."""
 
     item: Declared

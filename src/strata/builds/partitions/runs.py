@@ -21,7 +21,6 @@ from typing import Any
 from strata.builds.checks.check import CheckResult
 from strata.builds.execution import incremental
 from strata.builds.execution.execute import (
-    Partition,
     RunContext,
     RunResult,
     call_transform,
@@ -41,7 +40,9 @@ from strata.builds.execution.run_events import (
     program_facets,
     run_event,
 )
+from strata.builds.partitions.input_checks import InputsJudged, judge_inputs
 from strata.builds.partitions.planning import Layout
+from strata.builds.partitions.reads import batch_of, partition_of
 from strata.builds.programs.discovery import Declared
 from strata.builds.programs.files import program_text
 from strata.builds.staleness.causes import Outcome
@@ -158,8 +159,12 @@ def run_partitions(
         if runs_together(item, keys):
             specs.update(planned)  # every run STARTs with the job
             out.partitions = _run_together(ctx, item, inputs, txn, layout, specs, (read, writing))
-        if not out.partitions:  # one job each; or the job of them all failed
-            _run_each(ctx, (item, inputs, txn, layout), planned, specs, out, (read, writing))
+        ended = {p.key for p in out.partitions}
+        rest = {k: s for k, s in planned.items() if k not in ended}
+        if rest:  # one job each; or the job of them all failed
+            _run_each(ctx, (item, inputs, txn, layout), rest, specs, out, (read, writing))
+            order = {k: i for i, k in enumerate(keys)}
+            out.partitions.sort(key=lambda p: order[p.key])
     except BaseException as exc:  # interrupted: nothing commits, the open runs are ABORTED
         if not isinstance(exc, Exception):
             stop_jobs(ctx.spark)
@@ -218,13 +223,7 @@ def _run_one(
     if not started:
         ctx.emitter.emit(run_event("START", spec, namespace=ns, inputs=read, outputs=writing))
     mark = txn.mark()
-    sources = {name: sorted(ks) for name, ks in layout.sources.get(key, {}).items()}
-    for name in item.input_names:
-        if name not in layout.whole:
-            sources.setdefault(name, [])  # no partition feeds this one: reads no rows
-    where = pkeys.parse_text(key)
-    filtered = _filtered(inputs, layout)
-    partition = Partition(where, sources, {name: [where] for name in filtered})
+    partition = partition_of(item, inputs, layout, key)
     readable = (*item.input_names, *item.output_names)
     judged: list[CheckResult] = []
     lineage: dict[str, dict[str, Any]] = {}
@@ -235,16 +234,7 @@ def _run_one(
             call_transform(ctx.lake, ctx.spark, item, inputs, txn, plan, partition, judged, wanted)
     except Exception as exc:
         txn.rollback(mark)
-        event = run_event(
-            "FAIL",
-            spec,
-            namespace=ns,
-            inputs=with_assertions(read, judged, "input"),
-            outputs=with_assertions(writing, judged, "output"),
-            error=exc,
-            trace=stack_trace(exc),
-        )
-        ctx.emitter.emit(event)
+        ctx.emitter.emit(_failed(ctx, spec, judged, exc, io))
         reason = failure_reason(exc, item)
         return PartitionRun(key, Outcome.FAILED, spec.run_id, reason, checks=judged)
     rows = sum(txn.rows_written(n, since=mark[n]) for n in item.output_names)
@@ -253,19 +243,9 @@ def _run_one(
 
 def runs_together(item: Declared, keys: Sequence[str]) -> bool:
     """Whether the runs of ``keys`` go in one Spark job: more than one, of a
-    partition-local transform without input checks (an input check judges the input
-    rows of one partition's run; output checks are judged per partition after the job)."""
-    t = item.transform
-    return len(keys) > 1 and t.partition_local and not t.has_input_checks
-
-
-def _filtered(inputs: Mapping[str, Version], layout: Layout) -> list[str]:
-    """The inputs read whole but filtered to the partitions' keys: those with its columns."""
-    return [
-        v.dataset
-        for v in inputs.values()
-        if v.dataset in layout.whole and set(layout.by) <= {f["name"] for f in v.schema_fields}
-    ]
+    partition-local transform (its checks are judged per partition, the inputs' before
+    the job and the outputs' after it)."""
+    return len(keys) > 1 and item.transform.partition_local
 
 
 def _run_together(
@@ -279,30 +259,30 @@ def _run_together(
 ) -> list[PartitionRun]:
     """Every partition's run in one Spark job: one read of the input partitions feeding
     any of them, one write split by key, each partition's rows and row hash its own.
-    Each run STARTs here; when the job fails nothing of it is kept and no run ends (the
-    runs then go one job each, so the good ones commit): an empty list."""
+    Each run STARTs here, and a run its input checks stop ends here (FAIL). When the job
+    fails nothing of it is kept and no other run ends (those then go one job each, so
+    the good ones commit): only the stopped runs are returned."""
     ns = ctx.lake.namespace
     read, writing = io
     ctx.emitter.emit_all(
         [run_event("START", s, namespace=ns, inputs=read, outputs=writing) for s in specs.values()]
     )
-    keys = list(specs)
-    fed: dict[str, set[str]] = {
-        name: set() for name in item.input_names if name not in layout.whole
-    }
-    for key in keys:
-        for name, ks in layout.sources.get(key, {}).items():
-            fed.setdefault(name, set()).update(ks)
-    wheres = [pkeys.parse_text(k) for k in keys]
-    rows = {name: wheres for name in _filtered(inputs, layout)}
-    batch = Partition(None, {n: sorted(ks) for n, ks in fed.items()}, rows, frozenset(keys))
+    owner = f"transform {item.fqn} ({item.where})"
+    readable = (*item.input_names, *item.output_names)
+    judged = InputsJudged({k: [] for k in specs}, {})
+    if item.transform.has_input_checks:
+        with reads_limited_to(owner, readable):
+            judged = judge_inputs(ctx.lake, ctx.spark, item, inputs, layout, list(specs))
+    stopped = _stopped(ctx, item, judged, specs, io)
+    keys = [k for k in specs if k not in judged.stopped]
+    if not keys:
+        return stopped
     lineage: dict[str, dict[str, Any]] = {}
     mark = txn.mark()
     try:
-        with reads_limited_to(
-            f"transform {item.fqn} ({item.where})", (*item.input_names, *item.output_names)
-        ):
+        with reads_limited_to(owner, readable):
             plan = incremental.whole(item, inputs)
+            batch = batch_of(item, inputs, layout, keys)
             call_transform(ctx.lake, ctx.spark, item, inputs, txn, plan, batch, None, lineage)
     except Exception as exc:
         txn.rollback(mark)
@@ -312,7 +292,7 @@ def _run_together(
             len(keys),
             failure_reason(exc, item),
         )
-        return []
+        return stopped
     written = [txn.rows_by_partition(n, since=mark[n]) for n in item.output_names]
     runs = [
         PartitionRun(
@@ -320,12 +300,32 @@ def _run_together(
             Outcome.BUILT,
             specs[key].run_id,
             rows=sum(w.get(key, 0) for w in written),
+            checks=judged.checks[key],
             lineage=lineage if i == 0 else {},
         )
         for i, key in enumerate(keys)
     ]
     if any(o.checks for o in item.transform.outputs.values()):
         _judge_each(ctx, item, txn, mark, runs, specs, io)
+    order = {k: i for i, k in enumerate(specs)}
+    return sorted([*stopped, *runs], key=lambda p: order[p.key])
+
+
+def _stopped(
+    ctx: RunContext,
+    item: Declared,
+    judged: InputsJudged,
+    specs: Mapping[str, RunSpec],
+    io: tuple[list[DatasetAt], list[DatasetAt]],
+) -> list[PartitionRun]:
+    """The runs their input checks stopped, ended (FAIL) as each run alone ends."""
+    runs, events = [], []
+    for key, exc in judged.stopped.items():
+        checks = judged.checks[key]
+        events.append(_failed(ctx, specs[key], checks, exc, io))
+        reason = failure_reason(exc, item)
+        runs.append(PartitionRun(key, Outcome.FAILED, specs[key].run_id, reason, checks=checks))
+    ctx.emitter.emit_all(events)
     return runs
 
 
@@ -340,25 +340,36 @@ def _judge_each(
 ) -> None:
     """Each partition's output checks on its own rows of the job's write: a partition
     whose FAIL check failed fails alone (FAIL, its rows dropped), as its own run would."""
-    read, writing = io
     failed: dict[str, dict[str, Any]] = {}  # key -> its FAIL event
     for p in runs:
         try:
             judge_written_partition(ctx.lake, ctx.spark, item, txn, mark, p.key, p.checks)
         except Exception as exc:
             p.outcome, p.reason, p.rows = Outcome.FAILED, failure_reason(exc, item), 0
-            failed[p.key] = run_event(
-                "FAIL",
-                specs[p.key],
-                namespace=ctx.lake.namespace,
-                inputs=with_assertions(read, p.checks, "input"),
-                outputs=with_assertions(writing, p.checks, "output"),
-                error=exc,
-                trace=stack_trace(exc),
-            )
+            failed[p.key] = _failed(ctx, specs[p.key], p.checks, exc, io)
     if failed:
         txn.drop_partitions(list(failed))
         ctx.emitter.emit_all(list(failed.values()))
+
+
+def _failed(
+    ctx: RunContext,
+    spec: RunSpec,
+    checks: Sequence[CheckResult],
+    exc: Exception,
+    io: tuple[list[DatasetAt], list[DatasetAt]],
+) -> dict[str, Any]:
+    """The FAIL event of a partition's run, its datasets carrying the checks judged."""
+    read, writing = io
+    return run_event(
+        "FAIL",
+        spec,
+        namespace=ctx.lake.namespace,
+        inputs=with_assertions(read, checks, "input"),
+        outputs=with_assertions(writing, checks, "output"),
+        error=exc,
+        trace=stack_trace(exc),
+    )
 
 
 def _known(versions: Mapping[str, int | None]) -> dict[str, int]:

@@ -70,28 +70,36 @@ def delete_of_runs(conn: Connection, runs: Collection[str]) -> None:
     conn.execute(check_results.delete().where(_C.run_uuid.in_(list(runs))))
 
 
-def _found(conn: Connection, where: Any) -> list[Found]:
-    q = (
-        sa.select(*_COLUMNS)
-        .select_from(check_results.join(_DATASETS, _D.uuid == _C.dataset_uuid))
-        .where(where)
-        .order_by(_C.id)
-    )
-    return [Found._make(r) for r in conn.execute(q).all()]
+def _found(conn: Connection, *wheres: Any) -> list[Found]:
+    """The results meeting any of ``wheres`` (each met by different rows), in the order
+    they were recorded."""
+    rows: list[Any] = []
+    for where in wheres:
+        q = (
+            sa.select(_C.id, *_COLUMNS)
+            .select_from(check_results.join(_DATASETS, _D.uuid == _C.dataset_uuid))
+            .where(where)
+        )
+        rows += conn.execute(q).all()
+    rows.sort(key=lambda r: r[0])
+    return [Found._make(r[1:]) for r in rows]
 
 
 def of_version(conn: Connection, dataset_uuid: str, commit_id: int) -> list[Found]:
     """Every result that judged ``commit_id`` of the dataset (as an input or an output),
-    and those of the run that built it (its preconditions on its inputs)."""
-    producer = sa.select(_V.run_uuid).where(
-        _V.dataset_uuid == dataset_uuid, _V.commit_id == commit_id, _V.run_uuid.is_not(None)
+    and those of the runs that built it (their preconditions on their inputs): the run
+    it names, and of a version of partitions each partition's run."""
+    q = sa.select(_V.run_uuid, _V.partitions).where(
+        _V.dataset_uuid == dataset_uuid, _V.commit_id == commit_id
     )
+    found = conn.execute(q).one_or_none()
+    named, summary = (found[0], found[1] or {}) if found is not None else (None, {})
+    judged = sa.and_(_C.dataset_uuid == dataset_uuid, _C.commit_id == commit_id)
+    runs = sorted({named, *(summary.get("runs") or {}).values()} - {None})
     return _found(
         conn,
-        sa.or_(
-            sa.and_(_C.dataset_uuid == dataset_uuid, _C.commit_id == commit_id),
-            _C.run_uuid.in_(producer.scalar_subquery()),
-        ),
+        judged,
+        *[sa.and_(_C.run_uuid.in_(batch), sa.not_(judged)) for batch in chunks(runs)],
     )
 
 
