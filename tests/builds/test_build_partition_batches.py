@@ -166,6 +166,16 @@ def test_a_batch_writing_another_partition_falls_back_and_names_it(batch: Projec
 CHECKED, CHECKED_APART = "checked/together", "checked/apart"
 
 
+def built_in_fewer_jobs(p: Project, spark: Any, together: str, apart: str) -> None:
+    """Both build; the partitions sharing a job take fewer than half the Spark jobs."""
+    jobs = []
+    for dataset in (together, apart):
+        before = spark_jobs(spark)
+        assert build(p, dataset)["outcome"] == "built"
+        jobs.append(spark_jobs(spark) - before)
+    assert jobs[0] * 2 < jobs[1], (together, jobs)
+
+
 def judged(p: Project, dataset: str) -> set[tuple[Any, ...]]:
     """What each partition's checks found: ``(partition, check, outcome, observed)``;
     each run's result of a check listed once."""
@@ -183,13 +193,7 @@ def test_output_checks_in_one_job_judge_each_partition_alone(batch: Project, spa
     rows = [(r, d, float(i + 1), f"n{i}") for r in ("JP", "UK") for d in days for i in range(3)]
     with p.lake.transaction("raw/events", "SNAPSHOT", partition_by=["region", "day"]) as txn:
         txn.write(events(*rows))
-    before = spark_jobs(spark)
-    assert build(p, CHECKED)["outcome"] == "built"
-    jobs_together = spark_jobs(spark) - before
-    before = spark_jobs(spark)
-    assert build(p, CHECKED_APART)["outcome"] == "built"
-    jobs_apart = spark_jobs(spark) - before
-    assert jobs_together * 2 < jobs_apart, (jobs_together, jobs_apart)
+    built_in_fewer_jobs(p, spark, CHECKED, CHECKED_APART)
     first = judged(p, CHECKED)
     assert len(first) == 20 * 4 and {outcome for _, _, outcome, _ in first} == {"passed"}
     assert first == judged(p, CHECKED_APART)
@@ -272,13 +276,7 @@ def test_input_checks_of_a_batch_judge_each_partition_alone(batch: Project, spar
     snapshot(p, "raw/targets", pa.table({**targets, "target": list(range(len(pairs)))}))
     snapshot(p, "raw/rates", pa.table({"rate": [1.5, 1.25]}))
     for together, apart, partitions in ((GATED, GATED_APART, 10), (DAILY, DAILY_APART, 5)):
-        before = spark_jobs(spark)
-        assert build(p, together)["outcome"] == "built"
-        jobs_together = spark_jobs(spark) - before
-        before = spark_jobs(spark)
-        assert build(p, apart)["outcome"] == "built"
-        jobs_apart = spark_jobs(spark) - before
-        assert jobs_together * 2 < jobs_apart, (together, jobs_together, jobs_apart)
+        built_in_fewer_jobs(p, spark, together, apart)
         first = judged(p, together)
         assert first == judged(p, apart)
         assert {outcome for _, _, outcome, _ in first} == {"passed"}
