@@ -271,8 +271,12 @@ def _run_together(
     readable = (*item.input_names, *item.output_names)
     judged = InputsJudged({k: [] for k in specs}, {})
     if item.transform.has_input_checks:
-        with reads_limited_to(owner, readable):
-            judged = judge_inputs(ctx.lake, ctx.spark, item, inputs, layout, list(specs))
+        try:
+            with reads_limited_to(owner, readable):
+                judged = judge_inputs(ctx.lake, ctx.spark, item, inputs, layout, list(specs))
+        except Exception as exc:  # reading the batch's inputs: each run tells its own
+            _going_apart(item, len(specs), exc)
+            return []
     stopped = _stopped(ctx, item, judged, specs, io)
     keys = [k for k in specs if k not in judged.stopped]
     if not keys:
@@ -286,12 +290,7 @@ def _run_together(
             call_transform(ctx.lake, ctx.spark, item, inputs, txn, plan, batch, None, lineage)
     except Exception as exc:
         txn.rollback(mark)
-        log.info(
-            "%s: the job of %d partitions failed (%s); running them one job each",
-            item.fqn,
-            len(keys),
-            failure_reason(exc, item),
-        )
+        _going_apart(item, len(keys), exc)
         return stopped
     written = [txn.rows_by_partition(n, since=mark[n]) for n in item.output_names]
     runs = [
@@ -309,6 +308,15 @@ def _run_together(
         _judge_each(ctx, item, txn, mark, runs, specs, io)
     order = {k: i for i, k in enumerate(specs)}
     return sorted([*stopped, *runs], key=lambda p: order[p.key])
+
+
+def _going_apart(item: Declared, count: int, exc: Exception) -> None:
+    log.info(
+        "%s: the job of %d partitions failed (%s); running them one job each",
+        item.fqn,
+        count,
+        failure_reason(exc, item),
+    )
 
 
 def _stopped(
