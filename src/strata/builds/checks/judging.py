@@ -289,19 +289,7 @@ def _aggregate(target: Target, leaves: Sequence[Expectation]) -> dict[int, _Foun
         return {}
     rules = [e for e in leaves if isinstance(e, RowRule)]
     keyed = [e for e in leaves if isinstance(e, KeyRule)]
-    per_row = _per_row(leaves)
-    once = _each_once(target, keyed) if target.measured is None else None
-    keys = _key_columns(target, keyed) if once is None and target.measured is None else None
-    if target.measured is not None:
-        row = dict(target.measured)
-    elif keyed and once is None and keys is None:
-        row = _grouped(target.frame, keyed, {n: build() for n, build in per_row.items()})
-    else:
-        row = _totals(target, per_row)
-        if once is not None:
-            row |= _counted_once(once, keyed)
-        elif keys is not None:
-            row |= _counted(keys, keyed)
+    row = dict(target.measured) if target.measured is not None else _figures(target, leaves)
     rows = int(row[ROWS] or 0)
     out: dict[int, _Found] = {}
     for i, r in enumerate(rules):
@@ -313,6 +301,22 @@ def _aggregate(target: Target, leaves: Sequence[Expectation]) -> dict[int, _Foun
     for i, k in enumerate(keyed):
         out[id(k)] = _key_found(k, i, row, rows)
     return out
+
+
+def _figures(target: Target, leaves: Sequence[Expectation]) -> dict[str, Any]:
+    """The figures (as :func:`_grouped` names them) of ``leaves`` on ``target``."""
+    keyed = [e for e in leaves if isinstance(e, KeyRule)]
+    per_row = _per_row(leaves)
+    once = _each_once(target, keyed)
+    keys = _key_columns(target, keyed) if once is None else None
+    if keyed and once is None and keys is None:
+        return _grouped(target.frame, keyed, {n: build() for n, build in per_row.items()})
+    row = _totals(target, per_row)
+    if once is not None:
+        row |= _counted_once(once, keyed)
+    elif keys is not None:
+        row |= _counted(keys, keyed)
+    return row
 
 
 def _totals(target: Target, per_row: Mapping[str, Callable[[], Column]]) -> dict[str, Any]:
