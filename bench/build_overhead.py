@@ -12,13 +12,16 @@ figure is (Strata - by hand) / transforms, per round.
 in a fresh process against a fresh ``python`` process that starts the same Spark session
 (Strata's own settings) and runs the same code by hand. Both pay Python's and the JVM's
 start; the difference, per transform, is what a transform costs in Strata beyond its
-Spark work. Each side runs ``--rounds`` times, alternating.
+Spark work. Each side runs ``--rounds`` times, alternating. ``--against SRC`` also runs
+another checkout's command (``PYTHONPATH=SRC``) in the same rounds, for a side-by-side
+figure.
 """
 
 from __future__ import annotations
 
 import shutil
 import time
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -120,9 +123,16 @@ for i in range(n):
 
 
 def measure_cli(
-    backend: str, n: int, rows: int, rounds: int, bytecode: str = "cached"
+    backend: str,
+    n: int,
+    rows: int,
+    rounds: int,
+    bytecode: str = "cached",
+    against: str | None = None,
 ) -> dict[str, Any]:
-    """Fresh processes: ``strata build --all --force`` against the same code by hand."""
+    """Fresh processes: ``strata build --all --force`` against the same code by hand;
+    with ``against`` (another checkout's ``src``), that code's command too, each round
+    running the three in a rotated order."""
     import subprocess
     import sys
 
@@ -144,9 +154,10 @@ def measure_cli(
         )
         cli = [sys.executable, "-m", "strata.cli", "build", "--all", "--force", "--json"]
 
-        def strata_run() -> float:
+        def strata_run(path: str | None = None) -> float:
+            side = env if path is None else {**env, "PYTHONPATH": path}
             t0 = time.monotonic()
-            subprocess.run(cli, env=env, check=True, capture_output=True)
+            subprocess.run(cli, env=side, check=True, capture_output=True)
             return time.monotonic() - t0
 
         def hand_run(r: int) -> float:
@@ -170,15 +181,22 @@ def measure_cli(
         # One unmeasured run each: the bytecode cache is written, the disk cache warm.
         strata_run()
         hand_run(-1)
-        hand_s, strata_s = [], []
+        runs: dict[str, Callable[[int], float]] = {
+            "hand": hand_run,
+            "strata": lambda r: strata_run(),
+        }
+        if against is not None:
+            strata_run(against)
+            runs["against"] = lambda r: strata_run(against)
+        took: dict[str, list[float]] = {name: [] for name in runs}
+        names = list(runs)
         for r in range(rounds):
-            if r % 2:
-                hand_s.append(hand_run(r))
-                strata_s.append(strata_run())
-            else:
-                strata_s.append(strata_run())
-                hand_s.append(hand_run(r))
-    return _result(backend, n, rows, hand_s, strata_s)
+            for name in names[r % len(names) :] + names[: r % len(names)]:
+                took[name].append(runs[name](r))
+    result = _result(backend, n, rows, took["hand"], took["strata"])
+    if against is not None:
+        result["against"] = _result(backend, n, rows, took["hand"], took["against"])
+    return result
 
 
 def _result(
@@ -216,9 +234,15 @@ def main() -> None:
         help="with --cli: Python's bytecode cache as on a user's machine, or off "
         "(PYTHONDONTWRITEBYTECODE=1: every command compiles Strata's modules again)",
     )
+    p.add_argument(
+        "--against",
+        metavar="SRC",
+        help="with --cli: also run another checkout's command (its src folder, as "
+        "PYTHONPATH), in the same rounds",
+    )
     args = p.parse_args()
     results = [
-        measure_cli(b, args.transforms, args.rows, args.rounds, args.bytecode)
+        measure_cli(b, args.transforms, args.rows, args.rounds, args.bytecode, args.against)
         if args.cli
         else measure(b, args.transforms, args.rows, args.rounds)
         for b in backends(args.backend)
@@ -236,6 +260,18 @@ def main() -> None:
                 r["overhead_per_transform_s"]["max"],
             )
             for r in results
+        ]
+        + [
+            (
+                f"{r['backend']}, against",
+                r["transforms"],
+                r["against"]["hand_s"]["p50"],
+                r["against"]["strata_s"]["p50"],
+                r["against"]["overhead_per_transform_s"]["p50"],
+                r["against"]["overhead_per_transform_s"]["max"],
+            )
+            for r in results
+            if "against" in r
         ],
     )
     write_json(

@@ -13,17 +13,17 @@ from rich.console import Console
 from rich.markup import escape
 
 from strata.builds.staleness.causes import Outcome, Status
-from strata.builds.staleness.status import DatasetStatus
-from strata.cli.common import point_to_spark_log, reported
+from strata.cli.common import point_to_spark_log, reported, settings_from
 from strata.cli.options import BranchOpt, JsonOpt, PipelineOpt, service_from
 from strata.cli.output import emit_json, emit_table, err_console
-from strata.cli.process import kept_for_the_command
+from strata.cli.process import kept_for_the_command, start_spark_ahead
 from strata.cli.progress import BuildProgress, first_line
 from strata.errors import InvalidArgument, StrataError
 
 if TYPE_CHECKING:
     from strata.builds.execution.builder import BuildReport
     from strata.builds.service import BuildService
+    from strata.builds.staleness.status import DatasetStatus
 
 
 def _progress_to(json: bool) -> tuple[Console, TextIO | None]:
@@ -186,6 +186,8 @@ def build(
     with reported():
         if not datasets and not all_:
             raise InvalidArgument("name the datasets to build, or pass --all for every root")
+        if not dry_run:
+            start_spark_ahead(settings_from(ctx, branch))
         with kept_for_the_command():
             service = service_from(ctx, pipeline, branch)
             service.pipelines  # noqa: B018 - loads them

@@ -5,13 +5,16 @@ from __future__ import annotations
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from datetime import datetime
-from typing import Any, TypeVar
+from typing import TYPE_CHECKING, Any, TypeVar
 
 import typer
 
 from strata.errors import InvalidArgument, StrataError
 from strata.settings import Settings
 from strata.times import Zoneless, aware
+
+if TYPE_CHECKING:
+    from strata.lake.service import Lake
 
 F = TypeVar("F", bound=Callable[..., Any])
 
@@ -23,6 +26,14 @@ def settings_from(ctx: typer.Context, branch: str | None = None) -> Settings:
     if branch is not None:
         overrides["branch"] = branch
     return Settings.load(config_file=obj.get("config"), **overrides)
+
+
+def lake_from(ctx: typer.Context, branch: str | None = None) -> Lake:
+    """The lake of the global options (and of a command's ``--branch``). Its modules load
+    here, for the commands that use it only: every command's start imports this module."""
+    from strata.lake.service import connect
+
+    return connect(settings_from(ctx, branch))
 
 
 @contextmanager

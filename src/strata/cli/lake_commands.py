@@ -3,11 +3,11 @@
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Annotated
+from typing import TYPE_CHECKING, Annotated
 
 import typer
 
-from strata.cli.common import parse_time, reported, settings_from
+from strata.cli.common import lake_from, parse_time, reported, settings_from
 from strata.cli.options import BranchOpt
 from strata.cli.output import (
     console,
@@ -17,12 +17,14 @@ from strata.cli.output import (
     err_console,
     partition_words,
 )
+from strata.cli.process import start_spark_ahead
 from strata.errors import InvalidArgument
 from strata.lake.partitions import parse_filter
-from strata.lake.registry import Version
-from strata.lake.service import connect
 
 FORMATS = ("csv", "json", "parquet")
+
+if TYPE_CHECKING:
+    from strata.lake.registry import Version
 
 
 def ingest(
@@ -92,7 +94,9 @@ def ingest(
             raise InvalidArgument(f"no file or folder at {path!r}; check the path", path=path)
         by = [c.strip() for c in partition_by.split(",")] if partition_by is not None else None
         replace = [parse_filter(p) for p in partitions] if partitions else None
-        lake = connect(settings_from(ctx, branch))
+        if spark:
+            start_spark_ahead(settings_from(ctx, branch))
+        lake = lake_from(ctx, branch)
         version, found = load(lake, path, fmt, dataset, type, permissive, spark, Split(by, replace))
         if found.count:
             err_console.print(repaired(found, fmt), highlight=False)
@@ -121,7 +125,7 @@ def datasets(
     """List lake datasets with their latest version (on a branch: its own, else its
     parent's)."""
     with reported():
-        lake = connect(settings_from(ctx, branch))
+        lake = lake_from(ctx, branch)
         items = lake.datasets()
         if json_out:
             emit_json(
@@ -152,7 +156,7 @@ def versions(
 ) -> None:
     """The version history of a dataset, on every branch (each version names its own)."""
     with reported():
-        lake = connect(settings_from(ctx))
+        lake = lake_from(ctx)
         history = lake.versions(dataset)
         if json_out:
             emit_json([v.to_dict() for v in history])
@@ -186,7 +190,7 @@ def read(
         if version is not None and as_of is not None:
             raise InvalidArgument("pass --version or --as-of, not both")
         when = parse_time(as_of) if as_of is not None else None
-        lake = connect(settings_from(ctx, branch))
+        lake = lake_from(ctx, branch)
         v = lake.version(dataset, version=version, as_of=when)
         wanted = parse_filter(where) if where is not None else None
         table = lake.read_arrow(dataset, version=v.commit_id, partitions=wanted).slice(0, limit)
@@ -216,7 +220,7 @@ def gc(
     with reported():
         if grace is not None and grace < 0:
             raise InvalidArgument(f"--grace must be 0 or more seconds, got {grace}")
-        report = connect(settings_from(ctx)).gc(grace)
+        report = lake_from(ctx).gc(grace)
         if json_out:
             emit_json(report.to_dict())
         else:

@@ -10,6 +10,10 @@ from __future__ import annotations
 import gc
 from collections.abc import Iterator
 from contextlib import contextmanager
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from strata.settings import Settings
 
 _own = False
 
@@ -22,6 +26,16 @@ def claim() -> None:
 
 def is_own() -> bool:
     return _own
+
+
+def start_spark_ahead(settings: Settings) -> None:
+    """In the command's own process, start Spark's JVM now, so that it starts (seconds)
+    while the command does its own work first; one nothing used is stopped as the process
+    exits. Elsewhere nothing starts: a caller's sessions are its own."""
+    if _own:
+        from strata.lake.spark import start_ahead
+
+        start_ahead(settings)
 
 
 @contextmanager

@@ -7,11 +7,10 @@ from typing import TYPE_CHECKING, Annotated
 import typer
 from rich.markup import escape
 
-from strata.cli.common import reported, settings_from
+from strata.cli.common import lake_from, reported
 from strata.cli.output import console, emit_json, emit_table, size_words
 from strata.errors import InvalidArgument
 from strata.lake.names import parse_version_ref
-from strata.lake.service import connect
 
 if TYPE_CHECKING:
     from strata.retention.archive import ArchiveReport
@@ -76,7 +75,7 @@ def retention(
     with reported():
         refs = [parse_version_ref(r) for r in unmark or []]
         seconds = parse_duration(grace, "--grace") if grace is not None else None
-        service = Retention(connect(settings_from(ctx)))
+        service = Retention(lake_from(ctx))
         if refs:
             undone = [service.unmark(name, n) for name, n in refs]
             if json_out:
@@ -103,7 +102,7 @@ def _lineage(ctx: typer.Context, dry_run: bool, json_out: bool) -> None:
     from strata.retention.lineage import LineageRetention
 
     with reported():
-        lake = connect(settings_from(ctx))
+        lake = lake_from(ctx)
         service = LineageRetention(lake.engine, lake.settings)
         report = service.run(dry_run=dry_run)
         if json_out:
@@ -164,7 +163,7 @@ def pin(
 
     with reported():
         name, version = parse_version_ref(ref)
-        done = Retention(connect(settings_from(ctx))).pin(name, version, note)
+        done = Retention(lake_from(ctx)).pin(name, version, note)
         if json_out:
             emit_json(done)
         else:
@@ -185,7 +184,7 @@ def unpin(
 
     with reported():
         name, version = parse_version_ref(ref)
-        done = Retention(connect(settings_from(ctx))).unpin(name, version)
+        done = Retention(lake_from(ctx)).unpin(name, version)
         if json_out:
             emit_json(done)
         else:
@@ -205,7 +204,7 @@ def archive(
     from strata.retention.archive import Archive
 
     with reported():
-        service = Archive(connect(settings_from(ctx)))
+        service = Archive(lake_from(ctx))
         if not service.policies and not json_out:
             console.print(
                 escape(
@@ -265,7 +264,7 @@ def restore(
 
     with reported():
         name, version = parse_version_ref(ref)
-        done = Archive(connect(settings_from(ctx))).restore(name, version)
+        done = Archive(lake_from(ctx)).restore(name, version)
         if json_out:
             emit_json(done)
         elif done["files"]:

@@ -8,9 +8,10 @@ from typing import TYPE_CHECKING, Annotated, Any
 import typer
 from rich.markup import escape
 
-from strata.cli.common import reported
+from strata.cli.common import reported, settings_from
 from strata.cli.options import BranchOpt, JsonOpt, OnePartition, Ref, service_from
 from strata.cli.output import emit_json, emit_table, err_console
+from strata.cli.process import start_spark_ahead
 
 if TYPE_CHECKING:
     from strata.builds.history import Entry
@@ -229,6 +230,7 @@ def reproduce(
     with reported():
         name, version = parse_ref(ref)
         wanted = parse_alternatives(partition) if partition is not None else None
+        start_spark_ahead(settings_from(ctx, branch))
         result = service_from(ctx, [], branch).reproduce(name, version, wanted)
         if json:
             emit_json(result.to_dict())

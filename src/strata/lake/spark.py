@@ -79,10 +79,34 @@ def get_spark(settings: Settings | None = None) -> SparkSession:
         return _start(settings or Settings.load())
 
 
+def start_ahead(settings: Settings) -> None:
+    """Start the JVM of a ``get_spark`` to come now, so that it starts while the caller
+    does its own work first. For a process that ends with its command: a JVM nothing
+    connected to is stopped at exit. A verbose session starts when asked, as before."""
+    if settings.verbose or running():
+        return
+    from strata.lake import spark_ahead
+    from strata.lake.spark_logs import log4j_path, prepare_log
+
+    _prepare_environment(settings)
+    log, _ = prepare_log(settings)
+    spark_ahead.start(_quiet_options(settings, log4j_path(settings)), log)
+
+
 def _start(settings: Settings) -> SparkSession:
     from pyspark.sql import SparkSession
 
-    conf = _conf(settings)
+    _prepare_environment(settings)
+    if settings.verbose:
+        session = SparkSession.builder.config(conf=_conf(_options(settings))).getOrCreate()
+        session.sparkContext.setLogLevel("WARN")
+    else:
+        session = _start_quiet(settings)
+    _cancel_jobs_on_interrupt(session)
+    return session
+
+
+def _prepare_environment(settings: Settings) -> None:
     # Python workers (UDFs) run PYSPARK_PYTHON, else whatever `python3` is on the PATH,
     # which need not have pyspark, Strata or the pipeline's libraries. The driver's own
     # interpreter is the one known to have them; a cluster whose executors keep Python
@@ -91,13 +115,6 @@ def _start(settings: Settings) -> SparkSession:
     if is_local(settings.spark_master) and not os.environ.get("SPARK_LOCAL_IP"):
         # Without it Spark warns that the host name resolves to a loopback address.
         os.environ["SPARK_LOCAL_IP"] = "127.0.0.1"
-    if not settings.verbose:
-        _start_quiet(settings, conf)
-    session = SparkSession.builder.config(conf=conf).getOrCreate()
-    if settings.verbose:
-        session.sparkContext.setLogLevel("WARN")
-    _cancel_jobs_on_interrupt(session)
-    return session
 
 
 def _cancel_jobs_on_interrupt(session: SparkSession) -> None:
@@ -146,44 +163,77 @@ def spark_log() -> Path | None:
     return _started_log
 
 
-def _conf(settings: Settings) -> SparkConf:
+def _options(settings: Settings) -> dict[str, str]:
+    """The options a session starts with, logging aside."""
+    return {
+        "spark.master": settings.spark_master,
+        "spark.app.name": "strata",
+        **session_options(settings.spark_master),
+    }
+
+
+def _quiet_options(settings: Settings, props: Path) -> dict[str, str]:
+    """The options with log4j2 pointed at ``props``, keeping the Java options of
+    spark-defaults.conf, which ours would otherwise hide."""
+    from strata.lake.spark_logs import java_options, spark_defaults_value
+
+    given = spark_defaults_value(_JAVA_OPTIONS)
+    return {**_options(settings), _JAVA_OPTIONS: java_options(given, props)}
+
+
+def _conf(options: dict[str, str]) -> SparkConf:
     from pyspark import SparkConf
 
-    conf = SparkConf().setMaster(settings.spark_master).setAppName("strata")
-    for key, value in session_options(settings.spark_master).items():
-        conf.set(key, value)
-    return conf
+    return SparkConf().setAll(list(options.items()))
 
 
-def _start_quiet(settings: Settings, conf: SparkConf) -> None:
-    """Start the JVM with its stderr and log4j2 output in the log file."""
+def _start_quiet(settings: Settings) -> SparkSession:
+    """Start the JVM (or take the one started ahead) with its stderr and log4j2 output in
+    the log file."""
     global _started_log
     from pyspark import SparkContext
-    from pyspark.java_gateway import launch_gateway
+    from pyspark.sql import SparkSession
 
+    from strata.lake import spark_ahead
     from strata.lake.spark_logs import (
-        java_options,
+        log4j_path,
         prepare_log,
         route_python_loggers,
-        spark_defaults_value,
+        spark_log_path,
     )
 
-    log, props = prepare_log(settings)
-    given = conf.get(_JAVA_OPTIONS) or spark_defaults_value(_JAVA_OPTIONS)
-    conf.set(_JAVA_OPTIONS, java_options(given, props))
-    with log.open("ab") as sink:
-        # The JVM keeps its own copy of the descriptor; ours can close.
-        try:
-            gateway = launch_gateway(  # type: ignore[no-untyped-call]
-                conf, popen_kwargs={"stdout": sink, "stderr": sink}
-            )
-        except Exception as exc:  # the JVM exited: why is in the log, not the terminal
-            raise LakeError(
-                f"Spark did not start: {_last_lines(log)}; the whole log is {log}", log=str(log)
-            ) from exc
+    options = _quiet_options(settings, log4j_path(settings))
+    conf = _conf(options)
+    ahead = spark_ahead.take(options)
+    if ahead is not None:
+        log, gateway = spark_log_path(settings), ahead.connect()
+    else:
+        log, _ = prepare_log(settings)
+        gateway = _launched(conf, log)
+    if gateway is None:
+        raise _did_not_start(log)
     SparkContext(conf=conf, gateway=gateway)
     route_python_loggers(log)
     _started_log = log
+    return SparkSession.builder.config(conf=conf).getOrCreate()
+
+
+def _launched(conf: SparkConf, log: Path) -> Any | None:
+    """pyspark's own start of the JVM, or None if it exited (why is in the log)."""
+    from pyspark.java_gateway import launch_gateway
+
+    with log.open("ab") as sink:  # the JVM keeps its own copy of the descriptor
+        output = {"stdout": sink, "stderr": sink}
+        try:
+            return launch_gateway(conf, popen_kwargs=output)  # type: ignore[no-untyped-call]
+        except Exception:  # the JVM exited: why is in the log, not the terminal
+            return None
+
+
+def _did_not_start(log: Path) -> LakeError:
+    return LakeError(
+        f"Spark did not start: {_last_lines(log)}; the whole log is {log}", log=str(log)
+    )
 
 
 def _last_lines(log: Path, count: int = 3) -> str:

@@ -46,6 +46,11 @@ def spark_log_path(settings: Settings) -> Path:
     return settings.home.resolve() / "logs" / "spark.log"
 
 
+def log4j_path(settings: Settings) -> Path:
+    """The log4j2 file a quiet Spark session is started with."""
+    return spark_log_path(settings).parent / LOG4J2_NAME
+
+
 def prepare_log(settings: Settings) -> tuple[Path, Path]:
     """Make the logs folder, roll a large log aside, write the log4j2 file; say who starts.
 
@@ -55,7 +60,7 @@ def prepare_log(settings: Settings) -> tuple[Path, Path]:
     log.parent.mkdir(parents=True, exist_ok=True)
     if log.exists() and log.stat().st_size > ROLL_BYTES:
         log.replace(log.with_name(log.name + ".1"))
-    props = log.parent / LOG4J2_NAME
+    props = log4j_path(settings)
     props.write_text(_LOG4J2, encoding="utf-8")
     started = datetime.now(UTC).isoformat(timespec="seconds")
     with log.open("a", encoding="utf-8") as out:

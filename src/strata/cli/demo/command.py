@@ -10,6 +10,7 @@ import typer
 
 from strata.cli.common import reported, settings_from
 from strata.cli.output import console
+from strata.cli.process import start_spark_ahead
 from strata.settings import Settings
 
 if TYPE_CHECKING:
@@ -51,6 +52,7 @@ def demo(
         if fresh:
             gone = start_over(settings)
             console.print(f"started over: removed {len(gone)} files and folders")
+        start_spark_ahead(settings)  # every run of the story builds
         folder = settings.home / "demo"
         source = example_folder()
         pipelines = copy_pipelines(source, folder)

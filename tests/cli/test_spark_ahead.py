@@ -1,0 +1,176 @@
+"""`strata build` starts Spark's JVM while it loads its pipelines, and stops it when no
+transform needed it.
+
+Each build runs the installed `strata` in a process of its own, as a user does: only
+the command's own process starts a JVM ahead.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pyarrow as pa
+import pytest
+
+from strata.lake import spark_ahead
+from strata.lake.service import connect
+from strata.settings import Settings
+
+# The pipeline module notes, as it is loaded, the command lines of the command's own
+# child processes: a JVM started ahead is one of them by then.
+PIPELINE = """
+import os
+from pathlib import Path
+
+from strata import Input, Output, transform_df
+
+
+def _children():
+    found = []
+    for entry in Path("/proc").iterdir():
+        try:
+            stat = (entry / "stat").read_text()
+            if entry.name.isdigit() and int(stat.rsplit(")", 1)[1].split()[1]) == os.getpid():
+                found.append((entry / "cmdline").read_bytes().replace(b"\\0", b" ").decode())
+        except (OSError, ValueError):
+            continue
+    return found
+
+
+Path(os.environ["CHILDREN_NOTE"]).write_text("\\n".join(_children()))
+
+
+@transform_df(Output("clean/n"), n=Input("raw/n"))
+def clean(n):
+    return n.filter(n.n > 0)
+"""
+
+
+def strata(tmp: Path, *args: str, **env: str) -> subprocess.CompletedProcess[str]:
+    clean = {k: v for k, v in os.environ.items() if not k.startswith(("STRATA_", "SPARK_LOCAL"))}
+    clean.update(
+        STRATA_SPARK_MASTER="local[1]",
+        TMPDIR=str(tmp / "tmp"),  # where a JVM's connection folder would be left
+        CHILDREN_NOTE=str(tmp / "children"),
+        **env,
+    )
+    command = [str(Path(sys.executable).with_name("strata")), "--home", str(tmp / "home")]
+    return subprocess.run(
+        [*command, *args, "--pipeline", str(tmp / "pipelines"), "--json"],
+        cwd=tmp,
+        env=clean,
+        capture_output=True,
+        text=True,
+        timeout=300,
+        check=False,
+    )
+
+
+@pytest.fixture
+def project(tmp_path: Path) -> Path:
+    (tmp_path / "tmp").mkdir()
+    (tmp_path / "pipelines").mkdir()
+    (tmp_path / "pipelines" / "clean.py").write_text(PIPELINE)
+    lake = connect(Settings(home=tmp_path / "home"))
+    with lake.transaction("raw/n", type="APPEND") as txn:
+        txn.write(pa.table({"n": [1, -2, 3]}))
+    lake.engine.dispose()
+    return tmp_path
+
+
+def jvms_of(home: Path) -> list[str]:
+    """Command lines of running JVMs started for ``home`` (its log4j2 file is on them)."""
+    found = []
+    for entry in Path("/proc").iterdir():
+        try:
+            line = (entry / "cmdline").read_bytes().replace(b"\0", b" ").decode()
+        except OSError:
+            continue
+        if str(home.resolve() / "logs") in line and "java" in line:
+            found.append(line)
+    return found
+
+
+def gone(home: Path, within: float = 10.0) -> bool:
+    deadline = time.monotonic() + within
+    while jvms_of(home) and time.monotonic() < deadline:
+        time.sleep(0.1)
+    return not jvms_of(home)
+
+
+def starts(home: Path) -> int:
+    """How many Spark starts the log records."""
+    log = home / "logs" / "spark.log"
+    return log.read_text().count("\n=== ") if log.exists() else 0
+
+
+@pytest.mark.spark
+def test_a_build_starts_the_jvm_while_it_loads_its_pipelines(project: Path) -> None:
+    home = project / "home"
+    done = strata(project, "build", "clean/n")
+    assert done.returncode == 0, done.stderr
+    (step,) = json.loads(done.stdout)["transforms"]
+    assert step["outcome"] == "built"
+    assert "org.apache.spark.deploy.SparkSubmit" in (project / "children").read_text()
+    assert sorted(connect(Settings(home=home)).read_arrow("clean/n").column("n").to_pylist()) == [
+        1,
+        3,
+    ]
+    assert starts(home) == 1
+    assert gone(home)
+    assert list((project / "tmp").iterdir()) == []
+
+
+@pytest.mark.spark
+def test_a_build_with_nothing_to_run_stops_the_jvm_it_started(project: Path) -> None:
+    home = project / "home"
+    assert strata(project, "build", "clean/n").returncode == 0
+    assert gone(home)
+    again = strata(project, "build", "clean/n")
+    assert again.returncode == 0, again.stderr
+    (step,) = json.loads(again.stdout)["transforms"]
+    assert step["outcome"] == "fresh"
+    assert "org.apache.spark.deploy.SparkSubmit" in (project / "children").read_text()
+    assert starts(home) == 2
+    # Stopped as the command ended, however far its start had come: nothing left
+    # running, no connection folder left behind.
+    assert gone(home, within=2.0)
+    assert list((project / "tmp").iterdir()) == []
+
+
+def test_a_dry_run_starts_no_jvm(project: Path) -> None:
+    done = strata(project, "build", "clean/n", "--dry-run")
+    assert done.returncode == 0, done.stderr
+    assert "SparkSubmit" not in (project / "children").read_text()
+    assert starts(project / "home") == 0
+
+
+def test_a_jvm_that_does_not_start_is_one_error_naming_the_log(project: Path) -> None:
+    home = project / "home"
+    done = strata(project, "build", "clean/n", JAVA_HOME="/no/such/java")
+    assert done.returncode == 1
+    assert "Traceback" not in done.stderr
+    (error,) = [line for line in done.stderr.splitlines() if line.startswith("error:")]
+    assert error.startswith("error: Spark did not start: ")
+    assert "/no/such/java/bin/java" in error
+    assert f"the whole log is {home.resolve() / 'logs' / 'spark.log'}" in error
+    assert list((project / "tmp").iterdir()) == []
+
+
+def test_a_jvm_started_with_other_options_is_stopped_not_taken(tmp_path: Path) -> None:
+    log = tmp_path / "spark.log"
+    options = {"spark.master": "local[1]", "spark.app.name": "ahead-test"}
+    assert spark_ahead.start(options, log)
+    pending = spark_ahead._pending
+    assert pending is not None
+    assert not spark_ahead.start(options, log)  # one at a time
+    assert spark_ahead.take({**options, "spark.driver.memory": "1g"}) is None
+    assert pending.proc.wait(timeout=30) == -signal.SIGTERM or pending.proc.returncode != 0
+    assert not pending.folder.exists()
+    assert spark_ahead.take(options) is None  # nothing pending any more
