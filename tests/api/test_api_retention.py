@@ -132,6 +132,11 @@ def test_bad_requests_get_a_clear_4xx(api: TestClient) -> None:
     assert api.delete(f"/api/v1/strata/pins/{DS}/1").status_code == 404
     assert api.delete(f"/api/v1/strata/retention/marks/{DS}/1").status_code == 404
     assert api.put(f"/api/v1/strata/pins/{DS}/0").status_code == 400
+    for given in ("grace=0s", "dataset=raw%2Fevents"):
+        mixed = api.post(f"/api/v1/strata/retention?lineage=true&{given}")
+        assert mixed.status_code == 400, mixed.text
+        message = mixed.json()["message"]
+        assert given.split("=")[0] in message and "without lineage=true" in message
     long = ok(api.post("/api/v1/strata/retention?grace=9999w"))  # marks; nothing purged
     assert {v["action"] for v in long["versions"]} == {"marked"}
     ok(api.post("/api/v1/strata/retention?grace=0s"))

@@ -11,6 +11,7 @@ from pydantic import BaseModel, Field
 
 from strata.api import views
 from strata.api.contract import errors
+from strata.errors import InvalidArgument
 from strata.retention.archive import Archive
 from strata.retention.lineage import LineageRetention
 from strata.retention.policies import parse_duration
@@ -70,8 +71,15 @@ def post_retention(
     unmarked or purged (``dataset=…``: over those datasets only, a pass left out of the
     passes listed; 404 for one that matches no dataset). With ``lineage=true``, as
     `strata retention --lineage` does: the runs and events it deleted (``grace`` and
-    ``dataset`` are lake data's, and do not apply)."""
+    ``dataset`` are lake data's: 400 with either)."""
     if lineage:
+        if grace is not None or dataset:
+            raise InvalidArgument(
+                "lineage=true takes dry_run only: grace and dataset are for lake data; "
+                "post again without lineage=true for those",
+                grace=grace,
+                dataset=dataset,
+            )
         done = _lineage(request).run(dry_run=dry_run, trigger="api")
         return views.json_response(done.to_dict())
     seconds = parse_duration(grace, "grace") if grace is not None else None
