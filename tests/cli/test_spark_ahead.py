@@ -8,16 +8,15 @@ the command's own process starts a JVM ahead.
 from __future__ import annotations
 
 import json
-import os
 import signal
 import subprocess
-import sys
 import time
 from pathlib import Path
 
 import pyarrow as pa
 import pytest
 
+from console import run_strata
 from strata.lake import spark_ahead
 from strata.lake.service import connect
 from strata.settings import Settings
@@ -53,22 +52,17 @@ def clean(n):
 
 
 def strata(tmp: Path, *args: str, **env: str) -> subprocess.CompletedProcess[str]:
-    clean = {k: v for k, v in os.environ.items() if not k.startswith(("STRATA_", "SPARK_LOCAL"))}
-    clean.update(
-        STRATA_SPARK_MASTER="local[1]",
-        TMPDIR=str(tmp / "tmp"),  # where a JVM's connection folder would be left
+    """The command on ``tmp``'s project, its temporary files in ``tmp/tmp`` (where a
+    JVM's connection folder would be left), its pipeline's note in ``tmp/children``."""
+    return run_strata(
+        tmp / "home",
+        *args,
+        "--pipeline",
+        str(tmp / "pipelines"),
+        "--json",
+        TMPDIR=str(tmp / "tmp"),
         CHILDREN_NOTE=str(tmp / "children"),
         **env,
-    )
-    command = [str(Path(sys.executable).with_name("strata")), "--home", str(tmp / "home")]
-    return subprocess.run(
-        [*command, *args, "--pipeline", str(tmp / "pipelines"), "--json"],
-        cwd=tmp,
-        env=clean,
-        capture_output=True,
-        text=True,
-        timeout=300,
-        check=False,
     )
 
 

@@ -6,7 +6,6 @@ only a fresh process starts its own JVM.
 
 from __future__ import annotations
 
-import os
 import subprocess
 import sys
 from pathlib import Path
@@ -14,25 +13,12 @@ from pathlib import Path
 import pyarrow as pa
 import pytest
 
+from console import run_strata as strata
 from strata.errors import ConfigError
 from strata.lake.service import connect
 from strata.settings import Settings
 
 SPARK_NOISE = ("log4j", "WARN", "NativeCodeLoader", "WARNING", "SparkContext", "Py4J")
-
-
-def strata(home: Path, *args: str, **env: str) -> subprocess.CompletedProcess[str]:
-    clean = {k: v for k, v in os.environ.items() if not k.startswith(("STRATA_", "SPARK_LOCAL"))}
-    clean.update(STRATA_SPARK_MASTER="local[1]", **env)
-    return subprocess.run(
-        [str(Path(sys.executable).with_name("strata")), "--home", str(home), *args],
-        cwd=home.parent,
-        env=clean,
-        capture_output=True,
-        text=True,
-        timeout=300,
-        check=False,
-    )
 
 
 def noise(done: subprocess.CompletedProcess[str]) -> list[str]:

@@ -1,0 +1,26 @@
+"""The installed `strata` command run as a user runs it: a process of its own."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+STRATA = Path(sys.executable).with_name("strata")
+
+
+def run_strata(home: Path, *args: str, **env: str) -> subprocess.CompletedProcess[str]:
+    """``strata --home HOME ARGS`` from HOME's parent, on one local core, with this
+    environment's Strata settings left out and ``env`` on top."""
+    clean = {k: v for k, v in os.environ.items() if not k.startswith(("STRATA_", "SPARK_LOCAL"))}
+    clean.update(STRATA_SPARK_MASTER="local[1]", **env)
+    return subprocess.run(
+        [str(STRATA), "--home", str(home), *args],
+        cwd=home.parent,
+        env=clean,
+        capture_output=True,
+        text=True,
+        timeout=300,
+        check=False,
+    )
