@@ -8,7 +8,7 @@ the command's own process starts a JVM ahead.
 from __future__ import annotations
 
 import json
-import signal
+import os
 import subprocess
 import time
 from pathlib import Path
@@ -52,15 +52,13 @@ def clean(n):
 
 
 def strata(tmp: Path, *args: str, **env: str) -> subprocess.CompletedProcess[str]:
-    """The command on ``tmp``'s project, its temporary files in ``tmp/tmp`` (where a
-    JVM's connection folder would be left), its pipeline's note in ``tmp/children``."""
+    """The command on ``tmp``'s project, its pipeline's note in ``tmp/children``."""
     return run_strata(
         tmp / "home",
         *args,
         "--pipeline",
         str(tmp / "pipelines"),
         "--json",
-        TMPDIR=str(tmp / "tmp"),
         CHILDREN_NOTE=str(tmp / "children"),
         **env,
     )
@@ -68,7 +66,6 @@ def strata(tmp: Path, *args: str, **env: str) -> subprocess.CompletedProcess[str
 
 @pytest.fixture
 def project(tmp_path: Path) -> Path:
-    (tmp_path / "tmp").mkdir()
     (tmp_path / "pipelines").mkdir()
     (tmp_path / "pipelines" / "clean.py").write_text(PIPELINE)
     lake = connect(Settings(home=tmp_path / "home"))
@@ -98,6 +95,10 @@ def gone(home: Path, within: float = 10.0) -> bool:
     return not jvms_of(home)
 
 
+def connection_folders(home: Path) -> list[Path]:
+    return list((home / "logs").glob("gateway-*"))
+
+
 def starts(home: Path) -> int:
     """How many Spark starts the log records."""
     log = home / "logs" / "spark.log"
@@ -118,7 +119,7 @@ def test_a_build_starts_the_jvm_while_it_loads_its_pipelines(project: Path) -> N
     ]
     assert starts(home) == 1
     assert gone(home)
-    assert list((project / "tmp").iterdir()) == []
+    assert connection_folders(project / "home") == []
 
 
 @pytest.mark.spark
@@ -135,7 +136,7 @@ def test_a_build_with_nothing_to_run_stops_the_jvm_it_started(project: Path) -> 
     # Stopped as the command ended, however far its start had come: nothing left
     # running, no connection folder left behind.
     assert gone(home, within=2.0)
-    assert list((project / "tmp").iterdir()) == []
+    assert connection_folders(project / "home") == []
 
 
 def test_a_dry_run_starts_no_jvm(project: Path) -> None:
@@ -154,17 +155,24 @@ def test_a_jvm_that_does_not_start_is_one_error_naming_the_log(project: Path) ->
     assert error.startswith("error: Spark did not start: ")
     assert "/no/such/java/bin/java" in error
     assert f"the whole log is {home.resolve() / 'logs' / 'spark.log'}" in error
-    assert list((project / "tmp").iterdir()) == []
+    assert connection_folders(project / "home") == []
 
 
 def test_a_jvm_started_with_other_options_is_stopped_not_taken(tmp_path: Path) -> None:
     log = tmp_path / "spark.log"
+    stale, fresh = tmp_path / "gateway-killed", tmp_path / "gateway-starting"
+    for folder in (stale, fresh):
+        folder.mkdir()
+    two_hours_ago = time.time() - 7200
+    os.utime(stale, (two_hours_ago, two_hours_ago))
     options = {"spark.master": "local[1]", "spark.app.name": "ahead-test"}
     assert spark_ahead.start(options, log)
+    # A folder a killed command left an hour ago goes; one of a start under way stays.
+    assert not stale.exists() and fresh.exists()
     pending = spark_ahead._pending
-    assert pending is not None
+    assert pending is not None and pending.folder.parent == tmp_path
     assert not spark_ahead.start(options, log)  # one at a time
     assert spark_ahead.take({**options, "spark.driver.memory": "1g"}) is None
-    assert pending.proc.wait(timeout=30) == -signal.SIGTERM or pending.proc.returncode != 0
+    assert pending.proc.wait(timeout=30) != 0  # stopped, not exited of itself
     assert not pending.folder.exists()
     assert spark_ahead.take(options) is None  # nothing pending any more

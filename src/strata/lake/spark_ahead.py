@@ -27,6 +27,8 @@ from pathlib import Path
 from typing import Any
 
 _POLL_S = 0.02
+_FOLDER_PREFIX = "gateway-"
+_STALE_S = 3600.0
 
 
 @dataclass
@@ -71,14 +73,17 @@ _pending: Launch | None = None
 
 
 def start(options: Mapping[str, str], log: Path) -> bool:
-    """Start a JVM with ``options``, its output into ``log``. False where none can be
-    started ahead (not a POSIX system, a gateway given by ``PYSPARK_GATEWAY_PORT``, no
-    ``spark-submit`` found, one started already); pyspark then starts it when asked."""
+    """Start a JVM with ``options``, its output into ``log`` and its gateway's port into a
+    folder beside it (not the system's temporary folder, which a command killed at the
+    wrong moment would litter). False where none can be started ahead (not a POSIX
+    system, a gateway given by ``PYSPARK_GATEWAY_PORT``, no ``spark-submit`` found, one
+    started already); pyspark then starts it when asked."""
     global _pending
     submit = _spark_submit()
     if _pending is not None or submit is None or "PYSPARK_GATEWAY_PORT" in os.environ:
         return False
-    folder = Path(tempfile.mkdtemp(prefix="strata-spark-"))
+    _remove_stale(log.parent)
+    folder = Path(tempfile.mkdtemp(prefix=_FOLDER_PREFIX, dir=log.parent))
     env = {
         **os.environ,
         "SPARK_CONNECT_MODE": "0",
@@ -109,6 +114,16 @@ def take(options: Mapping[str, str]) -> Launch | None:
         launch.stop()
         return None
     return launch
+
+
+def _remove_stale(logs: Path) -> None:
+    """Remove connection folders a killed command left (SIGKILL, or SIGTERM before its
+    build began): an hour after it was made, no JVM's start still needs one."""
+    too_old = time.time() - _STALE_S
+    for folder in logs.glob(f"{_FOLDER_PREFIX}*"):
+        with contextlib.suppress(OSError):  # another start removed it meanwhile
+            if folder.stat().st_mtime < too_old:
+                shutil.rmtree(folder)
 
 
 def _stop_unused() -> None:
