@@ -146,6 +146,17 @@ def test_a_dry_run_starts_no_jvm(project: Path) -> None:
     assert starts(project / "home") == 0
 
 
+@pytest.mark.spark
+def test_a_verbose_build_starts_its_jvm_when_asked_with_its_output_on_the_terminal(
+    project: Path,
+) -> None:
+    done = strata(project, "--verbose", "build", "clean/n")
+    assert done.returncode == 0, done.stderr
+    assert "SparkSubmit" not in (project / "children").read_text()
+    assert "Using Spark's default log4j profile" in done.stderr
+    assert starts(project / "home") == 0
+
+
 def test_a_jvm_that_does_not_start_is_one_error_naming_the_log(project: Path) -> None:
     home = project / "home"
     done = strata(project, "build", "clean/n", JAVA_HOME="/no/such/java")

@@ -83,11 +83,11 @@ def start_ahead(settings: Settings) -> None:
     """Start the JVM of a ``get_spark`` to come now, so that it starts while the caller
     does its own work first. For a process that ends with its command: a JVM nothing
     connected to is stopped at exit. A verbose session starts when asked, as before."""
-    if settings.verbose or running():
-        return
     from strata.lake import spark_ahead
     from strata.lake.spark_logs import log4j_path, prepare_log
 
+    if settings.verbose or running() or not spark_ahead.possible():
+        return  # started when asked, its log's `===` line written then
     _prepare_environment(settings)
     log, _ = prepare_log(settings)
     spark_ahead.start(_quiet_options(settings, log4j_path(settings)), log)

@@ -80,7 +80,7 @@ def start(options: Mapping[str, str], log: Path) -> bool:
     started already); pyspark then starts it when asked."""
     global _pending
     submit = _spark_submit()
-    if _pending is not None or submit is None or "PYSPARK_GATEWAY_PORT" in os.environ:
+    if submit is None or not possible():
         return False
     _remove_stale(log.parent)
     folder = Path(tempfile.mkdtemp(prefix=_FOLDER_PREFIX, dir=log.parent))
@@ -103,6 +103,15 @@ def start(options: Mapping[str, str], log: Path) -> bool:
     _pending = Launch(dict(options), proc, folder)
     atexit.register(_stop_unused)
     return True
+
+
+def possible() -> bool:
+    """Whether ``start`` would start a JVM now."""
+    return (
+        _pending is None
+        and "PYSPARK_GATEWAY_PORT" not in os.environ
+        and _spark_submit() is not None
+    )
 
 
 def take(options: Mapping[str, str]) -> Launch | None:
