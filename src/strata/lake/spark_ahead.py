@@ -79,8 +79,8 @@ def start(options: Mapping[str, str], log: Path) -> bool:
     system, a gateway given by ``PYSPARK_GATEWAY_PORT``, no ``spark-submit`` found, one
     started already); pyspark then starts it when asked."""
     global _pending
-    submit = _spark_submit()
-    if submit is None or not possible():
+    submit = _startable()
+    if submit is None:
         return False
     _remove_stale(log.parent)
     folder = Path(tempfile.mkdtemp(prefix=_FOLDER_PREFIX, dir=log.parent))
@@ -107,11 +107,14 @@ def start(options: Mapping[str, str], log: Path) -> bool:
 
 def possible() -> bool:
     """Whether ``start`` would start a JVM now."""
-    return (
-        _pending is None
-        and "PYSPARK_GATEWAY_PORT" not in os.environ
-        and _spark_submit() is not None
-    )
+    return _startable() is not None
+
+
+def _startable() -> Path | None:
+    """The ``spark-submit`` to start a JVM ahead with, where one can be started now."""
+    if _pending is not None or "PYSPARK_GATEWAY_PORT" in os.environ:
+        return None
+    return _spark_submit()
 
 
 def take(options: Mapping[str, str]) -> Launch | None:
