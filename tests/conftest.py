@@ -8,8 +8,10 @@ Each test run makes its own throwaway database on that server.
 
 from __future__ import annotations
 
+import atexit
 import os
 import shutil
+import tempfile
 import uuid
 from collections.abc import Iterator
 from pathlib import Path
@@ -21,6 +23,19 @@ from strata.settings import Settings
 from strata.store import migrate
 from strata.store.engine import create_engine
 from strata.store.schema import metadata
+
+# The suite's JVMs live seconds over a few rows: C2's compiler threads cost them a third
+# more CPU than their code saves, on two cores shared with the tests. C1 alone, and one GC
+# thread, for every JVM the run starts (in process, `strata` commands, spark-submit). A
+# SPARK_CONF_DIR given to the run is kept.
+_TEST_JVM_OPTIONS = "-XX:TieredStopAtLevel=1 -XX:+UseSerialGC"
+if "SPARK_CONF_DIR" not in os.environ:
+    _conf_dir = Path(tempfile.mkdtemp(prefix="strata-test-spark-conf-"))
+    (_conf_dir / "spark-defaults.conf").write_text(
+        f"spark.driver.extraJavaOptions {_TEST_JVM_OPTIONS}\n", encoding="utf-8"
+    )
+    os.environ["SPARK_CONF_DIR"] = str(_conf_dir)
+    atexit.register(shutil.rmtree, _conf_dir, True)
 
 PG_ADMIN_URL = os.environ.get("STRATA_TEST_PG_URL", "postgresql://postgres@127.0.0.1:5432/test")
 REQUIRE_PG = bool(os.environ.get("CI") or os.environ.get("STRATA_REQUIRE_PG"))
@@ -154,3 +169,14 @@ def spark(tmp_path_factory: pytest.TempPathFactory):  # type: ignore[no-untyped-
     session = get_spark(Settings(home=tmp_path_factory.mktemp("spark-home")))
     yield session
     session.stop()
+
+
+@pytest.fixture(autouse=True)
+def _openlineage_variables_restored() -> Iterator[None]:
+    """The openlineage client copies ``OPENLINEAGE_URL`` into ``OPENLINEAGE__TRANSPORT__…``
+    variables of the process, which ``monkeypatch`` does not know to undo: without this, a
+    test after one that configured a remote would see that remote configured too."""
+    before = {k for k in os.environ if k.startswith("OPENLINEAGE")}
+    yield
+    for name in [k for k in os.environ if k.startswith("OPENLINEAGE") and k not in before]:
+        del os.environ[name]
