@@ -11,5 +11,7 @@ fi
 status=0
 echo "== ruff"; { ruff check src tests bench examples && ruff format --check src tests bench examples; } || status=1
 echo "== mypy"; mypy || status=1
-echo "== pytest"; pytest -p no:cacheprovider "$@" || status=$?
+# Two workers (STRATA_TEST_WORKERS); the tests that run Spark in process share one of them.
+echo "== pytest"
+pytest -p no:cacheprovider -n "${STRATA_TEST_WORKERS:-2}" --dist loadgroup "$@" || status=$?
 exit "$status"

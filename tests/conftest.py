@@ -180,3 +180,74 @@ def _openlineage_variables_restored() -> Iterator[None]:
     yield
     for name in [k for k in os.environ if k.startswith("OPENLINEAGE") and k not in before]:
         del os.environ[name]
+
+
+# Spread over workers (pytest-xdist), every test that runs Spark in its own process runs
+# on one of them: the run keeps one SparkSession. Tests whose Spark runs in child
+# processes (`strata` commands, spark-submit) go to any worker.
+SPARK_GROUP = "spark"
+
+
+@pytest.hookimpl(tryfirst=True)  # before xdist reads the groups
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    for item in items:
+        if "spark" in getattr(item, "fixturenames", ()) or item.get_closest_marker("spark"):
+            item.add_marker(pytest.mark.xdist_group(SPARK_GROUP))
+
+
+@pytest.fixture(autouse=True)
+def _spark_stays_in_its_group(
+    request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch
+) -> Iterator[None]:
+    """Fail a test that runs Spark in process without the ``spark`` marker or fixture: on
+    a worker outside the group it would start a second SparkSession."""
+    if request.node.get_closest_marker("xdist_group") is not None:
+        _note_spark(request.config)
+        yield
+        return
+    import strata.lake.spark as lake_spark
+
+    calls: list[str] = []
+    real = lake_spark.get_spark
+
+    def recorded(*args: object, **kwargs: object) -> object:
+        calls.append(request.node.nodeid)
+        return real(*args, **kwargs)
+
+    monkeypatch.setattr(lake_spark, "get_spark", recorded)
+    started_before = lake_spark.running()
+    yield
+    if calls or (lake_spark.running() and not started_before):
+        pytest.fail(
+            f"{request.node.nodeid} runs Spark in the test's process: mark it "
+            "`@pytest.mark.spark` (or take the `spark` fixture) so it runs in the Spark group"
+        )
+
+
+def _note_spark(config: pytest.Config) -> None:
+    output = getattr(config, "workeroutput", None)
+    if output is not None:
+        output["ran_spark"] = config.workerinput["workerid"]
+
+
+_SPARK_WORKERS: list[str] = []
+
+
+@pytest.hookimpl(optionalhook=True)
+def pytest_testnodedown(node: object, error: object) -> None:
+    worker = getattr(node, "workeroutput", {}).get("ran_spark")
+    if worker is not None:
+        _SPARK_WORKERS.append(str(worker))
+
+
+def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> None:
+    """On the controller: fail the run whose Spark tests ran on more than one worker (the
+    groups not kept, as on pytest-xdist over a pytest it does not support)."""
+    if len(_SPARK_WORKERS) > 1:
+        workers = ", ".join(sorted(_SPARK_WORKERS))
+        session.config.get_terminal_writer().line(
+            f"error: workers {workers} each ran a SparkSession: the `spark` group was split; "
+            "use a pytest that pytest-xdist keeps groups on (see pyproject.toml)",
+            red=True,
+        )
+        session.exitstatus = pytest.ExitCode.TESTS_FAILED

@@ -13,6 +13,8 @@ from build_support import Project, project_of
 
 from strata.settings import Settings
 
+pytestmark = pytest.mark.spark  # builds run Spark in the test's process
+
 CHECKS = Path(__file__).with_name("checks_pipeline.py")
 
 

@@ -15,6 +15,8 @@ from build_support import SHOP, Project, clicks, project_of, users
 
 from strata.settings import Settings
 
+pytestmark = pytest.mark.spark  # builds run Spark in the test's process
+
 
 @pytest.fixture
 def built(settings: Settings, tmp_path: Path) -> Iterator[tuple[Project, Any]]:

@@ -11,7 +11,7 @@ from itertools import pairwise
 import pytest
 from build_support import Project, clicks, users
 
-pytestmark = [pytest.mark.spark, pytest.mark.slow]
+pytestmark = pytest.mark.slow  # Spark runs in the workers' own processes
 
 
 def _runs_by_job(p: Project) -> dict[str, list[tuple[datetime, datetime]]]:

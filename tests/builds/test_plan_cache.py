@@ -13,6 +13,8 @@ from build_support import SHOP, Project, clicks, project_of, users
 from strata.builds.columns import plan_cache, plan_lineage
 from strata.settings import Settings
 
+pytestmark = pytest.mark.spark  # builds run Spark in the test's process
+
 
 def _plan(df: Any) -> Any:
     return df._jdf.queryExecution().analyzed()

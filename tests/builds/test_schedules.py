@@ -272,6 +272,7 @@ def test_a_build_stopped_by_ctrl_c_in_a_spark_job_ends_aborted_not_failed(
     assert _states(p, "slow_job.slow_job") == ["ABORTED"]
 
 
+@pytest.mark.spark
 def test_a_worker_stopped_mid_firing_ends_it_aborted(
     project: Project, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
@@ -344,6 +345,7 @@ def test_a_held_firing_stays_running_and_a_lapsed_one_ends_aborted(project: Proj
     assert state.firings("main", "lost")[0].outcome == "COMPLETED"
 
 
+@pytest.mark.spark
 def test_a_firing_whose_worker_was_killed_ends_aborted_when_its_hold_lapses(
     project: Project, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:

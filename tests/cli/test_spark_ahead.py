@@ -105,7 +105,6 @@ def starts(home: Path) -> int:
     return log.read_text().count("\n=== ") if log.exists() else 0
 
 
-@pytest.mark.spark
 def test_a_build_starts_the_jvm_while_it_loads_its_pipelines(project: Path) -> None:
     home = project / "home"
     done = strata(project, "build", "clean/n")
@@ -122,7 +121,6 @@ def test_a_build_starts_the_jvm_while_it_loads_its_pipelines(project: Path) -> N
     assert connection_folders(project / "home") == []
 
 
-@pytest.mark.spark
 def test_a_build_with_nothing_to_run_stops_the_jvm_it_started(project: Path) -> None:
     home = project / "home"
     assert strata(project, "build", "clean/n").returncode == 0
@@ -146,7 +144,6 @@ def test_a_dry_run_starts_no_jvm(project: Path) -> None:
     assert starts(project / "home") == 0
 
 
-@pytest.mark.spark
 def test_a_verbose_build_starts_its_jvm_when_asked_with_its_output_on_the_terminal(
     project: Path,
 ) -> None:

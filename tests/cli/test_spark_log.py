@@ -26,7 +26,6 @@ def noise(done: subprocess.CompletedProcess[str]) -> list[str]:
     return [line for line in lines if any(word in line for word in SPARK_NOISE)]
 
 
-@pytest.mark.spark
 def test_ingest_and_read_print_only_strata(tmp_path: Path) -> None:
     home = tmp_path / "home"
     (tmp_path / "clicks.csv").write_text("user,clicks\nada,3\nbob,1\n")
@@ -45,7 +44,6 @@ def test_ingest_and_read_print_only_strata(tmp_path: Path) -> None:
     assert "jdk.incubator.vector" in text or "WARN" in text
 
 
-@pytest.mark.spark
 def test_verbose_shows_spark_lines(tmp_path: Path) -> None:
     home = tmp_path / "home"
     (tmp_path / "n.json").write_text('{"n": 1}\n')
@@ -68,7 +66,6 @@ def test_a_bad_strata_verbose_names_the_variable(monkeypatch: pytest.MonkeyPatch
         Settings.load()
 
 
-@pytest.mark.spark
 def test_a_failed_build_says_one_error_and_where_the_log_is(tmp_path: Path) -> None:
     home = tmp_path / "home"
     pipelines = tmp_path / "pipelines"

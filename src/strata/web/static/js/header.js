@@ -127,6 +127,7 @@ function wireSuggestions(input, list) {
       id: `suggestion-${i}`, role: "option", "aria-selected": "false", "data-href": x.type === "DATASET" ? to.dataset(x.namespace, x.name) : to.job(x.namespace, x.name),
       onmousedown: (event) => { event.preventDefault(); go(event.currentTarget); },
     }, h("span", { class: "kind" }, x.type === "DATASET" ? "dataset" : "job"), " ", x.name, h("span", { class: "ns" }, ` ${x.namespace}`))));
+    list.dataset.answers = q; // which question the list shows, while a newer one waits
     list.hidden = false;
     input.setAttribute("aria-expanded", "true");
     active = -1;
