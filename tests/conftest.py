@@ -247,7 +247,7 @@ def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> None:
         workers = ", ".join(sorted(_SPARK_WORKERS))
         session.config.get_terminal_writer().line(
             f"error: workers {workers} each ran a SparkSession: the `spark` group was split; "
-            "use a pytest that pytest-xdist keeps groups on (see pyproject.toml)",
+            "run with `--dist loadgroup`, on a pytest whose groups xdist keeps (pyproject.toml)",
             red=True,
         )
         session.exitstatus = pytest.ExitCode.TESTS_FAILED
