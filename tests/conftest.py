@@ -24,10 +24,10 @@ from strata.store import migrate
 from strata.store.engine import create_engine
 from strata.store.schema import metadata
 
-# The suite's JVMs live seconds over a few rows: C2's compiler threads cost them a third
-# more CPU than their code saves, on two cores shared with the tests. C1 alone, and one GC
-# thread, for every JVM the run starts (in process, `strata` commands, spark-submit). A
-# SPARK_CONF_DIR given to the run is kept.
+# The suite's JVMs live seconds over a few rows: C2's compiler threads took about a third
+# of their CPU, on two cores shared with the tests ("The test suite's time" in
+# docs/benchmarks.md). C1 alone, and one GC thread, for every JVM the run starts (in
+# process, `strata` commands, spark-submit). A SPARK_CONF_DIR given to the run is kept.
 _TEST_JVM_OPTIONS = "-XX:TieredStopAtLevel=1 -XX:+UseSerialGC"
 if "SPARK_CONF_DIR" not in os.environ:
     _conf_dir = Path(tempfile.mkdtemp(prefix="strata-test-spark-conf-"))
