@@ -18,3 +18,5 @@ if [ ! -f "$stamp" ] || [ "$(cat "$stamp")" != "$want" ]; then
   echo "$want" > "$stamp"
 fi
 export PATH="$PWD/.venv/bin:$PATH"
+# Spark's class cache, made once per machine: every later command starts Spark sooner.
+strata spark-cache --quiet || echo "(Spark will start without its class cache: the line above says why)" >&2

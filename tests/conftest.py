@@ -8,10 +8,8 @@ Each test run makes its own throwaway database on that server.
 
 from __future__ import annotations
 
-import atexit
 import os
 import shutil
-import tempfile
 import uuid
 from collections.abc import Iterator
 from pathlib import Path
@@ -26,16 +24,10 @@ from strata.store.schema import metadata
 
 # The suite's JVMs live seconds over a few rows: C2's compiler threads took about a third
 # of their CPU, on two cores shared with the tests ("The test suite's time" in
-# docs/benchmarks.md). C1 alone, and one GC thread, for every JVM the run starts (in
-# process, `strata` commands, spark-submit). A SPARK_CONF_DIR given to the run is kept.
-_TEST_JVM_OPTIONS = "-XX:TieredStopAtLevel=1 -XX:+UseSerialGC"
-if "SPARK_CONF_DIR" not in os.environ:
-    _conf_dir = Path(tempfile.mkdtemp(prefix="strata-test-spark-conf-"))
-    (_conf_dir / "spark-defaults.conf").write_text(
-        f"spark.driver.extraJavaOptions {_TEST_JVM_OPTIONS}\n", encoding="utf-8"
-    )
-    os.environ["SPARK_CONF_DIR"] = str(_conf_dir)
-    atexit.register(shutil.rmtree, _conf_dir, True)
+# docs/benchmarks.md). C1 alone, and one GC thread, for every JVM Strata starts in the
+# run (in process and in `strata` commands), through the setting rather than a
+# spark-defaults.conf: a SPARK_CONF_DIR with files would rule out Spark's class cache.
+os.environ.setdefault("STRATA_SPARK_JAVA_OPTIONS", "-XX:TieredStopAtLevel=1 -XX:+UseSerialGC")
 
 PG_ADMIN_URL = os.environ.get("STRATA_TEST_PG_URL", "postgresql://postgres@127.0.0.1:5432/test")
 REQUIRE_PG = bool(os.environ.get("CI") or os.environ.get("STRATA_REQUIRE_PG"))
@@ -163,10 +155,11 @@ def settings(tmp_path: Path, db_url: str) -> Settings:
 
 @pytest.fixture(scope="session")
 def spark(tmp_path_factory: pytest.TempPathFactory):  # type: ignore[no-untyped-def]
-    """The one local SparkSession of the test run; its log goes to a scratch home."""
+    """The one local SparkSession of the test run; its log goes to a scratch home. Its
+    settings are loaded, so that the run's JVM options (above) reach its JVM."""
     from strata.lake.spark import get_spark
 
-    session = get_spark(Settings(home=tmp_path_factory.mktemp("spark-home")))
+    session = get_spark(Settings.load(home=tmp_path_factory.mktemp("spark-home")))
     yield session
     session.stop()
 
@@ -203,6 +196,7 @@ def _spark_stays_in_its_group(
     a worker outside the group it would start a second SparkSession."""
     if request.node.get_closest_marker("xdist_group") is not None:
         _note_spark(request.config)
+        request.getfixturevalue("spark")  # the run's session, whichever test comes first
         yield
         return
     import strata.lake.spark as lake_spark

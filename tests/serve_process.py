@@ -3,7 +3,6 @@ kill or measure the server."""
 
 from __future__ import annotations
 
-import os
 import signal
 import socket
 import subprocess
@@ -15,6 +14,7 @@ from typing import Any
 
 import httpx
 
+from console import user_environ
 from ol_events import run_event
 
 EXE = Path(sys.executable).with_name("strata")
@@ -42,7 +42,7 @@ class Served:
         self.port = port or free_port()
         self.url = f"http://127.0.0.1:{self.port}/api/v1"
         self.log = cwd / f"serve-{self.port}.log"
-        clean = {k: v for k, v in os.environ.items() if not k.startswith("STRATA_")}
+        clean = user_environ()
         self._log = self.log.open("a")
         self.proc = subprocess.Popen(
             [str(EXE), "serve", "--port", str(self.port), *args],

@@ -11,6 +11,7 @@ from __future__ import annotations
 import dataclasses
 import os
 import re
+import shlex
 import tomllib
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -33,6 +34,10 @@ class Settings:
     # The branch commands read and write (`--branch`, STRATA_BRANCH).
     branch: str = "main"
     spark_master: str = "local[2]"
+    # Options for the driver's JVM, after spark-defaults.conf's (-XX:..., -D...).
+    spark_java_options: str = ""
+    # Start Spark's JVM from the class cache `strata spark-cache` made, where there is one.
+    spark_class_cache: bool = True
     gc_grace_seconds: float = 3600.0
     api_host: str = "127.0.0.1"
     api_port: int = 5000
@@ -82,6 +87,7 @@ class Settings:
                 f"lineage_fold must be 'process' or 'thread', got {self.lineage_fold!r}; "
                 "set STRATA_LINEAGE_FOLD to one of them"
             )
+        _check_java_options(self.spark_java_options)
         if self.partition_limit < 1:
             raise ConfigError(
                 f"partition_limit must be 1 or more, got {self.partition_limit}; set "
@@ -196,6 +202,23 @@ def _from_env(names: set[str]) -> dict[str, Any]:
 
 
 _ORIGIN = re.compile(r"https?://[^/\s?#@]+")
+
+
+def _check_java_options(options: str) -> None:
+    """Refuse what the JVM's command line would take as a class to run, not an option."""
+    try:
+        words = shlex.split(options)
+    except ValueError as exc:
+        raise ConfigError(
+            f"spark_java_options {options!r} cannot be split into words ({exc}); close its "
+            "quotes in STRATA_SPARK_JAVA_OPTIONS or strata.toml"
+        ) from exc
+    for word in words:
+        if not word.startswith("-"):
+            raise ConfigError(
+                f"spark_java_options holds {word!r}, which is not a JVM option; give options "
+                "starting with - (such as -XX:+UseSerialGC) in STRATA_SPARK_JAVA_OPTIONS"
+            )
 
 
 def _is_origin(value: str) -> bool:

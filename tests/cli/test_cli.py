@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import json
-import os
 import subprocess
 import sys
 from pathlib import Path
@@ -12,6 +11,7 @@ import pyarrow as pa
 import pytest
 from typer.testing import CliRunner
 
+from console import user_environ
 from strata.cli.main import app
 from strata.lake.service import Lake
 from strata.settings import Settings
@@ -121,7 +121,7 @@ def test_ingest_reads_a_relative_path_from_the_working_folder(
 
 def test_console_script_on_the_embedded_default(tmp_path: Path) -> None:
     """The installed `strata` command migrates ./.strata on first use."""
-    env = {k: v for k, v in os.environ.items() if not k.startswith("STRATA_")}
+    env = user_environ()
     exe = Path(sys.executable).with_name("strata")
     (tmp_path / "clicks.csv").write_text("user,clicks\nada,3\n")
     done = subprocess.run(

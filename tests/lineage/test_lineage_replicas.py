@@ -5,7 +5,6 @@ nothing it acknowledged, and a second server on a SQLite store refuses to start.
 
 from __future__ import annotations
 
-import os
 import random
 import signal
 import subprocess
@@ -22,6 +21,7 @@ import sqlalchemy as sa
 from lineage_support import ds, dump, run_event
 from scenario import story
 
+from console import user_environ
 from serve_process import EXE, Served, free_port
 from strata.lineage.record import apply
 from strata.lineage.record.apply import RecordResult, accept_parsed, record_event
@@ -266,7 +266,7 @@ def test_a_fold_waiting_for_the_writer_lock_has_claimed_and_parsed_other_events(
 def test_a_second_server_on_a_sqlite_store_refuses_to_start(tmp_path: Path) -> None:
     env = _env(f"sqlite:///{tmp_path / 'meta.db'}", tmp_path)
     with Served(tmp_path, env) as first:
-        clean = {k: v for k, v in os.environ.items() if not k.startswith("STRATA_")}
+        clean = user_environ()
         second = subprocess.run(
             [str(EXE), "serve", "--port", str(free_port())],
             check=False,

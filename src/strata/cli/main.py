@@ -14,6 +14,7 @@ from strata.cli import (
     lake_commands,
     process,
     retention_commands,
+    spark_commands,
     trace_commands,
 )
 from strata.cli.changes import changes
@@ -124,6 +125,7 @@ app.command()(trace_commands.trace)
 app.command()(trace_commands.impact)
 app.command("show-program")(trace_commands.show_program)
 app.command()(trace_commands.reproduce)
+app.command("spark-cache")(spark_commands.spark_cache)
 
 
 if __name__ == "__main__":  # pragma: no cover

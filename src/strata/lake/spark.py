@@ -90,7 +90,7 @@ def start_ahead(settings: Settings) -> None:
         return  # started when asked, its log's `===` line written then
     _prepare_environment(settings)
     log, _ = prepare_log(settings)
-    spark_ahead.start(_quiet_options(settings, log4j_path(settings)), log)
+    spark_ahead.start(_options(settings, log4j_path(settings)), log)
 
 
 def _start(settings: Settings) -> SparkSession:
@@ -163,22 +163,30 @@ def spark_log() -> Path | None:
     return _started_log
 
 
-def _options(settings: Settings) -> dict[str, str]:
-    """The options a session starts with, logging aside."""
+def _options(settings: Settings, log4j: Path | None = None) -> dict[str, str]:
+    """The options a session starts with; a quiet one's log4j2 file is ``log4j``."""
     return {
         "spark.master": settings.spark_master,
         "spark.app.name": "strata",
         **session_options(settings.spark_master),
+        **_java_options(settings, log4j),
     }
 
 
-def _quiet_options(settings: Settings, props: Path) -> dict[str, str]:
-    """The options with log4j2 pointed at ``props``, keeping the Java options of
-    spark-defaults.conf, which ours would otherwise hide."""
-    from strata.lake.spark_logs import java_options, spark_defaults_value
+def _java_options(settings: Settings, log4j: Path | None) -> dict[str, str]:
+    """The driver's Java options: spark-defaults.conf's (which ours would otherwise
+    hide), the settings', the class cache's, and the log4j2 file of a quiet session."""
+    from strata.lake.spark_classes import java_option
+    from strata.lake.spark_logs import log4j_option, spark_defaults_value
 
-    given = spark_defaults_value(_JAVA_OPTIONS)
-    return {**_options(settings), _JAVA_OPTIONS: java_options(given, props)}
+    given = (
+        spark_defaults_value(_JAVA_OPTIONS),
+        settings.spark_java_options,
+        java_option(settings),
+        log4j_option(log4j) if log4j is not None else None,
+    )
+    joined = " ".join(part for part in given if part)
+    return {_JAVA_OPTIONS: joined} if joined else {}
 
 
 def _conf(options: dict[str, str]) -> SparkConf:
@@ -202,7 +210,7 @@ def _start_quiet(settings: Settings) -> SparkSession:
         spark_log_path,
     )
 
-    options = _quiet_options(settings, log4j_path(settings))
+    options = _options(settings, log4j_path(settings))
     conf = _conf(options)
     ahead = spark_ahead.take(options)
     if ahead is not None:

@@ -155,18 +155,24 @@ def _command(submit: Path, options: Mapping[str, str]) -> list[str]:
 
 
 def _spark_submit() -> Path | None:
-    """``bin/spark-submit`` of ``SPARK_HOME``, else of the installed pyspark, found
-    without importing it (its import alone takes a quarter of a second)."""
+    """``bin/spark-submit`` of Spark's installation, where there is one."""
     if os.name != "posix":
         return None
+    home = spark_home()
+    submit = home / "bin" / "spark-submit" if home is not None else None
+    return submit if submit is not None and submit.is_file() else None
+
+
+def spark_home() -> Path | None:
+    """``SPARK_HOME``, else the installed pyspark's folder, found without importing it
+    (its import alone takes a quarter of a second)."""
     home = os.environ.get("SPARK_HOME")
-    if home is None:
-        spec = find_spec("pyspark")
-        if spec is None or not spec.submodule_search_locations:
-            return None
-        home = next(iter(spec.submodule_search_locations))
-    submit = Path(home) / "bin" / "spark-submit"
-    return submit if submit.is_file() else None
+    if home is not None:
+        return Path(home)
+    spec = find_spec("pyspark")
+    if spec is None or not spec.submodule_search_locations:
+        return None
+    return Path(next(iter(spec.submodule_search_locations)))
 
 
 @contextlib.contextmanager

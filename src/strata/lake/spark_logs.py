@@ -68,10 +68,9 @@ def prepare_log(settings: Settings) -> tuple[Path, Path]:
     return log, props
 
 
-def java_options(existing: str | None, props: Path) -> str:
-    """``existing`` driver Java options with the log4j2 file appended, never replaced."""
-    ours = f"-Dlog4j2.configurationFile={props.as_uri()}"
-    return f"{existing} {ours}" if existing else ours
+def log4j_option(props: Path) -> str:
+    """The Java option that points log4j2 at ``props``."""
+    return f"-Dlog4j2.configurationFile={props.as_uri()}"
 
 
 def spark_defaults_value(key: str) -> str | None:

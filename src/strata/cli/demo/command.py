@@ -35,16 +35,7 @@ def demo(
     partitioned pipeline where late JP clicks rebuild only JP's partitions, and a
     retention policy and an archive policy at work. Run it again to go on where it stopped.
     """
-    from strata.builds.service import BuildService
-    from strata.cli.demo.example import (
-        DemoState,
-        copy_pipelines,
-        example_folder,
-        load_generator,
-        start_over,
-    )
-    from strata.cli.demo.story import Story
-    from strata.lake.service import connect
+    from strata.cli.demo.example import start_over
 
     with reported():
         t0 = time.perf_counter()
@@ -53,14 +44,7 @@ def demo(
             gone = start_over(settings)
             console.print(f"started over: removed {len(gone)} files and folders")
         start_spark_ahead(settings)  # every run of the story builds
-        folder = settings.home / "demo"
-        source = example_folder()
-        pipelines = copy_pipelines(source, folder)
-        lake = connect(settings)
-        state = DemoState.load(folder, seed)
-        _check_store(lake, state)
-        service = BuildService(settings, [str(pipelines)], lake=lake)
-        story = Story(lake, service, pipelines, load_generator(source), state)
+        state, story = _stage(settings, seed)
         _introduce(settings, state, story)
         story.hours(hours)
         story.day()
@@ -75,7 +59,42 @@ def demo(
         story.retention()
         story.archive()
         story.branch()
-        _explore(settings, pipelines, time.perf_counter() - t0)
+        _explore(settings, story.pipelines, time.perf_counter() - t0)
+
+
+def rehearse(settings: Settings, hours: int = 2) -> None:
+    """The demo's first hours and day in ``settings``' home, printing nothing: the work
+    ``strata spark-cache`` runs, so that its cache holds the classes a build loads."""
+    quiet, console.quiet = console.quiet, True
+    try:
+        state, story = _stage(settings, seed=7)
+        _introduce(settings, state, story)
+        story.hours(hours)
+        story.day()
+    finally:
+        console.quiet = quiet
+
+
+def _stage(settings: Settings, seed: int) -> tuple[DemoState, Story]:
+    """The demo's state, and its story over a fresh copy of the example pipelines."""
+    from strata.builds.service import BuildService
+    from strata.cli.demo.example import (
+        DemoState,
+        copy_pipelines,
+        example_folder,
+        load_generator,
+    )
+    from strata.cli.demo.story import Story
+    from strata.lake.service import connect
+
+    folder = settings.home / "demo"
+    source = example_folder()
+    pipelines = copy_pipelines(source, folder)
+    lake = connect(settings)
+    state = DemoState.load(folder, seed)
+    _check_store(lake, state)
+    service = BuildService(settings, [str(pipelines)], lake=lake)
+    return state, Story(lake, service, pipelines, load_generator(source), state)
 
 
 def _check_store(lake: Lake, state: DemoState) -> None:

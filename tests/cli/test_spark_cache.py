@@ -1,0 +1,159 @@
+"""`strata spark-cache` makes Spark's class cache once per Java and Spark installation, and
+every command that starts Spark starts its JVM from it where the class path allows.
+
+The cache is made and used by the installed `strata` in processes of their own, with a
+cache folder of the test's own (``XDG_CACHE_HOME``)."""
+
+from __future__ import annotations
+
+import json
+import os
+from pathlib import Path
+
+import pyarrow as pa
+import pytest
+
+from console import run_strata
+from strata.errors import ConfigError
+from strata.lake import spark_classes
+from strata.lake.service import connect
+from strata.settings import Settings
+
+PIPELINE = """
+from strata import Input, Output, transform_df
+
+
+@transform_df(Output("clean/n"), n=Input("raw/n"))
+def clean(n):
+    return n.filter(n.n > 0)
+"""
+
+
+@pytest.fixture
+def cache_home(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    folder = tmp_path / "cache"
+    monkeypatch.setenv("XDG_CACHE_HOME", str(folder))
+    monkeypatch.delenv("SPARK_CONF_DIR", raising=False)
+    return folder
+
+
+def fake_java(folder: Path) -> Path:
+    (folder / "bin").mkdir(parents=True)
+    (folder / "bin" / "java").write_text("#!/bin/sh\n")
+    return folder
+
+
+def test_the_cache_is_named_by_the_java_and_the_spark_installation(
+    cache_home: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    here = spark_classes.cache_path()
+    assert here is not None and here.parent == cache_home / "strata" / "spark"
+    monkeypatch.setenv("JAVA_HOME", str(fake_java(tmp_path / "other-java")))
+    other_java = spark_classes.cache_path()
+    monkeypatch.setenv("SPARK_HOME", str(tmp_path / "other-spark"))
+    (tmp_path / "other-spark" / "jars").mkdir(parents=True)
+    other_both = spark_classes.cache_path()
+    assert len({here, other_java, other_both}) == 3
+    (tmp_path / "other-spark" / "jars" / "more.jar").write_bytes(b"PK")
+    assert spark_classes.cache_path() != other_both  # a changed installation, another cache
+    monkeypatch.setenv("JAVA_HOME", str(tmp_path / "no-java"))
+    assert spark_classes.cache_path() is None
+
+
+def test_a_made_cache_is_offered_unless_the_setting_or_the_class_path_rules_it_out(
+    cache_home: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    settings = Settings(home=tmp_path / "home")
+    assert spark_classes.java_option(settings) is None  # none made
+    path = spark_classes.cache_path()
+    assert path is not None
+    path.parent.mkdir(parents=True)
+    path.write_bytes(b"made")
+    assert spark_classes.java_option(settings) == f"-XX:SharedArchiveFile={path}"
+    off = Settings(home=tmp_path / "home", spark_class_cache=False)
+    assert spark_classes.java_option(off) is None
+    conf = tmp_path / "conf"
+    conf.mkdir()
+    monkeypatch.setenv("SPARK_CONF_DIR", str(conf))
+    assert spark_classes.java_option(settings) is not None  # an empty folder is no bar
+    (conf / "spark-defaults.conf").write_text("spark.driver.memory 1g\n")
+    assert spark_classes.blocking_folders() == [conf]
+    assert spark_classes.java_option(settings) is None
+
+
+def test_a_class_path_with_a_folder_of_files_is_one_error_and_no_cache(
+    cache_home: Path, tmp_path: Path
+) -> None:
+    conf = tmp_path / "conf"
+    conf.mkdir()
+    (conf / "spark-defaults.conf").write_text("spark.driver.memory 1g\n")
+    done = run_strata(tmp_path / "home", "spark-cache", SPARK_CONF_DIR=str(conf))
+    assert done.returncode == 1
+    assert done.stderr.count("error:") == 1
+    assert str(conf) in done.stderr.replace("\n", "") and "SPARK_CONF_DIR" in done.stderr
+    assert not any(cache_home.rglob("*.jsa*"))
+
+
+@pytest.mark.parametrize(
+    ("options", "named"), [("-Xmx1g 'unclosed", "quotes"), ("-Xmx1g MainClass", "'MainClass'")]
+)
+def test_java_options_that_are_not_options_are_refused(options: str, named: str) -> None:
+    with pytest.raises(ConfigError) as info:
+        Settings(spark_java_options=options)
+    assert named in info.value.message and "STRATA_SPARK_JAVA_OPTIONS" in info.value.message
+
+
+@pytest.mark.slow
+def test_a_made_cache_starts_a_builds_jvm_and_is_made_once(
+    cache_home: Path, tmp_path: Path
+) -> None:
+    made = run_strata(tmp_path / "first", "spark-cache", "--json")
+    assert made.returncode == 0, made.stderr
+    first = json.loads(made.stdout)
+    path = Path(first["path"])
+    assert first["made_now"] and first["used"] and first["not_used_because"] is None
+    assert path.is_file() and path.stat().st_size == first["bytes"] > 10_000_000
+    assert path.parent == cache_home / "strata" / "spark"
+    assert [p.name for p in path.parent.iterdir()] == [path.name]  # no draft left behind
+
+    again = run_strata(tmp_path / "first", "spark-cache", "--json")
+    assert again.returncode == 0, again.stderr
+    assert json.loads(again.stdout) | {"seconds": 0} == first | {
+        "made_now": False,
+        "seconds": 0,
+    }
+    assert path.stat().st_mtime_ns == os.stat(first["path"]).st_mtime_ns
+
+    # A build's JVM loads Spark's classes from the cache: the JVM's class log says where
+    # each class came from.
+    home = tmp_path / "project" / "home"
+    (tmp_path / "project" / "pipelines").mkdir(parents=True)
+    (tmp_path / "project" / "pipelines" / "clean.py").write_text(PIPELINE)
+    lake = connect(Settings(home=home))
+    with lake.transaction("raw/n", type="APPEND") as txn:
+        txn.write(pa.table({"n": [1, -2, 3]}))
+    lake.engine.dispose()
+    classes = tmp_path / "classes.log"
+    options = f"{os.environ.get('STRATA_SPARK_JAVA_OPTIONS', '')} -Xlog:class+load:file={classes}"
+    pipelines = str(tmp_path / "project" / "pipelines")
+    built = run_strata(
+        home, "build", "--all", "--pipeline", pipelines, STRATA_SPARK_JAVA_OPTIONS=options
+    )
+    assert built.returncode == 0, built.stderr
+    loaded = [line for line in classes.read_text().splitlines() if "SparkContext " in line]
+    assert loaded and all("shared objects file (top)" in line for line in loaded), loaded
+
+    classes.unlink()
+    off = run_strata(
+        home,
+        "build",
+        "--all",
+        "--force",
+        "--pipeline",
+        pipelines,
+        STRATA_SPARK_JAVA_OPTIONS=options,
+        STRATA_SPARK_CLASS_CACHE="0",
+    )
+    assert off.returncode == 0, off.stderr
+    loaded = [line for line in classes.read_text().splitlines() if "SparkContext " in line]
+    assert loaded and not any("shared objects file" in line for line in loaded), loaded
