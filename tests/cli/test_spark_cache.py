@@ -8,12 +8,14 @@ from __future__ import annotations
 
 import json
 import os
+import subprocess
+import sys
 from pathlib import Path
 
 import pyarrow as pa
 import pytest
 
-from console import run_strata
+from console import run_strata, user_environ
 from strata.errors import ConfigError
 from strata.lake import spark_classes
 from strata.lake.service import connect
@@ -107,14 +109,33 @@ def test_java_options_that_are_not_options_are_refused(options: str, named: str)
 def test_a_made_cache_starts_a_builds_jvm_and_is_made_once(
     cache_home: Path, tmp_path: Path
 ) -> None:
-    made = run_strata(tmp_path / "first", "spark-cache", "--json")
+    # Caches of installations gone or replaced since, which no JVM starts from again.
+    folder = cache_home / "strata" / "spark"
+    folder.mkdir(parents=True)
+    (folder / "classes-0000000000000000.jsa").write_bytes(b"no note")
+    (folder / "classes-1111111111111111.jsa").write_bytes(b"replaced")
+    java = fake_java(tmp_path / "removed-java") / "bin" / "java"
+    replaced = {"java": str(java), "java_stamp": "1:1", "jars": str(tmp_path), "jars_stamp": "1:1"}
+    (folder / "classes-1111111111111111.json").write_text(json.dumps(replaced))
+
+    # The rehearsal runs in a store, lake and branch of its own, whatever the user's are.
+    made = run_strata(
+        tmp_path / "first",
+        "spark-cache",
+        "--json",
+        STRATA_BRANCH="dev",
+        STRATA_DATABASE_URL="postgresql://nobody@127.0.0.1:9/unreachable",
+    )
     assert made.returncode == 0, made.stderr
     first = json.loads(made.stdout)
     path = Path(first["path"])
     assert first["made_now"] and first["used"] and first["not_used_because"] is None
     assert path.is_file() and path.stat().st_size == first["bytes"] > 10_000_000
-    assert path.parent == cache_home / "strata" / "spark"
-    assert [p.name for p in path.parent.iterdir()] == [path.name]  # no draft left behind
+    assert path.parent == folder
+    # No draft left behind, no orphan kept; the cache's note names its installation.
+    assert sorted(p.name for p in folder.iterdir()) == [path.name, path.stem + ".json"]
+    note = json.loads(path.with_suffix(".json").read_text())
+    assert Path(note["jars"]).name == "jars" and Path(note["java"]).name == "java"
 
     again = run_strata(tmp_path / "first", "spark-cache", "--json")
     assert again.returncode == 0, again.stderr
@@ -157,3 +178,54 @@ def test_a_made_cache_starts_a_builds_jvm_and_is_made_once(
     assert off.returncode == 0, off.stderr
     loaded = [line for line in classes.read_text().splitlines() if "SparkContext " in line]
     assert loaded and not any("shared objects file" in line for line in loaded), loaded
+
+
+FAILING_REHEARSAL = """
+import sys
+from pathlib import Path
+
+from strata.lake import spark_classes
+from strata.lake.spark import get_spark
+from strata.settings import Settings
+
+
+def exercise(settings):
+    get_spark(settings).range(3).count()
+    raise RuntimeError("the rehearsal broke")
+
+
+try:
+    spark_classes.make(Settings.load(home=Path(sys.argv[1])), exercise)
+except RuntimeError as exc:
+    print(exc)
+"""
+
+
+@pytest.mark.slow
+def test_a_rehearsal_that_fails_leaves_no_cache_and_no_draft(
+    cache_home: Path, tmp_path: Path
+) -> None:
+    script = tmp_path / "rehearse.py"
+    script.write_text(FAILING_REHEARSAL)
+    done = subprocess.run(
+        [sys.executable, str(script), str(tmp_path / "home")],
+        env=user_environ(),
+        capture_output=True,
+        text=True,
+        timeout=300,
+        check=False,
+    )
+    assert done.returncode == 0 and done.stdout.strip() == "the rehearsal broke", done.stderr
+    # No JVM is left to write the archive of the rehearsal as it exits.
+    assert not [line for line in command_lines() if str(cache_home) in line]
+    assert list((cache_home / "strata" / "spark").iterdir()) == []
+
+
+def command_lines() -> list[str]:
+    found = []
+    for entry in Path("/proc").iterdir():
+        try:
+            found.append((entry / "cmdline").read_bytes().replace(b"\0", b" ").decode())
+        except OSError:
+            continue
+    return found

@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import dataclasses
 import hashlib
+import json
 import os
 import shutil
 import subprocess
@@ -53,14 +54,27 @@ def cache_folder() -> Path:
 def cache_path() -> Path | None:
     """Where the cache of this Java and Spark installation is kept (made or not); None
     where either is not found."""
+    installed = _installation()
+    if installed is None:
+        return None
+    key = hashlib.sha256("\0".join(installed.values()).encode()).hexdigest()[:16]
+    return cache_folder() / f"{_PREFIX}{key}{_SUFFIX}"
+
+
+def _installation() -> dict[str, str] | None:
+    """The ``java`` and Spark's jars folder, each with its size and time: reinstalling
+    either replaces its files, and so names another cache."""
     java, spark = _java(), spark_home()
     jars = spark / "jars" if spark is not None else None
     if java is None or jars is None or not jars.is_dir():
         return None
     jars = jars.resolve()
-    # Reinstalling either replaces its files, and so names another cache.
-    key = "\0".join((str(java), _stamp(java), str(jars), _stamp(jars)))
-    return cache_folder() / f"{_PREFIX}{hashlib.sha256(key.encode()).hexdigest()[:16]}{_SUFFIX}"
+    return {
+        "java": str(java),
+        "java_stamp": _stamp(java),
+        "jars": str(jars),
+        "jars_stamp": _stamp(jars),
+    }
 
 
 def java_option(settings: Settings) -> str | None:
@@ -103,13 +117,20 @@ def make(settings: Settings, exercise: Callable[[Settings], None]) -> Made:
         raise LakeError("Spark already runs in this process; make its class cache in a new one")
     path.parent.mkdir(parents=True, exist_ok=True)
     _remove_stale(path.parent)
+    _remove_orphans(path.parent)
     draft = path.with_name(f".{path.name}.{os.getpid()}.tmp")
     started = time.perf_counter()
     try:
         with tempfile.TemporaryDirectory(prefix="strata-spark-cache-") as home:
             rehearsal = _rehearsal_settings(settings, Path(home), draft)
-            exercise(rehearsal)
+            try:
+                exercise(rehearsal)
+            except BaseException:
+                _kill_jvm()  # before it writes an archive of a rehearsal that failed
+                raise
             _stop_jvm(rehearsal, draft)
+        # The note first: a cache without one is an orphan to the next making.
+        path.with_suffix(".json").write_text(json.dumps(_installation()), encoding="utf-8")
         os.replace(draft, path)  # whole or not at all: a JVM mapping a torn file crashes
     finally:
         draft.unlink(missing_ok=True)
@@ -133,14 +154,16 @@ def _where_to_make() -> Path:
 
 
 def _rehearsal_settings(settings: Settings, home: Path, draft: Path) -> Settings:
-    """``settings`` in ``home`` on a local master, with the JVM told to archive into
-    ``draft``. Its warnings, one per class it leaves out, are hundreds of lines."""
+    """``settings`` in ``home``'s own store and lake, on main and a local master, with the
+    JVM told to archive into ``draft`` (without its warnings: one per class it leaves
+    out, hundreds of lines)."""
     archive = f"-XX:ArchiveClassesAtExit={draft} -Xlog:cds=off -Xlog:cds+dynamic=off"
     return dataclasses.replace(
         settings,
         home=home,
         database_url="",
         lake_uri="",
+        branch="main",
         spark_master="local[2]",
         spark_java_options=f"{settings.spark_java_options} {archive}".strip(),
         spark_class_cache=False,
@@ -177,6 +200,14 @@ def _stop_jvm(settings: Settings, draft: Path) -> None:
         )
 
 
+def _kill_jvm() -> None:
+    from pyspark import SparkContext
+
+    proc = getattr(SparkContext._gateway, "proc", None)
+    if proc is not None:
+        proc.kill()
+
+
 def _java() -> Path | None:
     """The ``java`` Spark's launcher runs: ``JAVA_HOME``'s, else the first on the PATH."""
     home = os.environ.get("JAVA_HOME")
@@ -194,6 +225,22 @@ def _has_files(folder: Path) -> bool:
         return folder.is_dir() and any(folder.iterdir())
     except OSError:  # unreadable: the JVM would not read it either
         return False
+
+
+def _remove_orphans(folder: Path) -> None:
+    """Caches of installations removed or replaced since (a venv deleted, pyspark
+    upgraded): no JVM starts from them again, and each is about 150 MB."""
+    for cache in folder.glob(f"{_PREFIX}*{_SUFFIX}"):
+        note = cache.with_suffix(".json")
+        try:
+            made_for = json.loads(note.read_text(encoding="utf-8"))
+            current = _stamp(Path(made_for["java"])), _stamp(Path(made_for["jars"]))
+            if current == (made_for["java_stamp"], made_for["jars_stamp"]):
+                continue
+        except (OSError, ValueError, KeyError, TypeError):
+            pass  # no note, or its paths gone: an orphan either way
+        cache.unlink(missing_ok=True)
+        note.unlink(missing_ok=True)
 
 
 def _remove_stale(folder: Path) -> None:
