@@ -71,7 +71,12 @@ def test_a_made_cache_is_offered_unless_the_setting_or_the_class_path_rules_it_o
     assert path is not None
     path.parent.mkdir(parents=True)
     path.write_bytes(b"made")
+    assert spark_classes.java_option(settings) is None  # no note: not known to be whole
+    path.with_suffix(".json").write_text(json.dumps({"bytes": 4}))
     assert spark_classes.java_option(settings) == f"-XX:SharedArchiveFile={path}"
+    path.write_bytes(b"cut")  # shorter than it was made: a JVM mapping it would crash
+    assert spark_classes.java_option(settings) is None
+    path.write_bytes(b"made")
     off = Settings(home=tmp_path / "home", spark_class_cache=False)
     assert spark_classes.java_option(off) is None
     conf = tmp_path / "conf"
@@ -136,6 +141,7 @@ def test_a_made_cache_starts_a_builds_jvm_and_is_made_once(
     assert sorted(p.name for p in folder.iterdir()) == [path.name, path.stem + ".json"]
     note = json.loads(path.with_suffix(".json").read_text())
     assert Path(note["jars"]).name == "jars" and Path(note["java"]).name == "java"
+    assert note["bytes"] == first["bytes"]
 
     again = run_strata(tmp_path / "first", "spark-cache", "--json")
     assert again.returncode == 0, again.stderr

@@ -82,10 +82,10 @@ def java_option(settings: Settings) -> str | None:
     allow it and the class path does not rule it out."""
     if not settings.spark_class_cache:
         return None
-    path = cache_path()
-    if path is None or not path.is_file() or blocking_folders():
+    made = existing()
+    if made is None or blocking_folders():
         return None
-    return f"-XX:SharedArchiveFile={path}"
+    return f"-XX:SharedArchiveFile={made.path}"
 
 
 def blocking_folders() -> list[Path]:
@@ -99,11 +99,19 @@ def blocking_folders() -> list[Path]:
 
 
 def existing() -> Made | None:
-    """The cache of this installation, if it is made."""
+    """The cache of this installation, if it is made and whole: as long as its note says.
+    A JVM that maps a shorter archive (cut by a full disk, say) dies of SIGBUS."""
     path = cache_path()
-    if path is None or not path.is_file():
+    if path is None:
         return None
-    return Made(path, path.stat().st_size, 0.0)
+    try:
+        size = path.stat().st_size
+        noted = json.loads(path.with_suffix(".json").read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return None
+    if not isinstance(noted, dict) or noted.get("bytes") != size:
+        return None
+    return Made(path, size, 0.0)
 
 
 def make(settings: Settings, exercise: Callable[[Settings], None]) -> Made:
@@ -130,7 +138,8 @@ def make(settings: Settings, exercise: Callable[[Settings], None]) -> Made:
                 raise
             _stop_jvm(rehearsal, draft)
         # The note first: a cache without one is an orphan to the next making.
-        path.with_suffix(".json").write_text(json.dumps(_installation()), encoding="utf-8")
+        note = {**(_installation() or {}), "bytes": draft.stat().st_size}
+        path.with_suffix(".json").write_text(json.dumps(note), encoding="utf-8")
         os.replace(draft, path)  # whole or not at all: a JVM mapping a torn file crashes
     finally:
         draft.unlink(missing_ok=True)
