@@ -80,12 +80,13 @@ class Site:
 
     def go(self, route: str, token: str | None = READ) -> None:
         """Open ``route`` (``#/…``) as a visitor holding ``token``, on main unless the
-        route names a branch, and wait for it."""
+        route names a branch, with no namespace switched to, and wait for it."""
         self.driver.get(f"{self.url}/")
         self.driver.execute_script(
             "if (arguments[0]) sessionStorage.setItem('strata.token', arguments[0]);"
             "else sessionStorage.removeItem('strata.token');"
-            "sessionStorage.removeItem('strata.branch');",
+            "sessionStorage.removeItem('strata.branch');"
+            "sessionStorage.removeItem('strata.namespace');",
             token or "",
         )
         self.driver.get(f"{self.url}/{route}")

@@ -51,6 +51,11 @@ export function chosenNamespace() {
 
 export function rememberNamespace(ns) {
   if (ns) sessionStorage.setItem(NS_KEY, ns);
+  showNamespace(ns);
+}
+
+// The switch shows ``ns`` without making it the visitor's choice.
+export function showNamespace(ns) {
   const select = document.getElementById("ns-switch");
   if (select && ns && [...select.options].some((o) => o.value === ns)) select.value = ns;
 }

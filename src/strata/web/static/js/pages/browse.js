@@ -1,6 +1,6 @@
 // The start page (namespaces, their datasets and jobs, recent runs) and search.
 import { api, enc } from "../api.js";
-import { chosenNamespace, rememberNamespace } from "../header.js";
+import { chosenNamespace, rememberNamespace, showNamespace } from "../header.js";
 import { a, count, duration, h, query, runLink, runState, section, table, to, when } from "../dom.js";
 
 export async function browse(_parts, params) {
@@ -9,7 +9,10 @@ export async function browse(_parts, params) {
     api("/strata/runs?limit=15"),
   ]);
   const chosen = params.get("ns") || pickNamespace(namespaces);
-  rememberNamespace(chosen);
+  // Only a namespace the visitor asked for is remembered as switched to; one picked for
+  // them is shown, and a later visit picks again.
+  if (params.get("ns")) rememberNamespace(chosen);
+  else showNamespace(chosen);
   const [datasets, jobs] = chosen
     ? await Promise.all([
         api(`/namespaces/${enc(chosen)}/datasets?limit=200`),
