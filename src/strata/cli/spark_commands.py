@@ -30,7 +30,7 @@ def spark_cache(
 
     One cache serves every home for this Java and Spark installation; it is kept under
     ~/.cache/strata/spark. Making it runs the demo's first hours in a throwaway home,
-    about half a minute. STRATA_SPARK_CLASS_CACHE=0 starts Spark without it."""
+    about 40 s. STRATA_SPARK_CLASS_CACHE=0 starts Spark without it."""
     from strata.cli.demo.command import rehearse
     from strata.lake import spark_classes
 
