@@ -8,16 +8,18 @@ from __future__ import annotations
 
 import json
 import os
+import stat
 import subprocess
 import sys
+import zipfile
 from pathlib import Path
 
 import pyarrow as pa
 import pytest
 
 from console import run_strata, user_environ
-from strata.errors import ConfigError
-from strata.lake import spark_classes
+from strata.errors import ConfigError, LakeError
+from strata.lake import spark_classes, spark_local_fs
 from strata.lake.service import connect
 from strata.settings import Settings
 
@@ -110,6 +112,56 @@ def test_java_options_that_are_not_options_are_refused(options: str, named: str)
     assert named in info.value.message and "STRATA_SPARK_JAVA_OPTIONS" in info.value.message
 
 
+def test_the_local_file_system_class_compiles_into_one_jar_per_hadoop(
+    cache_home: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    folder = cache_home / "strata" / "spark"
+    folder.mkdir(parents=True)
+    (folder / "local-fs-0123456789abcdef.jar").write_bytes(b"PK")  # another Hadoop's
+    jar = spark_local_fs.make()
+    assert jar == spark_local_fs.jar_path() == spark_local_fs.existing()
+    with zipfile.ZipFile(jar) as opened:
+        assert opened.namelist() == ["strata/hadoop/NioLocalFileSystem.class"]
+    assert sorted(p.name for p in folder.iterdir()) == [jar.name]
+
+    # Without a JDK there is nothing to compile with: one clear error, nothing written.
+    jar.unlink()
+    monkeypatch.setattr(spark_local_fs, "javac", lambda: None)
+    with pytest.raises(LakeError, match=r"no javac found.*install a JDK 17"):
+        spark_local_fs.make()
+    assert list(folder.iterdir()) == []
+
+
+def test_local_masters_alone_write_through_the_made_class(
+    cache_home: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    local = Settings(home=tmp_path / "home", spark_master="local[2]")
+    assert spark_local_fs.spark_options(local) == {}  # not made
+    jar = spark_local_fs.jar_path()
+    assert jar is not None
+    jar.parent.mkdir(parents=True)
+    jar.write_bytes(b"PK")
+    options = {"spark.hadoop.fs.file.impl": spark_local_fs.CLASS}
+    assert spark_local_fs.spark_options(local) == options
+    assert spark_local_fs.spark_options(Settings(home=tmp_path, spark_master="local")) == options
+    for master in ("local-cluster[2,1,1024]", "spark://10.0.0.5:7077", "yarn"):
+        # Their executors run JVMs of their own, without the jar.
+        assert spark_local_fs.spark_options(Settings(home=tmp_path, spark_master=master)) == {}
+    off = Settings(home=tmp_path, spark_master="local[2]", spark_class_cache=False)
+    assert spark_local_fs.spark_options(off) == {}
+
+    # The jar goes at the end of the class path, once, after what the user gave; a jar
+    # there is no folder with files, so the class cache still applies.
+    monkeypatch.setenv("SPARK_DIST_CLASSPATH", "/opt/extra.jar")
+    spark_local_fs.put_on_class_path(local)
+    spark_local_fs.put_on_class_path(local)
+    assert os.environ["SPARK_DIST_CLASSPATH"] == os.pathsep.join(["/opt/extra.jar", str(jar)])
+    assert spark_classes.blocking_folders() == []
+    monkeypatch.delenv("SPARK_DIST_CLASSPATH")
+    spark_local_fs.put_on_class_path(off)
+    assert "SPARK_DIST_CLASSPATH" not in os.environ
+
+
 @pytest.mark.slow
 def test_a_made_cache_starts_a_builds_jvm_and_is_made_once(
     cache_home: Path, tmp_path: Path
@@ -137,8 +189,15 @@ def test_a_made_cache_starts_a_builds_jvm_and_is_made_once(
     assert first["made_now"] and first["used"] and first["not_used_because"] is None
     assert path.is_file() and path.stat().st_size == first["bytes"] > 10_000_000
     assert path.parent == folder
+    # Spark's local file system class is compiled beside it.
+    files = first["file_system"]
+    jar = Path(files["path"])
+    assert files["made_now"] and files["used"] and files["not_made_because"] is None
+    assert jar.parent == folder and jar.is_file()
     # No draft left behind, no orphan kept; the cache's note names its installation.
-    assert sorted(p.name for p in folder.iterdir()) == [path.name, path.stem + ".json"]
+    assert sorted(p.name for p in folder.iterdir()) == sorted(
+        [path.name, path.stem + ".json", jar.name]
+    )
     note = json.loads(path.with_suffix(".json").read_text())
     assert Path(note["jars"]).name == "jars" and Path(note["java"]).name == "java"
     assert note["bytes"] == first["bytes"]
@@ -148,6 +207,7 @@ def test_a_made_cache_starts_a_builds_jvm_and_is_made_once(
     assert json.loads(again.stdout) | {"seconds": 0} == first | {
         "made_now": False,
         "seconds": 0,
+        "file_system": files | {"made_now": False},
     }
     assert path.stat().st_mtime_ns == os.stat(first["path"]).st_mtime_ns
 
@@ -167,8 +227,18 @@ def test_a_made_cache_starts_a_builds_jvm_and_is_made_once(
         home, "build", "--all", "--pipeline", pipelines, STRATA_SPARK_JAVA_OPTIONS=options
     )
     assert built.returncode == 0, built.stderr
-    loaded = [line for line in classes.read_text().splitlines() if "SparkContext " in line]
+    log = classes.read_text().splitlines()
+    loaded = [line for line in log if "SparkContext " in line]
     assert loaded and all("shared objects file (top)" in line for line in loaded), loaded
+    # ... and writes its local files through the compiled class, with the modes Hadoop's
+    # own would give them.
+    nio = [line for line in log if f"{spark_local_fs.CLASS} " in line]
+    assert nio and all(jar.name in line for line in nio), nio
+    written = connect(Settings(home=home))
+    out = [written.storage.local(f.path) for f in written.files("clean/n")]
+    written.engine.dispose()
+    # 0666 less Hadoop's own umask (fs.permissions.umask-mode, 022), as Hadoop's chmod set.
+    assert out and {stat.S_IMODE(os.stat(f).st_mode) for f in out} == {0o644}
 
     classes.unlink()
     off = run_strata(
@@ -182,8 +252,10 @@ def test_a_made_cache_starts_a_builds_jvm_and_is_made_once(
         STRATA_SPARK_CLASS_CACHE="0",
     )
     assert off.returncode == 0, off.stderr
-    loaded = [line for line in classes.read_text().splitlines() if "SparkContext " in line]
+    log = classes.read_text().splitlines()
+    loaded = [line for line in log if "SparkContext " in line]
     assert loaded and not any("shared objects file" in line for line in loaded), loaded
+    assert not any(f"{spark_local_fs.CLASS} " in line for line in log)
 
 
 FAILING_REHEARSAL = """

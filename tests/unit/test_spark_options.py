@@ -15,6 +15,7 @@ def test_local_masters_get_one_machines_sizes(master: str) -> None:
     assert options["spark.sql.shuffle.partitions"] == "4"
     assert options["spark.driver.memory"] == "2g"
     assert options["spark.hadoop.fs.file.impl"] == "org.apache.hadoop.fs.RawLocalFileSystem"
+    assert options["spark.sql.sources.parallelPartitionDiscovery.parallelism"] == "8"
 
 
 @pytest.mark.parametrize(
@@ -27,5 +28,6 @@ def test_cluster_masters_keep_their_own_sizes(master: str) -> None:
     assert "spark.sql.shuffle.partitions" not in options
     assert "spark.driver.memory" not in options
     assert "spark.hadoop.fs.file.impl" not in options
+    assert "spark.sql.sources.parallelPartitionDiscovery.parallelism" not in options
     assert options["spark.sql.session.timeZone"] == "UTC"
     assert options["spark.sql.parquet.outputTimestampType"] == "TIMESTAMP_MICROS"

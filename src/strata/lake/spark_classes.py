@@ -64,7 +64,7 @@ def cache_path() -> Path | None:
 def _installation() -> dict[str, str] | None:
     """The ``java`` and Spark's jars folder, each with its size and time: reinstalling
     either replaces its files, and so names another cache."""
-    java, spark = _java(), spark_home()
+    java, spark = java_binary(), spark_home()
     jars = spark / "jars" if spark is not None else None
     if java is None or jars is None or not jars.is_dir():
         return None
@@ -217,7 +217,7 @@ def _kill_jvm() -> None:
         proc.kill()
 
 
-def _java() -> Path | None:
+def java_binary() -> Path | None:
     """The ``java`` Spark's launcher runs: ``JAVA_HOME``'s, else the first on the PATH."""
     home = os.environ.get("JAVA_HOME")
     found = str(Path(home) / "bin" / "java") if home else shutil.which("java")
