@@ -117,12 +117,14 @@ def test_the_local_file_system_class_compiles_into_one_jar_per_hadoop(
 ) -> None:
     folder = cache_home / "strata" / "spark"
     folder.mkdir(parents=True)
-    (folder / "local-fs-0123456789abcdef.jar").write_bytes(b"PK")  # another Hadoop's
+    other = folder / "local-fs-0123456789abcdef.jar"  # another installation may use it
+    other.write_bytes(b"PK")
     jar = spark_local_fs.make()
     assert jar == spark_local_fs.jar_path() == spark_local_fs.existing()
     with zipfile.ZipFile(jar) as opened:
         assert opened.namelist() == ["strata/hadoop/NioLocalFileSystem.class"]
-    assert sorted(p.name for p in folder.iterdir()) == [jar.name]
+    assert sorted(p.name for p in folder.iterdir()) == sorted([jar.name, other.name])
+    other.unlink()
 
     # Without a JDK there is nothing to compile with: one clear error, nothing written.
     jar.unlink()

@@ -85,7 +85,8 @@ def javac() -> Path | None:
 
 
 def make() -> Path:
-    """Compile the class into its jar, replacing any, and remove jars of other Hadoops."""
+    """Compile the class into its jar, replacing any. Jars of other installations stay
+    (about 2 KB each): another virtual environment may still start from its own."""
     path, api, compiler = jar_path(), _hadoop_api(), javac()
     if path is None or api is None:
         raise LakeError("pyspark's jars are not found; install pyspark or set SPARK_HOME")
@@ -105,9 +106,6 @@ def make() -> Path:
         os.replace(draft, path)  # whole or not at all: a JVM reads it as it starts
     finally:
         draft.unlink(missing_ok=True)
-    for other in path.parent.glob(f"{_PREFIX}*{_SUFFIX}"):
-        if other != path:
-            other.unlink(missing_ok=True)
     return path
 
 
