@@ -8,7 +8,7 @@ not at all).
 
 from __future__ import annotations
 
-from collections.abc import Collection, Generator, Mapping, Sequence
+from collections.abc import Collection, Generator, Iterator, Mapping, Sequence
 from datetime import UTC, datetime
 from types import TracebackType
 from typing import TYPE_CHECKING, Any, Protocol
@@ -20,7 +20,7 @@ from strata.errors import (
     SchemaMismatch,
     TransactionClosed,
 )
-from strata.lake import commit, partition_hashes, partitions, schemas
+from strata.lake import column_reads, commit, partition_hashes, partitions, schemas
 from strata.lake.commit import Part
 from strata.lake.frames import Partitioning, write_frame
 from strata.lake.registry import Version
@@ -435,17 +435,21 @@ class Transaction:
         """``columns`` of what was written (since the ``since``-th container; to one
         ``partition``, if given), read on this process with pyarrow; None when their size
         in the containers' footers is over ``max_bytes`` (0: no limit)."""
-        import pyarrow.dataset as pads
-
-        storage = self._lake.storage
         adds = _within(self._part(dataset).adds[since:], partition)
-        paths = [storage.local(e.path) for e in adds]
-        if not paths:
-            return None
-        found = pads.dataset(paths, format="parquet", filesystem=storage.fs)
-        if max_bytes and _column_bytes(found, columns) > max_bytes:
-            return None
-        return found.to_table(columns=list(columns))
+        return column_reads.read_columns(self._lake.storage, adds, columns, max_bytes)
+
+    def pending_columns_by_partition(
+        self,
+        dataset: str,
+        columns: Sequence[str],
+        keys: Sequence[str],
+        since: int = 0,
+        max_bytes: int = 0,
+    ) -> Iterator[tuple[str, pa.Table | None]]:
+        """:meth:`pending_columns` of each partition of ``keys``, in that order, read a
+        group of partitions at a time (at most ``max_bytes`` of columns each)."""
+        adds = self._part(dataset).adds[since:]
+        return column_reads.read_by_partition(self._lake.storage, adds, columns, keys, max_bytes)
 
     def pending_column_arrays(
         self,
@@ -518,16 +522,3 @@ def _delete_files(storage: Storage, within: str, paths: Sequence[str]) -> None:
 
 def _within(adds: Sequence[FileEntry], partition: str | None) -> Sequence[FileEntry]:
     return adds if partition is None else [e for e in adds if e.partition == partition]
-
-
-def _column_bytes(found: Any, columns: Sequence[str]) -> int:
-    """The uncompressed size of ``columns`` in a pyarrow dataset's Parquet footers."""
-    total = 0
-    for fragment in found.get_fragments():
-        meta = fragment.metadata
-        names = [meta.schema.column(i).name for i in range(meta.num_columns)]
-        wanted = [i for i, n in enumerate(names) if n in columns]
-        for g in range(meta.num_row_groups):
-            group = meta.row_group(g)
-            total += sum(group.column(i).total_uncompressed_size for i in wanted)
-    return total

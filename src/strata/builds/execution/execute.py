@@ -12,7 +12,7 @@ from __future__ import annotations
 import logging
 import time
 import traceback
-from collections.abc import Generator, Mapping, Sequence
+from collections.abc import Callable, Generator, Mapping, Sequence
 from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING, Any
@@ -65,6 +65,10 @@ if TYPE_CHECKING:
     from pyspark.sql import DataFrame, SparkSession
 
 log = logging.getLogger(__name__)
+
+#: Reads columns of one partition of an output: (output, columns, key text) -> table,
+#: or None when they are too large to count on this process.
+ColumnReader = Callable[[str, Sequence[str], str], "pa.Table | None"]
 
 
 @dataclass
@@ -251,7 +255,7 @@ def record_checks(
     """Keep what a run's checks found, with the versions they judged (an output's: the
     version committed; none when the run failed)."""
     if judged:
-        ctx.state.record_checks(run, item.fqn, judged, {**inputs, **outputs})
+        ctx.state.record_checks(item.fqn, [(run, judged, {**inputs, **outputs})])
 
 
 def write_type(item: Declared, plan: Plan) -> str:
@@ -372,14 +376,16 @@ def judge_written_partition(
     mark: Mapping[str, int],
     key: str,
     judged: list[CheckResult],
+    read: ColumnReader | None = None,
 ) -> None:
     """The output checks of partition ``key`` (text) of a batch written since ``mark``,
     into ``judged``, as a run of that partition alone judges them; a failed FAIL check
-    raises :class:`CheckFailed`."""
+    raises :class:`CheckFailed`. ``read`` reads its key columns (by default, alone)."""
     judge = Judge(item, judged, key)
     for o in item.transform.outputs.values():
         if o.checks:
-            judge(_written(lake, spark, txn, o.name, mark[o.name], True, key), o.checks)
+            written = _written(lake, spark, txn, o.name, mark[o.name], True, key, read)
+            judge(written, o.checks)
 
 
 # Deriving a plan's lineage waits on the JVM (its plan's JSON) for tens of milliseconds:
@@ -442,6 +448,7 @@ def _written(
     mark: int,
     partitioned: bool,
     key: str | None = None,
+    read: ColumnReader | None = None,
 ) -> Target:
     """What a run wrote to ``name`` (of a batch, to partition ``key``), as its checks
     judge it: an append is judged with the output it extends (whole), its keys in the
@@ -455,6 +462,8 @@ def _written(
             return frame
 
         def columns(cols: Sequence[str]) -> pa.Table | None:
+            if read is not None and key is not None:
+                return read(name, cols, key)
             limit = key_counts.MAX_BYTES
             return txn.pending_columns(name, cols, since=mark, max_bytes=limit, partition=key)
 

@@ -26,7 +26,6 @@ from strata.builds.execution.execute import (
     call_transform,
     failure_reason,
     judge_written_partition,
-    record_checks,
     stack_trace,
     with_assertions,
     written_at,
@@ -40,6 +39,7 @@ from strata.builds.execution.run_events import (
     program_facets,
     run_event,
 )
+from strata.builds.partitions.batch_columns import BatchColumns
 from strata.builds.partitions.input_checks import InputsJudged, judge_inputs
 from strata.builds.partitions.planning import Layout
 from strata.builds.partitions.reads import batch_of, partition_of
@@ -173,11 +173,13 @@ def run_partitions(
         _finish_all(ctx, out, specs, (read, writing), exc)
         raise
     _commit(ctx, item, txn, out, specs, (read, writing), repartition)
+    judged = []
     for p in out.partitions:
         built = result.outputs if p.outcome is Outcome.BUILT else {}
         if p.run is not None:
-            record_checks(ctx, p.run, item, p.checks, result.inputs, _known(built))
+            judged.append((p.run, p.checks, {**result.inputs, **_known(built)}))
         result.checks.extend(p.checks)
+    ctx.state.record_checks(item.fqn, judged)
     result.seconds = time.monotonic() - started
     return out
 
@@ -349,9 +351,12 @@ def _judge_each(
     """Each partition's output checks on its own rows of the job's write: a partition
     whose FAIL check failed fails alone (FAIL, its rows dropped), as its own run would."""
     failed: dict[str, dict[str, Any]] = {}  # key -> its FAIL event
+    batch = BatchColumns(txn, mark, [p.key for p in runs])
     for p in runs:
         try:
-            judge_written_partition(ctx.lake, ctx.spark, item, txn, mark, p.key, p.checks)
+            judge_written_partition(
+                ctx.lake, ctx.spark, item, txn, mark, p.key, p.checks, batch.read
+            )
         except Exception as exc:
             p.outcome, p.reason, p.rows = Outcome.FAILED, failure_reason(exc, item), 0
             failed[p.key] = _failed(ctx, specs[p.key], p.checks, exc, io)

@@ -40,17 +40,19 @@ class StoredResult:
         }
 
 
+#: One run's check results and the version of each dataset they judged (an output's is
+#: absent when the run committed nothing).
+RunChecks = tuple[str, Sequence[CheckResult], Mapping[str, int]]
+
+
 def record(
     conn: Connection,
-    run: str,
     job: str,
-    results: Sequence[CheckResult],
+    runs: Sequence[RunChecks],
     uuids: Mapping[str, str],
-    versions: Mapping[str, int],
     now: datetime,
 ) -> None:
-    """Keep ``results`` of ``run`` (``versions``: the version each dataset was judged at;
-    an output's is absent when the run committed nothing)."""
+    """Keep the results of ``runs`` of ``job``, in one statement."""
     rows = [
         {
             "run_uuid": run,
@@ -68,6 +70,7 @@ def record(
             "samples": list(r.samples),
             "recorded_at": now,
         }
+        for run, results, versions in runs
         for r in results
         if r.dataset in uuids
     ]

@@ -17,7 +17,6 @@ from typing import Any
 
 from sqlalchemy.engine import Engine
 
-from strata.builds.checks.check import CheckResult
 from strata.builds.state import catalog, checks, leases, programs, requests, runs, schedules
 from strata.builds.state.build_reads import BuildRead
 from strata.builds.state.catalog import Current, VersionEntry
@@ -328,13 +327,16 @@ class BuildState:
 
     # -- check results ------------------------------------------------------------------
 
-    def record_checks(
-        self, run: str, job: str, results: Sequence[CheckResult], versions: Mapping[str, int]
-    ) -> None:
-        """Keep what a run's checks found, each with the version of its dataset judged."""
+    def record_checks(self, job: str, runs: Sequence[checks.RunChecks]) -> None:
+        """Keep what the checks of ``runs`` of ``job`` found, each result with the version
+        of its dataset judged: in one transaction, however many runs (a batch's
+        partitions)."""
+        names = {r.dataset for _, results, _ in runs for r in results}
+        if not names:
+            return
         with write_tx(self.engine) as conn:
-            uuids = catalog.dataset_uuids(conn, self.namespace, {r.dataset for r in results})
-            checks.record(conn, run, job, results, uuids, versions, datetime.now(UTC))
+            uuids = catalog.dataset_uuids(conn, self.namespace, names)
+            checks.record(conn, job, runs, uuids, datetime.now(UTC))
 
     def check_results(
         self, dataset: str, version: int | None = None, writer: str | None = None
