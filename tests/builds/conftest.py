@@ -1,5 +1,6 @@
-"""Build tests: a project with the shop pipeline in a folder of its own, and an HTTP
-server collecting what is sent to it as an OpenLineage server."""
+"""Build tests: a project with the shop pipeline in a folder of its own, a lake on the
+test's store, and an HTTP server collecting what is sent to it as an OpenLineage
+server."""
 
 from __future__ import annotations
 
@@ -13,6 +14,7 @@ from typing import Any
 import pytest
 from build_support import SHOP, Project, project_of
 
+from strata.lake.service import Lake
 from strata.settings import Settings
 
 
@@ -20,6 +22,13 @@ from strata.settings import Settings
 def project(settings: Settings, tmp_path: Path) -> Iterator[Project]:
     with project_of(settings, tmp_path, SHOP) as p:
         yield p
+
+
+@pytest.fixture
+def lake(settings: Settings) -> Iterator[Lake]:
+    lk = Lake(settings)
+    yield lk
+    lk.engine.dispose()
 
 
 class _Collector(BaseHTTPRequestHandler):

@@ -16,7 +16,6 @@ from strata.builds.partitions.batch_columns import BatchColumns
 from strata.lake import column_reads
 from strata.lake.service import Lake
 from strata.lake.transaction import Transaction
-from strata.settings import Settings
 
 DS = "checked/daily"
 COLS = ["region", "note"]
@@ -24,13 +23,6 @@ BIG = "region=JP/day=d1"  # two containers, its notes far larger than the others
 NONE = "region=XX/day=d9"  # in the batch, but nothing written to it
 # Not the order they were written in.
 KEYS = ["region=UK/day=d2", BIG, NONE, "region=UK/day=d1", "region=US/day=d2"]
-
-
-@pytest.fixture
-def lake(settings: Settings) -> Iterator[Lake]:
-    lk = Lake(settings)
-    yield lk
-    lk.engine.dispose()
 
 
 def _table(rows: Sequence[tuple[str, str, str]]) -> pa.Table:

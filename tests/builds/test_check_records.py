@@ -3,25 +3,14 @@ versions it judged, and read back run by run. On both backends."""
 
 from __future__ import annotations
 
-from collections.abc import Iterator
-
 import pyarrow as pa
-import pytest
 import sqlalchemy as sa
 
 from strata.builds.checks.check import CheckResult
 from strata.builds.state import BuildState
 from strata.lake.service import Lake
-from strata.settings import Settings
 
 DS = "checked/daily"
-
-
-@pytest.fixture
-def lake(settings: Settings) -> Iterator[Lake]:
-    lk = Lake(settings)
-    yield lk
-    lk.engine.dispose()
 
 
 def _result(key: str, passed: bool) -> CheckResult:
