@@ -100,6 +100,19 @@ def test_a_batch_s_partitions_read_together_are_each_as_read_alone(
     assert read[BIG] is not None and len(read[BIG]) == 801 and read[BIG][-1]["note"] == "late"
 
 
+def test_a_long_batch_is_read_a_bounded_number_of_partitions_a_scan(
+    txn: Transaction, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A batch of more partitions than one scan holds the footers of is read in scans of
+    that many, each partition's columns still as read alone."""
+    monkeypatch.setattr(column_reads, "_KEYS_A_SCAN", 2)
+    groups = _groups(monkeypatch)
+    together = list(txn.pending_columns_by_partition(DS, COLS, KEYS))
+    got = [(k, None if t is None else t.to_pylist()) for k, t in together]
+    assert got == _alone(txn, 0)
+    assert groups == [KEYS[0:2], KEYS[2:4], KEYS[4:]]
+
+
 def test_checks_asking_in_order_read_each_group_once_and_out_of_order_alone(
     txn: Transaction, monkeypatch: pytest.MonkeyPatch
 ) -> None:

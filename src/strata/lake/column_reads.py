@@ -34,6 +34,10 @@ def read_columns(
     return found.to_table(columns=list(columns))
 
 
+#: Partitions whose files one pyarrow dataset holds: their footers are held at once.
+_KEYS_A_SCAN = 1024
+
+
 def read_by_partition(
     storage: Storage,
     entries: Sequence[FileEntry],
@@ -44,25 +48,34 @@ def read_by_partition(
     """``columns`` of each partition of ``keys`` (key texts), in that order, as
     :func:`read_columns` reads that partition's ``entries`` alone. Read a group of
     partitions at a time, a group's columns at most ``max_bytes`` (0: no limit), so that
-    memory stays one group's."""
-    import pyarrow.dataset as pads
-
+    memory stays one group's (and the footers of :data:`_KEYS_A_SCAN` partitions')."""
     wanted = set(keys)
     files: dict[str, list[str]] = {k: [] for k in keys}
     for e in entries:
         if e.partition in wanted:
             files[e.partition].append(storage.local(e.path))
-    everything = [p for k in keys for p in files[k]]
+    for start in range(0, len(keys), _KEYS_A_SCAN):
+        some = keys[start : start + _KEYS_A_SCAN]
+        yield from _read_keys(storage, {k: files[k] for k in some}, columns, max_bytes)
+
+
+def _read_keys(
+    storage: Storage, files: dict[str, list[str]], columns: Sequence[str], max_bytes: int
+) -> Iterator[tuple[str, pa.Table | None]]:
+    """Each partition's of ``files`` (key text -> its files' paths), in groups."""
+    import pyarrow.dataset as pads
+
+    everything = [p for paths in files.values() for p in paths]
     if not everything:
-        yield from ((k, None) for k in keys)
+        yield from ((k, None) for k in files)
         return
     found = pads.dataset(everything, format="parquet", filesystem=storage.fs)
     fragments = {f.path: f for f in found.get_fragments()}
     sizes = {path: column_bytes(f, columns) for path, f in fragments.items()}
     group: list[str] = []
     held = 0
-    for key in keys:
-        size = sum(sizes[p] for p in files[key])
+    for key, paths in files.items():
+        size = sum(sizes[p] for p in paths)
         over = bool(max_bytes) and size > max_bytes
         if group and (over or (max_bytes and held + size > max_bytes)):
             yield from _read_group(found, fragments, files, group, columns)
