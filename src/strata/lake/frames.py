@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import re
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING, Any
 
@@ -111,14 +111,15 @@ def _write_spark_batch(
 ) -> Written:
     """A batch of partition runs' rows, each partition's hash its own. Spark observes one
     sum for a whole write, so the frame is kept (memory, then disk) while one pass hashes
-    it by key and the write reads it back: it is computed once."""
+    it by key and the write reads it back: it is computed once. The write's own totals
+    are the sums over its keys (row hashes and watched measures add up), so the write
+    pass hashes nothing again."""
     from pyspark import StorageLevel
 
     kept = frame.persist(StorageLevel.MEMORY_AND_DISK)
     try:
-        by_key, seeing_keys = _key_sums(kept, by, watch)
-        watched, obs, seeing = _observed(kept, watch)
-        entries, schema = _write_spark_partitioned(storage, folder, watched, by)
+        by_key, seeing = _key_sums(kept, by, watch)
+        entries, schema = _write_spark_partitioned(storage, folder, kept, by)
     finally:
         kept.unpersist()
     known = {
@@ -127,9 +128,19 @@ def _write_spark_batch(
         if None not in k
     }
     entries = _hashed_per_key(entries, {key: h for key, (h, _) in known.items()})
-    seen = observed_extra(obs, watch or {}) if seeing else None
-    seen_by_key = {key: extra for key, (_, extra) in known.items()} if seeing_keys else None
-    return Written(entries, schema, observed_hash(obs), seen, seen_by_key)
+    rows = sum_hashes(h for h, _ in by_key.values()) or EMPTY
+    seen = _summed((extra for _, extra in by_key.values()), watch or {}) if seeing else None
+    seen_by_key = {key: extra for key, (_, extra) in known.items()} if seeing else None
+    return Written(entries, schema, rows, seen, seen_by_key)
+
+
+def _summed(extras: Iterable[Mapping[str, int]], names: Iterable[str]) -> dict[str, int]:
+    """The watched measures over a whole write, from each key's."""
+    total = dict.fromkeys(names, 0)
+    for extra in extras:
+        for name, value in extra.items():
+            total[name] += value
+    return total
 
 
 def _key_sums(
