@@ -3,12 +3,11 @@ one lake."""
 
 from __future__ import annotations
 
-import gc
 import threading
-from collections.abc import Collection, Iterator, Mapping, Sequence
-from contextlib import contextmanager
+from collections.abc import Collection, Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
+from strata import collector
 from strata.builds import history
 from strata.builds.columns import changes as column_changes
 from strata.builds.columns import trace as column_trace
@@ -56,7 +55,7 @@ class BuildService:
         stamp = source_stamp(self.paths)
         with self._lock:
             if self._loaded is None or self._loaded[0] != stamp:
-                with _collections_paused():
+                with collector.paused():
                     loaded = load_pipelines(self.paths)
                 _refuse_raw_outputs(self.state, loaded)
                 self._loaded = (stamp, loaded)
@@ -84,7 +83,7 @@ class BuildService:
         ``foreign_status`` setting, also the datasets of jobs Strata does not build whose
         program moved on since they were written."""
         pipelines = self.pipelines
-        with _collections_paused():
+        with collector.paused():
             found = from_store(self.state, pipelines, self.state.current())
         if self.settings.foreign_status:
             found |= status.foreign(self.state)
@@ -110,7 +109,7 @@ class BuildService:
         item = pipelines.producer(name)
         keys = pipelines.graph.post_order([item.fqn]) if item is not None else []
         names = {name} | _datasets_of(pipelines, keys)
-        with _collections_paused():
+        with collector.paused():
             current = self.state.current(names)
             found = from_store(self.state, pipelines, current, keys).get(name)
         if found is None and any(name in t.input_names for t in pipelines.transforms.values()):
@@ -276,21 +275,6 @@ class BuildService:
         from strata.lake.spark import get_spark
 
         return get_spark(self.settings)
-
-
-@contextmanager
-def _collections_paused() -> Iterator[None]:
-    """No garbage collection in the block: a status of thousands of datasets, or loading
-    thousands of transforms, allocates tens of thousands of long- or short-lived objects,
-    and the collector's passes over them cost a third of the time and most of its
-    variance."""
-    enabled = gc.isenabled()
-    gc.disable()
-    try:
-        yield
-    finally:
-        if enabled:
-            gc.enable()
 
 
 def _datasets_of(pipelines: Pipelines, keys: Collection[str]) -> set[str]:

@@ -17,6 +17,7 @@ from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import TYPE_CHECKING, Any
 
+from strata import collector
 from strata.builds.state.build_reads import BuildRead
 from strata.lineage.record.apply import record_batch, record_event
 from strata.lineage.record.facets import BRANCH_FACET, BUILD_FACET, PROGRAM_FACET
@@ -225,7 +226,11 @@ class Emitter:
                 self.emit(event)
             return
         for start in range(0, len(events), _BATCH):  # the writer lock is held per batch
-            done = record_batch(self.engine, list(events[start : start + _BATCH]))
+            # Folding a batch allocates much and frees little, as the fold process does
+            # (which never collects): passes over it cost a build of a thousand
+            # partitions a tenth of its time (docs/benchmarks.md, §B8, round eleven).
+            with collector.paused():
+                done = record_batch(self.engine, list(events[start : start + _BATCH]))
             refused = [r for r in done if isinstance(r, Exception)]
             if refused:
                 raise refused[0]
