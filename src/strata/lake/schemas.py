@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import base64
 import contextlib
+import functools
 from typing import TYPE_CHECKING, Any
 
 from strata.errors import SchemaMismatch
@@ -100,6 +101,19 @@ def spark_types(known: pa.Schema) -> dict[str, str] | None:
     except TypeError:
         return None
     return {f.name: f.dataType.simpleString() for f in struct.fields}
+
+
+def encoded_spark_types(encoded: str) -> dict[str, str] | None:
+    """:func:`spark_types` of a schema in its stored form (:func:`encode`); each form is
+    worked out once, since a batch's checks ask it of every partition's write."""
+    found = _spark_types_of(encoded)
+    return dict(found) if found is not None else None
+
+
+@functools.lru_cache(maxsize=32)
+def _spark_types_of(encoded: str) -> tuple[tuple[str, str], ...] | None:
+    types = spark_types(decode(encoded))
+    return tuple(types.items()) if types is not None else None
 
 
 def read_parquet(session: SparkSession, uris: list[str], known: pa.Schema | None) -> DataFrame:

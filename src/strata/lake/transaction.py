@@ -422,7 +422,7 @@ class Transaction:
         """The Spark types of what was written to ``dataset``, as :meth:`pending_frame`
         reads it (None when not known without reading it)."""
         known = self._part(dataset).arrow_schema
-        return schemas.spark_types(schemas.decode(known)) if known else None
+        return schemas.encoded_spark_types(known) if known else None
 
     def pending_columns(
         self,
