@@ -24,6 +24,12 @@ from strata.settings import Settings
 
 SHOP = Path(__file__).with_name("shop_pipeline.py")
 runner = CliRunner()
+_CLI_WITH_STACKS = (
+    "import faulthandler, signal, sys; "
+    "faulthandler.register(signal.SIGUSR1, all_threads=True); "
+    "sys.argv[0] = 'strata'; "
+    "from strata.cli.__main__ import run; run()"
+)
 
 
 @dataclass
@@ -68,9 +74,10 @@ class Project:
         return env
 
     def spawn(self, *args: str, **env: str) -> subprocess.Popen[str]:
-        """``strata ARGS`` in a process of its own (a worker, say)."""
+        """``strata ARGS`` in a process of its own (a worker, say). SIGUSR1 makes it
+        print every thread's stack to its stderr: where one that will not stop is."""
         return subprocess.Popen(
-            [sys.executable, "-m", "strata.cli", *args],
+            [sys.executable, "-c", _CLI_WITH_STACKS, *args],
             env=self.env(**env),
             cwd=self.folder.parent,
             stdout=subprocess.PIPE,

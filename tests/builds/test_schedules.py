@@ -204,8 +204,20 @@ def _stopped_while_running(
         time.sleep(settle)
     finally:
         proc.send_signal(sig)
-        _, err = proc.communicate(timeout=60)
-    return err
+    return _exited(proc, sig)
+
+
+def _exited(proc: subprocess.Popen[str], sig: int, *, within: float = 60) -> str:
+    """``proc``'s stderr once it exits; a failure with its threads' stacks when it has
+    not exited ``within`` seconds of ``sig``."""
+    try:
+        return proc.communicate(timeout=within)[1]
+    except subprocess.TimeoutExpired:
+        proc.send_signal(signal.SIGUSR1)
+        time.sleep(2)
+        proc.kill()
+        err = proc.communicate()[1]
+        pytest.fail(f"still running {within:g} s after signal {sig}; stderr, stacks last:\n{err}")
 
 
 def _states(p: Project, job: str) -> list[str]:
