@@ -42,15 +42,23 @@ def _table(rows: int, seed: int) -> pa.Table:
 KEYS = [["n"], ["s"], ["b"], ["d"], ["t"], ["f"], ["s", "n"], ["d", "s", "b"], ["n", "n"]]
 
 
+@pytest.fixture(params=["arrow", "hashes"])
+def grouping(request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch) -> str:
+    """Counted both ways: by Arrow's grouping (a small table) and by hashes (a large one)."""
+    if request.param == "hashes":
+        monkeypatch.setattr(key_counts, "_SMALL_ROWS", 0)
+    return str(request.param)
+
+
 @pytest.mark.parametrize("columns", KEYS, ids=["+".join(k) for k in KEYS])
 @pytest.mark.parametrize("skip_nulls", [True, False])
-def test_counts_match_a_plain_count(columns: list[str], skip_nulls: bool) -> None:
+def test_counts_match_a_plain_count(columns: list[str], skip_nulls: bool, grouping: str) -> None:
     table = _table(3000, seed=len(columns))
     got = key_counts.group_sizes(table, columns, skip_nulls)
     assert sorted(got.tolist()) == _expected(table, list(dict.fromkeys(columns)), skip_nulls)
 
 
-def test_chunked_and_sliced_arrays_count_as_one() -> None:
+def test_chunked_and_sliced_arrays_count_as_one(grouping: str) -> None:
     whole = _table(2000, seed=7)
     pieces = pa.concat_tables([whole.slice(0, 700), whole.slice(700, 1), whole.slice(701)])
     assert pieces.column("s").num_chunks == 3
@@ -74,6 +82,7 @@ def test_colliding_hashes_never_change_a_count(monkeypatch: pytest.MonkeyPatch) 
         return np.zeros(len(column), dtype=np.uint64)
 
     monkeypatch.setattr(key_counts, "_column_hash", collide)
+    monkeypatch.setattr(key_counts, "_SMALL_ROWS", 0)
     table = _table(1000, seed=3)
     for columns in (["s"], ["s", "d"]):
         got = key_counts.group_sizes(table, columns, skip_nulls=True)
@@ -94,6 +103,24 @@ def test_unique_keys_are_all_ones_and_empty_tables_have_none() -> None:
     nothing = pa.table({"id": pa.array([None, None], pa.int64())})
     assert key_counts.group_sizes(nothing, ["id"], skip_nulls=True).tolist() == []
     assert key_counts.group_sizes(nothing, ["id"], skip_nulls=False).tolist() == [2]
+
+
+@pytest.mark.parametrize("skip_nulls", [True, False])
+def test_columns_of_one_value_count_as_the_rest_do(skip_nulls: bool, grouping: str) -> None:
+    """A partition's own partition columns hold one value in every row: the counts are
+    those of the key with them, a column with a NULL among one value is no such column,
+    and a key all of one value is one key of every row."""
+    table = _table(2000, seed=11)
+    region = pa.array(["JP"] * 2000)
+    day = pa.array([date(2026, 1, 4)] * 2000)
+    once_null = pa.array(["JP"] * 1999 + [None])
+    table = table.append_column("region", region).append_column("day", day)
+    table = table.append_column("mostly", once_null)
+    for columns in (["region", "day", "s"], ["region", "mostly"], ["day", "n", "region"]):
+        got = key_counts.group_sizes(table, columns, skip_nulls)
+        assert sorted(got.tolist()) == _expected(table, columns, skip_nulls), columns
+    every = key_counts.group_sizes(table, ["region", "day"], skip_nulls)
+    assert every.tolist() == [2000]
 
 
 def test_float_decimal_and_nested_keys_are_left_to_spark() -> None:

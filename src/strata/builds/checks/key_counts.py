@@ -2,10 +2,12 @@
 
 Spark finds repeated keys with a shuffle of every row; for an output whose key columns
 fit in memory it is cheaper to read just those columns from the written Parquet files
-and sort them. A single integer-like key is sorted as it is. Other keys are hashed to
-64 bits per row; rows whose hash is unique have a unique key, and only the rows that
-share a hash are grouped by their real values, so a hash collision never changes a
-count.
+and sort them. A column with one value in every row (a partition's own partition columns)
+changes no count and is left out. A single integer-like key is sorted as it is. A small
+table's other keys are grouped by Arrow. A large one's are hashed to 64 bits per row;
+rows whose hash is unique have a unique key, and only the rows that share a hash are
+grouped by their real values, so a hash collision never changes a count, and memory
+stays a few words a row.
 """
 
 from __future__ import annotations
@@ -26,6 +28,9 @@ _MAX_RUNS = 4096
 _FEW_RUNS = 64
 # Rows of string keys hashed per step: bounds the memory of the byte arrays.
 _BYTES_PER_STEP = 1 << 23
+# Up to this many rows, Arrow's grouping costs less than hashing here (a partition's
+# keys, say): its fixed cost is a tenth of the hash's; above, it holds every distinct key.
+_SMALL_ROWS = 1 << 16
 
 
 def each_once(arrays: Iterable[pa.Array[Any]]) -> int | None:
@@ -103,13 +108,40 @@ def group_sizes(table: pa.Table, columns: Sequence[str], skip_nulls: bool) -> np
         table = table.filter(valid)
     if table.num_rows == 0:
         return np.zeros(0, dtype=np.int64)
+    columns = [c for c in columns if not _constant(table.column(c))]
+    if not columns:  # every row has the same key
+        return np.array([table.num_rows], dtype=np.int64)
     first = table.column(columns[0])
     if len(columns) == 1 and _kind(first.type) == "int" and first.null_count == 0:
         if _strictly_ascending(first):  # the usual key: every value once, in order
             return np.ones(table.num_rows, dtype=np.int64)
         sizes, _ = _runs(_sorted(_integers(first)))
         return sizes
+    if table.num_rows <= _SMALL_ROWS:
+        return _sizes_by_arrow(table, columns)
     return _sizes_by_hash(table, columns)
+
+
+def _constant(column: Any) -> bool:
+    """Whether every row holds one and the same value (NULL in none)."""
+    import pyarrow.compute as pc
+
+    if column.null_count:
+        return False
+    low, high = pc.min_max(column).values()
+    return bool(low == high)
+
+
+def _sizes_by_arrow(table: pa.Table, columns: Sequence[str]) -> np.ndarray:
+    """Arrow's grouping, NULL a value of its own as in the hashes."""
+    import numpy as np
+    import pyarrow.compute as pc
+
+    if len(columns) == 1:
+        counts: Any = pc.value_counts(table.column(columns[0])).field("counts")
+    else:
+        counts = table.group_by(list(columns)).aggregate([([], "count_all")])["count_all"]
+    return np.asarray(counts.to_numpy(), dtype=np.int64)
 
 
 def _strictly_ascending(column: Any) -> bool:
