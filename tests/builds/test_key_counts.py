@@ -123,6 +123,14 @@ def test_columns_of_one_value_count_as_the_rest_do(skip_nulls: bool, grouping: s
     assert every.tolist() == [2000]
 
 
+def test_a_duration_key_counts_though_arrow_cannot_order_it(grouping: str) -> None:
+    spans = pa.array([timedelta(seconds=s) for s in (1, 1, 2, 3)])
+    table = pa.table({"span": spans, "one": pa.array([timedelta(1)] * 4)})
+    got = key_counts.group_sizes(table, ["one", "span"], skip_nulls=True)
+    assert sorted(got.tolist()) == [1, 1, 2]
+    assert key_counts.group_sizes(table, ["one"], skip_nulls=True).tolist() == [4]
+
+
 def test_float_decimal_and_nested_keys_are_left_to_spark() -> None:
     assert key_counts.supported([pa.string(), pa.int32(), pa.date32(), pa.timestamp("us")])
     for t in (pa.float64(), pa.decimal128(10, 2), pa.list_(pa.int64())):
