@@ -204,7 +204,8 @@ def _stopped_while_running(
         time.sleep(settle)
     finally:
         proc.send_signal(sig)
-    return _exited(proc, sig)
+        err = _exited(proc, sig)
+    return err
 
 
 def _exited(proc: subprocess.Popen[str], sig: int, *, within: float = 60) -> str:

@@ -29,7 +29,8 @@ _FEW_RUNS = 64
 # Rows of string keys hashed per step: bounds the memory of the byte arrays.
 _BYTES_PER_STEP = 1 << 23
 # Up to this many rows, Arrow's grouping costs less than hashing here (a partition's
-# keys, say): its fixed cost is a tenth of the hash's; above, it holds every distinct key.
+# keys, say): its fixed cost is a fraction of the hash's; above, it would hold every
+# distinct key at once.
 _SMALL_ROWS = 1 << 16
 
 
