@@ -2,12 +2,12 @@
 
 Spark finds repeated keys with a shuffle of every row; for an output whose key columns
 fit in memory it is cheaper to read just those columns from the written Parquet files
-and sort them. A column with one value in every row (a partition's own partition columns)
-changes no count and is left out. A single integer-like key is sorted as it is. A small
-table's other keys are grouped by Arrow. A large one's are hashed to 64 bits per row;
-rows whose hash is unique have a unique key, and only the rows that share a hash are
-grouped by their real values, so a hash collision never changes a count, and memory
-stays a few words a row.
+and sort them. In a key of several columns, a column with one value in every row (a
+partition's own partition columns) changes no count and is left out. A single
+integer-like key is sorted as it is. A small table's other keys are grouped by Arrow. A
+large one's are hashed to 64 bits per row; rows whose hash is unique have a unique key,
+and only the rows that share a hash are grouped by their real values, so a hash
+collision never changes a count, and memory stays a few words a row.
 """
 
 from __future__ import annotations
@@ -109,9 +109,10 @@ def group_sizes(table: pa.Table, columns: Sequence[str], skip_nulls: bool) -> np
         table = table.filter(valid)
     if table.num_rows == 0:
         return np.zeros(0, dtype=np.int64)
-    columns = [c for c in columns if not _constant(table.column(c))]
-    if not columns:  # every row has the same key
-        return np.array([table.num_rows], dtype=np.int64)
+    if len(columns) > 1:  # one column counts as fast as it is tested for one value
+        columns = [c for c in columns if not _constant(table.column(c))]
+        if not columns:  # every row has the same key
+            return np.array([table.num_rows], dtype=np.int64)
     first = table.column(columns[0])
     if len(columns) == 1 and _kind(first.type) == "int" and first.null_count == 0:
         if _strictly_ascending(first):  # the usual key: every value once, in order
