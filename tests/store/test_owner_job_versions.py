@@ -115,6 +115,53 @@ def test_widen_keeps_the_later_run_whatever_the_order(engine: sa.Engine) -> None
         assert conn.execute(sa.select(cols[2]).where(jv.c.uuid == first)).scalar() == _run(5)
 
 
+def _widened_rows(engine: sa.Engine, calls: list[list[tuple[str, str, Any, Any]]]) -> set[Any]:
+    """The versions' times and latest runs after ``calls`` of :func:`versions.widen`, in
+    one transaction rolled back after."""
+    jv = versions.relation("jv")
+    with engine.connect() as conn, conn.begin() as tx:
+        # Runs 1 and 2 tie on their time (the larger id wins); run 3 ends after run 4;
+        # the second version has no latest run yet.
+        tie = AT + timedelta(minutes=7)
+        for n, at in ((1, tie), (2, tie), (3, AT + timedelta(minutes=8))):
+            conn.execute(s.runs.update().where(s.runs.c.uuid == _run(n)).values(updated_at=at))
+        second = _version_of(conn, "second")
+        conn.execute(
+            s.job_versions.update()
+            .where(s.job_versions.c.uuid == second)
+            .values(latest_run_uuid=None)
+        )
+        for runs in calls:
+            versions.widen(conn, runs)
+        rows = {
+            tuple(r)
+            for r in conn.execute(
+                sa.select(jv.c.uuid, jv.c.created_at, jv.c.updated_at, jv.c.latest_run_uuid)
+            )
+        }
+        tx.rollback()
+    return rows
+
+
+def test_widen_of_many_runs_at_once_leaves_what_one_by_one_leaves(engine: sa.Engine) -> None:
+    _seed(engine)
+    with engine.connect() as conn:
+        first, second = _version_of(conn, "first"), _version_of(conn, "second")
+    tie, late = AT + timedelta(minutes=7), AT + timedelta(minutes=8)
+    runs = [
+        (first, _run(1), AT - timedelta(minutes=5), tie),
+        (second, _run(4), AT + timedelta(minutes=4), AT + timedelta(minutes=4)),
+        (first, _run(2), AT, tie),
+        (second, _run(3), AT - timedelta(minutes=1), late),
+        (first, _run(1), AT - timedelta(minutes=5), tie),  # a run named twice
+    ]
+    together = _widened_rows(engine, [runs])
+    assert together == _widened_rows(engine, [[r] for r in runs])
+    assert together == _widened_rows(engine, [[r] for r in reversed(runs)])
+    assert {(v, latest) for v, _, _, latest in together} == {(first, _run(2)), (second, _run(3))}
+    assert (first, AT - timedelta(minutes=5), tie, _run(2)) in together
+
+
 def test_recompute_and_drop_take_exactly_what_they_name(engine: sa.Engine) -> None:
     _seed(engine)
     io, jv = versions.io_relation("io"), versions.relation("jv")

@@ -215,12 +215,27 @@ def execute_many(conn: Connection, stmt: Any, rows: Sequence[dict[str, Any]]) ->
     if form is None:
         conn.execute(stmt, list(rows))
         return
-    if deferred.send(conn, form.sql, lambda cur: form.run(cur, rows)):
+    _on_driver(conn, form.sql, lambda cur: form.run(cur, rows))
+
+
+def execute_arrays(conn: Connection, sql: str, arrays: dict[str, list[Any]]) -> None:
+    """Run the PostgreSQL write ``sql``, whose parameters are one array per column given
+    in binary (``%(name)b::T[]``), as :func:`execute_many` runs its array form: inside
+    :func:`~strata.store.deferred.deferred_writes` it is sent and not waited for.
+
+    For a set-based write SQLAlchemy cannot build, or :func:`execute_many` would send row
+    by row."""
+    _on_driver(conn, sql, lambda cur: cur.execute(sql, arrays))
+
+
+def _on_driver(conn: Connection, sql: str, run: Callable[[Any], None]) -> None:
+    """``run`` the write ``sql`` on a driver cursor: deferred where a block allows it."""
+    if deferred.send(conn, sql, run):
         return
-    with deferred.driver_errors(conn, form.sql):
+    with deferred.driver_errors(conn, sql):
         cur = conn.connection.dbapi_connection.cursor()  # type: ignore[union-attr]
         try:
-            form.run(cur, rows)
+            run(cur)
         finally:
             cur.close()
 

@@ -15,10 +15,17 @@ from collections.abc import Collection, Mapping, Sequence
 from typing import Any
 
 import sqlalchemy as sa
-from sqlalchemy.engine import Connection
+from sqlalchemy.engine import Connection, Dialect
 from sqlalchemy.sql.selectable import NamedFromClause
 
-from strata.store.bulk import cached, chunks, execute_many, insert_ignore_many, update_rows
+from strata.store.bulk import (
+    cached,
+    chunks,
+    execute_arrays,
+    execute_many,
+    insert_ignore_many,
+    update_rows,
+)
 from strata.store.owners.runs import rows as stored_runs
 from strata.store.schema import job_version_io, job_versions
 
@@ -52,11 +59,10 @@ def insert_new(
         execute_many(conn, cached(("job-version-io",), _IO.insert), new_edges)
 
 
-def _widen_statement() -> Any:
+def _widened(created: Any, updated: Any, run: Any) -> dict[str, Any]:
+    """A version's times and latest run once it covers the run ``run`` of these times
+    (the later run, ties to the larger id, is the latest)."""
     jv = _JV
-    created = sa.bindparam("c", type_=jv.c.created_at.type)
-    updated = sa.bindparam("u", type_=jv.c.updated_at.type)
-    run: Any = sa.bindparam("r")
     latest = stored_runs.relation("latest")
     beaten = sa.exists().where(
         latest.c.uuid == jv.c.latest_run_uuid,
@@ -65,31 +71,63 @@ def _widen_statement() -> Any:
             sa.and_(latest.c.updated_at == updated, latest.c.uuid < run),
         ),
     )
+    return {
+        "created_at": sa.case((created < jv.c.created_at, created), else_=jv.c.created_at),
+        "updated_at": sa.case((updated > jv.c.updated_at, updated), else_=jv.c.updated_at),
+        "latest_run_uuid": sa.case(
+            (jv.c.latest_run_uuid.is_(None), run),
+            (jv.c.latest_run_uuid == run, run),
+            (beaten, run),
+            else_=jv.c.latest_run_uuid,
+        ),
+    }
+
+
+def _widen_statement() -> Any:
+    created = sa.bindparam("c", type_=_JV.c.created_at.type)
+    updated = sa.bindparam("u", type_=_JV.c.updated_at.type)
     return (
-        jv.update()
-        .where(jv.c.uuid == sa.bindparam("v"))
-        .values(
-            created_at=sa.case((created < jv.c.created_at, created), else_=jv.c.created_at),
-            updated_at=sa.case((updated > jv.c.updated_at, updated), else_=jv.c.updated_at),
-            latest_run_uuid=sa.case(
-                (jv.c.latest_run_uuid.is_(None), run),
-                (jv.c.latest_run_uuid == run, run),
-                (beaten, run),
-                else_=jv.c.latest_run_uuid,
-            ),
-        )
+        _JV.update()
+        .where(_JV.c.uuid == sa.bindparam("v"))
+        .values(**_widened(created, updated, sa.bindparam("r")))
     )
+
+
+# Each version's runs reduced to the earliest creation and the latest run (ties to the
+# larger id): what applying them one by one leaves.
+_WIDEN_ROWS = """(SELECT DISTINCT ON (w.v) w.v, w.r, w.u, min(w.c) OVER (PARTITION BY w.v) AS c
+  FROM unnest(%(v)b::varchar[], %(r)b::varchar[], %(c)b::timestamptz[],
+    %(u)b::timestamptz[]) AS w(v, r, c, u)
+  ORDER BY w.v, w.u DESC, w.r DESC) AS x"""
+
+
+def _widen_arrays_sql(dialect: Dialect) -> str:
+    """:func:`_widen_statement` for every run at once, on PostgreSQL."""
+    x = sa.table("x", sa.column("v"), sa.column("r"), sa.column("c"), sa.column("u"))
+    stmt = _JV.update().where(_JV.c.uuid == x.c.v).values(**_widened(x.c.c, x.c.u, x.c.r))
+    sql = str(stmt.compile(dialect=dialect))
+    anchor = " FROM x WHERE "
+    assert sql.count(anchor) == 1, sql
+    return sql.replace(anchor, f" FROM {_WIDEN_ROWS} WHERE ")
 
 
 def widen(conn: Connection, runs: Sequence[tuple[str, str, Any, Any]]) -> None:
     """Stretch versions' times and latest run to cover runs ``(version, run, created,
     updated)`` as stored (the later run, ties to the larger id, is the latest)."""
-    if runs:
-        execute_many(
-            conn,
-            cached(("widen-job-version",), _widen_statement),
-            [{"v": v, "r": r, "c": c, "u": u} for v, r, c, u in runs],
-        )
+    if not runs:
+        return
+    if conn.dialect.name == "postgresql":
+        # One statement, where row by row the fold sent one per run it touched.
+        columns = list(zip(*runs, strict=True))
+        arrays = {k: list(col) for k, col in zip("vrcu", columns, strict=True)}
+        sql = cached(("widen-job-versions-arrays",), lambda: _widen_arrays_sql(conn.dialect))
+        execute_arrays(conn, sql, arrays)
+        return
+    execute_many(
+        conn,
+        cached(("widen-job-version",), _widen_statement),
+        [{"v": v, "r": r, "c": c, "u": u} for v, r, c, u in runs],
+    )
 
 
 def update_times(conn: Connection, writes: Sequence[dict[str, Any]]) -> None:
