@@ -202,3 +202,39 @@ def test_sqlite_sends_many_rows_as_values_of_one_statement(engine: sa.Engine) ->
     with engine.connect() as conn:
         ignore = bulk.insert_ignore_many(conn, s.namespaces, [_ns("a"), _ns("a")], ["name"])
         assert ignore == {"a"}
+
+
+def test_lookups_and_deletes_of_many_rows_take_one_statement_on_postgresql(
+    engine: sa.Engine, backend: str
+) -> None:
+    """More rows than a chunk: every row answered and deleted on both backends; one
+    statement each on PostgreSQL, whose arrays take any number of rows."""
+    names = [f"n{i:04d}" for i in range(bulk.CHUNK * 2 + 17)]
+    sent: list[str] = []
+
+    def count(conn: object, cursor: object, statement: str, *_: object) -> None:
+        sent.append(statement)
+
+    with engine.begin() as conn:
+        bulk.execute_many(conn, s.namespaces.insert(), [_ns(n) for n in names])
+        sa.event.listen(conn, "before_cursor_execute", count)
+        found = bulk.lookup_rows(
+            conn,
+            ("test-lookup",),
+            "q",
+            {"k": None, "n": None},
+            [{"k": str(i), "n": n} for i, n in enumerate(names)] + [{"k": "x", "n": "absent"}],
+            "SELECT q.k, ns.owner FROM q JOIN namespaces ns ON ns.name = q.n",
+        )
+        lookups = len(sent)
+        bulk.delete_in(conn, s.namespaces, "name", names[1:])
+        deletes = len(sent) - lookups
+        sa.event.remove(conn, "before_cursor_execute", count)
+        left = _names(conn)
+    # (SQLite pads a statement's rows by repeating its last: a row may come twice.)
+    assert sorted({(int(k), owner) for k, owner in found}) == [(i, "o") for i in range(len(names))]
+    assert [row[0] for row in left] == [names[0]]
+    # On SQLite a statement per chunk; on PostgreSQL one lookup, and the delete goes to
+    # the driver itself, unseen by SQLAlchemy's events.
+    sqlite = (len(bulk.chunks([*names, "absent"])), len(bulk.chunks(names[1:])))
+    assert (lookups, deletes) == ((1, 0) if backend == "postgresql" else sqlite)

@@ -114,6 +114,26 @@ def values_query(
     return cached(("values", *key, n), build), params
 
 
+def lookup_rows(
+    conn: Connection,
+    key: tuple[Any, ...],
+    name: str,
+    columns: dict[str, Any],
+    rows: Sequence[dict[str, Any]],
+    body: str,
+    returns: Sequence[Any] = (),
+) -> list[Any]:
+    """The result rows of :func:`values_query` over ``rows`` (on SQLite, where it pads a
+    statement's rows, a row's answer may come twice): on PostgreSQL one statement, whose
+    arrays take any number of rows; on SQLite one per :data:`CHUNK` rows."""
+    size = len(rows) if conn.dialect.name == "postgresql" else CHUNK
+    out: list[Any] = []
+    for at in range(0, len(rows), max(size, 1)):
+        stmt, params = values_query(conn, key, name, columns, rows[at : at + size], body, returns)
+        out += conn.execute(stmt, params).all()
+    return out
+
+
 def _dialect(conn: Connection) -> Any:
     return postgresql if conn.dialect.name == "postgresql" else sqlite
 
@@ -518,7 +538,9 @@ def delete_in(conn: Connection, table: sa.Table, column: str, values: Sequence[A
         ("delete-in", table.name, column, dialect),
         lambda: table.delete().where(one_of(dialect, table.c[column], "values")),
     )
-    for chunk in chunks(sorted(set(values))):
+    every = sorted(set(values))
+    # One array on PostgreSQL; SQLite's IN list is bound value by value.
+    for chunk in [every] if dialect == "postgresql" else chunks(every):
         execute_many(conn, stmt, [{"values": list(chunk)}])
 
 

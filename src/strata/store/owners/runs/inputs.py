@@ -135,18 +135,15 @@ def readers_by_label(
 ) -> list[tuple[int, str]]:
     """``(key, run)`` for each ``(key, dataset, label)`` and each run bound to a version
     of that dataset carrying that label, or to the version whose uuid is the label."""
-    out: list[tuple[int, str]] = []
-    for chunk in bulk.chunks(labelled):
-        stmt, params = bulk.values_query(
-            conn,
-            ("consumers-label",),
-            "m",
-            {"k": None, "d": None, "v": None},
-            [{"k": k, "d": d, "v": v} for k, d, v in chunk],
-            _BY_LABEL,
-        )
-        out += [(int(row[0]), str(row[1])) for row in conn.execute(stmt, params).all()]
-    return out
+    rows = bulk.lookup_rows(
+        conn,
+        ("consumers-label",),
+        "m",
+        {"k": None, "d": None, "v": None},
+        [{"k": k, "d": d, "v": v} for k, d, v in labelled],
+        _BY_LABEL,
+    )
+    return [(int(row[0]), str(row[1])) for row in rows]
 
 
 _CURRENT_AT = {
@@ -174,21 +171,18 @@ def candidates_at(
     (not the run's own) or declared version."""
     out: list[str | None] = [None] * len(wanted)
     for lake in (False, True):
-        picked = [i for i, w in enumerate(wanted) if w[1] is lake]
-        for chunk in bulk.chunks(picked):
-            rows = [
-                {"k": i, "d": wanted[i][0], "r": wanted[i][2], "t": wanted[i][3]} for i in chunk
-            ]
-            stmt, params = bulk.values_query(
-                conn,
-                ("current-at", lake),
-                "q",
-                {"k": None, "d": None, "r": None, "t": UTCDateTime()},
-                rows,
-                f"SELECT q.k, ({_CURRENT_AT[lake]}) FROM q",
-            )
-            for row in conn.execute(stmt, params).all():
-                out[int(row[0])] = str(row[1]) if row[1] is not None else None
+        picked = [
+            {"k": i, "d": w[0], "r": w[2], "t": w[3]} for i, w in enumerate(wanted) if w[1] is lake
+        ]
+        for row in bulk.lookup_rows(
+            conn,
+            ("current-at", lake),
+            "q",
+            {"k": None, "d": None, "r": None, "t": UTCDateTime()},
+            picked,
+            f"SELECT q.k, ({_CURRENT_AT[lake]}) FROM q",
+        ):
+            out[int(row[0])] = str(row[1]) if row[1] is not None else None
     return out
 
 

@@ -206,19 +206,16 @@ _LATEST_VERSIONED = (
 def latest_versioned(conn: Connection, jobs: Sequence[str]) -> dict[str, tuple[datetime, str]]:
     """``job -> (created at, job version)`` of each job's newest run that has a job
     version (one indexed lookup per job, ``ix_runs_job_created``)."""
-    out: dict[str, tuple[datetime, str]] = {}
-    for chunk in bulk.chunks(jobs):
-        stmt, params = bulk.values_query(
-            conn,
-            ("latest-run",),
-            "q",
-            {"j": None},
-            [{"j": j} for j in chunk],
-            _LATEST_VERSIONED,
-            (sa.column("j"), sa.column("created_at", _R.c.created_at.type), sa.column("v")),
-        )
-        out.update({str(row[0]): (row[1], str(row[2])) for row in conn.execute(stmt, params)})
-    return out
+    rows = bulk.lookup_rows(
+        conn,
+        ("latest-run",),
+        "q",
+        {"j": None},
+        [{"j": j} for j in jobs],
+        _LATEST_VERSIONED,
+        (sa.column("j"), sa.column("created_at", _R.c.created_at.type), sa.column("v")),
+    )
+    return {str(row[0]): (row[1], str(row[2])) for row in rows}
 
 
 # --- a partitioned transform's runs -------------------------------------------------------
