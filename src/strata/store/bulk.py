@@ -2,7 +2,7 @@
 
 The lineage fold, the lake and the build state write many rows with a few statements.
 Here they are built once per shape and dialect (:func:`cached`), looked up by one array
-(:func:`one_of`) or a padded ``VALUES`` list (:func:`values_query`), and handed to the
+(:func:`one_of`) or a padded ``VALUES`` list (:func:`lookup_rows`), and handed to the
 driver directly: on PostgreSQL as one statement over one array per column (``unnest``)
 or psycopg's pipelined ``executemany`` (see :mod:`~strata.store.deferred`), on SQLite as
 ``VALUES`` chunks of power-of-two sizes. What the rows mean is the callers' business.
@@ -15,6 +15,7 @@ import re
 from collections.abc import Callable, Collection, Iterable, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime
+from functools import partial
 from typing import Any, TypeVar
 
 import sqlalchemy as sa
@@ -58,7 +59,7 @@ def one_of(dialect: str, column: Any, name: str) -> Any:
     return column.in_(sa.bindparam(name, expanding=True))
 
 
-def values_query(
+def lookup_rows(
     conn: Connection,
     key: tuple[Any, ...],
     name: str,
@@ -66,20 +67,23 @@ def values_query(
     rows: Sequence[dict[str, Any]],
     body: str,
     returns: Sequence[Any] = (),
-) -> tuple[Any, dict[str, Any]]:
-    """``WITH name(columns) AS (…rows…) body`` over ``rows``, and its parameters.
+) -> list[Any]:
+    """The result rows of ``WITH name(columns) AS (…rows…) body`` over ``rows``.
 
     One statement does the work of a lookup per row. ``columns`` maps each column to its
     type or None (text). ``returns``: typed result columns, where a value needs
     converting (times on SQLite).
 
-    On PostgreSQL the rows are one array per column (``unnest``), so the statement's text
-    is the same for every number of rows and is parsed and planned once per connection;
-    a ``VALUES`` list of hundreds of parameters cost more to plan than to run. SQLite has
-    no arrays: there the rows are a ``VALUES`` list whose length is rounded up to a power
-    of two by repeating the last row, so a handful of statements serve every group size
-    (callers must not mind a repeated row).
+    On PostgreSQL the rows are one array per column (``unnest``), all in one statement
+    whose text is the same for every number of rows, parsed and planned once per
+    connection; a ``VALUES`` list of hundreds of parameters cost more to plan than to run.
+    SQLite has no arrays: there the rows go :data:`CHUNK` at a time as a ``VALUES`` list
+    whose length is rounded up to a power of two by repeating the last row, so a handful
+    of statements serve every group size (a row's answer may then come twice: callers
+    must not mind).
     """
+    if not rows:
+        return []
     if conn.dialect.name == "postgresql":
 
         def build_arrays() -> Any:
@@ -96,42 +100,27 @@ def values_query(
             c: [row[c] if t or row[c] is None else str(row[c]) for row in rows]
             for c, t in columns.items()
         }
-        return cached(("unnest", *key), build_arrays), arrays
-
-    n = 1 << max(len(rows) - 1, 0).bit_length()
-
-    def build() -> Any:
-        values = ", ".join("(" + ", ".join(f":{c}{i}" for c in columns) + ")" for i in range(n))
-        stmt = sa.text(f"WITH {name}({', '.join(columns)}) AS (VALUES {values}) {body}")
-        typed = [
-            sa.bindparam(f"{c}{i}", type_=t) for c, t in columns.items() if t for i in range(n)
-        ]
-        stmt = stmt.bindparams(*typed) if typed else stmt
-        return stmt.columns(*returns) if returns else stmt
-
-    padded = [*rows, *[rows[-1]] * (n - len(rows))]
-    params = {f"{c}{i}": v for i, row in enumerate(padded) for c, v in row.items()}
-    return cached(("values", *key, n), build), params
-
-
-def lookup_rows(
-    conn: Connection,
-    key: tuple[Any, ...],
-    name: str,
-    columns: dict[str, Any],
-    rows: Sequence[dict[str, Any]],
-    body: str,
-    returns: Sequence[Any] = (),
-) -> list[Any]:
-    """The result rows of :func:`values_query` over ``rows`` (on SQLite, where it pads a
-    statement's rows, a row's answer may come twice): on PostgreSQL one statement, whose
-    arrays take any number of rows; on SQLite one per :data:`CHUNK` rows."""
-    size = len(rows) if conn.dialect.name == "postgresql" else CHUNK
+        return list(conn.execute(cached(("unnest", *key), build_arrays), arrays).all())
     out: list[Any] = []
-    for at in range(0, len(rows), max(size, 1)):
-        stmt, params = values_query(conn, key, name, columns, rows[at : at + size], body, returns)
+    for part in chunks(rows):
+        n = 1 << max(len(part) - 1, 0).bit_length()
+        build = partial(_values_statement, name, columns, body, returns, n)
+        stmt = cached(("values", *key, n), build)
+        padded = [*part, *[part[-1]] * (n - len(part))]
+        params = {f"{c}{i}": v for i, row in enumerate(padded) for c, v in row.items()}
         out += conn.execute(stmt, params).all()
     return out
+
+
+def _values_statement(
+    name: str, columns: dict[str, Any], body: str, returns: Sequence[Any], n: int
+) -> Any:
+    """:func:`lookup_rows`'s statement on SQLite, for ``n`` rows."""
+    values = ", ".join("(" + ", ".join(f":{c}{i}" for c in columns) + ")" for i in range(n))
+    stmt = sa.text(f"WITH {name}({', '.join(columns)}) AS (VALUES {values}) {body}")
+    typed = [sa.bindparam(f"{c}{i}", type_=t) for c, t in columns.items() if t for i in range(n)]
+    stmt = stmt.bindparams(*typed) if typed else stmt
+    return stmt.columns(*returns) if returns else stmt
 
 
 def _dialect(conn: Connection) -> Any:
