@@ -8,10 +8,15 @@ bind versions other runs produced. ``--shuffle`` delivers them in random order
 ``--mode fold`` measures the server's fold alone: the events are queued first (as the
 server acknowledges them, in batches of 100), then folded by ``fold_pending`` in groups
 of ``--batch`` until the queue is empty, with the collector off as in the fold process.
-It also reports how long the writer lock was held, from taking it to the commit.
+It also reports how long the writer lock was held, from taking it to the commit. With
+``--against SRC`` (another checkout's ``src``) each of ``--rounds`` rounds folds with this
+checkout's code and with that one's, each in a fresh process, alternating which goes
+first, and reports the medians and their ratio.
 
     .venv/bin/python bench/ingest_profile.py --events 2000 --backend both
     .venv/bin/python bench/ingest_profile.py --mode fold --events 16000 --batch 2000
+    .venv/bin/python bench/ingest_profile.py --mode fold --events 16000 --batch 2000 \
+        --backend postgresql --rounds 6 --against /tmp/base/src
 """
 
 from __future__ import annotations
@@ -190,6 +195,38 @@ def fold_once(backend: str, events: list[dict[str, Any]], group: int) -> dict[st
     }
 
 
+def fold_against(backend: str, args: Any) -> dict[str, Any]:
+    """The fold of ``--events`` in ``--rounds`` rounds, this checkout's code and
+    ``--against``'s each in a fresh process per round, alternating which goes first."""
+    import json
+    import os
+    import statistics
+    import subprocess
+    import tempfile
+
+    sides = {"now": str(Path(__file__).resolve().parents[1] / "src"), "against": args.against}
+    runs: dict[str, list[dict[str, float]]] = {side: [] for side in sides}
+    for r in range(args.rounds):
+        for side in list(sides) if r % 2 == 0 else list(sides)[::-1]:
+            with tempfile.TemporaryDirectory() as tmp:
+                out = Path(tmp) / "fold.json"
+                command = [sys.executable, __file__, "--mode", "fold", "--backend", backend]
+                command += ["--events", str(args.events), "--batch", str(args.batch)]
+                command += ["--seed", str(args.seed), "--json", str(out)]
+                env = {**os.environ, "PYTHONPATH": sides[side]}
+                subprocess.run(command, env=env, check=True, capture_output=True)
+                runs[side].append(json.loads(out.read_text())["results"][0])
+            got = runs[side][-1]
+            print(f"round {r + 1} {side}: {got['events_per_s']:,.0f} events/s", flush=True)
+
+    def median(side: str, key: str) -> float:
+        return statistics.median(run[key] for run in runs[side])
+
+    keys = ("events_per_s", "cpu_s")
+    medians = {f"{side}_{key}": median(side, key) for side in sides for key in keys}
+    return {"backend": backend, "runs": runs, **medians}
+
+
 def main() -> None:
     p = parser(__doc__.splitlines()[0])
     p.add_argument("--events", type=int, default=2000)
@@ -200,7 +237,28 @@ def main() -> None:
     p.add_argument(
         "--window", type=int, default=1000, help="also report the first and last N events' rate"
     )
+    p.add_argument("--against", metavar="SRC", help="fold mode: also another checkout's src")
+    p.add_argument("--rounds", type=int, default=6, help="fold mode with --against: rounds")
     args = p.parse_args()
+    if args.mode == "fold" and args.against:
+        pairs = [fold_against(b, args) for b in backends(args.backend)]
+        print_table(
+            f"fold of {args.events} queued events, {args.rounds} rounds a side (medians)",
+            ["backend", "now ev/s", "against ev/s", "now / against", "now CPU s", "against CPU s"],
+            [
+                [
+                    r["backend"],
+                    r["now_events_per_s"],
+                    r["against_events_per_s"],
+                    f"{r['now_events_per_s'] / r['against_events_per_s']:.3f}",
+                    r["now_cpu_s"],
+                    r["against_cpu_s"],
+                ]
+                for r in pairs
+            ],
+        )
+        write_json("ingest_profile_against", args.json, vars(args), pairs)
+        return
     events = make_events(args.events, args.seed)
     if args.shuffle:
         random.Random(args.seed).shuffle(events)
