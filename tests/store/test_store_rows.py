@@ -238,3 +238,24 @@ def test_lookups_and_deletes_of_many_rows_take_one_statement_on_postgresql(
     # the driver itself, unseen by SQLAlchemy's events.
     sqlite = (len(bulk.chunks([*names, "absent"])), len(bulk.chunks(names[1:])))
     assert (lookups, deletes) == ((1, 0) if backend == "postgresql" else sqlite)
+
+
+def test_a_delete_of_no_values_sends_no_statement(
+    engine: sa.Engine, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The fold replaces the state histories of the runs it changed, usually none: an
+    empty delete must cost nothing (on PostgreSQL a statement of an empty array would)."""
+    sent: list[object] = []
+    real = bulk.execute_many
+
+    def counted(conn: sa.Connection, stmt: object, rows: list[dict[str, object]]) -> None:
+        sent.append(stmt)
+        real(conn, stmt, rows)
+
+    monkeypatch.setattr(bulk, "execute_many", counted)
+    with engine.begin() as conn:
+        bulk.execute_many(conn, s.namespaces.insert(), [_ns("a")])
+        bulk.delete_in(conn, s.namespaces, "name", [])
+        assert len(sent) == 1
+        bulk.delete_in(conn, s.namespaces, "name", ["a"])
+        assert len(sent) == 2 and _names(conn) == []

@@ -521,7 +521,9 @@ def update_rows(
 
 
 def delete_in(conn: Connection, table: sa.Table, column: str, values: Sequence[Any]) -> None:
-    """Delete the rows whose ``column`` is one of ``values``."""
+    """Delete the rows whose ``column`` is one of ``values`` (none: no statement)."""
+    if not values:
+        return
     dialect = conn.dialect.name
     stmt = cached(
         ("delete-in", table.name, column, dialect),
