@@ -59,6 +59,13 @@ def create_engine(url: str, *, sqlite_cache_mb: int = 0, **kwargs: Any) -> Engin
         kwargs.setdefault("max_overflow", 8)
     engine = sa.create_engine(parsed, **kwargs)
     _ping_when_idle(engine)
+
+    @sa.event.listens_for(engine, "connect")
+    def _on_connect(dbapi_conn: Any, _record: Any) -> None:
+        from strata.store.arrays import use_fast_arrays
+
+        use_fast_arrays(dbapi_conn)
+
     return engine
 
 

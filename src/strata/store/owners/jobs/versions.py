@@ -96,7 +96,7 @@ def _widen_statement() -> Any:
 # Each version's runs reduced to the earliest creation and the latest run (ties to the
 # larger id): what applying them one by one leaves.
 _WIDEN_ROWS = """(SELECT DISTINCT ON (w.v) w.v, w.r, w.u, min(w.c) OVER (PARTITION BY w.v) AS c
-  FROM unnest(%(v)b::varchar[], %(r)b::varchar[], %(c)b::timestamptz[],
+  FROM unnest(%(v)s::varchar[], %(r)s::varchar[], %(c)b::timestamptz[],
     %(u)b::timestamptz[]) AS w(v, r, c, u)
   ORDER BY w.v, w.u DESC, w.r DESC) AS x"""
 
