@@ -334,14 +334,14 @@ def test_a_fold_takes_at_most_its_share_of_json(
     """Events of megabytes are allowed: a fold stops at a JSON budget (always taking one
     event, however large)."""
     events = [parse_event(e) for e in _story(4)]  # 8 events
-    size = max(len(e.json_text()) for e in events)
-    monkeypatch.setattr(apply, "_GROUP_CHARS", 3 * size)
+    size = max(len(e.json_text().encode()) for e in events)
+    monkeypatch.setattr(apply, "_GROUP_BYTES", 3 * size)
     journal = journal_for(engine)
     apply.accept_parsed(engine, journal, events)
     hashes = [e.payload_hash for e in events]
     assert apply.fold_pending(engine, journal, 100).folded == hashes[:3]
     assert apply.fold_pending(engine, journal, 2).folded == hashes[3:5]  # the count still binds
-    monkeypatch.setattr(apply, "_GROUP_CHARS", 1)
+    monkeypatch.setattr(apply, "_GROUP_BYTES", 1)
     assert apply.fold_pending(engine, journal, 100).folded == hashes[5:6]
     monkeypatch.undo()
     assert apply.fold_pending(engine, journal, 100).folded == hashes[6:]

@@ -37,6 +37,15 @@ def test_events_are_queued_once_and_taken_oldest_first(queue: sa.Engine) -> None
         assert event_queue.waiting(conn, H) == {H[0], H[1], H[2]}
 
 
+def test_an_event_s_size_is_its_json_in_bytes(queue: sa.Engine) -> None:
+    """The fold's budget is memory: a character beyond ASCII counts its UTF-8 bytes."""
+    text = '{"n":"é日😀"}'
+    with queue.begin() as conn:
+        event_queue.enqueue(conn, {H[0]: text}, AT)
+    with queue.connect() as conn:
+        assert [q.size for q in event_queue.head(conn, 1)] == [len(text.encode())] == [17]
+
+
 def test_folded_events_leave_and_refused_ones_stay_aside(queue: sa.Engine) -> None:
     with queue.begin() as conn:
         event_queue.enqueue(conn, {h: "{}" for h in H[:3]}, AT)

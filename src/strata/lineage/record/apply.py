@@ -410,7 +410,7 @@ def _queued(
 
 # A fold takes at most this much JSON (events of several MB are allowed: a group of a
 # thousand of them, parsed, would not fit in memory), and always at least one event.
-_GROUP_CHARS = 32 * 1024 * 1024
+_GROUP_BYTES = 32 * 1024 * 1024
 
 
 def _group(sizes: Sequence[int]) -> int:
@@ -418,7 +418,7 @@ def _group(sizes: Sequence[int]) -> int:
     total = 0
     for taken, size in enumerate(sizes):
         total += size
-        if total > _GROUP_CHARS and taken:
+        if total > _GROUP_BYTES and taken:
             return taken
     return len(sizes)
 

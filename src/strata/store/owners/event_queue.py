@@ -25,7 +25,7 @@ _P = lineage_pending
 
 @dataclass(frozen=True, slots=True)
 class Queued:
-    """A queued event's payload hash, when it was received and its JSON size."""
+    """A queued event's payload hash, when it was received and its JSON size in bytes."""
 
     payload_hash: str
     received_at: datetime
@@ -52,15 +52,27 @@ def head(conn: Connection, limit: int, *, claim: bool = False) -> list[Queued]:
 
     def build() -> sa.Select[tuple[str, datetime, int]]:
         stmt = (
-            sa.select(_P.c.payload_hash, _P.c.received_at, sa.func.length(_P.c.payload))
+            sa.select(_P.c.payload_hash, _P.c.received_at, _bytes(conn, _P.c.payload))
             .where(_P.c.error.is_(None))
             .order_by(_P.c.seq)
             .limit(sa.bindparam("n"))
         )
         return stmt.with_for_update(skip_locked=True) if claimed else stmt
 
-    rows = conn.execute(bulk.cached(("pending-next", claimed), build), {"n": limit}).all()
+    key = ("pending-next", conn.dialect.name, claimed)
+    rows = conn.execute(bulk.cached(key, build), {"n": limit}).all()
     return [Queued(str(row[0]), row[1], int(row[2] or 0)) for row in rows]
+
+
+def _bytes(conn: Connection, text: sa.ColumnElement[str]) -> sa.ColumnElement[int]:
+    """The size of ``text`` in bytes, read from its header and not from its characters.
+
+    PostgreSQL may compute it for every queued row before it sorts them and keeps the
+    oldest (so it plans a queue whose size it has not yet sampled): ``length`` counted the
+    characters of each, a cost that grew with the queue."""
+    if conn.dialect.name == "postgresql":
+        return sa.func.octet_length(text)
+    return sa.func.length(sa.cast(text, sa.LargeBinary))
 
 
 def texts(conn: Connection, hashes: Sequence[str]) -> Iterator[tuple[str, str]]:
