@@ -151,3 +151,40 @@ def test_the_run_count_join_counts_each_jobs_runs(engine: sa.Engine) -> None:
         joined, run_count = counts.join_run_count(j, j.c.uuid)
         rows = conn.execute(sa.select(j.c.name, run_count).select_from(joined)).all()
     assert sorted(rows) == [("reader", 2), ("writer", 1)]
+
+
+def _counts(conn: sa.Connection) -> tuple[dict[str, int], dict[str, int]]:
+    """Each job's run count as kept, and as counted from ``runs``."""
+    r = s.runs
+    kept = {str(j): int(n) for j, n in conn.execute(sa.select(s.job_run_counts)).all()}
+    counted = sa.select(r.c.job_uuid, sa.func.count()).group_by(r.c.job_uuid)
+    return kept, {str(j): int(n) for j, n in conn.execute(counted).all()}
+
+
+def test_run_counts_follow_runs_added_moved_and_removed_many_at_a_time(
+    engine: sa.Engine,
+) -> None:
+    """A fold adds a group's runs in one statement, retention removes many in one: each
+    job's count follows, and a job left without runs loses its row."""
+    for n in range(3):
+        record_event(engine, _event("COMPLETE", f"01890000-0000-7000-8000-{n:012d}", n, f"job{n}"))
+    r, j = s.runs, s.jobs
+    with engine.begin() as conn:
+        job = {name: str(u) for name, u in conn.execute(sa.select(j.c.name, j.c.uuid)).all()}
+        bare = [f"01890000-0000-7000-9000-{n:012d}" for n in range(30)]
+        rows = [
+            {"uuid": u, "job_uuid": job[f"job{n % 3}"], "created_at": AT, "updated_at": AT}
+            for n, u in enumerate(bare)
+        ]
+        conn.execute(r.insert().values(rows))
+        kept, counted = _counts(conn)
+        assert kept == counted and sorted(counted.values()) == [11, 11, 11]
+        # one statement each: job0's bare runs go, two of job1's move to job2
+        conn.execute(r.delete().where(r.c.uuid.in_(bare[0::3])))
+        conn.execute(r.update().where(r.c.uuid.in_(bare[1:5:3])).values(job_uuid=job["job2"]))
+        conn.execute(r.delete().where(r.c.uuid == bare[2]))
+        kept, counted = _counts(conn)
+        assert kept == counted == {job["job0"]: 1, job["job1"]: 9, job["job2"]: 12}
+        conn.execute(r.update().where(r.c.job_uuid == job["job0"]).values(job_uuid=job["job1"]))
+        kept, counted = _counts(conn)
+    assert kept == counted == {job["job1"]: 10, job["job2"]: 12}
