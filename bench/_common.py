@@ -176,6 +176,35 @@ def alternate(
     return kept_ours, kept_theirs
 
 
+def checkouts_alternating(
+    against: str,
+    rounds: int,
+    command: Sequence[str],
+    out_flag: str,
+    report: Callable[[int, str, dict[str, Any]], None] | None = None,
+) -> dict[str, list[dict[str, Any]]]:
+    """``command`` (a bench that writes its JSON where ``out_flag`` says) run with this
+    checkout's ``src`` and then ``against`` (another checkout's) on ``PYTHONPATH``, each in
+    a fresh process, ``rounds`` times, swapping which goes first each round; each side's
+    JSON documents ("now", "against"). ``report`` hears of each run as it ends."""
+    import subprocess
+
+    sides = {"now": str(HERE.parent / "src"), "against": against}
+    docs: dict[str, list[dict[str, Any]]] = {side: [] for side in sides}
+    for r in range(rounds):
+        for side in list(sides) if r % 2 == 0 else list(sides)[::-1]:
+            with tempfile.TemporaryDirectory() as tmp:
+                out = Path(tmp) / "out.json"
+                env = {**os.environ, "PYTHONPATH": sides[side]}
+                subprocess.run(
+                    [*command, out_flag, str(out)], env=env, check=True, capture_output=True
+                )
+                docs[side].append(json.loads(out.read_text()))
+            if report is not None:
+                report(r, side, docs[side][-1])
+    return docs
+
+
 def interleaved_ops(
     ops: dict[str, Callable[[str], Any]], pair: tuple[str, str], names: tuple[str, str], rounds: int
 ) -> dict[str, Any]:

@@ -36,7 +36,15 @@ from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from _common import backends, parser, pg_database, print_table, scratch_dir, write_json
+from _common import (
+    backends,
+    checkouts_alternating,
+    parser,
+    pg_database,
+    print_table,
+    scratch_dir,
+    write_json,
+)
 
 PRODUCER = "https://example.com/bench"
 SCHEMA_URL = "https://openlineage.io/spec/2-0-2/OpenLineage.json#/$defs/RunEvent"
@@ -198,32 +206,24 @@ def fold_once(backend: str, events: list[dict[str, Any]], group: int) -> dict[st
 def fold_against(backend: str, args: Any) -> dict[str, Any]:
     """The fold of ``--events`` in ``--rounds`` rounds, this checkout's code and
     ``--against``'s each in a fresh process per round, alternating which goes first."""
-    import json
-    import os
     import statistics
-    import subprocess
-    import tempfile
 
-    sides = {"now": str(Path(__file__).resolve().parents[1] / "src"), "against": args.against}
-    runs: dict[str, list[dict[str, float]]] = {side: [] for side in sides}
-    for r in range(args.rounds):
-        for side in list(sides) if r % 2 == 0 else list(sides)[::-1]:
-            with tempfile.TemporaryDirectory() as tmp:
-                out = Path(tmp) / "fold.json"
-                command = [sys.executable, __file__, "--mode", "fold", "--backend", backend]
-                command += ["--events", str(args.events), "--batch", str(args.batch)]
-                command += ["--seed", str(args.seed), "--json", str(out)]
-                env = {**os.environ, "PYTHONPATH": sides[side]}
-                subprocess.run(command, env=env, check=True, capture_output=True)
-                runs[side].append(json.loads(out.read_text())["results"][0])
-            got = runs[side][-1]
-            print(f"round {r + 1} {side}: {got['events_per_s']:,.0f} events/s", flush=True)
+    command = [sys.executable, __file__, "--mode", "fold", "--backend", backend]
+    command += ["--events", str(args.events), "--batch", str(args.batch), "--seed", str(args.seed)]
+
+    def report(r: int, side: str, doc: dict[str, Any]) -> None:
+        print(
+            f"round {r + 1} {side}: {doc['results'][0]['events_per_s']:,.0f} events/s", flush=True
+        )
+
+    docs = checkouts_alternating(args.against, args.rounds, command, "--json", report)
+    runs = {side: [doc["results"][0] for doc in got] for side, got in docs.items()}
 
     def median(side: str, key: str) -> float:
         return statistics.median(run[key] for run in runs[side])
 
     keys = ("events_per_s", "cpu_s")
-    medians = {f"{side}_{key}": median(side, key) for side in sides for key in keys}
+    medians = {f"{side}_{key}": median(side, key) for side in runs for key in keys}
     return {"backend": backend, "runs": runs, **medians}
 
 

@@ -71,7 +71,15 @@ from pathlib import Path
 from typing import Any
 from urllib.parse import quote
 
-from _common import machine, pg_database, print_table, scratch_dir, summary, uvicorn_app
+from _common import (
+    checkouts_alternating,
+    machine,
+    pg_database,
+    print_table,
+    scratch_dir,
+    summary,
+    uvicorn_app,
+)
 
 HERE = Path(__file__).resolve().parent
 OUT_DIR = HERE / ".out"
@@ -535,6 +543,39 @@ def measure(a: argparse.Namespace, modes: list[str], replicas: int) -> dict[str,
     return results
 
 
+def against(a: argparse.Namespace, modes: list[str]) -> None:
+    """This checkout's server and ``--against``'s, one server each, ``--rounds`` rounds
+    alternating which goes first; the medians of each mode's rates and their ratios."""
+    import statistics
+    import sys
+
+    command = [sys.executable, __file__, "--backend", a.backend, "--events", str(a.events)]
+    command += ["--clients", str(a.clients), "--batch", str(a.batch), "--modes", a.modes]
+    command += ["--seed", str(a.seed)]
+
+    def report(r: int, side: str, doc: dict[str, Any]) -> None:
+        got = doc["results"]
+        rates = ", ".join(f"{m} {got[m]['visible_events_per_s']:,.0f}" for m in modes)
+        print(f"round {r + 1} {side}: visible events/s {rates}", flush=True)
+
+    docs = checkouts_alternating(a.against, a.rounds, command, "--out", report)
+
+    def median(side: str, mode: str, key: str) -> float:
+        return statistics.median(doc["results"][mode][key] for doc in docs[side])
+
+    rows = []
+    for mode in modes:
+        for key in ("visible_events_per_s", "events_per_s"):
+            now, then = median("now", mode, key), median("against", mode, key)
+            label = "visible" if key.startswith("visible") else "ack"
+            rows.append([mode, label, now, then, now / then])
+    print_table(
+        f"lineage ingest over HTTP, {a.backend}, {a.rounds} rounds a side (medians)",
+        ["mode", "events/s", "now", "against", "now / against"],
+        rows,
+    )
+
+
 def main() -> None:
     p = argparse.ArgumentParser(description=__doc__)
     p.add_argument("--backend", choices=["sqlite", "postgresql"], default="postgresql")
@@ -576,8 +617,17 @@ def main() -> None:
         help="servers on the one store, e.g. 1,2 to measure one then two side by side "
         "(default 1; more than one needs PostgreSQL)",
     )
+    p.add_argument(
+        "--against",
+        metavar="SRC",
+        help="also another checkout's src: each side in a fresh process, alternating",
+    )
+    p.add_argument("--rounds", type=int, default=4, help="with --against: rounds (default 4)")
     a = p.parse_args()
     modes = [m.strip() for m in a.modes.split(",") if m.strip()]
+    if a.against:
+        against(a, modes)
+        return
     counts = [int(n) for n in a.replicas.split(",")]
     if a.backend == "sqlite" and max(counts) > 1:
         p.error("a SQLite store takes one server; use --backend postgresql for replicas")
