@@ -46,8 +46,10 @@ later is judged on the visible figure, which is what the target applies to.
 each, side by side in one run; client ``k`` talks to server ``k mod n``, as a load
 balancer spreading connections would, and reads go through the same connections.
 
-``--profile N`` also ingests N events in process (no HTTP) under cProfile and prints where
-ingest time goes.
+``--against SRC`` runs the whole bench with this checkout's ``src`` and another's, each in
+a fresh process, ``--rounds`` times alternating which goes first, and prints the medians'
+ratios. ``--profile N`` also ingests N events in process (no HTTP) under cProfile and
+prints where ingest time goes.
 """
 
 from __future__ import annotations
