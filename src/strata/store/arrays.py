@@ -2,8 +2,8 @@
 
 psycopg encodes a list parameter in text form element by element in Python: a dumper
 call, a regular expression to decide on quotes, an escape and two appends each, about
-1 µs an element. The fold's lookups and its writes of text columns send one array per
-column, tens of thousands of elements a group. :class:`FastListDumper` writes a list of
+1 µs an element. The fold's lookups, and its writes of ids and names, send one array
+per column, tens of thousands of elements a group. :class:`FastListDumper` writes a list of
 strings as one array literal with passes that run in C (``join``, ``replace``), about a
 tenth of that; any other list goes psycopg's own way. The server reads the same value.
 
