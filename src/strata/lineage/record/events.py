@@ -87,8 +87,9 @@ class Event:
 
 def iso(t: datetime) -> str:
     """Fixed-width UTC text, so string order is time order."""
-    # strftime's %Y does not pad years before 1000 on every platform.
-    return f"{t.year:04d}" + t.strftime("-%m-%dT%H:%M:%S.%fZ")
+    # isoformat pads the year to four digits (strftime's %Y does not on every platform)
+    # and costs a fifth of strftime; the fold stamps every event with it.
+    return t.replace(tzinfo=None).isoformat(timespec="microseconds") + "Z"
 
 
 def canonical_json(payload: Any) -> str:
