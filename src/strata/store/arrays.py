@@ -32,17 +32,17 @@ def array_literal(items: list[Any]) -> str | None:
     if kinds - {type(None)} != {str}:
         return None
     if nulls:
-        body = ",".join(
-            [
-                '"' + x.replace("\\", "\\\\").replace('"', '\\"') + '"' if x is not None else "NULL"
-                for x in items
-            ]
-        )
+        body = ",".join(['"' + _escaped(x) + '"' if x is not None else "NULL" for x in items])
         return None if "\x00" in body else "{" + body + "}"
     joined = "\x00".join(items)
     if joined.count("\x00") != len(items) - 1:
         return None
-    return '{"' + joined.replace("\\", "\\\\").replace('"', '\\"').replace("\x00", '","') + '"}'
+    return '{"' + _escaped(joined).replace("\x00", '","') + '"}'
+
+
+def _escaped(text: str) -> str:
+    """``text`` as it goes between an array literal's quotes."""
+    return text.replace("\\", "\\\\").replace('"', '\\"')
 
 
 class FastListDumper(ListDumper):

@@ -62,6 +62,7 @@ def create_engine(url: str, *, sqlite_cache_mb: int = 0, **kwargs: Any) -> Engin
 
     @sa.event.listens_for(engine, "connect")
     def _on_connect(dbapi_conn: Any, _record: Any) -> None:
+        # Imported here: it imports psycopg, which a SQLite store never loads.
         from strata.store.arrays import use_fast_arrays
 
         use_fast_arrays(dbapi_conn)
