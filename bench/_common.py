@@ -325,6 +325,43 @@ def machine() -> dict[str, Any]:
     }
 
 
+def cpu_by_kind() -> dict[str, float]:
+    """CPU seconds every live process has used so far, summed by kind: ``postgres``, the
+    lineage ``fold`` processes, the ``server`` processes, this process (``bench``) and
+    ``other``. Two readings' difference is what a stretch of work cost each kind."""
+    tick = os.sysconf("SC_CLK_TCK")
+    own = os.getpid()
+    out = dict.fromkeys(("bench", "server", "fold", "postgres", "other"), 0.0)
+    for entry in os.scandir("/proc"):
+        if not entry.name.isdigit():
+            continue
+        try:
+            with open(f"/proc/{entry.name}/stat", "rb") as fh:
+                stat = fh.read()
+            with open(f"/proc/{entry.name}/cmdline", "rb") as fh:
+                cmd = fh.read()
+        except OSError:  # gone meanwhile
+            continue
+        # The command name may hold spaces and parentheses: the fields follow its last ')'.
+        fields = stat[stat.rindex(b")") + 2 :].split()
+        seconds = (int(fields[11]) + int(fields[12])) / tick  # utime, stime
+        out[_kind(int(entry.name), own, cmd)] += seconds
+    return out
+
+
+def _kind(pid: int, own: int, cmd: bytes) -> str:
+    if pid == own:
+        return "bench"
+    first = cmd.split(b"\0", 1)[0]
+    if first.startswith(b"postgres") or first.endswith(b"/postgres"):
+        return "postgres"
+    if b"multiprocessing" in cmd:
+        return "fold"
+    if b"uvicorn" in cmd or b"strata" in cmd:
+        return "server"
+    return "other"
+
+
 def write_json(name: str, target: str | None, args: dict[str, Any], results: Any) -> None:
     if target is None:
         return

@@ -5,8 +5,12 @@ double, ``clicks`` int, ``ts`` timestamp; cached and counted first). Each round 
 three ways, rotating which goes first:
 
 - ``plain``: ``df.write.parquet(new path)``;
-- ``hashed``: the same write of ``df`` with its row hash observed
-  (``strata.lake.rowhash.observed``): the fingerprint's own cost, without the lake;
+- ``observed``: the same write of ``df`` with its row hash observed
+  (``strata.lake.rowhash.observed``): how a session without Strata's jar hashes;
+- ``hashed``: the same write through the Parquet writer that sums the row hash as it
+  writes (``strata.lake.spark_hashed``), as a local master with Strata's jar does (the
+  observed write again where the jar is not made): the fingerprint's own cost, without
+  the lake;
 - ``strata``: ``lake.transaction(..., type=SNAPSHOT)`` + ``txn.write(df)`` + commit,
   which records the version's data fingerprint.
 
@@ -95,6 +99,7 @@ def rotate(
 
 
 def run(backend: str, df: Any, rounds: int, warmup: int, cpu: CpuClock) -> dict[str, Any]:
+    from strata.lake import spark_hashed
     from strata.lake.rowhash import observed, observed_hash
 
     with scratch_dir("fingerprint") as home, open_lake(backend, home) as lake:
@@ -109,12 +114,22 @@ def run(backend: str, df: Any, rounds: int, warmup: int, cpu: CpuClock) -> dict[
             shutil.rmtree(target, ignore_errors=True)
             return elapsed
 
-        def hashed(i: int) -> float:
-            target = home / "hashed" / f"round-{i}"
+        def observe(i: int) -> float:
+            target = home / "observed" / f"round-{i}"
             t0 = now_ms()
             watched, obs = observed(df)
             watched.write.parquet(target.as_uri())
             hashes.add(observed_hash(obs))
+            elapsed = now_ms() - t0
+            shutil.rmtree(target, ignore_errors=True)
+            return elapsed
+
+        def hashed(i: int) -> float:
+            if not spark_hashed.available(df):
+                return observe(i)
+            target = home / "hashed" / f"round-{i}"
+            t0 = now_ms()
+            hashes.add(spark_hashed.write(df, target.as_uri()))
             elapsed = now_ms() - t0
             shutil.rmtree(target, ignore_errors=True)
             return elapsed
@@ -129,7 +144,7 @@ def run(backend: str, df: Any, rounds: int, warmup: int, cpu: CpuClock) -> dict[
                 shutil.rmtree(Path(lake.storage.local(folder)), ignore_errors=True)
             return elapsed
 
-        ops = {"plain": plain, "hashed": hashed, "strata": strata}
+        ops = {"plain": plain, "observed": observe, "hashed": hashed, "strata": strata}
         kept, spent = rotate(ops, rounds, warmup, backend, cpu)
         version = lake.version(DATASET)
     assert len(fingerprints) == 1 and None not in fingerprints, fingerprints
@@ -139,10 +154,15 @@ def run(backend: str, df: Any, rounds: int, warmup: int, cpu: CpuClock) -> dict[
         "rounds": rounds,
         "files_per_write": version.file_count,
         "fingerprint": fingerprints.pop(),
+        "observed": summary(kept["observed"]),
         "hashed": summary(kept["hashed"]),
+        "hashed_in_writer": spark_hashed.available(df),
         "cpu_ms": {n: summary(v) for n, v in spent.items()},
         "cpu_hashed_over_plain": summary(spent["hashed"])["p50"] / summary(spent["plain"])["p50"],
         "cpu_strata_over_plain": summary(spent["strata"])["p50"] / summary(spent["plain"])["p50"],
+        "observed_over_plain": side_by_side(kept["observed"], kept["plain"], ("observed", "plain"))[
+            "ratio_of_medians"
+        ],
         "hashed_over_plain": side_by_side(kept["hashed"], kept["plain"], ("hashed", "plain"))[
             "ratio_of_medians"
         ],
@@ -177,8 +197,10 @@ def main() -> None:
             "backend",
             "files",
             "plain p50",
+            "observed p50",
             "hashed p50",
             "strata p50",
+            "observed/plain",
             "hashed/plain",
             "strata/plain",
             "paired ratio p50",
@@ -191,8 +213,10 @@ def main() -> None:
                 r["backend"],
                 r["files_per_write"],
                 r["plain"]["p50"],
+                r["observed"]["p50"],
                 r["hashed"]["p50"],
                 r["strata"]["p50"],
+                r["observed_over_plain"],
                 r["hashed_over_plain"],
                 r["ratio_of_medians"],
                 r["median_paired_ratio"],

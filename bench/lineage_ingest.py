@@ -75,6 +75,7 @@ from urllib.parse import quote
 
 from _common import (
     checkouts_alternating,
+    cpu_by_kind,
     machine,
     pg_database,
     print_table,
@@ -93,6 +94,7 @@ SCHEMA_FACET = (
 )
 JOBS = "/api/v1/namespaces/bench/jobs"
 PAGE = 10_000  # the API's largest page
+CPU_KINDS = ("bench", "server", "fold", "postgres")
 POLL_S = 0.01  # between reads while waiting for the effects of the load to show
 TYPES = ["BIGINT", "STRING", "DOUBLE", "TIMESTAMP", "BOOLEAN", "DATE"]
 
@@ -453,10 +455,13 @@ def drive(
 
     gc.collect()
     gc.freeze()  # the pre-built requests and events are not scanned by collections
+    cpu_before = cpu_by_kind()
     try:
         start, acked, lat, seen = _run(go())
     finally:
         gc.unfreeze()
+    cpu_after = cpu_by_kind()
+    cpu = {kind: round(cpu_after[kind] - cpu_before[kind], 3) for kind in cpu_after}
     events = sum(len(r) for r in runs)
     elapsed = acked - start
     visible = seen["confirmed_at"] - start if seen["complete"] else float("nan")
@@ -470,6 +475,9 @@ def drive(
         "visible_events_per_s": events / visible,
         "visible_lag_ms": (visible - elapsed) * 1000,
         "visibility_check": {k: v for k, v in seen.items() if k != "confirmed_at"},
+        # Until every run reads back, on every process of the machine, by kind.
+        "cpu_seconds": cpu,
+        "cpu_us_per_event": sum(cpu.values()) / events * 1e6,
         "request_ms": s,
         "errors": len(errors),
         "first_errors": errors[:3],
@@ -645,19 +653,22 @@ def main() -> None:
             n, mode if mode == "single" else f"batch of {a.batch}", r["events"], r["requests"],
             r["seconds"], r["events_per_s"], r["visible_seconds"], r["visible_events_per_s"],
             r["visible_lag_ms"], v["read_back_pass_ms"], ms["p50"], ms["p95"], ms["p99"],
-            r["errors"] + v["runs_not_visible"],
+            r["errors"] + v["runs_not_visible"], r["cpu_us_per_event"],
+            *(r["cpu_seconds"][k] / r["events"] * 1e6 for k in CPU_KINDS),
         ])  # fmt: skip
     print_table(
         f"lineage ingest over HTTP, {a.backend}, {a.clients} clients, {os.cpu_count()} cores "
         "shared by clients, servers and database",
         ["replicas", "mode", "events", "requests", "ack s", "ack events/s", "visible s",
-         "visible events/s", "lag ms", "pass ms", "p50 ms", "p95 ms", "p99 ms", "errors"],
+         "visible events/s", "lag ms", "pass ms", "p50 ms", "p95 ms", "p99 ms", "errors",
+         "CPU µs/ev", *(f"{k} µs" for k in CPU_KINDS)],
         rows,
     )  # fmt: skip
     print(
         "ack: until the last response; visible: until every run reads back COMPLETED; lag: "
         "visible - ack, which includes the reads; pass: one read-back pass once all is "
-        "visible; errors: failed requests + runs not visible"
+        "visible; errors: failed requests + runs not visible; CPU: every process's, per "
+        "event, until every run reads back, in all and by kind (bench: the clients)"
     )
     for n, mode, r in ((n, m, r[m]) for n, r in measured for m in modes):
         v = r["visibility_check"]

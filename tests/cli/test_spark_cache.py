@@ -19,7 +19,7 @@ import pytest
 
 from console import run_strata, user_environ
 from strata.errors import ConfigError, LakeError
-from strata.lake import spark_classes, spark_local_fs
+from strata.lake import spark_classes, spark_hashed, spark_jar, spark_local_fs
 from strata.lake.service import connect
 from strata.settings import Settings
 
@@ -112,25 +112,30 @@ def test_java_options_that_are_not_options_are_refused(options: str, named: str)
     assert named in info.value.message and "STRATA_SPARK_JAVA_OPTIONS" in info.value.message
 
 
-def test_the_local_file_system_class_compiles_into_one_jar_per_hadoop(
+def test_strata_s_classes_compile_into_one_jar_per_spark(
     cache_home: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     folder = cache_home / "strata" / "spark"
     folder.mkdir(parents=True)
-    other = folder / "local-fs-0123456789abcdef.jar"  # another installation may use it
+    other = folder / "strata-classes-0123456789abcdef.jar"  # another installation's
     other.write_bytes(b"PK")
-    jar = spark_local_fs.make()
-    assert jar == spark_local_fs.jar_path() == spark_local_fs.existing()
+    jar = spark_jar.make()
+    assert jar == spark_jar.jar_path() == spark_jar.existing()
     with zipfile.ZipFile(jar) as opened:
-        assert opened.namelist() == ["strata/hadoop/NioLocalFileSystem.class"]
+        names = set(opened.namelist())
+    assert {"strata/hadoop/NioLocalFileSystem.class", "strata/spark/HashedParquet.class"} <= names
+    assert {n.split("$")[0].removesuffix(".class") for n in names} == {
+        "strata/hadoop/NioLocalFileSystem",
+        "strata/spark/HashedParquet",
+    }
     assert sorted(p.name for p in folder.iterdir()) == sorted([jar.name, other.name])
     other.unlink()
 
     # Without a JDK there is nothing to compile with: one clear error, nothing written.
     jar.unlink()
-    monkeypatch.setattr(spark_local_fs, "javac", lambda: None)
+    monkeypatch.setattr(spark_jar, "javac", lambda: None)
     with pytest.raises(LakeError, match=r"no javac found.*install a JDK 17"):
-        spark_local_fs.make()
+        spark_jar.make()
     assert list(folder.iterdir()) == []
 
 
@@ -139,7 +144,7 @@ def test_local_masters_alone_write_through_the_made_class(
 ) -> None:
     local = Settings(home=tmp_path / "home", spark_master="local[2]")
     assert spark_local_fs.spark_options(local) == {}  # not made
-    jar = spark_local_fs.jar_path()
+    jar = spark_jar.jar_path()
     assert jar is not None
     jar.parent.mkdir(parents=True)
     jar.write_bytes(b"PK")
@@ -155,12 +160,12 @@ def test_local_masters_alone_write_through_the_made_class(
     # The jar goes at the end of the class path, once, after what the user gave; a jar
     # there is no folder with files, so the class cache still applies.
     monkeypatch.setenv("SPARK_DIST_CLASSPATH", "/opt/extra.jar")
-    spark_local_fs.put_on_class_path(local)
-    spark_local_fs.put_on_class_path(local)
+    spark_jar.put_on_class_path(local)
+    spark_jar.put_on_class_path(local)
     assert os.environ["SPARK_DIST_CLASSPATH"] == os.pathsep.join(["/opt/extra.jar", str(jar)])
     assert spark_classes.blocking_folders() == []
     monkeypatch.delenv("SPARK_DIST_CLASSPATH")
-    spark_local_fs.put_on_class_path(off)
+    spark_jar.put_on_class_path(off)
     assert "SPARK_DIST_CLASSPATH" not in os.environ
 
 
@@ -236,9 +241,16 @@ def test_a_made_cache_starts_a_builds_jvm_and_is_made_once(
     # own would give them.
     nio = [line for line in log if f"{spark_local_fs.CLASS} " in line]
     assert nio and all(jar.name in line for line in nio), nio
+    # ... and hashes the rows it writes in the Parquet writer: the class comes from the
+    # jar, or from the cache when the rehearsal that made it loaded it from the jar.
+    hashing = [line for line in log if f"{spark_hashed.FORMAT} " in line]
+    assert hashing, log[-5:]
+    assert all(jar.name in line or "shared objects file" in line for line in hashing), hashing
     written = connect(Settings(home=home))
     out = [written.storage.local(f.path) for f in written.files("clean/n")]
+    first_print = written.version("clean/n").data_fingerprint
     written.engine.dispose()
+    assert first_print is not None
     # 0666 less Hadoop's own umask (fs.permissions.umask-mode, 022), as Hadoop's chmod set.
     assert out and {stat.S_IMODE(os.stat(f).st_mode) for f in out} == {0o644}
 
@@ -258,6 +270,13 @@ def test_a_made_cache_starts_a_builds_jvm_and_is_made_once(
     loaded = [line for line in log if "SparkContext " in line]
     assert loaded and not any("shared objects file" in line for line in loaded), loaded
     assert not any(f"{spark_local_fs.CLASS} " in line for line in log)
+    # Without the jar the row hash is observed from the frame: the same rows, the same
+    # fingerprint, the same version of the output (the rebuild changed nothing).
+    assert not any(f"{spark_hashed.FORMAT} " in line for line in log)
+    rebuilt = connect(Settings(home=home))
+    assert rebuilt.version("clean/n").data_fingerprint == first_print
+    assert len(rebuilt.versions("clean/n")) == 2
+    rebuilt.engine.dispose()
 
 
 FAILING_REHEARSAL = """

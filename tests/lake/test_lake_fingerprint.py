@@ -4,11 +4,14 @@ partitioning, the row or column order; other rows give another."""
 from __future__ import annotations
 
 import datetime as dt
+from pathlib import Path
 
 import pandas as pd
 import pyarrow as pa
 import pytest
 
+from strata.errors import LakeError
+from strata.lake import spark_hashed
 from strata.lake.rowhash import EMPTY, RowHash, dataframe_row_hash, fingerprint, key_row_hashes
 from strata.lake.service import Lake
 
@@ -239,3 +242,44 @@ def test_spark_row_hash_is_stable_across_releases(spark) -> None:  # type: ignor
         assert total is not None
         total = total.combine(part)
     assert total == dataframe_row_hash(mixed)
+
+
+@pytest.mark.spark
+def test_the_parquet_writer_sums_the_hash_the_observation_sees(spark, tmp_path) -> None:  # type: ignore[no-untyped-def]
+    # The test session is a local master started with Strata's jar (made by the test
+    # command's `strata spark-cache`): its plain writes hash rows in the writer.
+    mixed = spark.sql(_MIXED)
+    assert spark_hashed.available(mixed)
+    written = spark_hashed.write(mixed.repartition(3), (tmp_path / "mixed").as_uri())
+    assert written == dataframe_row_hash(mixed)
+    assert written.encode() == "spark-xxh64/1:28:573cdbe066f950480000000000000000"
+    back = spark.read.parquet((tmp_path / "mixed").as_uri())
+    assert back.count() == 40 and set(back.columns) == set(mixed.columns)
+    wide = spark.sql(f"select id, {_WIDE} from range(0, 25)")
+    assert spark_hashed.write(wide, (tmp_path / "wide").as_uri()).encode() == (
+        "spark-xxh64/1:19:7846f6b0c6ee70990000000000000000"
+    )
+    empty = spark.createDataFrame([], "id long, name string")
+    assert spark_hashed.write(empty, (tmp_path / "empty").as_uri()) == EMPTY
+
+
+@pytest.mark.spark
+def test_a_lake_write_through_the_hashing_writer_fails_whole(lake: Lake, spark) -> None:  # type: ignore[no-untyped-def]
+    from pyspark.sql import functions as F  # noqa: N812
+
+    @F.udf("long")
+    def refuse(n: int) -> int:
+        if n == 3:
+            raise ValueError(f"row {n} is bad")
+        return n
+
+    df = spark.range(0, 6).select(refuse("id").alias("id"))
+    assert spark_hashed.available(df)
+    with pytest.raises(LakeError, match="row 3 is bad"), lake.transaction("s/bad") as txn:
+        txn.write(df)
+    assert lake.versions("s/bad") == []
+    assert list(Path(lake.storage.local("")).rglob("*.parquet")) == []
+    # The session writes on: the next write's sums are its own.
+    good = spark.range(0, 6)
+    assert _fp(lake, "s/good", good) == _fp(lake, "s/good-again", good.repartition(2))
+    assert lake.version("s/good").row_count == 6

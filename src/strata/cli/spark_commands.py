@@ -1,5 +1,6 @@
-"""`strata spark-cache`: the class cache Spark's JVM starts from, and the local file
-system class it writes local files through."""
+"""`strata spark-cache`: the class cache Spark's JVM starts from, and Strata's own
+classes (the local file system without a forked chmod, the Parquet writer that hashes
+rows as it writes them)."""
 
 from __future__ import annotations
 
@@ -33,9 +34,10 @@ def spark_cache(
 
     One cache serves every home for this Java and Spark installation; it is kept under
     ~/.cache/strata/spark. Making it runs the demo's first hours in a throwaway home,
-    about 40 s. Where a JDK's javac is found, it also compiles the class local masters
-    write local files through without forking a chmod for each. STRATA_SPARK_CLASS_CACHE=0
-    starts Spark without either."""
+    about 40 s. Where a JDK's javac is found, it also compiles Strata's classes for local
+    masters: a local file system that does not fork a chmod for each file, and a Parquet
+    writer that sums each row's hash as it writes the row (the data fingerprint, at about
+    half the cost). STRATA_SPARK_CLASS_CACHE=0 starts Spark without either."""
     from strata.cli.demo.command import rehearse
     from strata.lake import spark_classes
 
@@ -72,20 +74,20 @@ def _file_system(force: bool) -> _FileSystem:
     """Compile Spark's local file system class where it is not (a missing JDK is no error:
     Spark then keeps Hadoop's own)."""
     from strata.errors import LakeError
-    from strata.lake import spark_local_fs
+    from strata.lake import spark_jar
 
-    found = None if force else spark_local_fs.existing()
+    found = None if force else spark_jar.existing()
     if found is not None:
         return _FileSystem(found, False, None)
     try:
-        return _FileSystem(spark_local_fs.make(), True, None)
+        return _FileSystem(spark_jar.make(), True, None)
     except LakeError as exc:
         return _FileSystem(None, False, str(exc))
 
 
 def _report(settings: Settings, made: Made, files: _FileSystem, json_out: bool) -> None:
     from strata.lake.spark_classes import java_option
-    from strata.lake.spark_local_fs import used as fs_used
+    from strata.lake.spark_jar import used as fs_used
 
     used = java_option(settings) is not None
     why_not = _why_unused(settings) if not used else None

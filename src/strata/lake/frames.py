@@ -3,13 +3,13 @@
 from __future__ import annotations
 
 import re
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING, Any
 
 from strata.errors import InvalidArgument, LakeError
 from strata.ids import new_id
-from strata.lake import partitions
+from strata.lake import partitions, spark_hashed
 from strata.lake.rowhash import (
     EMPTY,
     RowHash,
@@ -66,10 +66,11 @@ def write_frame(
     """Write ``frame`` as new containers under ``folder``. With ``by``, each container
     holds one partition's rows and carries its key.
 
-    Spark writes the frame with its row hash observed, so Spark hashes exactly what it
-    writes in the write's own pass; an Arrow table or pandas frame is hashed as stored.
-    ``watch`` (name -> Spark aggregate column) is observed in that same pass; it is not
-    seen when the frame is not Spark's or the columns do not apply to it.
+    Spark hashes exactly what it writes in the write's own pass: its Parquet writer sums
+    the rows' hash where the session can (:mod:`strata.lake.spark_hashed`), else the write
+    observes it; an Arrow table or pandas frame is hashed as stored. ``watch`` (name ->
+    Spark aggregate column) is observed in that same pass; it is not seen when the frame
+    is not Spark's or the columns do not apply to it.
     """
     kind = frame_kind(frame)
     if kind == "spark":
@@ -77,11 +78,13 @@ def write_frame(
             return _write_spark_batch(storage, folder, frame, by, watch)
         if by is not None and not by.single:
             _check_spark_keys(frame, by)
+        if not watch and spark_hashed.available(frame):
+            return _write_spark_hashed(storage, folder, frame, by)
         watched, obs, seeing = _observed(frame, watch)
         if by is not None:
-            entries, schema = _write_spark_partitioned(storage, folder, watched, by)
+            entries, schema, _ = _write_spark_partitioned(storage, folder, watched, by)
         else:
-            entries, schema = _write_spark(storage, folder, watched)
+            entries, schema, _ = _write_spark(storage, folder, watched)
         rows = observed_hash(obs)
         if by is not None:
             entries = _one_partition_hashed(entries, rows)
@@ -102,6 +105,20 @@ def write_frame(
     return Written(entries, schema, sum_hashes(e.row_hash for e in entries) or EMPTY)
 
 
+def _write_spark_hashed(
+    storage: Storage, folder: str, frame: Any, by: Partitioning | None
+) -> Written:
+    """Spark writes ``frame`` through its Parquet writer that sums the rows' hash."""
+    if by is None:
+        entries, schema, rows = _write_spark(storage, folder, frame, hashed=True)
+    else:
+        entries, schema, rows = _write_spark_partitioned(storage, folder, frame, by, hashed=True)
+    assert rows is not None
+    if by is not None:
+        entries = _one_partition_hashed(entries, rows)
+    return Written(entries, schema, rows)
+
+
 def _write_spark_batch(
     storage: Storage,
     folder: str,
@@ -119,7 +136,7 @@ def _write_spark_batch(
     kept = frame.persist(StorageLevel.MEMORY_AND_DISK)
     try:
         by_key, seeing = _key_sums(kept, by, watch)
-        entries, schema = _write_spark_partitioned(storage, folder, kept, by)
+        entries, schema, _ = _write_spark_partitioned(storage, folder, kept, by)
     finally:
         kept.unpersist()
     known = {
@@ -254,21 +271,43 @@ def _write_arrow(
     return [FileEntry(rel, int(size or 0), table.num_rows)], schema
 
 
-def _write_spark(storage: Storage, folder: str, frame: Any) -> tuple[list[FileEntry], pa.Schema]:
+def _write_spark(
+    storage: Storage, folder: str, frame: Any, *, hashed: bool = False
+) -> tuple[list[FileEntry], pa.Schema, RowHash | None]:
+    """Spark writes ``frame`` into a new folder; ``hashed``: through the writer that sums
+    the rows' hash (:mod:`strata.lake.spark_hashed`), whose hash is returned."""
     sub = f"{folder}/spark-{new_id()}"
+    rows = _spark_save(storage, storage.spark_uri(sub), frame, hashed)
+    entries, schema = describe_files(storage, storage.parquet_files(sub))
+    return entries, schema, rows
+
+
+def _spark_save(
+    storage: Storage,
+    uri: str,
+    frame: Any,
+    hashed: bool,
+    partition_by: Sequence[str] = (),
+    fields: Sequence[Any] | None = None,
+) -> RowHash | None:
+    """Spark writes ``frame`` into the new folder ``uri``, in a folder per value of
+    ``partition_by``; ``hashed``: through the writer that sums the hash of the rows'
+    ``fields`` (all of its fields by default), which is returned."""
     try:
-        frame.write.mode("errorifexists").parquet(storage.spark_uri(sub))
+        if hashed:
+            return spark_hashed.write(frame, uri, partition_by=partition_by, fields=fields)
+        writer = frame.write.partitionBy(*partition_by) if partition_by else frame.write
+        writer.mode("errorifexists").parquet(uri)
     except Exception as exc:  # Py4J/analysis errors carry the useful message
         raise LakeError(
-            f"Spark could not write to {storage.spark_uri(sub)!r}: {spark_failure(exc)}",
-            lake_uri=storage.uri,
+            f"Spark could not write to {uri!r}: {spark_failure(exc)}", lake_uri=storage.uri
         ) from exc
-    return describe_files(storage, storage.parquet_files(sub))
+    return None
 
 
 def _write_spark_partitioned(
-    storage: Storage, folder: str, frame: Any, by: Partitioning
-) -> tuple[list[FileEntry], pa.Schema]:
+    storage: Storage, folder: str, frame: Any, by: Partitioning, *, hashed: bool = False
+) -> tuple[list[FileEntry], pa.Schema, RowHash | None]:
     """Spark writes one folder per key. Spark's ``partitionBy`` takes its columns out of
     the files, so it partitions by copies (``_region``) and the files keep every column:
     any list of containers then reads as the dataset, with no folder parsing."""
@@ -288,13 +327,9 @@ def _write_spark_partitioned(
     sub = f"{folder}/spark-{new_id()}"
     # One file per partition, but a shuffle costs a partition run a third of its time.
     grouped = split if by.single else split.repartition(*_tasks(frame, by), *copies)
-    try:
-        grouped.write.partitionBy(*copies).mode("errorifexists").parquet(storage.spark_uri(sub))
-    except Exception as exc:
-        raise LakeError(
-            f"Spark could not write to {storage.spark_uri(sub)!r}: {spark_failure(exc)}",
-            lake_uri=storage.uri,
-        ) from exc
+    # The copies are the folders' names, not the rows': the hash is of the frame's columns.
+    uri = storage.spark_uri(sub)
+    rows = _spark_save(storage, uri, grouped, hashed, copies, frame.schema.fields)
     paths = storage.parquet_files(sub)
     try:
         keys = [partitions.key_of_path(by.dataset, by.columns, p) for p in paths]
@@ -305,7 +340,7 @@ def _write_spark_partitioned(
     entries, schema = describe_files(storage, paths)
     if not paths:
         schema = _spark_arrow_schema(frame)
-    return [replace(e, partition=k) for e, k in zip(entries, keys, strict=True)], schema
+    return [replace(e, partition=k) for e, k in zip(entries, keys, strict=True)], schema, rows
 
 
 def _tasks(frame: Any, by: Partitioning) -> list[int]:

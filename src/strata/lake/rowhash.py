@@ -3,7 +3,8 @@
 Each row is hashed (columns taken by name, so column order does not count); a version's
 row hash is the sum of its rows' hashes modulo 2**64 with the row count, an
 order-independent multiset hash, so an APPEND's is its parent's plus what it added.
-Spark computes it from exactly what it writes, in the same pass (``observe``), one
+Spark computes it from exactly what it writes, in the same pass: its Parquet writer sums
+the hash (:mod:`strata.lake.spark_hashed`) or the write observes it (``observe``), one
 xxhash64 per row (a second independent hash cost a third of a plain write); Arrow and
 pandas writes hash with pandas, twice with two keys. The two engines hash rows differently, so a
 fingerprint names its algorithm and versions written by different engines never compare
@@ -187,7 +188,7 @@ _MASK_BITS = 62  # null flags per mask column
 _CHUNK = 21  # bits per partial sum (see _metrics_sql)
 
 
-def _hash_sql(fields: Sequence[Any]) -> str:
+def hash_sql(fields: Sequence[Any]) -> str:
     """Spark SQL for each row's hash: xxhash64 of which columns are null, then of every
     column by name.
 
@@ -260,7 +261,7 @@ def _column(name: str) -> Any:
 def _metrics_sql(h: str) -> list[str]:
     """The row count, then the sums of the row hash ``h`` in three 21-bit slices,
     ``h = lo + mid * 2**21 + hi * 2**42`` (``hi`` signed), from which
-    :func:`_from_sums` rebuilds sum(h) exactly.
+    :func:`from_sums` rebuilds sum(h) exactly.
 
     Each slice's sum fits a long up to 2**42 rows, so ANSI mode never raises on an
     overflow. Summing ``h`` as decimal(38, 0) gives the same figure at about twice the
@@ -284,7 +285,7 @@ def observed(df: DataFrame, extra: Mapping[str, Any] | None = None) -> tuple[Dat
     from pyspark.sql import functions as F  # noqa: N812
 
     obs = Observation()  # an unnamed one gets a unique name: it never clashes
-    metrics = _metrics_sql(_hash_sql(df.schema.fields))
+    metrics = _metrics_sql(hash_sql(df.schema.fields))
     named = [F.expr(f"{m} AS strata_h{i}") for i, m in enumerate(metrics)]
     named += [c.alias(f"{_EXTRA}{n}") for n, c in (extra or {}).items()]
     watched = df.observe(obs, *named)
@@ -304,7 +305,7 @@ def observed_hash(obs: Any) -> RowHash:
     """The row hash an Observation saw during the action that ran."""
     got = obs.get
     count, lo, mid, hi = (int(got.get(f"strata_h{i}") or 0) for i in range(4))
-    return _from_sums(count, lo, mid, hi)
+    return from_sums(count, lo, mid, hi)
 
 
 def key_row_hashes(df: DataFrame, columns: Sequence[str]) -> dict[tuple[str, ...], RowHash]:
@@ -321,20 +322,20 @@ def key_sums(
     from pyspark.sql import functions as F  # noqa: N812
 
     keys = [_column(c).cast("string").alias(f"strata_k{i}") for i, c in enumerate(columns)]
-    metrics = [F.expr(m) for m in _metrics_sql(_hash_sql(df.schema.fields))]
+    metrics = [F.expr(m) for m in _metrics_sql(hash_sql(df.schema.fields))]
     names = list(extra or {})
     metrics += [c.alias(f"{_EXTRA}{n}") for n, c in (extra or {}).items()]
     n, m = len(columns), len(columns) + 4
     return {
         tuple(row[:n]): (
-            _from_sums(*(int(v or 0) for v in row[n:m])),
+            from_sums(*(int(v or 0) for v in row[n:m])),
             {name: int(v or 0) for name, v in zip(names, row[m:], strict=True)},
         )
         for row in df.groupBy(*keys).agg(*metrics).collect()
     }
 
 
-def _from_sums(count: int, lo: int, mid: int, hi: int) -> RowHash:
+def from_sums(count: int, lo: int, mid: int, hi: int) -> RowHash:
     """The row hash of ``count`` rows whose hashes summed to these slices (:func:`_metrics_sql`)."""
     if count == 0:
         return EMPTY

@@ -115,7 +115,7 @@ def _prepare_environment(settings: Settings) -> None:
     # which need not have pyspark, Strata or the pipeline's libraries. The driver's own
     # interpreter is the one known to have them; a cluster whose executors keep Python
     # elsewhere sets PYSPARK_PYTHON.
-    from strata.lake.spark_local_fs import put_on_class_path
+    from strata.lake.spark_jar import put_on_class_path
 
     os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
     put_on_class_path(settings)
