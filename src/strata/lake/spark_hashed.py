@@ -31,7 +31,10 @@ _AVAILABLE: weakref.WeakKeyDictionary[Any, bool] = weakref.WeakKeyDictionary()
 def available(frame: DataFrame) -> bool:
     """Whether ``frame``'s session writes through the hashed writer: a local master whose
     JVM has the class (asked once per session)."""
-    context = frame.sparkSession.sparkContext
+    try:
+        context = frame.sparkSession.sparkContext
+    except Exception:  # a Spark Connect session: no JVM of its own to ask
+        return False
     known = _AVAILABLE.get(context)
     if known is None:
         known = _is_local(context.master or "") and _has_class(context)
