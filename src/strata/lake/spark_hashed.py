@@ -19,6 +19,7 @@ from typing import TYPE_CHECKING, Any
 
 from strata.errors import LakeError
 from strata.lake.rowhash import RowHash, from_sums, hash_sql
+from strata.lake.spark_jar import executors_in_driver
 
 if TYPE_CHECKING:
     from pyspark.sql import DataFrame
@@ -37,13 +38,9 @@ def available(frame: DataFrame) -> bool:
         return False
     known = _AVAILABLE.get(context)
     if known is None:
-        known = _is_local(context.master or "") and _has_class(context)
+        known = executors_in_driver(context.master or "") and _has_class(context)
         _AVAILABLE[context] = known
     return known
-
-
-def _is_local(master: str) -> bool:
-    return master == "local" or master.startswith("local[")
 
 
 def _has_class(context: Any) -> bool:
@@ -70,7 +67,6 @@ def write(
     jvm: Any = frame.sparkSession.sparkContext._jvm
     writes = jvm.strata.spark.HashedParquet
     writer = frame.write.partitionBy(*partition_by) if partition_by else frame.write
-    sums = None
     try:
         (
             writer.format(FORMAT)

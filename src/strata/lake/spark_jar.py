@@ -54,10 +54,15 @@ def existing() -> Path | None:
 def used(settings: Settings) -> Path | None:
     """The jar a session on ``settings``' master starts with: made, the class cache
     setting on, and a master whose executors live in the driver's JVM."""
-    master = settings.spark_master
-    if not settings.spark_class_cache or not (master == "local" or master.startswith("local[")):
+    if not settings.spark_class_cache or not executors_in_driver(settings.spark_master):
         return None
     return existing()
+
+
+def executors_in_driver(master: str) -> bool:
+    """Whether ``master``'s executors run in the driver's JVM (``local``, ``local[N]``),
+    and so have the classes of the driver's class path."""
+    return master == "local" or master.startswith("local[")
 
 
 def put_on_class_path(settings: Settings) -> None:
