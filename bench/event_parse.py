@@ -6,6 +6,8 @@ Run it from two checkouts side by side (``PYTHONPATH=<other>/src``), alternating
 compare the best figures: the work is a few hundred microseconds, so noise is large.
 
     .venv/bin/python bench/event_parse.py --passes 20 --repeat 5
+
+``--ingest`` times the events ``bench/lineage_ingest.py`` sends instead of the corpus.
 """
 
 from __future__ import annotations
@@ -34,6 +36,13 @@ def bodies(corpus: Path) -> list[bytes]:
     return out
 
 
+def ingest_bodies() -> list[bytes]:
+    """500 events as ``bench/lineage_ingest.py`` makes and sends them."""
+    from lineage_ingest import make_runs
+
+    return [e for run in make_runs(250, 200, 400, 7, "parse") for e in run]
+
+
 def one_pass(events: list[bytes]) -> int:
     refused = 0
     for body in events:
@@ -49,8 +58,9 @@ def main() -> None:
     p.add_argument("--corpus", type=Path, default=CORPUS)
     p.add_argument("--passes", type=int, default=20, help="passes over the corpus a timing")
     p.add_argument("--repeat", type=int, default=5, help="timings; the best is printed")
+    p.add_argument("--ingest", action="store_true", help="lineage_ingest.py's events")
     a = p.parse_args()
-    events = bodies(a.corpus)
+    events = ingest_bodies() if a.ingest else bodies(a.corpus)
     refused = one_pass(events)
     best = float("inf")
     for _ in range(a.repeat):

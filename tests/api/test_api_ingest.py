@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import gzip
+import hashlib
 import json
 import uuid
 from functools import partial
@@ -72,6 +73,29 @@ def test_big_event(client: TestClient, engine: sa.Engine) -> None:
     )
     assert r.status_code == 201, r.text
     assert stored(client, engine) == 1
+
+
+def test_an_event_is_hashed_as_json_writes_it(client: TestClient, engine: sa.Engine) -> None:
+    # The event's id is the hash of its canonical text: any other text would store the
+    # same event sent again (alone, in a batch, from Python) as a second event.
+    deep: Any = ["leaf"]
+    for _ in range(150):
+        deep = {"d": deep}
+    facet = {
+        "_producer": PRODUCER,
+        "_schemaURL": "https://x/y.json",
+        "floats": [1e-05, -2.5e-07, 1e-09, 1.5e-10, 0.5, 1e16, 1e22, 123.456, -0.0],
+        "text": "0.00001 e-5",
+        "deep": deep,
+    }
+    body = event(run={"runId": str(uuid.uuid4()), "facets": {"numbers": facet}})
+    text = json.dumps(body, sort_keys=True, separators=(",", ":"), ensure_ascii=False)
+    assert client.post("/api/v1/lineage", json=body).status_code == 201
+    assert client.post("/api/v1/lineage/batch", json=[body]).status_code == 200
+    assert stored(client, engine) == 1
+    with engine.connect() as conn:
+        digest = conn.execute(sa.select(s.lineage_events.c.payload_hash)).scalar_one()
+    assert digest == hashlib.sha256(text.encode()).hexdigest()
 
 
 BAD: list[tuple[str, Any, int]] = [
