@@ -167,6 +167,15 @@ def test_local_masters_alone_write_through_the_made_class(
     monkeypatch.delenv("SPARK_DIST_CLASSPATH")
     spark_jar.put_on_class_path(off)
     assert "SPARK_DIST_CLASSPATH" not in os.environ
+    # A parent process's jar (another version's, or one these settings turn off) is not
+    # inherited: its classes would come first.
+    parents = str(tmp_path / "elsewhere" / "strata-classes-0123456789abcdef.jar")
+    monkeypatch.setenv("SPARK_DIST_CLASSPATH", os.pathsep.join(["/opt/extra.jar", parents]))
+    spark_jar.put_on_class_path(local)
+    assert os.environ["SPARK_DIST_CLASSPATH"] == os.pathsep.join(["/opt/extra.jar", str(jar)])
+    monkeypatch.setenv("SPARK_DIST_CLASSPATH", parents)
+    spark_jar.put_on_class_path(off)
+    assert "SPARK_DIST_CLASSPATH" not in os.environ
 
 
 @pytest.mark.slow

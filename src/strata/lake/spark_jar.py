@@ -66,13 +66,26 @@ def executors_in_driver(master: str) -> bool:
 
 
 def put_on_class_path(settings: Settings) -> None:
-    """Add the jar at the end of the class path of the JVM this process starts (once)."""
+    """Put the jar ``settings`` use at the end of the class path of the JVM this process
+    starts (once), in place of any Strata jar the environment holds. A child process
+    inherits its parent's: another version's classes, or a jar its settings turn off."""
+    given = [
+        p
+        for p in os.environ.get("SPARK_DIST_CLASSPATH", "").split(os.pathsep)
+        if p and not _is_strata_jar(p)
+    ]
     jar = used(settings)
-    if jar is None:
-        return
-    given = [p for p in os.environ.get("SPARK_DIST_CLASSPATH", "").split(os.pathsep) if p]
-    if str(jar) not in given:
-        os.environ["SPARK_DIST_CLASSPATH"] = os.pathsep.join([*given, str(jar)])
+    if jar is not None:
+        given.append(str(jar))
+    if given:
+        os.environ["SPARK_DIST_CLASSPATH"] = os.pathsep.join(given)
+    else:
+        os.environ.pop("SPARK_DIST_CLASSPATH", None)
+
+
+def _is_strata_jar(entry: str) -> bool:
+    name = Path(entry).name
+    return name.startswith(_PREFIX) and name.endswith(_SUFFIX)
 
 
 def javac() -> Path | None:
