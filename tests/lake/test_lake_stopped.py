@@ -10,7 +10,7 @@ from typing import Any
 import pytest
 
 from strata.lake.service import Lake
-from strata.lake.spark import stop_jobs
+from strata.lake.spark import stop_jobs, undone_on_error
 from strata.lake.storage import Storage
 
 pytestmark = pytest.mark.spark
@@ -95,3 +95,24 @@ def test_delete_dir_finishes_when_an_entry_vanishes_meanwhile(tmp_path: Path) ->
     assert not (tmp_path / "txn").exists()
     assert fs.deletes == 2
     assert storage.delete_dir("txn") is False
+
+
+def test_a_failed_blocks_error_is_raised_whatever_its_undo_does() -> None:
+    """The undo of a failed Spark call runs, and its own failure (a Py4J error on a
+    connection Ctrl-C closed) never takes the block's error's place; after Ctrl-C no
+    JVM call is made, so the KeyboardInterrupt reaches the build as one."""
+    undone: list[str] = []
+
+    def undo() -> None:
+        undone.append("undo")
+        raise RuntimeError("Answer from Java side is empty")
+
+    with pytest.raises(ValueError, match="the write's own error"), undone_on_error(undo):
+        raise ValueError("the write's own error")
+    assert undone == ["undo"]
+    with pytest.raises(KeyboardInterrupt), undone_on_error(undo):
+        raise KeyboardInterrupt
+    assert undone == ["undo"]  # not called again
+    with undone_on_error(undo):
+        pass
+    assert undone == ["undo"]  # a block that succeeds keeps what it set up

@@ -20,6 +20,7 @@ from strata.lake.rowhash import (
     observed_hash,
     sum_hashes,
 )
+from strata.lake.spark import undone_on_error
 from strata.lake.storage import FileEntry, Storage
 
 if TYPE_CHECKING:
@@ -134,11 +135,10 @@ def _write_spark_batch(
     from pyspark import StorageLevel
 
     kept = frame.persist(StorageLevel.MEMORY_AND_DISK)
-    try:
+    with undone_on_error(kept.unpersist):
         by_key, seeing = _key_sums(kept, by, watch)
         entries, schema, _ = _write_spark_partitioned(storage, folder, kept, by)
-    finally:
-        kept.unpersist()
+    kept.unpersist()
     known = {
         partitions.key_text(by.columns, dict(zip(by.columns, k, strict=True))): sums
         for k, sums in by_key.items()

@@ -9,6 +9,7 @@ import signal
 import sys
 import threading
 import time
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -146,6 +147,23 @@ def _cancel_jobs_on_interrupt(session: SparkSession) -> None:
 def _cancel_all(context: Any) -> None:
     with contextlib.suppress(Exception):  # the JVM may be stopping too: nothing to cancel
         context.cancelAllJobs()
+
+
+@contextlib.contextmanager
+def undone_on_error(undo: Callable[[], object]) -> Iterator[None]:
+    """Call ``undo`` (a JVM call that releases what the block set up) when the block
+    raises, and raise the block's own error: ``undo``'s failure is dropped.
+
+    After Ctrl-C it is not called at all: py4j has closed the thread's connection and
+    asked the JVM to interrupt its call, and a call made then could fail in its turn and
+    put a Py4J error in the KeyboardInterrupt's place (a build stopped in its write said
+    its transform failed). A process stopped by Ctrl-C ends, and its JVM with it."""
+    try:
+        yield
+    except Exception:
+        with contextlib.suppress(Exception):
+            undo()
+        raise
 
 
 def stop_jobs(session: SparkSession, timeout: float = 10.0) -> None:

@@ -19,6 +19,7 @@ from typing import TYPE_CHECKING, Any
 
 from strata.errors import LakeError
 from strata.lake.rowhash import RowHash, from_sums, hash_sql
+from strata.lake.spark import undone_on_error
 from strata.lake.spark_jar import executors_in_driver
 
 if TYPE_CHECKING:
@@ -67,7 +68,7 @@ def write(
     jvm: Any = frame.sparkSession.sparkContext._jvm
     writes = jvm.strata.spark.HashedParquet
     writer = frame.write.partitionBy(*partition_by) if partition_by else frame.write
-    try:
+    with undone_on_error(lambda: writes.take(token)):  # a failed write's sums dropped
         (
             writer.format(FORMAT)
             .option(_ID, token)
@@ -75,8 +76,7 @@ def write(
             .mode("errorifexists")
             .save(uri)
         )
-    finally:
-        sums = writes.take(token)
+    sums = writes.take(token)
     if sums is None:  # the write never reached the writer's set-up: nothing was written
         raise LakeError(f"Spark wrote {uri!r} without its row hash; write it again")
     count, lo, mid, hi = (int(v) for v in sums)
