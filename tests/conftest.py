@@ -17,6 +17,7 @@ from pathlib import Path
 import pytest
 import sqlalchemy as sa
 
+from demo_stores import DemoStores
 from strata.settings import Settings
 from strata.store import migrate
 from strata.store.engine import create_engine
@@ -67,6 +68,24 @@ class PgDatabases:
             .set(database=name)
             .render_as_string(hide_password=False)
         )
+
+    def copy(self, url: str) -> str:
+        """A new database holding what the database at ``url`` holds now; the
+        connections still open on it (pools of engines its writer left) are ended, as
+        PostgreSQL copies only a database nobody is connected to."""
+        source = sa.engine.make_url(url).database
+        name = f"strata_t_{uuid.uuid4().hex[:12]}"
+        with self.admin.connect() as conn:
+            conn.execute(
+                sa.text(
+                    "SELECT pg_terminate_backend(pid) FROM pg_stat_activity "
+                    "WHERE datname = :db AND pid <> pg_backend_pid()"
+                ),
+                {"db": source},
+            )
+            conn.execute(sa.text(f'CREATE DATABASE "{name}" TEMPLATE "{source}"'))
+        self.created.append(name)
+        return sa.engine.make_url(url).set(database=name).render_as_string(hide_password=False)
 
     def drop_all(self) -> None:
         with self.admin.connect() as conn:
@@ -151,6 +170,19 @@ def settings(tmp_path: Path, db_url: str) -> Settings:
         # server test and the writer tests run the process.
         lineage_fold="thread",
     )
+
+
+@pytest.fixture(scope="session")
+def demo_stores(
+    tmp_path_factory: pytest.TempPathFactory,
+    sqlite_template: Path,
+    spark: object,
+    request: pytest.FixtureRequest,
+) -> DemoStores:
+    """The run's ``strata demo`` per backend, as copies (``demo_stores.py``). It runs
+    Spark in process, so its users are in the Spark group: one worker makes the masters."""
+    pg = request.getfixturevalue("pg_databases") if _PG_PROBLEM is None or REQUIRE_PG else None
+    return DemoStores(tmp_path_factory.mktemp("demo-masters"), sqlite_template, pg)
 
 
 @pytest.fixture(scope="session")

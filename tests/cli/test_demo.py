@@ -10,6 +10,7 @@ import pytest
 import sqlalchemy as sa
 from typer.testing import CliRunner
 
+from demo_stores import DemoStores, demo_settings
 from strata.builds.service import BuildService
 from strata.cli.main import app
 from strata.lake import branches
@@ -43,10 +44,12 @@ def run_demo(*args: str) -> str:
 
 
 def test_demo_tells_the_story_and_goes_on_where_it_stopped(
-    settings: Settings, spark: object
+    backend: str, demo_stores: DemoStores, tmp_path: Path
 ) -> None:
+    demo = demo_stores.copy(backend, tmp_path)  # `strata demo --hours 2`, run once a run
+    settings = demo_settings(demo.home, demo.database_url, demo.lake_uri)
     where = ["--database-url", settings.database_url, "--lake-uri", settings.lake_uri]
-    out = run_demo(*where, "--home", str(settings.home), "demo", "--hours", "2")
+    out = demo.out
     for chapter in CHAPTERS:
         assert chapter in out, chapter
     assert "rebuilt exactly the 5 datasets `strata status` named" in out

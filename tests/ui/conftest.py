@@ -1,14 +1,14 @@
 """The web UI in a real browser: Debian's Chromium driven by Selenium, over a real server
 holding the demo's store, on each backend.
 
-The demo runs once per backend (``--hours 2``); then raw/experiments gets a second
+The demo's store is a copy of the one ``strata demo --hours 2`` the run makes per backend
+(``demo_stores.py``, shared with the demo's own test); then raw/experiments gets a second
 version, so the datasets reading it are out of date with a cause to show. Tokens are
 set: every page must ask for one. Screenshots go to ``artifacts/ui/<backend>/``.
 """
 
 from __future__ import annotations
 
-import dataclasses
 import json
 import shutil
 import tempfile
@@ -19,12 +19,11 @@ from pathlib import Path
 import httpx
 import pytest
 from selenium.webdriver.remote.webdriver import WebDriver
-from typer.testing import CliRunner
 from ui_site import ARTIFACTS, READ, WIDE, WRITE, Site, set_viewport, start_chromium
 
+from demo_stores import DemoStores
 from live_server import serving
 from strata.api import create_app
-from strata.cli.main import app as cli
 from strata.lake.service import Lake
 from strata.settings import Settings
 from strata.store import migrate
@@ -60,13 +59,6 @@ def _settings(request: pytest.FixtureRequest, folder: Path, **extra: object) -> 
     )
 
 
-def _run_demo(settings: Settings) -> None:
-    where = ["--database-url", settings.database_url, "--lake-uri", settings.lake_uri]
-    args = [*where, "--home", str(settings.home), "demo", "--hours", "2"]
-    result = CliRunner().invoke(cli, args, catch_exceptions=False, terminal_width=160)
-    assert result.exit_code == 0, result.stdout + result.stderr
-
-
 def _new_experiments(lake: Lake) -> None:
     """raw/experiments@2 without its last experiment: what reads it is out of date; and a
     late click in one UK hour: that partition of regions/hourly is out of date."""
@@ -82,14 +74,16 @@ def _new_experiments(lake: Lake) -> None:
 def site(
     request: pytest.FixtureRequest,
     browser: WebDriver,
-    spark: object,
+    demo_stores: DemoStores,
     tmp_path_factory: pytest.TempPathFactory,
 ) -> Iterator[Site]:
-    settings = _settings(request, tmp_path_factory.mktemp(f"ui-{request.param}"))
-    _run_demo(settings)
-    settings = dataclasses.replace(
-        settings,
-        pipelines=(str(settings.home / "demo" / "pipelines"),),
+    demo = demo_stores.copy(str(request.param), tmp_path_factory.mktemp(f"ui-{request.param}"))
+    settings = Settings(
+        home=demo.home,
+        database_url=demo.database_url,
+        lake_uri=demo.lake_uri,
+        lineage_fold="thread",
+        pipelines=(str(demo.home / "demo" / "pipelines"),),
         read_tokens=(READ,),
         write_tokens=(WRITE,),
         lineage_retention_days=3650,
