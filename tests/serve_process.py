@@ -15,6 +15,7 @@ from typing import Any
 import httpx
 
 from console import user_environ
+from http_client import HTTP
 from ol_events import run_event
 
 EXE = Path(sys.executable).with_name("strata")
@@ -58,7 +59,7 @@ class Served:
         deadline = time.monotonic() + 90
         while True:
             try:
-                if httpx.get(f"{self.url}/health", timeout=2).status_code == 200:
+                if HTTP.get(f"{self.url}/health", timeout=2).status_code == 200:
                     return
             except httpx.TransportError:
                 pass

@@ -8,6 +8,8 @@ from typing import Any
 import httpx
 import marquez_client
 
+from http_client import HTTP
+
 # The origin of Marquez's web UI, served by its own proxy, which the server allows.
 MARQUEZ_WEB_ORIGIN = "http://localhost:3000"
 
@@ -26,13 +28,13 @@ class Marquez:
     def send(self, *events: dict[str, Any]) -> None:
         """POST each event to the OpenLineage endpoint, in order; each must be taken."""
         for event in events:
-            answer = httpx.post(f"{self.api}/lineage", json=event, timeout=30)
+            answer = HTTP.post(f"{self.api}/lineage", json=event)
             assert answer.status_code == 201, answer.text
 
     def get(self, path: str, **params: Any) -> Any:
-        answer = httpx.get(f"{self.api}{path}", params=params, timeout=30)
+        answer = HTTP.get(f"{self.api}{path}", params=params)
         assert answer.status_code == 200, f"{path}: {answer.status_code} {answer.text}"
         return answer.json()
 
     def status(self, method: str, path: str, body: Any = None) -> httpx.Response:
-        return httpx.request(method, f"{self.api}{path}", json=body, timeout=30)
+        return HTTP.request(method, f"{self.api}{path}", json=body)
