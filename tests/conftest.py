@@ -69,6 +69,14 @@ class PgDatabases:
             .render_as_string(hide_password=False)
         )
 
+    def migrated(self) -> str:
+        """A new database with Strata's schema."""
+        url = self.new()
+        eng = create_engine(url, poolclass=sa.pool.NullPool)
+        migrate.upgrade(eng)
+        eng.dispose()
+        return url
+
     def copy(self, url: str) -> str:
         """A new database holding what the database at ``url`` holds now; the
         connections still open on it (pools of engines its writer left) are ended, as
@@ -108,11 +116,7 @@ def pg_databases() -> Iterator[PgDatabases]:
 @pytest.fixture(scope="session")
 def pg_shared_url(pg_databases: PgDatabases) -> str:
     """One migrated PostgreSQL database for the run; tests truncate it before use."""
-    url = pg_databases.new()
-    eng = create_engine(url, poolclass=sa.pool.NullPool)
-    migrate.upgrade(eng)
-    eng.dispose()
-    return url
+    return pg_databases.migrated()
 
 
 def _truncate(url: str) -> None:

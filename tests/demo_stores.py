@@ -20,14 +20,12 @@ from typer.testing import CliRunner
 
 from strata.cli.main import app
 from strata.settings import Settings
-from strata.store import migrate
-from strata.store.engine import create_engine
 
 HOURS = 2
 
 
 class Databases(Protocol):
-    def new(self) -> str: ...
+    def migrated(self) -> str: ...
     def copy(self, url: str) -> str: ...
 
 
@@ -80,10 +78,7 @@ class DemoStores:
             url = f"sqlite:///{folder / 'meta.db'}"
         else:
             assert self.pg is not None
-            url = self.pg.new()
-            eng = create_engine(url, poolclass=sa.pool.NullPool)
-            migrate.upgrade(eng)
-            eng.dispose()
+            url = self.pg.migrated()
         settings = demo_settings(folder / ".strata", url, (folder / "lake").as_uri())
         where = ["--database-url", url, "--lake-uri", settings.lake_uri]
         args = [*where, "--home", str(settings.home), "demo", "--hours", str(HOURS)]
@@ -92,7 +87,7 @@ class DemoStores:
         return _Master(folder, url, result.stdout)
 
 
-def demo_settings(home: Path, database_url: str, lake_uri: str, **extra: object) -> Settings:
+def demo_settings(home: Path, database_url: str, lake_uri: str) -> Settings:
     """The settings the demo ran with (as the ``settings`` fixture's), or a copy's."""
     return Settings(
         home=home,
@@ -100,7 +95,6 @@ def demo_settings(home: Path, database_url: str, lake_uri: str, **extra: object)
         lake_uri=lake_uri,
         gc_grace_seconds=0,
         lineage_fold="thread",
-        **extra,  # type: ignore[arg-type]
     )
 
 

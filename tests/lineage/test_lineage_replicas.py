@@ -27,7 +27,6 @@ from serve_process import EXE, Served, free_port
 from strata.lineage.record import apply
 from strata.lineage.record.apply import RecordResult, accept_parsed, record_event
 from strata.lineage.record.events import Event, parse_event
-from strata.store import migrate
 from strata.store import schema as s
 from strata.store.engine import create_engine
 
@@ -51,17 +50,9 @@ def _events(runs: int, *, with_story: bool = True) -> list[dict[str, Any]]:
     return out
 
 
-def _migrated(pg_databases: Any) -> str:
-    url = str(pg_databases.new())
-    engine = create_engine(url, poolclass=sa.pool.NullPool)
-    migrate.upgrade(engine)
-    engine.dispose()
-    return url
-
-
 @pytest.fixture
 def store_url(pg_databases: Any) -> str:
-    return _migrated(pg_databases)
+    return str(pg_databases.migrated())
 
 
 def _post_all(urls: list[str], events: list[dict[str, Any]], *, clients: int = 8) -> list[int]:
@@ -153,7 +144,7 @@ def test_events_split_across_replicas_build_the_model_one_server_builds(
         }
         assert len(states) == len(range(0, 300, 23)) and set(states.values()) == {"COMPLETED"}
     assert _pending(store_url) == []
-    assert _model(store_url) == _reference(_migrated(pg_databases), events)
+    assert _model(store_url) == _reference(str(pg_databases.migrated()), events)
 
 
 def test_a_replica_killed_mid_ingest_loses_nothing_it_acknowledged(

@@ -43,11 +43,7 @@ def browser() -> Iterator[WebDriver]:
 def _store_url(backend: str, folder: Path, request: pytest.FixtureRequest) -> str:
     if backend == "sqlite":
         return f"sqlite:///{folder / 'meta.db'}"
-    url = str(request.getfixturevalue("pg_databases").new())
-    eng = create_engine(url)
-    migrate.upgrade(eng)
-    eng.dispose()
-    return url
+    return str(request.getfixturevalue("pg_databases").migrated())
 
 
 def _settings(request: pytest.FixtureRequest, folder: Path, **extra: object) -> Settings:
