@@ -106,6 +106,35 @@ def test_a_snapshot_of_some_partitions_keeps_the_rest(lake: Lake) -> None:
     }
     assert lake.partitions(DS)["region=UK/day=2026-11-01"] == 3
     assert lake.partitions(DS)["region=JP/day=2026-11-01"] == 2  # untouched by version 3
+    _each_key_s_last_change_counts_removals(lake)
+
+
+def _each_key_s_last_change_counts_removals(lake: Lake) -> None:
+    """What status compares: each key's last change up to a version, a removal included
+    (JP's second day, removed by version 2, held no file after it)."""
+    from strata.lake import partition_index
+
+    jp1, jp2, uk, fr = (
+        "region=JP/day=2026-11-01",
+        "region=JP/day=2026-11-02",
+        "region=UK/day=2026-11-01",
+        "region=FR/day=2026-11-01",
+    )
+    uuid = lake.version(DS).dataset_uuid
+    with lake.engine.connect() as conn:
+        assert partition_index.changed_at(conn, uuid, 3, removed_too=True) == {
+            jp1: 2,
+            jp2: 2,
+            uk: 3,
+            fr: 3,
+        }
+        assert partition_index.changed_at(conn, uuid, 3) == {jp1: 2, uk: 3, fr: 3}
+        assert partition_index.changed_at(conn, uuid, 1, removed_too=True) == {
+            jp1: 1,
+            jp2: 1,
+            uk: 1,
+        }
+        assert partition_index.changed_at(conn, uuid, 2) == {jp1: 2, uk: 1}
 
 
 def test_update_and_delete_report_the_partitions_they_changed(lake: Lake) -> None:

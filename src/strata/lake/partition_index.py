@@ -83,21 +83,25 @@ def changed_at(
     last version up to ``at`` that changed it (added or removed one of its containers):
     a partition's own version."""
     f = _FILES.c
-    removed = sa.case((f.removed_commit_id <= at, f.removed_commit_id), else_=0)
+    added = sa.func.max(f.added_commit_id)
+    removed = sa.func.max(sa.case((f.removed_commit_id <= at, f.removed_commit_id), else_=0))
+    last = sa.case((removed > added, removed), else_=added)
     live = sa.func.sum(
         sa.case((sa.or_(f.removed_commit_id.is_(None), f.removed_commit_id > at), 1), else_=0)
     )
     # A status reads it for every key of a partitioned input (100,000s), removed ones
-    # too: then no count of live containers is needed.
+    # too: then no count of live containers is needed, and the rows are the mapping.
     counted = () if removed_too else (live,)
     rows = plain_rows(
         conn,
-        sa.select(f.partition_key, sa.func.max(f.added_commit_id), sa.func.max(removed), *counted)
+        sa.select(f.partition_key, last, *counted)
         .where(f.dataset_uuid == dataset_uuid, f.added_commit_id <= at)
         .where(f.partition_key.is_not(None))
         .group_by(f.partition_key),
     )
-    return {str(r[0]): max(int(r[1]), int(r[2] or 0)) for r in rows if removed_too or r[3]}
+    if removed_too:
+        return dict(rows)
+    return {r[0]: r[1] for r in rows if r[2]}
 
 
 @dataclass(frozen=True)

@@ -52,11 +52,12 @@ def records(conn: Connection, dataset_uuid: str) -> dict[str, PartitionBuild]:
     ).where(p.dataset_uuid == dataset_uuid)
     decoded: dict[str, dict[str, int]] = {}
     out: dict[str, PartitionBuild] = {}
+    make = tuple.__new__  # the named tuple's own __new__ is a Python call per row
     for key, commit_id, run, program, text in plain_rows(conn, stmt):
         inputs = decoded.get(text)
         if inputs is None:
             inputs = decoded[text] = dict(loads(text) or {})
-        out[str(key)] = PartitionBuild(str(key), int(commit_id), str(run), str(program), inputs)
+        out[key] = make(PartitionBuild, (key, commit_id, run, program, inputs))
     return out
 
 
