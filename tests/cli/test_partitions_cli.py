@@ -70,6 +70,30 @@ def test_partitioned_ingest_replace_and_read(settings: Settings, tmp_path: Path)
     assert "2 replaced" in out and "3 added" in out
 
 
+def test_a_snapshot_of_some_partitions_reads_its_source_as_the_dataset(
+    settings: Settings, tmp_path: Path
+) -> None:
+    """An empty CSV (a header alone) that removes one partition: read with the dataset's
+    types, not inferred as text, so every version still reads with integers."""
+    first = tmp_path / "first.csv"
+    first.write_text("region,n\nJP,1\nUK,2\nFR,3\n")
+    empty = tmp_path / "empty.csv"
+    empty.write_text("region,n\n")
+    base = ["ingest", "--type", "SNAPSHOT"]
+    code, _, err = invoke(settings, *base, str(first), "m/sales", "--partition-by", "region")
+    assert code == 0, err
+    code, out, err = invoke(settings, *base, str(empty), "m/sales", "--partitions", "region=FR")
+    assert code == 0, err
+    listed = json.loads(invoke(settings, "versions", "m/sales", "--json")[1])
+    assert listed[-1]["partitions"]["removed"] == [{"region": "FR"}]
+    assert [{f["name"]: f["type"] for f in v["schema_fields"]}["n"] for v in listed] == [
+        "int64",
+        "int64",
+    ]
+    code, out, _ = invoke(settings, "read", "m/sales", "--json")
+    assert sorted(json.loads(line)["n"] for line in out.splitlines()) == [1, 2]
+
+
 def test_partition_mistakes_name_the_bad_value(settings: Settings, tmp_path: Path) -> None:
     src = tmp_path / "a.csv"
     src.write_text("region,day,n\nJP,2026-11-01,1\n,2026-11-01,2\n")

@@ -137,6 +137,31 @@ def _each_key_s_last_change_counts_removals(lake: Lake) -> None:
         assert partition_index.changed_at(conn, uuid, 2) == {jp1: 2, uk: 1}
 
 
+def test_a_snapshot_of_some_partitions_keeps_the_schema_of_those_it_keeps(lake: Lake) -> None:
+    """Files kept from the parent must read as the new version's schema: a SNAPSHOT of
+    some partitions with other types is refused and commits nothing, unless it replaces
+    every partition the dataset holds."""
+    from strata.errors import SchemaMismatch
+
+    _seed(lake)
+    as_text = pa.table({"region": ["JP"], "day": ["2026-11-01"], "n": ["ten"]})
+    with (
+        pytest.raises(SchemaMismatch) as refused,
+        lake.transaction(DS, "SNAPSHOT", partitions=[{"region": "JP"}]) as txn,
+    ):
+        txn.write(as_text)
+    assert "keeps the others" in refused.value.message and "n: string" in refused.value.message
+    assert lake.version(DS).commit_id == 1
+    assert _rows(lake) == sorted(FIRST)
+    # Nothing is kept when every held partition is replaced: the schema may change.
+    whole = pa.table({"region": ["JP", "UK"], "day": ["2026-11-01", "2026-11-01"], "n": ["a", "b"]})
+    with lake.transaction(DS, "SNAPSHOT", partitions=[{"region": "JP"}, {"region": "UK"}]) as txn:
+        txn.write(whole)
+    assert txn.versions[DS].commit_id == 2
+    assert {f["name"]: f["type"] for f in txn.versions[DS].schema_fields}["n"] == "string"
+    assert sorted(r["n"] for r in lake.read_arrow(DS).to_pylist()) == ["a", "b"]
+
+
 def test_update_and_delete_report_the_partitions_they_changed(lake: Lake) -> None:
     _seed(lake)
     jp_day1 = lake.files(DS, partitions={"region": "JP", "day": "2026-11-01"})[0].path

@@ -1,8 +1,9 @@
 """``strata ingest``'s work: check the source, read it, commit one version.
 
 A local source that fits in memory is read by pyarrow (no JVM); a larger or remote one
-by Spark. An APPEND to a dataset that has a version reads the source with that
-dataset's schema; only a new dataset (or a SNAPSHOT) infers types.
+by Spark. An APPEND to a dataset that has a version, or a SNAPSHOT of some of its
+partitions, reads the source with that dataset's schema; only a new dataset (or a whole
+SNAPSHOT) infers types.
 """
 
 from __future__ import annotations
@@ -57,7 +58,10 @@ def load(
         if found.count and not permissive:
             raise InvalidArgument(malformed(found, fmt), path=path, line=found.first[0].line)
         enter("reading")
-        target = lake.schema_of(dataset) if type.upper() == "APPEND" else None
+        # What keeps rows of the dataset reads the source as the dataset: an APPEND, and
+        # a SNAPSHOT of some partitions (an empty CSV would otherwise read as text).
+        keeps = type.upper() == "APPEND" or split.replace is not None
+        target = lake.schema_of(dataset) if keeps else None
         files = local_files(path)
         if not spark and files is not None and fits_in_memory(files) and not found.count:
             frame: Any = read_files(files, fmt, target, found.multiline)

@@ -17,7 +17,7 @@ from typing import Any
 import sqlalchemy as sa
 from sqlalchemy.engine import Connection
 
-from strata.errors import CommitConflict, InvalidArgument, TransactionClosed
+from strata.errors import CommitConflict, InvalidArgument, SchemaMismatch, TransactionClosed
 from strata.ids import new_id
 from strata.lake import partition_hashes, partition_index, partitions, schemas
 from strata.lake.registry import Version, latest_and_newest, latest_version
@@ -197,7 +197,6 @@ def commit_part(conn: Connection, part: Part, run_uuid: str | None) -> Version:
     """``part`` committed as its dataset's next version; raises when it can never be."""
     previous, newest = latest_and_newest(conn, part.dataset, part.dataset_uuid, part.branch_id)
     _check_base(part, previous)
-    fields, arrow = _schema_after(part, previous)
     # Commit ids count every branch's commits: gap-free and total per dataset.
     commit_id = newest + 1
     now = datetime.now(UTC)
@@ -210,6 +209,7 @@ def commit_part(conn: Connection, part: Part, run_uuid: str | None) -> Version:
     removed = _removals(conn, part, commit_id)
     touched = _partitions_touched(conn, part, removed)
     rows, size, count, digest = _totals(part, previous, removed)
+    fields, arrow = _schema_after(part, previous, kept=count - len(part.adds))
     if touched is None:
         rows_hash = _rows_after(part, previous, removed)
     else:
@@ -371,19 +371,47 @@ def _check_base(part: Part, previous: Version | None) -> None:
         )
 
 
-def _schema_after(part: Part, previous: Version | None) -> tuple[list[dict[str, Any]], str | None]:
-    """The new version's columns and Arrow schema, checked against its parent's."""
+def _schema_after(
+    part: Part, previous: Version | None, kept: int
+) -> tuple[list[dict[str, Any]], str | None]:
+    """The new version's columns and Arrow schema, checked against its parent's. A
+    version that keeps ``kept`` containers of its parent keeps its schema: an APPEND, an
+    UPDATE, and a SNAPSHOT of some partitions that leaves others (else its files would
+    not read as one dataset)."""
     fields = part.schema_fields
-    if fields is not None and part.type in ("APPEND", "UPDATE") and previous is not None:
-        schemas.require_compatible(part.dataset, previous.schema_fields, fields, part.type)
+    keeps = previous is not None and (
+        part.type in ("APPEND", "UPDATE") or (part.replace is not None and kept > 0)
+    )
     if fields is None:  # nothing written: the schema stays what it was
         fields = previous.schema_fields if previous else []
         arrow = previous.facets.get(schemas.ARROW_SCHEMA_FACET) if previous else None
         return fields, arrow
     arrow = part.arrow_schema
-    if previous is not None and part.type in ("APPEND", "UPDATE"):
+    if keeps and previous is not None:
+        _require_kept_schema(part, previous.schema_fields, fields)
         fields, arrow = schemas.keep_nullable(previous.schema_fields, fields, arrow)
     return fields, arrow
+
+
+def _require_kept_schema(
+    part: Part, before: list[dict[str, Any]], fields: list[dict[str, Any]]
+) -> None:
+    if part.replace is None:
+        schemas.require_compatible(part.dataset, before, fields, part.type)
+        return
+    if schemas.compatible(before, fields):
+        return
+    raise SchemaMismatch(
+        f"this SNAPSHOT of some partitions of {part.dataset!r} keeps the others, whose "
+        "schema differs from the frames written.\n"
+        f"  dataset schema: {schemas.render(before)}\n"
+        f"  written schema: {schemas.render(fields)}\n"
+        "Write frames with the dataset's columns and types, or SNAPSHOT the whole "
+        "dataset (no partitions=) to change its schema.",
+        dataset=part.dataset,
+        current=before,
+        written=fields,
+    )
 
 
 def _totals(part: Part, previous: Version | None, removed: list[Any]) -> tuple[int, int, int, int]:
