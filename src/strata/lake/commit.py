@@ -406,8 +406,8 @@ def _require_kept_schema(
         "schema differs from the frames written.\n"
         f"  dataset schema: {schemas.render(before)}\n"
         f"  written schema: {schemas.render(fields)}\n"
-        "Write frames with the dataset's columns and types, or SNAPSHOT the whole "
-        "dataset (no partitions=) to change its schema.",
+        "Write frames with the dataset's columns and types, or replace every partition "
+        "to change its schema (a SNAPSHOT without partitions=, or a build of them all).",
         dataset=part.dataset,
         current=before,
         written=fields,
