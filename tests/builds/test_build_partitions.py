@@ -382,6 +382,31 @@ def test_a_partitions_changed_program_names_both_program_versions(part: Project)
     assert cause["text"].startswith("program changed: v1 (") and " → v2 (" in cause["text"]
 
 
+def test_a_new_column_is_built_into_every_partition_or_none(part: Project) -> None:
+    """A program that adds a column: a build of some partitions would leave the others'
+    files without it, so it fails naming the schemas and commits nothing; a build of
+    them all commits the new schema."""
+    p = part
+    with p.lake.transaction("raw/clicks", type="SNAPSHOT", partition_by=["region", "hour"]) as t:
+        t.write(clicks(("JP", "14", "a"), ("UK", "14", "a")))
+    build(p)
+    before = p.lake.version(HOURLY).commit_id
+    p.edit(
+        'agg(F.count("*").alias("clicks"))',
+        'agg(F.count("*").alias("clicks"), F.lit(1).alias("one"))',
+    )
+    report = p.json(
+        "build", HOURLY, "--partitions", "region=JP", "--pipeline", str(p.folder), code=1
+    )
+    [step] = [t for t in report["transforms"] if t["transform"].endswith("customer_hourly")]
+    [jp] = step["partitions"]
+    assert (jp["key"], jp["outcome"]) == ({"region": "JP", "hour": "2026-11-23T14"}, "failed")
+    assert "keeps the others, whose schema differs" in jp["reason"]
+    assert p.lake.version(HOURLY).commit_id == before
+    p.json("build", HOURLY, "--pipeline", str(p.folder))
+    assert p.lake.read_arrow(HOURLY).column("one").to_pylist() == [1, 1]
+
+
 def test_partitioned_versions_reproduce_and_cut_off_by_partition(
     part: Project, tmp_path: Path
 ) -> None:
