@@ -396,6 +396,7 @@ def _schema_after(
 def _require_kept_schema(
     part: Part, before: list[dict[str, Any]], fields: list[dict[str, Any]]
 ) -> None:
+    """Refuse frames whose columns or types differ from those of the files kept."""
     if part.replace is None:
         schemas.require_compatible(part.dataset, before, fields, part.type)
         return
