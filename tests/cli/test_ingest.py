@@ -139,6 +139,35 @@ def test_an_append_is_read_with_the_datasets_schema(
     lake.engine.dispose()
 
 
+@pytest.mark.parametrize("engine", [[], ["--spark"]], ids=["arrow", "spark"])
+def test_an_append_takes_csv_columns_by_their_header_names(
+    settings: Settings, spark: object, tmp_path: Path, engine: list[str]
+) -> None:
+    """Columns in another order land in their own columns, not by position; a file with
+    other columns, or a value that does not fit, is refused and nothing is committed."""
+    lake = Lake(settings)
+    (tmp_path / "d1.csv").write_text(DAY_ONE)
+    assert invoke(settings, "ingest", str(tmp_path / "d1.csv"), "raw/pay")[0] == 0
+    swapped = tmp_path / "swapped.csv"
+    swapped.write_text("at,id,amount\n2026-11-02 09:00:00,3,4.5\n")
+    code, _, err = invoke(settings, "ingest", *engine, str(swapped), "raw/pay")
+    assert code == 0, err
+    row = max(lake.read_arrow("raw/pay").to_pylist(), key=lambda r: r["id"])
+    assert (row["id"], row["amount"]) == (3, 4.5)
+    assert row["at"].isoformat() == "2026-11-02T09:00:00+00:00"
+    other = tmp_path / "other.csv"
+    other.write_text("id,total\n1,2\n")
+    code, _, err = invoke(settings, "ingest", *engine, str(other), "raw/pay")
+    assert code == 1 and "missing ['amount', 'at'], extra ['total']" in " ".join(err.split())
+    bad = tmp_path / "bad.csv"
+    bad.write_text("amount,id,at\nfour,4,2026-11-02 10:00:00\n")
+    code, _, err = invoke(settings, "ingest", *engine, str(bad), "raw/pay")
+    flat = " ".join(err.split())
+    assert code == 1 and ("value 'four'" in flat or "malformed row in" in flat), flat
+    assert [v.commit_id for v in lake.versions("raw/pay")] == [1, 2]
+    lake.engine.dispose()
+
+
 def test_a_value_that_does_not_fit_the_dataset_is_refused_by_line(
     settings: Settings, tmp_path: Path
 ) -> None:

@@ -14,12 +14,13 @@ from typing import TYPE_CHECKING, Any
 
 from strata.cli.output import err_console
 from strata.cli.progress import phases
-from strata.errors import InvalidArgument
-from strata.lake.arrow_sources import fits_in_memory, read_files
+from strata.errors import InvalidArgument, StrataError
+from strata.lake.arrow_sources import fits_in_memory, read_files, require_target_columns
 from strata.lake.sources import SourceCheck, check_source, local_files
 
 if TYPE_CHECKING:
-    from pyspark.sql import DataFrame
+    import pyarrow as pa
+    from pyspark.sql import DataFrame, DataFrameReader
 
     from strata.lake.registry import Version
     from strata.lake.service import Lake
@@ -88,26 +89,49 @@ def _read(
     from strata.lake.spark import get_spark
 
     reader = get_spark(lake.settings).read.format(fmt)
-    if target is not None:
-        from pyspark.sql.pandas.types import from_arrow_schema
-
-        reader = reader.schema(from_arrow_schema(target))
     if fmt == "csv":
         reader = reader.option("header", "true")
-        if target is None:
-            reader = reader.option("inferSchema", "true")
         if found.multiline:
             reader = reader.option("multiLine", "true")
-    if fmt in _REPAIR:
-        # PERMISSIVE repairs a CSV row; for JSON it would add a _corrupt_record column.
-        lenient = "PERMISSIVE" if fmt == "csv" else "DROPMALFORMED"
-        reader = reader.option("mode", lenient if permissive else "FAILFAST")
     try:
-        return reader.load(_spark_path(path))
+        if fmt == "csv" and target is not None:
+            return _csv_by_name(reader, path, target, permissive)
+        if target is not None:
+            from pyspark.sql.pandas.types import from_arrow_schema
+
+            reader = reader.schema(from_arrow_schema(target))
+        elif fmt == "csv":
+            reader = reader.option("inferSchema", "true")
+        return _lenient(reader, fmt, permissive).load(_spark_path(path))
+    except StrataError:
+        raise
     except Exception as exc:  # Spark's analysis errors say what is wrong with the file
         raise _spark_malformed(exc, path, fmt) or InvalidArgument(
             f"Spark cannot read {path!r} as {fmt}: {str(exc).splitlines()[0]}", path=path
         ) from exc
+
+
+def _lenient(reader: DataFrameReader, fmt: str, permissive: bool) -> DataFrameReader:
+    if fmt not in _REPAIR:
+        return reader
+    # PERMISSIVE repairs a CSV row; for JSON it would add a _corrupt_record column.
+    lenient = "PERMISSIVE" if fmt == "csv" else "DROPMALFORMED"
+    return reader.option("mode", lenient if permissive else "FAILFAST")
+
+
+def _csv_by_name(
+    reader: DataFrameReader, path: str, target: pa.Schema, permissive: bool
+) -> DataFrame:
+    """A CSV read into a dataset's columns by the header's names, as pyarrow reads it:
+    Spark given a schema would take the columns by position and ignore the header."""
+    import pyarrow as pa
+    from pyspark.sql.pandas.types import from_arrow_schema
+
+    header = reader.load(_spark_path(path)).columns  # the first line only: no types
+    require_target_columns(path, header, target)
+    in_file_order = pa.schema([target.field(name) for name in header])
+    frame = _lenient(reader.schema(from_arrow_schema(in_file_order)), "csv", permissive)
+    return frame.option("enforceSchema", "false").load(_spark_path(path)).select(*target.names)
 
 
 def _spark_path(path: str) -> str:
@@ -120,11 +144,16 @@ def _spark_path(path: str) -> str:
 
 
 def _spark_malformed(exc: Exception, path: str, fmt: str) -> InvalidArgument | None:
-    """Spark's FAILFAST error, where Strata could not check the files itself."""
-    lines = [line for line in str(exc).splitlines() if "MALFORMED_RECORD" in line]
-    if not lines:
+    """Spark's FAILFAST error, where Strata could not check the files itself (found in
+    the causes too: the lake's write error keeps Spark's as its cause)."""
+    said = None
+    cause: BaseException | None = exc
+    while cause is not None and said is None:
+        lines = [line for line in str(cause).splitlines() if "MALFORMED_RECORD" in line]
+        said = lines[0][max(lines[0].find("[MALFORMED_RECORD"), 0) :].strip() if lines else None
+        cause = cause.__cause__
+    if said is None:
         return None
-    said = lines[0].strip()
     return InvalidArgument(
         f"Spark found a malformed row in {path!r}: {said}; nothing was ingested. Fix the "
         f"file, or pass --permissive to {_REPAIR[fmt]}",

@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import csv
 import re
+from collections.abc import Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -134,20 +135,25 @@ def _normalised(schema: pa.Schema) -> pa.Schema:
     return pa.schema(fields)
 
 
+def require_target_columns(source: str, columns: Sequence[str], target: pa.Schema) -> None:
+    """A source read into an existing dataset must have its columns, by name."""
+    have, want = set(columns), set(target.names)
+    if have != want:
+        raise SchemaMismatch(
+            f"{source} does not have the dataset's columns (missing {sorted(want - have)}, "
+            f"extra {sorted(have - want)}).\n"
+            f"  dataset schema: {render(fields_of(target))}\n"
+            "Write the file with the dataset's columns, or replace the whole dataset with "
+            "--type SNAPSHOT (without --partitions).",
+            file=source,
+        )
+
+
 def _as_target(file: Path, table: pa.Table, target: pa.Schema) -> pa.Table:
     """``table`` with exactly ``target``'s columns, in its order and types."""
     import pyarrow as pa
 
-    have, want = set(table.column_names), set(target.names)
-    if have != want:
-        raise SchemaMismatch(
-            f"{file} does not have the dataset's columns (missing {sorted(want - have)}, "
-            f"extra {sorted(have - want)}).\n"
-            f"  dataset schema: {render(fields_of(target))}\n"
-            "Write the file with the dataset's columns, or replace the data with "
-            "--type SNAPSHOT.",
-            file=str(file),
-        )
+    require_target_columns(str(file), table.column_names, target)
     columns = []
     for f in target:
         column = table.column(f.name)
