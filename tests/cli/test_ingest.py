@@ -4,6 +4,7 @@ unless --permissive, which says how many rows it repaired or dropped."""
 from __future__ import annotations
 
 import json
+import zlib
 from pathlib import Path
 
 import pyarrow as pa
@@ -165,6 +166,34 @@ def test_an_append_takes_csv_columns_by_their_header_names(
     flat = " ".join(err.split())
     assert code == 1 and ("value 'four'" in flat or "malformed row in" in flat), flat
     assert [v.commit_id for v in lake.versions("raw/pay")] == [1, 2]
+    lake.engine.dispose()
+
+
+@pytest.mark.parametrize("engine", [[], ["--spark"], ["deflate"]], ids=["arrow", "spark", "hadoop"])
+def test_an_append_of_json_lines_refuses_keys_the_dataset_lacks(
+    settings: Settings, spark: object, tmp_path: Path, engine: list[str]
+) -> None:
+    """A key the dataset has no column for is refused, not dropped (a missing key is a
+    null); also from a source only Spark reads (Hadoop's deflate), found by its own pass."""
+    lake = Lake(settings)
+    (tmp_path / "d1.json").write_text('{"id": 1, "amount": 2.5}\n')
+    assert invoke(settings, "ingest", str(tmp_path / "d1.json"), "raw/pay")[0] == 0
+
+    def source(name: str, text: str) -> list[str]:
+        if engine != ["deflate"]:
+            (tmp_path / name).write_text(text)
+            return [*engine, str(tmp_path / name)]
+        (tmp_path / f"{name}.deflate").write_bytes(zlib.compress(text.encode()))
+        return ["--format", "json", str(tmp_path / f"{name}.deflate")]
+
+    extra = source("extra.json", '{"id": 2, "amount": 1.0, "note": "kept?"}\n')
+    code, _, err = invoke(settings, "ingest", *extra, "raw/pay")
+    assert code == 1 and "columns (extra ['note'])" in " ".join(err.split()), err
+    fewer = source("fewer.json", '{"id": 3}\n')
+    code, _, err = invoke(settings, "ingest", *fewer, "raw/pay")
+    assert code == 0, err
+    rows = sorted(lake.read_arrow("raw/pay").to_pylist(), key=lambda r: r["id"])
+    assert rows == [{"id": 1, "amount": 2.5}, {"id": 3, "amount": None}]
     lake.engine.dispose()
 
 

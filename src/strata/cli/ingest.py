@@ -63,6 +63,8 @@ def load(
         # a SNAPSHOT of some partitions (an empty CSV would otherwise read as text).
         keeps = type.upper() == "APPEND" or split.replace is not None
         target = lake.schema_of(dataset) if keeps else None
+        if target is not None and fmt == "json" and found.checked:
+            require_target_columns(path, found.keys, target, some=True)
         files = local_files(path)
         if not spark and files is not None and fits_in_memory(files) and not found.count:
             frame: Any = read_files(files, fmt, target, found.multiline)
@@ -96,6 +98,11 @@ def _read(
     try:
         if fmt == "csv" and target is not None:
             return _csv_by_name(reader, path, target, permissive)
+        if fmt == "json" and target is not None and not found.checked:
+            # Given a schema, Spark drops the keys it does not name: found first, by a
+            # pass over the source (a local one's keys were read when it was checked).
+            keys = _lenient(reader, fmt, permissive).load(_spark_path(path)).columns
+            require_target_columns(path, keys, target, some=True)
         if target is not None:
             from pyspark.sql.pandas.types import from_arrow_schema
 

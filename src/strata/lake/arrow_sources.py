@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import csv
 import re
-from collections.abc import Sequence
+from collections.abc import Iterable
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -135,18 +135,23 @@ def _normalised(schema: pa.Schema) -> pa.Schema:
     return pa.schema(fields)
 
 
-def require_target_columns(source: str, columns: Sequence[str], target: pa.Schema) -> None:
-    """A source read into an existing dataset must have its columns, by name."""
+def require_target_columns(
+    source: str, columns: Iterable[str], target: pa.Schema, *, some: bool = False
+) -> None:
+    """A source read into an existing dataset must have its columns, by name (``some``:
+    some of them, as JSON lines, whose missing keys are nulls)."""
     have, want = set(columns), set(target.names)
-    if have != want:
-        raise SchemaMismatch(
-            f"{source} does not have the dataset's columns (missing {sorted(want - have)}, "
-            f"extra {sorted(have - want)}).\n"
-            f"  dataset schema: {render(fields_of(target))}\n"
-            "Write the file with the dataset's columns, or replace the whole dataset with "
-            "--type SNAPSHOT (without --partitions).",
-            file=source,
-        )
+    if not have - want and (some or have == want):
+        return
+    extra = f"extra {sorted(have - want)}"
+    differ = extra if some else f"missing {sorted(want - have)}, {extra}"
+    raise SchemaMismatch(
+        f"{source} does not have the dataset's columns ({differ}).\n"
+        f"  dataset schema: {render(fields_of(target))}\n"
+        "Write the file with the dataset's columns, or replace the whole dataset with "
+        "--type SNAPSHOT (without --partitions).",
+        file=source,
+    )
 
 
 def _as_target(file: Path, table: pa.Table, target: pa.Schema) -> pa.Table:

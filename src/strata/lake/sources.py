@@ -44,6 +44,7 @@ class SourceCheck:
     first: list[Malformed] = field(default_factory=list)
     multiline: bool = False  # a quoted CSV value spans lines: Spark must read whole files
     refused: list[str] = field(default_factory=list)  # no ingest can use these files
+    keys: set[str] = field(default_factory=set)  # every JSON object's keys, in all
 
     def add(self, bad: Malformed) -> None:
         self.count += 1
@@ -144,7 +145,7 @@ def _check_json(name: str, text: IO[str], result: SourceCheck) -> None:
             if not line.strip():
                 continue
             seen = True
-            problem = _json_problem(line.rstrip("\n"))
+            problem = _json_problem(line.rstrip("\n"), result.keys)
             if problem is not None:
                 result.add(Malformed(name, number, problem))
     except UnicodeDecodeError as exc:
@@ -154,13 +155,17 @@ def _check_json(name: str, text: IO[str], result: SourceCheck) -> None:
         result.refused.append(f"{name} is empty (no rows)")
 
 
-def _json_problem(line: str) -> str | None:
+def _json_problem(line: str, keys: set[str]) -> str | None:
+    """What is wrong with one JSON line; its objects' keys are added to ``keys``."""
     try:
         value = json.loads(line)
     except json.JSONDecodeError as exc:
         return f"not valid JSON ({exc.msg} at column {exc.colno})"
     if isinstance(value, dict):
+        keys.update(value)
         return None
     if isinstance(value, list) and all(isinstance(v, dict) for v in value):
-        return None  # Spark reads a top-level array of objects as rows
+        for row in value:  # Spark reads a top-level array of objects as rows
+            keys.update(row)
+        return None
     return f"a JSON {type(value).__name__}, not an object"
