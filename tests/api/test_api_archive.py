@@ -97,3 +97,30 @@ def test_archive_writes_need_a_write_token(
         assert c.post(f"/api/v1/strata/archive/restore/{DS}/1", headers=read).status_code == 403
         assert c.post("/api/v1/strata/archive", headers=write).status_code == 200
         assert c.post(f"/api/v1/strata/archive/restore/{DS}/1", headers=write).status_code == 200
+
+
+@pytest.mark.parametrize("route", ["archive", "retention", "plans", f"reproduce/{DS}"])
+def test_an_action_s_settings_sent_as_a_body_are_refused_and_nothing_runs(
+    api: TestClient, route: str
+) -> None:
+    """Settings are query parameters; a body would be ignored, and a dry run asked for in
+    one would run for real."""
+    passes = len(ok(api.get("/api/v1/strata/retention"))["passes"])
+    refused = api.post(f"/api/v1/strata/{route}", json={"dry_run": True})
+    assert refused.status_code == 400, refused.text
+    assert refused.json()["code"] == "invalid_argument"
+    assert (
+        "reads no request body" in refused.json()["message"]
+        and "?dry_run=true" in (refused.json()["message"])
+    )
+    assert len(ok(api.get("/api/v1/strata/retention"))["passes"]) == passes
+    assert ok(api.get("/api/v1/strata/retention"))["archive"]["archives"] == []
+
+
+def test_strata_s_own_bodies_refuse_fields_they_do_not_know(api: TestClient) -> None:
+    build = api.post("/api/v1/strata/builds", json={"dataset": "raw/users", "dry_run": True})
+    assert build.status_code in (400, 422) and "dry_run" in build.text
+    assert ok(api.get("/api/v1/strata/builds"))["builds"] == []
+    pin = api.put(f"/api/v1/strata/pins/{DS}/1", json={"note": "keep", "why": "typo"})
+    assert pin.status_code in (400, 422) and "why" in pin.text
+    assert ok(api.get("/api/v1/strata/retention"))["pins"] == []

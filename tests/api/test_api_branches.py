@@ -106,6 +106,8 @@ def test_branches_over_http(api: TestClient, lake: Lake) -> None:
         ("post", "/branches", {"name": "x", "from": "nope"}, 404, "not_found"),
         ("post", "/branches", {"name": "x", "extra": 1}, 422, None),
         ("post", "/branches", {"name": ""}, 422, None),
+        ("post", "/branches", {"name": "a/../b"}, 422, None),  # a URL would fold it to b
+        ("post", "/branches", {"name": "x" * 101}, 422, None),
         ("delete", "/branches/main", None, 409, "branch_refused"),
         ("delete", "/branches/nope", None, 404, "not_found"),
         ("post", "/branches/nope/merge", None, 404, "not_found"),

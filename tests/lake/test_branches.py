@@ -217,9 +217,10 @@ def test_merging_into_another_branch_and_its_refusals(main: Lake) -> None:
 def test_branch_names_and_deletes(main: Lake) -> None:
     write(main, "raw/a", "SNAPSHOT", 1)
     branches.create(main.engine, "feature/x")
+    branches.create(main.engine, "v1.2/fix-3_a." + "x" * 86)  # 100 characters
     with pytest.raises(BranchExists, match="'feature/x' already exists"):
         branches.create(main.engine, "feature/x")
-    for bad in ("", "bad name", "-x", "a\nb", "x" * 101):
+    for bad in ("", "bad name", "-x", "a\nb", "x" * 101, "a/../b", "a/./b", "a//b", "a/", "a/.x"):
         with pytest.raises(InvalidName, match="invalid branch name"):
             branches.create(main.engine, bad)
     with pytest.raises(NotFound, match="branch 'nope' does not exist"):

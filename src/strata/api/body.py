@@ -68,3 +68,15 @@ def _gunzip(data: bytes) -> bytes:
     if not d.eof:
         raise InvalidArgument("request body is truncated gzip", field="body")
     return out
+
+
+def no_body(request: Request) -> None:
+    """Refuse a body on an action whose settings are query parameters: a body would be
+    ignored, and ``{"dry_run": true}`` sent there would run the pass for real."""
+    length = request.headers.get("content-length", "0").strip()
+    if (length.isdigit() and int(length) > 0) or "transfer-encoding" in request.headers:
+        raise InvalidArgument(
+            f"{request.method} {request.url.path} reads no request body; pass its settings "
+            "as query parameters (e.g. ?dry_run=true)",
+            field="body",
+        )

@@ -22,7 +22,10 @@ from strata.store.owners import triggers
 from strata.store.owners.branches import MAIN, Branch
 
 # Letters, digits and . _ - /, starting with a letter or digit (the API declares it).
-NAME_PATTERN = r"^[A-Za-z0-9][A-Za-z0-9._/-]{0,99}$"
+# Each "/"-separated part starts with a letter or digit: no empty, "." or ".." part, which
+# a client would fold away in a URL (DELETE …/branches/a/../b deletes branch b).
+NAME_PATTERN = r"^[A-Za-z0-9][A-Za-z0-9._-]*(/[A-Za-z0-9][A-Za-z0-9._-]*)*$"
+NAME_MAX = 100
 _NAME = re.compile(NAME_PATTERN)
 
 __all__ = ["MAIN", "Branch", "BranchInfo", "create", "delete", "listed", "require", "validate"]
@@ -31,10 +34,11 @@ __all__ = ["MAIN", "Branch", "BranchInfo", "create", "delete", "listed", "requir
 def validate(name: object) -> str:
     """``name`` if it is a valid branch name, else :class:`InvalidName` naming it."""
     text = name if isinstance(name, str) else repr(name)
-    if not isinstance(name, str) or not _NAME.fullmatch(name):
+    if not isinstance(name, str) or len(name) > NAME_MAX or not _NAME.fullmatch(name):
         raise InvalidName(
-            f"invalid branch name {text[:120]!r}: use 1 to 100 letters, digits, '.', '_', "
-            "'-' or '/', starting with a letter or digit (e.g. dev or feature/orders)",
+            f"invalid branch name {text[:120]!r}: use 1 to {NAME_MAX} letters, digits, '.', "
+            "'_', '-' or '/', each part between '/' starting with a letter or digit (e.g. "
+            "dev or feature/orders)",
             branch=text[:120],
         )
     return name

@@ -17,10 +17,15 @@ from strata.lake.service import Lake
 
 router = APIRouter(prefix="/strata", tags=["Strata branches"])
 
-BranchName = Annotated[str, Field(pattern=branches.NAME_PATTERN)]
+BranchName = Annotated[str, Field(pattern=branches.NAME_PATTERN, max_length=branches.NAME_MAX)]
 NamePath = Annotated[str, Path(description="a branch name")]
 BranchQuery = Annotated[
-    str | None, Query(pattern=branches.NAME_PATTERN, description="the target (default: parent)")
+    str | None,
+    Query(
+        pattern=branches.NAME_PATTERN,
+        max_length=branches.NAME_MAX,
+        description="the target (default: parent)",
+    ),
 ]
 
 

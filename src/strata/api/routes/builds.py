@@ -10,15 +10,16 @@ from __future__ import annotations
 
 from typing import Annotated
 
-from fastapi import APIRouter, Query, Request, Response
-from pydantic import BaseModel, Field
+from fastapi import APIRouter, Depends, Query, Request, Response
+from pydantic import BaseModel, ConfigDict, Field
 
 from strata.api import previews, views
+from strata.api.body import no_body
 from strata.api.build_tasks import BuildTasks
 from strata.api.contract import errors
 from strata.api.deps import Partition
 from strata.builds.service import BuildService
-from strata.lake.branches import NAME_PATTERN
+from strata.lake.branches import NAME_MAX, NAME_PATTERN
 from strata.lake.partitions import parse_alternatives
 
 router = APIRouter(prefix="/strata", tags=["Strata builds"])
@@ -38,7 +39,8 @@ def _tasks(request: Request) -> BuildTasks:
 
 # The server's pipelines setting may name pipelines that cannot be loaded (400).
 BranchQuery = Annotated[
-    str | None, Query(pattern=NAME_PATTERN, description="the branch (default: main)")
+    str | None,
+    Query(pattern=NAME_PATTERN, max_length=NAME_MAX, description="the branch (default: main)"),
 ]
 
 
@@ -54,7 +56,9 @@ def get_status(request: Request, branch: BranchQuery = None) -> Response:
     )
 
 
-@router.post("/plans", response_model=views.Json, responses=errors(400, 404))
+@router.post(
+    "/plans", response_model=views.Json, responses=errors(400, 404), dependencies=[Depends(no_body)]
+)
 def post_plans(
     request: Request,
     dataset: Annotated[
@@ -164,7 +168,12 @@ def get_program(request: Request, dataset: str, version: Version = None) -> Resp
     return views.json_response({**body, "inputs": built.inputs, **built.program.to_dict()})
 
 
-@router.post("/reproduce/{dataset:seg}", response_model=views.Json, responses=errors(410))
+@router.post(
+    "/reproduce/{dataset:seg}",
+    response_model=views.Json,
+    responses=errors(400, 410),
+    dependencies=[Depends(no_body)],
+)
 def post_reproduce(
     request: Request,
     dataset: str,
@@ -184,6 +193,8 @@ def post_reproduce(
 
 class NewBuild(BaseModel):
     """A build of one dataset and what it needs, as ``strata build DATASET``."""
+
+    model_config = ConfigDict(extra="forbid")  # a misspelt setting is refused, not dropped
 
     dataset: str = Field(min_length=1, max_length=1024, description="e.g. metrics/daily")
     force: bool = Field(default=False, description="run its transform even if fresh")

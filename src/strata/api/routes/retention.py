@@ -6,10 +6,11 @@ from __future__ import annotations
 
 from typing import Annotated
 
-from fastapi import APIRouter, Body, Path, Query, Request, Response
-from pydantic import BaseModel, Field
+from fastapi import APIRouter, Body, Depends, Path, Query, Request, Response
+from pydantic import BaseModel, ConfigDict, Field
 
 from strata.api import views
+from strata.api.body import no_body
 from strata.api.contract import errors
 from strata.errors import InvalidArgument
 from strata.retention.archive import Archive
@@ -46,7 +47,12 @@ def get_retention(request: Request, passes: Annotated[int, Query(ge=1, le=1000)]
     return views.json_response(overview)
 
 
-@router.post("/retention", response_model=views.Json, responses=errors(400, 404))
+@router.post(
+    "/retention",
+    response_model=views.Json,
+    responses=errors(400, 404),
+    dependencies=[Depends(no_body)],
+)
 def post_retention(
     request: Request,
     dry_run: Annotated[
@@ -102,6 +108,8 @@ def delete_mark(request: Request, dataset: str, version: VersionPath) -> Respons
 class NewPin(BaseModel):
     """Why a version is kept."""
 
+    model_config = ConfigDict(extra="forbid")
+
     note: str | None = Field(default=None, max_length=1000)
 
 
@@ -125,7 +133,9 @@ def delete_pin(request: Request, dataset: str, version: VersionPath) -> Response
     return views.json_response(_retention(request).unpin(dataset, version))
 
 
-@router.post("/archive", response_model=views.Json, responses=errors(400))
+@router.post(
+    "/archive", response_model=views.Json, responses=errors(400), dependencies=[Depends(no_body)]
+)
 def post_archive(
     request: Request,
     dry_run: Annotated[
