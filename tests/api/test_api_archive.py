@@ -100,11 +100,11 @@ def test_archive_writes_need_a_write_token(
 
 
 @pytest.mark.parametrize("route", ["archive", "retention", "plans", f"reproduce/{DS}"])
-def test_an_action_s_settings_sent_as_a_body_are_refused_and_nothing_runs(
+def test_an_action_s_settings_sent_as_a_body_or_misspelt_are_refused_and_nothing_runs(
     api: TestClient, route: str
 ) -> None:
-    """Settings are query parameters; a body would be ignored, and a dry run asked for in
-    one would run for real."""
+    """Settings are query parameters; a body or a parameter the route does not take would
+    be ignored, and a dry run asked for so would run for real."""
     passes = len(ok(api.get("/api/v1/strata/retention"))["passes"])
     refused = api.post(f"/api/v1/strata/{route}", json={"dry_run": True})
     assert refused.status_code == 400, refused.text
@@ -113,6 +113,9 @@ def test_an_action_s_settings_sent_as_a_body_are_refused_and_nothing_runs(
         "reads no request body" in refused.json()["message"]
         and "?dry_run=true" in (refused.json()["message"])
     )
+    misspelt = api.post(f"/api/v1/strata/{route}?dryrun=true")
+    assert misspelt.status_code == 400, misspelt.text
+    assert "takes no query parameter ['dryrun']" in misspelt.json()["message"]
     assert len(ok(api.get("/api/v1/strata/retention"))["passes"]) == passes
     assert ok(api.get("/api/v1/strata/retention"))["archive"]["archives"] == []
 

@@ -7,6 +7,8 @@ import zlib
 from typing import Any
 
 from fastapi import Request
+from fastapi.dependencies.models import Dependant
+from fastapi.routing import APIRoute
 from starlette.exceptions import HTTPException
 
 from strata.errors import InvalidArgument
@@ -70,13 +72,30 @@ def _gunzip(data: bytes) -> bytes:
     return out
 
 
-def no_body(request: Request) -> None:
-    """Refuse a body on an action whose settings are query parameters: a body would be
-    ignored, and ``{"dry_run": true}`` sent there would run the pass for real."""
+def settings_in_query(request: Request) -> None:
+    """Refuse what an action whose settings are query parameters would ignore: a body,
+    or a query parameter it does not take (``{"dry_run": true}`` sent as a body, or
+    ``?dryrun=true``, would run the pass for real)."""
+    where = f"{request.method} {request.url.path}"
     length = request.headers.get("content-length", "0").strip()
     if (length.isdigit() and int(length) > 0) or "transfer-encoding" in request.headers:
         raise InvalidArgument(
-            f"{request.method} {request.url.path} reads no request body; pass its settings "
-            "as query parameters (e.g. ?dry_run=true)",
+            f"{where} reads no request body; pass its settings as query parameters "
+            "(e.g. ?dry_run=true)",
             field="body",
         )
+    route = request.scope.get("route")
+    known = _query_names(route.dependant) if isinstance(route, APIRoute) else set()
+    unknown = sorted(set(request.query_params) - known)
+    if unknown:
+        raise InvalidArgument(
+            f"{where} takes no query parameter {unknown}; it takes {sorted(known) or 'none'}",
+            field=unknown[0],
+        )
+
+
+def _query_names(dependant: Dependant) -> set[str]:
+    names = {f.alias for f in dependant.query_params}
+    for inner in dependant.dependencies:
+        names |= _query_names(inner)
+    return names

@@ -14,7 +14,7 @@ from fastapi import APIRouter, Depends, Query, Request, Response
 from pydantic import BaseModel, ConfigDict, Field
 
 from strata.api import previews, views
-from strata.api.body import no_body
+from strata.api.body import settings_in_query
 from strata.api.build_tasks import BuildTasks
 from strata.api.contract import errors
 from strata.api.deps import Partition
@@ -57,7 +57,10 @@ def get_status(request: Request, branch: BranchQuery = None) -> Response:
 
 
 @router.post(
-    "/plans", response_model=views.Json, responses=errors(400, 404), dependencies=[Depends(no_body)]
+    "/plans",
+    response_model=views.Json,
+    responses=errors(400, 404),
+    dependencies=[Depends(settings_in_query)],
 )
 def post_plans(
     request: Request,
@@ -172,7 +175,7 @@ def get_program(request: Request, dataset: str, version: Version = None) -> Resp
     "/reproduce/{dataset:seg}",
     response_model=views.Json,
     responses=errors(400, 410),
-    dependencies=[Depends(no_body)],
+    dependencies=[Depends(settings_in_query)],
 )
 def post_reproduce(
     request: Request,

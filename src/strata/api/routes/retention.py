@@ -10,7 +10,7 @@ from fastapi import APIRouter, Body, Depends, Path, Query, Request, Response
 from pydantic import BaseModel, ConfigDict, Field
 
 from strata.api import views
-from strata.api.body import no_body
+from strata.api.body import settings_in_query
 from strata.api.contract import errors
 from strata.errors import InvalidArgument
 from strata.retention.archive import Archive
@@ -51,7 +51,7 @@ def get_retention(request: Request, passes: Annotated[int, Query(ge=1, le=1000)]
     "/retention",
     response_model=views.Json,
     responses=errors(400, 404),
-    dependencies=[Depends(no_body)],
+    dependencies=[Depends(settings_in_query)],
 )
 def post_retention(
     request: Request,
@@ -134,7 +134,10 @@ def delete_pin(request: Request, dataset: str, version: VersionPath) -> Response
 
 
 @router.post(
-    "/archive", response_model=views.Json, responses=errors(400), dependencies=[Depends(no_body)]
+    "/archive",
+    response_model=views.Json,
+    responses=errors(400),
+    dependencies=[Depends(settings_in_query)],
 )
 def post_archive(
     request: Request,
