@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 import subprocess
 import sys
+from decimal import Decimal
 from pathlib import Path
 
 import pyarrow as pa
@@ -60,6 +61,34 @@ def test_versions_and_read_print_json(settings: Settings) -> None:
     code, out, _ = invoke(settings, "datasets", "--json")
     assert json.loads(out)[0]["name"] == "raw/nums"
     assert json.loads(out)[0]["latest_version"] == 2
+
+
+def test_read_json_is_strict_json_for_every_kind_of_value(settings: Settings) -> None:
+    """JSON has no NaN nor bytes: non-finite floats come as text, bytes as base64, as the
+    API's preview gives them; text is never cut."""
+    lake = Lake(settings)
+    table = pa.table(
+        {
+            "f": [float("nan"), float("-inf"), 1.5],
+            "b": [b"\x00\xff", b"ok", None],
+            "d": pa.array([Decimal("1.25"), None, Decimal("-3.00")], pa.decimal128(10, 2)),
+            "long": ["x" * 5000, "", None],
+        }
+    )
+    with lake.transaction("raw/kinds", type="SNAPSHOT") as txn:
+        txn.write(table)
+    code, out, err = invoke(settings, "read", "raw/kinds", "--json")
+    assert code == 0, err
+
+    def refuse(constant: str) -> None:
+        raise AssertionError(f"not strict JSON: {constant}")
+
+    rows = [json.loads(line, parse_constant=refuse) for line in out.splitlines()]
+    assert [r["f"] for r in rows] == ["nan", "-inf", 1.5]
+    assert [r["b"] for r in rows] == ["AP8=", "b2s=", None]
+    assert [r["d"] for r in rows] == ["1.25", None, "-3.00"]
+    assert len(rows[0]["long"]) == 5000
+    lake.engine.dispose()
 
 
 @pytest.mark.parametrize(

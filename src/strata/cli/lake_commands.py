@@ -20,6 +20,7 @@ from strata.cli.output import (
 from strata.cli.process import start_spark_ahead
 from strata.errors import InvalidArgument
 from strata.lake.partitions import parse_filter
+from strata.lake.values import json_value
 
 FORMATS = ("csv", "json", "parquet")
 
@@ -197,7 +198,7 @@ def read(
         rows = table.to_pylist()
         if json_out:
             for row in rows:
-                emit_json(row)
+                emit_json(json_value(row))
             return
         scope = f", {where}" if where is not None else ""
         scope += f", on {v.branch}" if v.branch != "main" else ""
