@@ -379,15 +379,13 @@ def _schema_after(
     UPDATE, and a SNAPSHOT of some partitions that leaves others (else its files would
     not read as one dataset)."""
     fields = part.schema_fields
-    keeps = previous is not None and (
-        part.type in ("APPEND", "UPDATE") or (part.replace is not None and kept > 0)
-    )
     if fields is None:  # nothing written: the schema stays what it was
         fields = previous.schema_fields if previous else []
         arrow = previous.facets.get(schemas.ARROW_SCHEMA_FACET) if previous else None
         return fields, arrow
     arrow = part.arrow_schema
-    if keeps and previous is not None:
+    keeps = part.type in ("APPEND", "UPDATE") or (part.replace is not None and kept > 0)
+    if previous is not None and keeps:
         _require_kept_schema(part, previous.schema_fields, fields)
         fields, arrow = schemas.keep_nullable(previous.schema_fields, fields, arrow)
     return fields, arrow
