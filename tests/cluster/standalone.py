@@ -79,8 +79,10 @@ class Standalone:
             try:
                 if self.master().get("aliveworkers") == 1:
                     return
-            except OSError:
-                pass  # the master's web UI is not up yet
+            except (OSError, ValueError):
+                # Not up yet: while the master starts, its UI may answer /json/ with the
+                # HTML page of "/" until the JSON handler is attached.
+                pass
             time.sleep(0.5)
         raise TimeoutError(f"no worker registered in {timeout:.0f} s\n{self.logs()}")
 
