@@ -15,8 +15,13 @@ from typing import TYPE_CHECKING, Any
 from strata.cli.output import err_console
 from strata.cli.progress import phases
 from strata.errors import InvalidArgument, StrataError
-from strata.lake.arrow_sources import fits_in_memory, read_files, require_target_columns
-from strata.lake.sources import SourceCheck, check_source, local_files
+from strata.lake.arrow_sources import (
+    fits_in_memory,
+    read_files,
+    reads_as_spark,
+    require_target_columns,
+)
+from strata.lake.sources import KeyPath, SourceCheck, check_source, local_files
 
 if TYPE_CHECKING:
     import pyarrow as pa
@@ -64,9 +69,10 @@ def load(
         keeps = type.upper() == "APPEND" or split.replace is not None
         target = lake.schema_of(dataset) if keeps else None
         if target is not None and fmt == "json" and found.checked:
-            require_target_columns(path, found.keys, target, some=True)
+            require_target_columns(path, found.keys, target, some=True, nested=found.nested)
         files = local_files(path)
-        if not spark and files is not None and fits_in_memory(files) and not found.count:
+        arrow = not spark and not found.count and reads_as_spark(fmt, target)
+        if arrow and files is not None and fits_in_memory(files):
             frame: Any = read_files(files, fmt, target, found.multiline)
         else:
             frame = _read(lake, path, fmt, found, permissive, target)
@@ -101,8 +107,9 @@ def _read(
         if fmt == "json" and target is not None and not found.checked:
             # Given a schema, Spark drops the keys it does not name: found first, by a
             # pass over the source (a local one's keys were read when it was checked).
-            keys = _lenient(reader, fmt, permissive).load(_spark_path(path)).columns
-            require_target_columns(path, keys, target, some=True)
+            inferred = _lenient(reader, fmt, permissive).load(_spark_path(path)).schema
+            keys, nested = _key_paths(inferred.jsonValue())
+            require_target_columns(path, keys, target, some=True, nested=nested)
         if target is not None:
             from pyspark.sql.pandas.types import from_arrow_schema
 
@@ -116,6 +123,25 @@ def _read(
         raise _spark_malformed(exc, path, fmt) or InvalidArgument(
             f"Spark cannot read {path!r} as {fmt}: {str(exc).splitlines()[0]}", path=path
         ) from exc
+
+
+def _key_paths(schema: dict[str, Any]) -> tuple[list[str], set[KeyPath]]:
+    """The columns and nested keys of a schema Spark inferred from JSON (as its JSON):
+    the keys the source holds, as :func:`check_source` gathers them from a local one."""
+    nested: set[KeyPath] = set()
+
+    def within(kind: Any, path: KeyPath) -> None:
+        while isinstance(kind, dict) and kind.get("type") == "array":
+            kind = kind["elementType"]
+        if isinstance(kind, dict) and kind.get("type") == "struct":
+            for f in kind["fields"]:
+                nested.add((*path, f["name"]))
+                within(f["type"], (*path, f["name"]))
+
+    columns = [f["name"] for f in schema["fields"]]
+    for f in schema["fields"]:
+        within(f["type"], (f["name"],))
+    return columns, nested
 
 
 def _lenient(reader: DataFrameReader, fmt: str, permissive: bool) -> DataFrameReader:

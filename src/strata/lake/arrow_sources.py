@@ -19,6 +19,7 @@ from typing import TYPE_CHECKING, Any
 
 from strata.errors import InvalidArgument, SchemaMismatch
 from strata.lake.schemas import fields_of, render
+from strata.lake.sources import KeyPath
 
 if TYPE_CHECKING:
     import pyarrow as pa
@@ -30,6 +31,23 @@ _TRUE, _FALSE = ["true", "True", "TRUE"], ["false", "False", "FALSE"]
 
 def fits_in_memory(files: list[Path] | None) -> bool:
     return files is not None and sum(f.stat().st_size for f in files) <= ARROW_MAX_BYTES
+
+
+def reads_as_spark(fmt: str, target: pa.Schema | None) -> bool:
+    """Whether pyarrow reads ``fmt`` into ``target``'s types as Spark does. It reads no
+    JSON maps, a JSON date as an error and JSON binary as the text's bytes (Spark decodes
+    base64), and no CSV of nested types: such a dataset is read by Spark."""
+    import pyarrow as pa
+
+    def same(kind: pa.DataType) -> bool:
+        if pa.types.is_struct(kind) or pa.types.is_list(kind) or pa.types.is_large_list(kind):
+            inner = [kind.field(i).type for i in range(kind.num_fields)]
+            return fmt == "json" and all(same(t) for t in inner)
+        if pa.types.is_date(kind) or pa.types.is_binary(kind):
+            return fmt != "json"
+        return not pa.types.is_map(kind)
+
+    return fmt == "parquet" or target is None or all(same(f.type) for f in target)
 
 
 def read_files(files: list[Path], fmt: str, target: pa.Schema | None, multiline: bool) -> pa.Table:
@@ -136,14 +154,21 @@ def _normalised(schema: pa.Schema) -> pa.Schema:
 
 
 def require_target_columns(
-    source: str, columns: Iterable[str], target: pa.Schema, *, some: bool = False
+    source: str,
+    columns: Iterable[str],
+    target: pa.Schema,
+    *,
+    some: bool = False,
+    nested: Iterable[KeyPath] = (),
 ) -> None:
     """A source read into an existing dataset must have its columns, by name (``some``:
-    some of them, as JSON lines, whose missing keys are nulls)."""
+    some of them, as JSON lines, whose missing keys are nulls; ``nested``: the keys
+    within its values, each a field of its struct)."""
     have, want = set(columns), set(target.names)
-    if not have - want and (some or have == want):
+    unknown = _unknown_fields(nested, target)
+    if not have - want and not unknown and (some or have == want):
         return
-    extra = f"extra {sorted(have - want)}"
+    extra = f"extra {sorted(have - want) + unknown}"
     differ = extra if some else f"missing {sorted(want - have)}, {extra}"
     raise SchemaMismatch(
         f"{source} does not have the dataset's columns ({differ}).\n"
@@ -152,6 +177,29 @@ def require_target_columns(
         "--type SNAPSHOT (without --partitions).",
         file=source,
     )
+
+
+def _unknown_fields(paths: Iterable[KeyPath], target: pa.Schema) -> list[str]:
+    """Those of ``paths`` that name no field of a struct in ``target``, as dotted names.
+    Keys within a map, or within a value the dataset keeps as text, are its data."""
+    import pyarrow as pa
+
+    unknown = set()
+    for path in paths:
+        if path[0] not in target.names:
+            continue  # a column the dataset lacks: said once, by its own name
+        kind = target.field(path[0]).type
+        for depth, name in enumerate(path[1:], start=2):
+            while pa.types.is_list(kind) or pa.types.is_large_list(kind):
+                kind = kind.value_type
+            if not pa.types.is_struct(kind):
+                break
+            index = kind.get_field_index(name)
+            if index < 0:
+                unknown.add(".".join(path[:depth]))
+                break
+            kind = kind.field(index).type
+    return sorted(unknown)
 
 
 def _as_target(file: Path, table: pa.Table, target: pa.Schema) -> pa.Table:

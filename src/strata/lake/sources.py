@@ -22,6 +22,9 @@ SHOWN = 5  # malformed rows named in full; the rest are counted
 _HADOOP_ONLY = frozenset((".deflate", ".lz4", ".snappy", ".zst", ".zstd"))
 
 
+KeyPath = tuple[str, ...]  # a key within a JSON value: ("attrs", "colour")
+
+
 @dataclass(frozen=True)
 class Malformed:
     """One bad row: where it starts and what is wrong."""
@@ -45,6 +48,7 @@ class SourceCheck:
     multiline: bool = False  # a quoted CSV value spans lines: Spark must read whole files
     refused: list[str] = field(default_factory=list)  # no ingest can use these files
     keys: set[str] = field(default_factory=set)  # every JSON object's keys, in all
+    nested: set[KeyPath] = field(default_factory=set)  # and the keys within its values
 
     def add(self, bad: Malformed) -> None:
         self.count += 1
@@ -145,7 +149,7 @@ def _check_json(name: str, text: IO[str], result: SourceCheck) -> None:
             if not line.strip():
                 continue
             seen = True
-            problem = _json_problem(line.rstrip("\n"), result.keys)
+            problem = _json_problem(line.rstrip("\n"), result)
             if problem is not None:
                 result.add(Malformed(name, number, problem))
     except UnicodeDecodeError as exc:
@@ -155,17 +159,38 @@ def _check_json(name: str, text: IO[str], result: SourceCheck) -> None:
         result.refused.append(f"{name} is empty (no rows)")
 
 
-def _json_problem(line: str, keys: set[str]) -> str | None:
-    """What is wrong with one JSON line; its objects' keys are added to ``keys``."""
+def _json_problem(line: str, result: SourceCheck) -> str | None:
+    """What is wrong with one JSON line; its objects' keys are added to ``result``."""
     try:
         value = json.loads(line)
     except json.JSONDecodeError as exc:
         return f"not valid JSON ({exc.msg} at column {exc.colno})"
     if isinstance(value, dict):
-        keys.update(value)
+        _add_keys(value, result)
         return None
     if isinstance(value, list) and all(isinstance(v, dict) for v in value):
         for row in value:  # Spark reads a top-level array of objects as rows
-            keys.update(row)
+            _add_keys(row, result)
         return None
     return f"a JSON {type(value).__name__}, not an object"
+
+
+def _add_keys(row: dict[str, object], result: SourceCheck) -> None:
+    result.keys.update(row)
+    for key, value in row.items():
+        if isinstance(value, dict | list):
+            _add_nested(value, (key,), result.nested)
+
+
+def _add_nested(value: object, path: KeyPath, found: set[KeyPath]) -> None:
+    """The keys of the objects within ``value``: an array's objects are one struct's
+    rows, as Spark reads them, so their keys share the array's path."""
+    if isinstance(value, dict):
+        for key, inner in value.items():
+            found.add((*path, key))
+            if isinstance(inner, dict | list):
+                _add_nested(inner, (*path, key), found)
+    elif isinstance(value, list):
+        for inner in value:
+            if isinstance(inner, dict | list):
+                _add_nested(inner, path, found)
