@@ -250,6 +250,23 @@ def test_an_append_of_json_lines_refuses_nested_keys_the_dataset_lacks(
     lake.engine.dispose()
 
 
+@pytest.mark.parametrize("engine", [[], ["--spark"]], ids=["arrow", "spark"])
+def test_a_new_dataset_from_json_whose_key_holds_numbers_and_text_reads_it_as_text(
+    settings: Settings, spark: object, tmp_path: Path, engine: list[str]
+) -> None:
+    """pyarrow infers no one type for such a key; the file is Spark's to read then, so
+    a small file lands as a large one would."""
+    src = tmp_path / "mixed.json"
+    src.write_text('{"code": 1, "n": 1}\n{"code": "A7", "n": 2}\n')
+    code, _, err = invoke(settings, "ingest", *engine, str(src), "raw/codes")
+    assert code == 0, err
+    lake = Lake(settings)
+    assert lake.schema_of("raw/codes").field("code").type == pa.string()
+    rows = sorted(lake.read_arrow("raw/codes").to_pylist(), key=lambda r: r["n"])
+    assert [r["code"] for r in rows] == ["1", "A7"]
+    lake.engine.dispose()
+
+
 def test_a_value_that_does_not_fit_the_dataset_is_refused_by_line(
     settings: Settings, tmp_path: Path
 ) -> None:

@@ -72,9 +72,10 @@ def load(
             require_target_columns(path, found.keys, target, some=True, nested=found.nested)
         files = local_files(path)
         arrow = not spark and not found.count and reads_as_spark(fmt, target)
+        frame: Any = None
         if arrow and files is not None and fits_in_memory(files):
-            frame: Any = read_files(files, fmt, target, found.multiline)
-        else:
+            frame = read_files(files, fmt, target, found.multiline)
+        if frame is None:
             frame = _read(lake, path, fmt, found, permissive, target)
         enter("writing")
         with lake.transaction(

@@ -26,6 +26,7 @@ if TYPE_CHECKING:
 
 ARROW_MAX_BYTES = 256 * 2**20  # sources up to this size are read by pyarrow, larger by Spark
 _CSV_COLUMN = re.compile(r"In CSV column #(\d+)")
+_MIXED_JSON = re.compile(r"Column\(.*\) changed from \w+ to \w+")
 _TRUE, _FALSE = ["true", "True", "TRUE"], ["false", "False", "FALSE"]
 
 
@@ -50,14 +51,23 @@ def reads_as_spark(fmt: str, target: pa.Schema | None) -> bool:
     return fmt == "parquet" or target is None or all(same(f.type) for f in target)
 
 
-def read_files(files: list[Path], fmt: str, target: pa.Schema | None, multiline: bool) -> pa.Table:
-    """Every file as one table: with ``target``'s columns and types, or inferred."""
+def read_files(
+    files: list[Path], fmt: str, target: pa.Schema | None, multiline: bool
+) -> pa.Table | None:
+    """Every file as one table: with ``target``'s columns and types, or inferred; None
+    when pyarrow infers no one type for a JSON key (a number here, text there), which
+    Spark's reader widens to text."""
     import pyarrow as pa
 
     tables = []
     for file in files:
         if fmt == "parquet":
             table = _read_parquet(file)
+        elif fmt == "json" and target is None:
+            inferred = _infer_json(file)
+            if inferred is None:
+                return None
+            table = inferred
         else:
             table = _read_text(file, fmt, target, multiline)
         tables.append(table if target is None else _as_target(file, table, target))
@@ -75,14 +85,26 @@ def _read_parquet(file: Path) -> pa.Table:
     return pq.read_table(file)
 
 
+def _infer_json(file: Path) -> pa.Table | None:
+    import pyarrow as pa
+    import pyarrow.json as pajson
+
+    try:
+        return pajson.read_json(_stream(file))
+    except pa.ArrowInvalid as exc:
+        if _MIXED_JSON.search(str(exc)):
+            return None
+        raise _misfit(file, str(exc), None) from exc
+
+
 def _read_text(file: Path, fmt: str, target: pa.Schema | None, multiline: bool) -> pa.Table:
 
     if fmt == "json":
         import pyarrow.json as pajson
 
+        assert target is not None  # else _infer_json
         parse = pajson.ParseOptions(
-            explicit_schema=_as_read(target) if target is not None else None,
-            unexpected_field_behavior="error" if target is not None else "infer",
+            explicit_schema=_as_read(target), unexpected_field_behavior="error"
         )
         return _checked(file, lambda: pajson.read_json(_stream(file), parse_options=parse))
     import pyarrow.csv as pacsv
