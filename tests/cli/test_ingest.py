@@ -170,6 +170,16 @@ def test_an_append_takes_csv_columns_by_their_header_names(
     lake.engine.dispose()
 
 
+def json_source(folder: Path, engine: list[str], name: str, text: str) -> list[str]:
+    """`strata ingest`'s arguments for a JSON-lines file of ``text``: read by ``engine``,
+    or (``["deflate"]``) compressed with a codec only Spark's Hadoop reads."""
+    if engine != ["deflate"]:
+        (folder / name).write_text(text)
+        return [*engine, str(folder / name)]
+    (folder / f"{name}.deflate").write_bytes(zlib.compress(text.encode()))
+    return ["--format", "json", str(folder / f"{name}.deflate")]
+
+
 @pytest.mark.parametrize("engine", [[], ["--spark"], ["deflate"]], ids=["arrow", "spark", "hadoop"])
 def test_an_append_of_json_lines_refuses_keys_the_dataset_lacks(
     settings: Settings, spark: object, tmp_path: Path, engine: list[str]
@@ -180,17 +190,12 @@ def test_an_append_of_json_lines_refuses_keys_the_dataset_lacks(
     (tmp_path / "d1.json").write_text('{"id": 1, "amount": 2.5}\n')
     assert invoke(settings, "ingest", str(tmp_path / "d1.json"), "raw/pay")[0] == 0
 
-    def source(name: str, text: str) -> list[str]:
-        if engine != ["deflate"]:
-            (tmp_path / name).write_text(text)
-            return [*engine, str(tmp_path / name)]
-        (tmp_path / f"{name}.deflate").write_bytes(zlib.compress(text.encode()))
-        return ["--format", "json", str(tmp_path / f"{name}.deflate")]
-
-    extra = source("extra.json", '{"id": 2, "amount": 1.0, "note": "kept?"}\n')
+    extra = json_source(
+        tmp_path, engine, "extra.json", '{"id": 2, "amount": 1.0, "note": "kept?"}\n'
+    )
     code, _, err = invoke(settings, "ingest", *extra, "raw/pay")
     assert code == 1 and "columns (extra ['note'])" in " ".join(err.split()), err
-    fewer = source("fewer.json", '{"id": 3}\n')
+    fewer = json_source(tmp_path, engine, "fewer.json", '{"id": 3}\n')
     code, _, err = invoke(settings, "ingest", *fewer, "raw/pay")
     assert code == 0, err
     rows = sorted(lake.read_arrow("raw/pay").to_pylist(), key=lambda r: r["id"])
@@ -222,18 +227,15 @@ def test_an_append_of_json_lines_refuses_nested_keys_the_dataset_lacks(
             )
         )
 
-    def source(name: str, text: str) -> list[str]:
-        if engine != ["deflate"]:
-            (tmp_path / name).write_text(text)
-            return [*engine, str(tmp_path / name)]
-        (tmp_path / f"{name}.deflate").write_bytes(zlib.compress(text.encode()))
-        return ["--format", "json", str(tmp_path / f"{name}.deflate")]
-
     deep = '{"id": 2, "attrs": {"colour": "blue", "fabric": "wool"}}\n'
-    code, _, err = invoke(settings, "ingest", *source("deep.json", deep), "raw/items")
+    code, _, err = invoke(
+        settings, "ingest", *json_source(tmp_path, engine, "deep.json", deep), "raw/items"
+    )
     assert code == 1 and "columns (extra ['attrs.fabric'])" in " ".join(err.split()), err
     in_array = '{"id": 3, "attrs": {"sizes": [{"eu": 41, "us": 8}]}}\n'
-    code, _, err = invoke(settings, "ingest", *source("in_array.json", in_array), "raw/items")
+    code, _, err = invoke(
+        settings, "ingest", *json_source(tmp_path, engine, "in_array.json", in_array), "raw/items"
+    )
     assert code == 1 and "columns (extra ['attrs.sizes.us'])" in " ".join(err.split()), err
     assert [v.commit_id for v in lake.versions("raw/items")] == [1]
 
@@ -241,7 +243,9 @@ def test_an_append_of_json_lines_refuses_nested_keys_the_dataset_lacks(
         '{"id": 4, "attrs": {"sizes": [{"eu": 42}]}, "tags": {"b": 2}, "day": "2026-11-02", '
         '"blob": "aGk="}\n'
     )
-    code, _, err = invoke(settings, "ingest", *source("fits.json", fits), "raw/items")
+    code, _, err = invoke(
+        settings, "ingest", *json_source(tmp_path, engine, "fits.json", fits), "raw/items"
+    )
     assert code == 0, err
     got = {r["id"]: r for r in lake.read_arrow("raw/items").to_pylist()}
     assert got[4]["attrs"] == {"colour": None, "sizes": [{"eu": 42}]}
