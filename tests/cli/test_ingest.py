@@ -9,6 +9,7 @@ from datetime import date
 from pathlib import Path
 
 import pyarrow as pa
+import pyarrow.parquet as pq
 import pytest
 from typer.testing import CliRunner
 
@@ -268,6 +269,41 @@ def test_a_new_dataset_from_json_whose_key_holds_numbers_and_text_reads_it_as_te
     assert lake.schema_of("raw/codes").field("code").type == pa.string()
     rows = sorted(lake.read_arrow("raw/codes").to_pylist(), key=lambda r: r["n"])
     assert [r["code"] for r in rows] == ["1", "A7"]
+    lake.engine.dispose()
+
+
+@pytest.mark.parametrize("engine", [[], ["--spark"]], ids=["arrow", "spark"])
+def test_an_append_of_parquet_needs_the_datasets_columns_and_fields(
+    settings: Settings, spark: object, tmp_path: Path, engine: list[str]
+) -> None:
+    """A Parquet file with a column or struct field the dataset lacks, or without one of
+    its columns, is refused by name whichever engine reads it (Spark, given the
+    dataset's schema, would drop the one and fill the other with nulls)."""
+    lake = Lake(settings)
+    point = pa.struct([("x", pa.int64())])
+    with lake.transaction("raw/points", type="APPEND") as txn:
+        txn.write(pa.table({"id": pa.array([1], pa.int64()), "p": pa.array([{"x": 1}], point)}))
+
+    def parquet(name: str, table: pa.Table) -> str:
+        pq.write_table(table, tmp_path / name)
+        return str(tmp_path / name)
+
+    wider = pa.struct([("x", pa.int64()), ("y", pa.string())])
+    sources = {
+        "extra ['p.y']": pa.table({"id": [2], "p": pa.array([{"x": 2, "y": "lost?"}], wider)}),
+        "extra ['note']": pa.table({"id": [3], "p": pa.array([{"x": 3}], point), "note": ["n"]}),
+        "missing ['p']": pa.table({"id": [4]}),
+    }
+    for says, table in sources.items():
+        code, _, err = invoke(
+            settings, "ingest", *engine, parquet("bad.parquet", table), "raw/points"
+        )
+        assert code == 1 and f"columns ({says})" in " ".join(err.split()), err
+    assert [v.commit_id for v in lake.versions("raw/points")] == [1]
+    fits = pa.table({"p": pa.array([{"x": 5}], point), "id": pa.array([5], pa.int64())})
+    code, _, err = invoke(settings, "ingest", *engine, parquet("fits.parquet", fits), "raw/points")
+    assert code == 0, err
+    assert sorted(r["p"]["x"] for r in lake.read_arrow("raw/points").to_pylist()) == [1, 5]
     lake.engine.dispose()
 
 

@@ -105,12 +105,11 @@ def _read(
     try:
         if fmt == "csv" and target is not None:
             return _csv_by_name(reader, path, target, permissive)
-        if fmt == "json" and target is not None and not found.checked:
-            # Given a schema, Spark drops the keys it does not name: found first, by a
-            # pass over the source (a local one's keys were read when it was checked).
-            inferred = _lenient(reader, fmt, permissive).load(_spark_path(path)).schema
-            keys, nested = _key_paths(inferred.jsonValue())
-            require_target_columns(path, keys, target, some=True, nested=nested)
+        if target is not None and (fmt == "parquet" or (fmt == "json" and not found.checked)):
+            # Given a schema, Spark drops the columns and fields it does not name (and a
+            # Parquet file's missing columns are nulls): found first, by a pass over the
+            # source's schema (a local JSON source's keys were read when it was checked).
+            _require_source_fits(reader, path, fmt, permissive, target)
         if target is not None:
             from pyspark.sql.pandas.types import from_arrow_schema
 
@@ -126,9 +125,21 @@ def _read(
         ) from exc
 
 
+def _require_source_fits(
+    reader: DataFrameReader, path: str, fmt: str, permissive: bool, target: pa.Schema
+) -> None:
+    """Refuse a source with columns or struct fields the dataset lacks (a Parquet source
+    also one that lacks a column: JSON lines leave out null keys)."""
+    if fmt == "parquet":
+        reader = reader.option("mergeSchema", "true")  # every file's columns, not one's
+    source = _lenient(reader, fmt, permissive).load(_spark_path(path)).schema
+    keys, nested = _key_paths(source.jsonValue())
+    require_target_columns(path, keys, target, some=fmt == "json", nested=nested)
+
+
 def _key_paths(schema: dict[str, Any]) -> tuple[list[str], set[KeyPath]]:
-    """The columns and nested keys of a schema Spark inferred from JSON (as its JSON):
-    the keys the source holds, as :func:`check_source` gathers them from a local one."""
+    """The columns and nested fields of a schema Spark read (as its JSON): the keys the
+    source holds, as :func:`check_source` gathers them from a local one."""
     nested: set[KeyPath] = set()
 
     def within(kind: Any, path: KeyPath) -> None:

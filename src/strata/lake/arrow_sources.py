@@ -190,8 +190,11 @@ def require_target_columns(
     unknown = _unknown_fields(nested, target)
     if not have - want and not unknown and (some or have == want):
         return
-    extra = f"extra {sorted(have - want) + unknown}"
-    differ = extra if some else f"missing {sorted(want - have)}, {extra}"
+    missing = [] if some else sorted(want - have)
+    extra = sorted(have - want) + unknown
+    differ = ", ".join(
+        f"{what} {names}" for what, names in (("missing", missing), ("extra", extra)) if names
+    )
     raise SchemaMismatch(
         f"{source} does not have the dataset's columns ({differ}).\n"
         f"  dataset schema: {render(fields_of(target))}\n"
@@ -199,6 +202,35 @@ def require_target_columns(
         "--type SNAPSHOT (without --partitions).",
         file=source,
     )
+
+
+def key_paths(schema: pa.Schema) -> set[KeyPath]:
+    """The fields within ``schema``'s columns: each struct's, through lists (a map's keys
+    are data, not fields)."""
+    import pyarrow as pa
+
+    found: set[KeyPath] = set()
+
+    def within(kind: pa.DataType, path: KeyPath) -> None:
+        kind = _items(kind)
+        if pa.types.is_struct(kind):
+            for f in kind:
+                found.add((*path, f.name))
+                within(f.type, (*path, f.name))
+
+    for f in schema:
+        within(f.type, (f.name,))
+    return found
+
+
+def _items(kind: pa.DataType) -> pa.DataType:
+    """A list's item type, through lists of lists (as Spark reads a JSON array's objects);
+    any other type itself."""
+    import pyarrow as pa
+
+    while pa.types.is_list(kind) or pa.types.is_large_list(kind):
+        kind = kind.value_type
+    return kind
 
 
 def _unknown_fields(paths: Iterable[KeyPath], target: pa.Schema) -> list[str]:
@@ -212,8 +244,7 @@ def _unknown_fields(paths: Iterable[KeyPath], target: pa.Schema) -> list[str]:
             continue  # a column the dataset lacks: said once, by its own name
         kind = target.field(path[0]).type
         for depth, name in enumerate(path[1:], start=2):
-            while pa.types.is_list(kind) or pa.types.is_large_list(kind):
-                kind = kind.value_type
+            kind = _items(kind)
             if not pa.types.is_struct(kind):
                 break
             index = kind.get_field_index(name)
@@ -228,7 +259,7 @@ def _as_target(file: Path, table: pa.Table, target: pa.Schema) -> pa.Table:
     """``table`` with exactly ``target``'s columns, in its order and types."""
     import pyarrow as pa
 
-    require_target_columns(str(file), table.column_names, target)
+    require_target_columns(str(file), table.column_names, target, nested=key_paths(table.schema))
     columns = []
     for f in target:
         column = table.column(f.name)
