@@ -299,6 +299,16 @@ def test_an_append_of_parquet_needs_the_datasets_columns_and_fields(
             settings, "ingest", *engine, parquet("bad.parquet", table), "raw/points"
         )
         assert code == 1 and f"columns ({says})" in " ".join(err.split()), err
+    # A value of another type: pyarrow's cast and Spark's reader each name the column.
+    other = pa.table({"id": ["seven"], "p": pa.array([{"x": 6}], point)})
+    code, _, err = invoke(settings, "ingest", *engine, parquet("bad.parquet", other), "raw/points")
+    says = (
+        "Parquet column [id]. Expected Spark type bigint, actual Parquet type BINARY. Nothing "
+        "was ingested"
+        if engine
+        else "column 'id' cannot be read as the dataset's int64"
+    )
+    assert code == 1 and says in " ".join(err.split()), err
     assert [v.commit_id for v in lake.versions("raw/points")] == [1]
     fits = pa.table({"p": pa.array([{"x": 5}], point), "id": pa.array([5], pa.int64())})
     code, _, err = invoke(settings, "ingest", *engine, parquet("fits.parquet", fits), "raw/points")

@@ -8,6 +8,7 @@ SNAPSHOT) infers types.
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -189,21 +190,43 @@ def _spark_path(path: str) -> str:
 
 
 def _spark_malformed(exc: Exception, path: str, fmt: str) -> InvalidArgument | None:
-    """Spark's FAILFAST error, where Strata could not check the files itself (found in
-    the causes too: the lake's write error keeps Spark's as its cause)."""
-    said = None
+    """Spark's FAILFAST error, or its Parquet reader's type mismatch, where Strata could
+    not check the files itself (found in the causes too: the lake's write error keeps
+    Spark's as its cause)."""
+    said = _spark_said(exc, _MALFORMED)
+    if said is not None:
+        return InvalidArgument(
+            f"Spark found a malformed row in {path!r}: {said}; nothing was ingested. Fix the "
+            f"file, or pass --permissive to {_REPAIR[fmt]}",
+            path=path,
+        )
+    said = _spark_said(exc, _PARQUET_TYPE)
+    if said is not None:
+        return InvalidArgument(
+            f"{path!r} does not have the dataset's types: {said} Nothing was ingested. Write "
+            "the file with the dataset's types, or replace the whole dataset with --type "
+            "SNAPSHOT (without --partitions).",
+            path=path,
+        )
+    return None
+
+
+_MALFORMED = re.compile(r"\[MALFORMED_RECORD.*")
+_PARQUET_TYPE = re.compile(
+    r"Data type mismatches when reading Parquet column \[[^\]]*\]\. Expected Spark type "
+    r"\S+, actual Parquet type \S+\."
+)
+
+
+def _spark_said(exc: BaseException, what: re.Pattern[str]) -> str | None:
+    """The first line of ``exc``'s text, or of a cause's, that ``what`` matches."""
     cause: BaseException | None = exc
-    while cause is not None and said is None:
-        lines = [line for line in str(cause).splitlines() if "MALFORMED_RECORD" in line]
-        said = lines[0][max(lines[0].find("[MALFORMED_RECORD"), 0) :].strip() if lines else None
+    while cause is not None:
+        found = what.search(str(cause))
+        if found is not None:
+            return found.group(0).strip()
         cause = cause.__cause__
-    if said is None:
-        return None
-    return InvalidArgument(
-        f"Spark found a malformed row in {path!r}: {said}; nothing was ingested. Fix the "
-        f"file, or pass --permissive to {_REPAIR[fmt]}",
-        path=path,
-    )
+    return None
 
 
 def malformed(found: SourceCheck, fmt: str) -> str:
