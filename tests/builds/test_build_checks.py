@@ -223,6 +223,9 @@ def test_results_over_http_and_as_openlineage_assertions(project: Project) -> No
 
         missing = api.get(f"/api/v1/strata/checks/{quote('no/such', safe='')}")
         assert missing.status_code == 404 and "no/such" in missing.json()["message"]
+        # A version the dataset never had is not found, not a version without results.
+        beyond = api.get(f"/api/v1/strata/checks/{seg}", params={"version": 9})
+        assert beyond.status_code == 404 and "no version 9" in beyond.json()["message"]
 
         dataset = api.get(f"/api/v1/namespaces/strata/datasets/{seg}").json()
         facet = dataset["facets"]["dataQualityAssertions"]

@@ -51,6 +51,13 @@ def test_versions_and_read_print_json(settings: Settings) -> None:
     assert code == 0
     assert [json.loads(line) for line in out.splitlines()] == [{"n": 0}, {"n": 1}]
 
+    # DATASET@N, as `strata trace` takes a version, reads the same rows.
+    assert invoke(settings, "read", "raw/nums@1", "--json")[:2] == (0, out)
+    code, _, err = invoke(settings, "read", "raw/nums@1", "--version", "2")
+    assert code == 1 and "names version 1 and --version says 2" in err
+    code, _, err = invoke(settings, "checks", "raw/nums@9")
+    assert code == 1 and "no version 9" in err, err
+
     code, out, _ = invoke(settings, "read", "raw/nums", "--limit", "3", "--json")
     assert len(out.splitlines()) == 3
 

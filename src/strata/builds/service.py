@@ -235,6 +235,8 @@ class BuildService:
     def checks(self, dataset: str, version: int | None = None) -> dict[str, Any]:
         """What the checks found on ``version`` of ``dataset`` (default: its current
         version, and the runs since that a check stopped)."""
+        if version is not None:
+            self.lake.version(dataset, version=version)  # one that exists, else NotFound
         at, found = self.state.check_results(dataset, version, self._producer(dataset))
         return {"dataset": dataset, "version": at, "results": [r.to_dict() for r in found]}
 

@@ -73,3 +73,19 @@ def parse_time(text: str) -> datetime:
             value=text,
         ) from exc
     return aware(value, Zoneless.UTC)
+
+
+def dataset_at(ref: str, version: int | None) -> tuple[str, int | None]:
+    """``DATASET`` with ``--version N``, or ``DATASET@N`` as `strata trace` takes it."""
+    from strata.lake.names import parse_ref
+
+    name, at, digits = ref.rpartition("@")
+    if not at or not digits.isdigit():
+        return ref, version  # a name with no version after its last '@'
+    name, named = parse_ref(ref)
+    if version is not None and version != named:
+        raise InvalidArgument(
+            f"{ref!r} names version {named} and --version says {version}; pass one of them",
+            value=ref,
+        )
+    return name, named

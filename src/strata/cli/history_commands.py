@@ -8,7 +8,7 @@ from typing import TYPE_CHECKING, Annotated, Any
 import typer
 
 from strata.builds.staleness.causes import program_label
-from strata.cli.common import reported
+from strata.cli.common import dataset_at, reported
 from strata.cli.options import BranchOpt, JsonOpt, PipelineOpt, service_from
 from strata.cli.output import emit_json, emit_table, err_console
 from strata.errors import InvalidArgument
@@ -147,7 +147,7 @@ OUTCOME_MARKS = {"passed": "✓ passed", "warned": "⚠ warned", "failed": "✗ 
 
 def checks(
     ctx: typer.Context,
-    dataset: str,
+    dataset: Annotated[str, typer.Argument(help="Lake dataset, or DATASET@N: its version N.")],
     version: Annotated[
         int | None,
         typer.Option("--version", min=1, help="Of this version (default: the current one)."),
@@ -161,6 +161,7 @@ def checks(
     the branch, and the builds since that a check stopped): each check, its outcome and
     what it saw."""
     with reported():
+        dataset, version = dataset_at(dataset, version)
         service = service_from(ctx, pipeline, branch)
         result = service.run_checks(run) if run else service.checks(dataset, version)
         if json:

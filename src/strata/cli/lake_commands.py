@@ -7,7 +7,7 @@ from typing import TYPE_CHECKING, Annotated
 
 import typer
 
-from strata.cli.common import lake_from, parse_time, reported, settings_from
+from strata.cli.common import dataset_at, lake_from, parse_time, reported, settings_from
 from strata.cli.options import BranchOpt
 from strata.cli.output import (
     console,
@@ -167,7 +167,7 @@ def versions(
 
 def read(
     ctx: typer.Context,
-    dataset: Annotated[str, typer.Argument(help="Lake dataset.")],
+    dataset: Annotated[str, typer.Argument(help="Lake dataset, or DATASET@N: its version N.")],
     version: Annotated[int | None, typer.Option("--version", "-v", help="Version N.")] = None,
     as_of: Annotated[
         str | None,
@@ -188,8 +188,9 @@ def read(
     """Show rows of a version (read with pyarrow: no JVM); the latest and --as-of are the
     branch's."""
     with reported():
+        dataset, version = dataset_at(dataset, version)
         if version is not None and as_of is not None:
-            raise InvalidArgument("pass --version or --as-of, not both")
+            raise InvalidArgument("pass a version or --as-of, not both")
         when = parse_time(as_of) if as_of is not None else None
         lake = lake_from(ctx, branch)
         v = lake.version(dataset, version=version, as_of=when)
