@@ -161,6 +161,8 @@ def test_partitions_build_alone_fail_alone_and_backfill(part: Project, tmp_path:
     [uk_run] = history[0]["partition_runs"]
     assert uk_run["key"] == {"region": "UK", "local_day": "2026-11-23"}
     assert uk_run["run"] in daily_runs
+    code, _, err = p.cli("history", DAILY, "--partition", "region=ZZ")
+    assert code == 0 and f"no version of {DAILY} touched region=ZZ" in " ".join(err.split())
 
     settings = dataclasses.replace(p.settings, pipelines=(str(p.folder),))
     with TestClient(create_app(settings, p.lake.engine)) as api:

@@ -125,7 +125,8 @@ def test_history_on_a_branch_lists_its_line(settings: Settings, csvs: tuple[str,
 @pytest.mark.parametrize(
     ("args", "message"),
     [
-        (("branch", "create", "main"), "branch 'main' already exists"),
+        # main is never deleted: no hint to delete it first.
+        (("branch", "create", "main"), "branch 'main' already exists; pick another name\n"),
         (("branch", "create", "bad name"), "invalid branch name 'bad name'"),
         (("branch", "create", "x", "--from", "nope"), "branch 'nope' does not exist"),
         (("branch", "delete", "main"), "'main' cannot be deleted"),

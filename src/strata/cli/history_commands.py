@@ -67,6 +67,14 @@ def history(
         if json:
             emit_json(result)
             return
+        if partition is not None and not result["versions"]:
+            err_console.print(
+                f"no version of {dataset} touched {partition}; `strata status {dataset}` "
+                "lists its partitions",
+                highlight=False,
+                markup=False,
+            )
+            return
         print_history(dataset, result)
 
 

@@ -88,10 +88,12 @@ def create(engine: Engine, name: str, parent: str = MAIN) -> BranchInfo:
     with write_tx(engine) as conn:
         base = require(conn, parent)
         if stored.named(conn, name) is not None:
+            # main is never deleted (the root every branch falls back to): no hint to.
+            hint = (
+                "" if name == MAIN else f", or delete it first with `strata branch delete {name}`"
+            )
             raise BranchExists(
-                f"branch {name!r} already exists; pick another name, or delete it first "
-                f"with `strata branch delete {name}`",
-                branch=name,
+                f"branch {name!r} already exists; pick another name{hint}", branch=name
             )
         made = Branch(new_id(), name, base.id, datetime.now(UTC))
         stored.create(conn, made)
