@@ -317,6 +317,21 @@ def test_an_append_of_parquet_needs_the_datasets_columns_and_fields(
     lake.engine.dispose()
 
 
+@pytest.mark.parametrize("engine", [[], ["--spark"]], ids=["arrow", "spark"])
+def test_a_header_naming_a_column_twice_is_refused_before_either_engine(
+    settings: Settings, spark: object, tmp_path: Path, engine: list[str]
+) -> None:
+    """Spark would rename the two columns (a0, a1), pyarrow keep both under one name and
+    commit a version no reader can read: the ingest is refused, whichever reads it."""
+    src = tmp_path / "dup.csv"
+    src.write_text("id,Id\n1,2\n")
+    code, _, err = invoke(settings, "ingest", *engine, str(src), "raw/dup")
+    flat = " ".join(err.split())
+    assert code == 1 and "columns 1 and 2, 'id' and 'Id', differ only in case" in flat, flat
+    assert "nothing was ingested" in flat
+    assert "raw/dup" not in [d.name for d in Lake(settings).datasets()]
+
+
 def test_a_value_that_does_not_fit_the_dataset_is_refused_by_line(
     settings: Settings, tmp_path: Path
 ) -> None:

@@ -57,6 +57,27 @@ def test_unwritable_frame_type(lake: Lake) -> None:
     assert lake.versions("x/y") == []
 
 
+@pytest.mark.parametrize(
+    ("names", "says"),
+    [
+        (["id", "id"], "columns 1 and 2 are both named 'id'"),
+        (["id", "ID"], "columns 1 and 2, 'id' and 'ID', differ only in case"),
+        (["id", " "], "column 2 has no name"),
+    ],
+)
+def test_columns_without_a_name_of_their_own_are_refused(
+    lake: Lake, names: list[str], says: str
+) -> None:
+    """pyarrow cannot read a file with two columns of one name, and Spark reads names
+    ignoring case: such a write would commit a version no one can read."""
+    table = pa.table([pa.array([1]), pa.array([2])], names=names)
+    with pytest.raises(InvalidArgument) as info, lake.transaction("x/y") as txn:
+        txn.write(table)
+    assert says in info.value.message and "a name of its own" in info.value.message
+    assert txn.state == "ABORTED"
+    assert lake.versions("x/y") == []
+
+
 def test_unknown_dataset(lake: Lake) -> None:
     for call in (
         lambda: lake.read_arrow("no/such"),

@@ -60,3 +60,21 @@ def test_what_python_cannot_read_is_left_to_spark(tmp_path: Path) -> None:
     assert not check_source(str(tmp_path / "d.csv.snappy"), "csv").checked
     assert not check_source("s3a://bucket/d.csv", "csv").checked
     assert not check_source(str(tmp_path), "parquet").checked
+
+
+def test_column_names_that_make_no_column_are_refused(tmp_path: Path) -> None:
+    """A CSV header or JSON keys that name a column twice (or alike but for case, as
+    Spark resolves names), or not at all: Spark would rename them, pyarrow keep both."""
+    cases = {
+        "dup.csv": ("a,a\n1,2\n", "dup.csv's header: columns 1 and 2 are both named 'a'"),
+        "case.csv": ("a,b,A\n1,2,3\n", "columns 1 and 3, 'a' and 'A', differ only in case"),
+        "blank.csv": ("a,\n1,2\n", "blank.csv's header: column 2 has no name"),
+        "case.json": ('{"a": 1}\n{"A": 2}\n', "case.json's keys ['A', 'a'] differ only in case"),
+        "blank.json": ('{"": 1, "b": 2}\n', "blank.json has a key with no name"),
+    }
+    for name, (text, says) in cases.items():
+        (tmp_path / name).write_text(text)
+        found = check_source(str(tmp_path / name), name.rsplit(".", 1)[1])
+        assert any(says in r for r in found.refused), (name, found.refused)
+    (tmp_path / "fine.csv").write_text("a,b\n1,2\n")
+    assert check_source(str(tmp_path / "fine.csv"), "csv").refused == []

@@ -9,7 +9,7 @@ from typing import TYPE_CHECKING, Any
 
 from strata.errors import InvalidArgument, LakeError
 from strata.ids import new_id
-from strata.lake import partitions, spark_hashed
+from strata.lake import partitions, schemas, spark_hashed
 from strata.lake.rowhash import (
     EMPTY,
     RowHash,
@@ -57,6 +57,16 @@ class Written:
     seen_by_key: dict[str, dict[str, int]] | None = None
 
 
+def _require_fit_names(frame: Any, kind: str) -> None:
+    names = frame.column_names if kind == "arrow" else [str(c) for c in frame.columns]
+    problem = schemas.column_name_problem(names)
+    if problem is not None:
+        raise InvalidArgument(
+            f"cannot write columns {names}: {problem}; give each column a name of its own",
+            columns=names,
+        )
+
+
 def write_frame(
     storage: Storage,
     folder: str,
@@ -74,6 +84,7 @@ def write_frame(
     is not Spark's or the columns do not apply to it.
     """
     kind = frame_kind(frame)
+    _require_fit_names(frame, kind)
     if kind == "spark":
         if by is not None and by.among is not None and len(by.among) > 1:
             return _write_spark_batch(storage, folder, frame, by, watch)

@@ -5,6 +5,7 @@ from __future__ import annotations
 import base64
 import contextlib
 import functools
+from collections.abc import Iterable
 from typing import TYPE_CHECKING, Any
 
 from strata.errors import SchemaMismatch
@@ -22,6 +23,26 @@ _ALIASES = {"large_string": "string", "large_binary": "binary", "large_utf8": "s
 def type_name(t: pa.DataType) -> str:
     name = str(t)
     return _ALIASES.get(name, name)
+
+
+def column_name_problem(names: Iterable[str]) -> str | None:
+    """What makes ``names`` unfit for a dataset's columns: an empty one, or two alike
+    ignoring case (Spark resolves column names so, and pyarrow cannot read a file with
+    two of one name); None when they are fit."""
+    seen: dict[str, tuple[int, str]] = {}
+    for number, name in enumerate(names, start=1):
+        if not name.strip():
+            return f"column {number} has no name"
+        first, was = seen.setdefault(name.casefold(), (number, name))
+        if first == number:
+            continue
+        if was == name:
+            return f"columns {first} and {number} are both named {name!r}"
+        return (
+            f"columns {first} and {number}, {was!r} and {name!r}, differ only in case "
+            "(Spark reads them as one)"
+        )
+    return None
 
 
 def fields_of(schema: pa.Schema) -> list[dict[str, Any]]:

@@ -18,6 +18,8 @@ from pathlib import Path
 from typing import IO
 from urllib.parse import unquote, urlparse
 
+from strata.lake.schemas import column_name_problem
+
 SHOWN = 5  # malformed rows named in full; the rest are counted
 _HADOOP_ONLY = frozenset((".deflate", ".lz4", ".snappy", ".zst", ".zstd"))
 
@@ -68,7 +70,24 @@ def check_source(path: str, fmt: str) -> SourceCheck:
                 _check_csv(str(file), text, result)
             else:
                 _check_json(str(file), text, result)
+    if fmt == "json":
+        _check_key_names(path, result)
     return result
+
+
+def _check_key_names(path: str, result: SourceCheck) -> None:
+    """Keys that make no column: an empty one, or two alike but for case (one column to
+    Spark, which resolves names ignoring case)."""
+    alike: dict[str, list[str]] = {}
+    for key in result.keys:
+        alike.setdefault(key.casefold(), []).append(key)
+    if "" in result.keys or any(not k.strip() for k in result.keys):
+        result.refused.append(f"{path} has a key with no name")
+    for keys in alike.values():
+        if len(keys) > 1:
+            result.refused.append(
+                f"{path}'s keys {sorted(keys)} differ only in case (Spark reads them as one)"
+            )
 
 
 def local_files(path: str) -> list[Path] | None:
@@ -136,6 +155,10 @@ def _check_csv(name: str, text: IO[str], result: SourceCheck) -> None:
             return
         if width is None:
             width = len(row)
+            problem = column_name_problem(row)
+            if problem is not None:
+                result.refused.append(f"{name}'s header: {problem}")
+                return
         elif len(row) != width:
             result.add(Malformed(name, start, f"{len(row)} fields, the header has {width}"))
 
