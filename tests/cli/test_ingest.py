@@ -332,6 +332,39 @@ def test_a_header_naming_a_column_twice_is_refused_before_either_engine(
     assert "raw/dup" not in [d.name for d in Lake(settings).datasets()]
 
 
+def test_a_new_dataset_has_the_same_types_whichever_engine_reads_its_file(
+    settings: Settings, spark: object, tmp_path: Path
+) -> None:
+    """A small file is read by pyarrow, a large one by Spark: the types of the dataset
+    they make must not hang on which. Whole numbers are 64-bit, a JSON string that looks
+    like a time or a date stays a string (Spark infers no times from JSON), and a JSON
+    source's fields are in name order."""
+    (tmp_path / "d.csv").write_text(
+        "id,amount,day,at,ok,note\n1,2.5,2026-11-01,2026-11-01 10:00:00,true,\n"
+        "2,3,2026-11-02,2026-11-02 11:30:00,false,\n"
+    )
+    (tmp_path / "d.json").write_text(
+        '{"id": 1, "day": "2026-11-01", "at": "2026-11-01T10:00:00Z", '
+        '"s": {"when": "2026-11-01", "n": 1}, "tags": ["2026-11-01"]}\n'
+    )
+    lake = Lake(settings)
+    for fmt in ("csv", "json"):
+        for engine in ([], ["--spark"]):
+            name = f"raw/{fmt}_{'spark' if engine else 'arrow'}"
+            code, _, err = invoke(settings, "ingest", *engine, str(tmp_path / f"d.{fmt}"), name)
+            assert code == 0, err
+        arrow, spark_read = (lake.schema_of(f"raw/{fmt}_{e}") for e in ("arrow", "spark"))
+        assert [(f.name, f.type) for f in arrow] == [(f.name, f.type) for f in spark_read], fmt
+    assert lake.schema_of("raw/csv_arrow").field("id").type == pa.int64()
+    json_types = lake.schema_of("raw/json_arrow")
+    assert json_types.field("day").type == json_types.field("at").type == pa.string()
+    # Spark's order: a JSON source's fields by name, at every level.
+    assert json_types.names == ["at", "day", "id", "s", "tags"]
+    assert json_types.field("s").type == pa.struct([("n", pa.int64()), ("when", pa.string())])
+    assert lake.read_arrow("raw/json_arrow").to_pylist()[0]["day"] == "2026-11-01"
+    lake.engine.dispose()
+
+
 def test_a_value_that_does_not_fit_the_dataset_is_refused_by_line(
     settings: Settings, tmp_path: Path
 ) -> None:

@@ -116,7 +116,8 @@ def _read(
 
             reader = reader.schema(from_arrow_schema(target))
         elif fmt == "csv":
-            reader = reader.option("inferSchema", "true")
+            frame = _lenient(reader.option("inferSchema", "true"), fmt, permissive)
+            return _ints_as_longs(frame.load(_spark_path(path)))
         return _lenient(reader, fmt, permissive).load(_spark_path(path))
     except StrataError:
         raise
@@ -124,6 +125,22 @@ def _read(
         raise _spark_malformed(exc, path, fmt) or InvalidArgument(
             f"Spark cannot read {path!r} as {fmt}: {str(exc).splitlines()[0]}", path=path
         ) from exc
+
+
+def _ints_as_longs(frame: DataFrame) -> DataFrame:
+    """Spark infers a CSV column of small whole numbers as int, pyarrow as int64: the
+    wider, so a dataset's types do not hang on which engine read its first file."""
+    from pyspark.sql import functions as sf
+    from pyspark.sql.types import IntegerType
+
+    ints = [f.name for f in frame.schema.fields if isinstance(f.dataType, IntegerType)]
+    if not ints:
+        return frame
+    return frame.withColumns({n: sf.col(_quoted(n)).cast("long") for n in ints})
+
+
+def _quoted(name: str) -> str:
+    return "`" + name.replace("`", "``") + "`"
 
 
 def _require_source_fits(

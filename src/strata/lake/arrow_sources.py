@@ -1,8 +1,11 @@
 """Reading small local sources with pyarrow, so an ingest of a file that fits in memory
 starts no JVM.
 
-A new dataset gets the types pyarrow infers, with what Spark's catalog relies on: times
-without a zone are UTC (the session's zone), and a column with no values is a string.
+A new dataset gets the types Spark would infer from the same file (:mod:`strata.cli.ingest`
+widens Spark's CSV ints to 64 bits, as pyarrow reads them; here a JSON string that looks
+like a time stays a string and JSON fields come in name order, as Spark reads them),
+with what Spark's catalog relies on: times without a zone are UTC (the session's zone),
+and a column with no values is a string.
 An append reads each file with the dataset's own schema, so a day whose ``amount`` holds
 only integers still lands as the dataset's doubles; a value that does not fit is
 refused by file, line and column. The CSV dialect is Spark's (``"`` quotes, doubled or
@@ -86,15 +89,38 @@ def _read_parquet(file: Path) -> pa.Table:
 
 
 def _infer_json(file: Path) -> pa.Table | None:
+    """The file as Spark would infer it: pyarrow's types, but a string that looks like
+    a time stays a string (Spark infers no times from JSON, and a date would become a
+    timestamp), and fields in name order, Spark's; None when a key holds numbers and
+    text."""
     import pyarrow as pa
     import pyarrow.json as pajson
 
     try:
-        return pajson.read_json(_stream(file))
+        table = pajson.read_json(_stream(file))
+        inferred = _as_spark_infers(pa.struct(list(table.schema)))
+        as_spark = pa.schema([inferred.field(i) for i in range(inferred.num_fields)])
+        if as_spark != table.schema:
+            parse = pajson.ParseOptions(explicit_schema=as_spark)
+            table = pajson.read_json(_stream(file), parse_options=parse)
     except pa.ArrowInvalid as exc:
         if _MIXED_JSON.search(str(exc)):
             return None
         raise _misfit(file, str(exc), None) from exc
+    return table
+
+
+def _as_spark_infers(kind: pa.DataType) -> pa.DataType:
+    import pyarrow as pa
+
+    if pa.types.is_timestamp(kind):
+        return pa.string()
+    if pa.types.is_struct(kind):
+        fields = sorted(kind, key=lambda f: f.name)
+        return pa.struct([f.with_type(_as_spark_infers(f.type)) for f in fields])
+    if pa.types.is_list(kind):
+        return pa.list_(_as_spark_infers(kind.value_type))
+    return kind
 
 
 def _read_text(file: Path, fmt: str, target: pa.Schema | None, multiline: bool) -> pa.Table:
