@@ -79,7 +79,7 @@ def dataset_at(ref: str, version: int | None) -> tuple[str, int | None]:
     """``DATASET`` with ``--version N``, or ``DATASET@N`` as `strata trace` takes it."""
     from strata.lake.names import parse_ref
 
-    name, at, digits = ref.rpartition("@")
+    _, at, digits = ref.rpartition("@")
     if not at or not digits.isdigit():
         return ref, version  # a name with no version after its last '@'
     name, named = parse_ref(ref)

@@ -100,9 +100,11 @@ def _infer_json(file: Path) -> pa.Table | None:
         table = pajson.read_json(_stream(file))
         inferred = _as_spark_infers(pa.struct(list(table.schema)))
         as_spark = pa.schema([inferred.field(i) for i in range(inferred.num_fields)])
-        if as_spark != table.schema:
-            parse = pajson.ParseOptions(explicit_schema=as_spark)
-            table = pajson.read_json(_stream(file), parse_options=parse)
+        if as_spark == pa.schema(sorted(table.schema, key=lambda f: f.name)):
+            return table.select(as_spark.names)  # only the columns' order differs
+        # A time's text, or a struct's order of fields, needs the file read again.
+        parse = pajson.ParseOptions(explicit_schema=as_spark)
+        table = pajson.read_json(_stream(file), parse_options=parse)
     except pa.ArrowInvalid as exc:
         if _MIXED_JSON.search(str(exc)):
             return None

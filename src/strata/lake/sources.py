@@ -81,7 +81,7 @@ def _check_key_names(path: str, result: SourceCheck) -> None:
     alike: dict[str, list[str]] = {}
     for key in result.keys:
         alike.setdefault(key.casefold(), []).append(key)
-    if "" in result.keys or any(not k.strip() for k in result.keys):
+    if any(not k.strip() for k in result.keys):
         result.refused.append(f"{path} has a key with no name")
     for keys in alike.values():
         if len(keys) > 1:
